@@ -1,0 +1,346 @@
+//! The seam between workloads and backends: a DAG of tasks.
+//!
+//! A workload (a collective sweep, a training step) becomes a [`Dag`] of
+//! [`Task`]s: transfers between GPUs, compute on a GPU, and markers that only
+//! join dependencies. A task starts when all its dependencies are met; a
+//! dependency waits either for a task to be **sent** (its last byte left the
+//! source — a sender may then post its next message) or **done** (its last byte
+//! arrived — the receiver may use the data). Backends execute the DAG with a
+//! [`DagRunner`], which tracks what is ready.
+//!
+//! Tasks carry the index of the operation ([`OpInfo`]) they belong to, so the
+//! result can report each collective's time.
+
+use crate::topology::GpuId;
+use crate::units::SimTime;
+
+/// Index of a task in a [`Dag`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TaskId(pub u32);
+
+/// A dependency on another task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dep {
+    /// Met when the task's last byte has left its source (for compute and markers: when done).
+    Sent(TaskId),
+    /// Met when the task is complete (last byte delivered, compute finished).
+    Done(TaskId),
+}
+
+impl Dep {
+    fn pack(self) -> u32 {
+        match self {
+            Dep::Sent(t) => t.0 << 1 | 1,
+            Dep::Done(t) => t.0 << 1,
+        }
+    }
+}
+
+/// One unit of work.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum TaskKind {
+    /// Move `bytes` from GPU `src` to GPU `dst`.
+    Transfer {
+        /// Sending GPU.
+        src: GpuId,
+        /// Receiving GPU.
+        dst: GpuId,
+        /// Payload bytes.
+        bytes: u64,
+    },
+    /// Keep GPU `gpu` busy for `duration` (picoseconds).
+    Compute {
+        /// The GPU.
+        gpu: GpuId,
+        /// How long, picoseconds.
+        duration: SimTime,
+    },
+    /// No work: completes as soon as its dependencies are met.
+    Marker,
+}
+
+/// A task and the operation it belongs to.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Task {
+    /// What to do.
+    pub kind: TaskKind,
+    /// Index into [`Dag::ops`].
+    pub op: u32,
+}
+
+/// A named operation (one collective, one compute phase) whose tasks are timed together.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpInfo {
+    /// Label shown in results, e.g. `allreduce`.
+    pub label: String,
+}
+
+/// A DAG of tasks, built in dependency order (a task may only depend on earlier ones).
+#[derive(Clone, Debug, Default)]
+pub struct Dag {
+    /// All tasks, in creation order.
+    pub tasks: Vec<Task>,
+    dep_start: Vec<u32>,
+    deps: Vec<u32>,
+    /// The operations tasks are grouped into.
+    pub ops: Vec<OpInfo>,
+    current_op: u32,
+}
+
+impl Dag {
+    /// An empty DAG.
+    pub fn new() -> Dag {
+        Dag {
+            dep_start: vec![0],
+            ..Dag::default()
+        }
+    }
+
+    /// Starts a new operation; tasks added from now on belong to it. Returns its index.
+    pub fn begin_op(&mut self, label: impl Into<String>) -> u32 {
+        self.ops.push(OpInfo {
+            label: label.into(),
+        });
+        self.current_op = self.ops.len() as u32 - 1;
+        self.current_op
+    }
+
+    /// Number of tasks.
+    pub fn len(&self) -> usize {
+        self.tasks.len()
+    }
+    /// True when there are no tasks.
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+
+    /// Adds a task that starts once every dependency in `deps` is met.
+    ///
+    /// # Panics
+    /// Panics if a dependency names a task not yet added (that would be a cycle).
+    pub fn add(&mut self, kind: TaskKind, deps: &[Dep]) -> TaskId {
+        let id = self.tasks.len() as u32;
+        if self.dep_start.is_empty() {
+            self.dep_start.push(0);
+        }
+        for d in deps {
+            let (Dep::Sent(t) | Dep::Done(t)) = *d;
+            assert!(t.0 < id, "dependency on a later task would form a cycle");
+            self.deps.push(d.pack());
+        }
+        self.dep_start.push(self.deps.len() as u32);
+        self.tasks.push(Task {
+            kind,
+            op: self.current_op,
+        });
+        TaskId(id)
+    }
+
+    /// Adds a transfer of `bytes` from `src` to `dst`.
+    pub fn transfer(&mut self, src: GpuId, dst: GpuId, bytes: u64, deps: &[Dep]) -> TaskId {
+        self.add(TaskKind::Transfer { src, dst, bytes }, deps)
+    }
+
+    /// Adds `duration` of compute on `gpu`.
+    pub fn compute(&mut self, gpu: GpuId, duration: SimTime, deps: &[Dep]) -> TaskId {
+        self.add(TaskKind::Compute { gpu, duration }, deps)
+    }
+
+    /// Adds a marker that joins `deps`.
+    pub fn marker(&mut self, deps: &[Dep]) -> TaskId {
+        self.add(TaskKind::Marker, deps)
+    }
+
+    /// The dependencies of task `t`.
+    pub fn deps_of(&self, t: TaskId) -> impl Iterator<Item = Dep> + '_ {
+        let s = self.dep_start[t.0 as usize] as usize;
+        let e = self.dep_start[t.0 as usize + 1] as usize;
+        self.deps[s..e].iter().map(|&p| {
+            let t = TaskId(p >> 1);
+            if p & 1 == 1 {
+                Dep::Sent(t)
+            } else {
+                Dep::Done(t)
+            }
+        })
+    }
+
+    /// Total payload bytes of all transfers.
+    pub fn transfer_bytes(&self) -> u64 {
+        self.tasks
+            .iter()
+            .map(|t| match t.kind {
+                TaskKind::Transfer { bytes, .. } => bytes,
+                _ => 0,
+            })
+            .sum()
+    }
+}
+
+/// Start and end of one operation in a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpTiming {
+    /// When its first task started.
+    pub start: SimTime,
+    /// When its last task completed.
+    pub end: SimTime,
+}
+
+/// Tracks which tasks of a [`Dag`] are ready while a backend executes it.
+///
+/// The backend calls [`DagRunner::start`] once, then reports [`DagRunner::sent`]
+/// and [`DagRunner::done`] as its events happen; each call appends newly ready
+/// tasks to the caller's buffer (no allocation per call).
+pub struct DagRunner {
+    /// Unmet dependencies per task.
+    pending: Vec<u32>,
+    /// Successors: CSR over tasks; entries packed `succ << 1 | on_sent`.
+    succ_start: Vec<u32>,
+    succ: Vec<u32>,
+    sent_fired: Vec<bool>,
+    /// When each task started (became ready), picoseconds.
+    pub started_at: Vec<SimTime>,
+    /// Per-op timing.
+    pub op_timing: Vec<OpTiming>,
+    op_seen: Vec<bool>,
+    completed: usize,
+    ops_of: Vec<u32>,
+}
+
+impl DagRunner {
+    /// Prepares to run `dag`.
+    pub fn new(dag: &Dag) -> DagRunner {
+        let n = dag.tasks.len();
+        let mut pending = vec![0u32; n];
+        let mut count = vec![0u32; n + 1];
+        for t in 0..n {
+            for d in dag.deps_of(TaskId(t as u32)) {
+                let (Dep::Sent(p) | Dep::Done(p)) = d;
+                count[p.0 as usize + 1] += 1;
+                pending[t] += 1;
+            }
+        }
+        for i in 0..n {
+            count[i + 1] += count[i];
+        }
+        let mut fill = count.clone();
+        let mut succ = vec![0u32; *count.last().unwrap_or(&0) as usize];
+        for t in 0..n {
+            for d in dag.deps_of(TaskId(t as u32)) {
+                let (p, on_sent) = match d {
+                    Dep::Sent(p) => (p, 1),
+                    Dep::Done(p) => (p, 0),
+                };
+                succ[fill[p.0 as usize] as usize] = (t as u32) << 1 | on_sent;
+                fill[p.0 as usize] += 1;
+            }
+        }
+        DagRunner {
+            pending,
+            succ_start: count,
+            succ,
+            sent_fired: vec![false; n],
+            started_at: vec![SimTime::ZERO; n],
+            op_timing: vec![OpTiming::default(); dag.ops.len().max(1)],
+            op_seen: vec![false; dag.ops.len().max(1)],
+            completed: 0,
+            ops_of: dag.tasks.iter().map(|t| t.op).collect(),
+        }
+    }
+
+    /// Appends the tasks with no dependencies to `ready` (time zero).
+    pub fn start(&mut self, ready: &mut Vec<TaskId>) {
+        for (i, &p) in self.pending.iter().enumerate() {
+            if p == 0 {
+                ready.push(TaskId(i as u32));
+            }
+        }
+        for &t in ready.iter() {
+            self.mark_started(t, SimTime::ZERO);
+        }
+    }
+
+    fn mark_started(&mut self, t: TaskId, now: SimTime) {
+        self.started_at[t.0 as usize] = now;
+        let op = self.ops_of[t.0 as usize] as usize;
+        if !self.op_seen[op] {
+            self.op_seen[op] = true;
+            self.op_timing[op].start = now;
+        }
+    }
+
+    fn release(&mut self, t: TaskId, want_sent: bool, now: SimTime, ready: &mut Vec<TaskId>) {
+        let s = self.succ_start[t.0 as usize] as usize;
+        let e = self.succ_start[t.0 as usize + 1] as usize;
+        for i in s..e {
+            let packed = self.succ[i];
+            if (packed & 1 == 1) != want_sent {
+                continue;
+            }
+            let succ = packed >> 1;
+            let p = &mut self.pending[succ as usize];
+            *p -= 1;
+            if *p == 0 {
+                ready.push(TaskId(succ));
+                self.mark_started(TaskId(succ), now);
+            }
+        }
+    }
+
+    /// Task `t`'s last byte left its source at `now`.
+    pub fn sent(&mut self, t: TaskId, now: SimTime, ready: &mut Vec<TaskId>) {
+        if !self.sent_fired[t.0 as usize] {
+            self.sent_fired[t.0 as usize] = true;
+            self.release(t, true, now, ready);
+        }
+    }
+
+    /// Task `t` completed at `now` (implies sent).
+    pub fn done(&mut self, t: TaskId, now: SimTime, ready: &mut Vec<TaskId>) {
+        self.sent(t, now, ready);
+        self.completed += 1;
+        let op = self.ops_of[t.0 as usize] as usize;
+        if now > self.op_timing[op].end {
+            self.op_timing[op].end = now;
+        }
+        self.release(t, false, now, ready);
+    }
+
+    /// Number of completed tasks.
+    pub fn completed(&self) -> usize {
+        self.completed
+    }
+    /// True when every task completed.
+    pub fn finished(&self) -> bool {
+        self.completed == self.pending.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runner_releases_on_sent_and_done() {
+        let mut d = Dag::new();
+        d.begin_op("x");
+        let a = d.transfer(GpuId(0), GpuId(1), 10, &[]);
+        let b = d.transfer(GpuId(0), GpuId(1), 10, &[Dep::Sent(a)]);
+        let c = d.marker(&[Dep::Done(a), Dep::Done(b)]);
+        let mut r = DagRunner::new(&d);
+        let mut ready = Vec::new();
+        r.start(&mut ready);
+        assert_eq!(ready, vec![a]);
+        ready.clear();
+        r.sent(a, SimTime(5), &mut ready);
+        assert_eq!(ready, vec![b]);
+        ready.clear();
+        r.done(a, SimTime(7), &mut ready);
+        assert!(ready.is_empty());
+        r.done(b, SimTime(9), &mut ready);
+        assert_eq!(ready, vec![c]);
+        r.done(c, SimTime(9), &mut Vec::new());
+        assert!(r.finished());
+        assert_eq!(r.op_timing[0], OpTiming { start: SimTime(0), end: SimTime(9) });
+    }
+}

@@ -1,0 +1,4 @@
+pub mod collective;
+pub mod dag;
+pub mod topology;
+pub mod units;

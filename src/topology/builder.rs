@@ -1,0 +1,338 @@
+//! Shared construction of a [`Topology`]: hosts (GPUs, NVSwitch, NICs), switches,
+//! duplex links, and the final routing tables.
+
+use super::{
+    dragonfly, fat_tree, leaf_spine, rail, GpuId, GpuPorts, Link, LinkId, LinkKind, NicPorts,
+    Node, NodeId, NodeKind, Topology,
+};
+use crate::units::{Rate, SimTime};
+
+/// What is inside each host, as the topology needs it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClusterSpec {
+    /// Number of hosts (nodes).
+    pub hosts: u32,
+    /// GPUs per host.
+    pub gpus_per_host: u32,
+    /// NICs per host; GPU `l` uses NIC `l * nics / gpus`.
+    pub nics_per_host: u32,
+    /// NVLink bandwidth per GPU per direction, bits/s.
+    pub nvlink_rate: Rate,
+    /// GPU → NVSwitch → GPU one-way latency is twice this, picoseconds.
+    pub nvlink_latency: SimTime,
+    /// PCIe bandwidth between a GPU and its NIC per direction, bits/s.
+    pub pcie_rate: Rate,
+    /// PCIe one-way latency, picoseconds.
+    pub pcie_latency: SimTime,
+}
+
+/// The network links and switches' common figures.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FabricLinkSpec {
+    /// Rate of every network link (NIC ↔ switch, switch ↔ switch), bits/s.
+    pub link_rate: Rate,
+    /// Propagation latency of every network link, picoseconds.
+    pub link_latency: SimTime,
+    /// Forwarding latency of every switch, picoseconds.
+    pub switch_latency: SimTime,
+}
+
+/// The shape of the network and its parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TopologySpec {
+    /// Every NIC on one switch (a non-blocking crossbar); the reference for closed forms.
+    SingleSwitch,
+    /// Two tiers: leaves with `radix` ports split down:up = `oversubscription`:1, every
+    /// leaf wired to every spine.
+    LeafSpine {
+        /// Ports per switch.
+        radix: u32,
+        /// Down-to-up port ratio at the leaf (1.0 = non-blocking).
+        oversubscription: f64,
+    },
+    /// Three-tier k-ary fat-tree (Al-Fares et al., SIGCOMM 2008): k pods of k/2 edge
+    /// and k/2 aggregation switches, (k/2)² cores, up to k³/4 NICs.
+    FatTree {
+        /// Ports per switch (even).
+        k: u32,
+    },
+    /// Rail-optimized: NIC `i` of every host on a rail-`i` leaf; all leaves wired to
+    /// every spine.
+    RailOptimized {
+        /// Ports per leaf switch (half down, half up).
+        radix: u32,
+        /// Ports per spine switch (must reach every leaf).
+        spine_radix: u32,
+    },
+    /// Dragonfly (Kim et al., ISCA 2008): `groups` of `routers_per_group` routers,
+    /// all-to-all inside a group, `global_links_per_router` links between groups.
+    Dragonfly {
+        /// Number of groups.
+        groups: u32,
+        /// Routers per group.
+        routers_per_group: u32,
+        /// NIC ports per router.
+        hosts_per_router: u32,
+        /// Global (inter-group) ports per router.
+        global_links_per_router: u32,
+    },
+}
+
+impl TopologySpec {
+    /// The name used in scenario files and results.
+    pub fn name(&self) -> &'static str {
+        match self {
+            TopologySpec::SingleSwitch => "single_switch",
+            TopologySpec::LeafSpine { .. } => "leaf_spine",
+            TopologySpec::FatTree { .. } => "fat_tree",
+            TopologySpec::RailOptimized { .. } => "rail_optimized",
+            TopologySpec::Dragonfly { .. } => "dragonfly",
+        }
+    }
+}
+
+/// Why a topology cannot be built for a cluster.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct TopologyError {
+    /// The scenario field at fault, e.g. `topology.radix` or `cluster.nodes`.
+    pub field: &'static str,
+    /// What is wrong and what would fit, in one sentence.
+    pub message: String,
+}
+
+impl TopologyError {
+    /// An error about `field`.
+    pub fn new(field: &'static str, message: impl Into<String>) -> TopologyError {
+        TopologyError {
+            field,
+            message: message.into(),
+        }
+    }
+}
+
+/// Assembles nodes and links; shape builders call it, then [`TopologyBuilder::finish`].
+pub struct TopologyBuilder {
+    shape: String,
+    nodes: Vec<Node>,
+    links: Vec<Link>,
+    gpus: Vec<GpuPorts>,
+    nics: Vec<NicPorts>,
+    hosts: u32,
+    gpus_per_host: u32,
+    fabric: FabricLinkSpec,
+}
+
+impl TopologyBuilder {
+    /// A new, empty builder for a shape named `shape`.
+    pub fn new(shape: &str, fabric: &FabricLinkSpec) -> TopologyBuilder {
+        TopologyBuilder {
+            shape: shape.to_string(),
+            nodes: Vec::new(),
+            links: Vec::new(),
+            gpus: Vec::new(),
+            nics: Vec::new(),
+            hosts: 0,
+            gpus_per_host: 0,
+            fabric: fabric.clone(),
+        }
+    }
+
+    /// Adds a node.
+    pub fn add_node(&mut self, kind: NodeKind, latency: SimTime) -> NodeId {
+        self.nodes.push(Node { kind, latency });
+        NodeId(self.nodes.len() as u32 - 1)
+    }
+
+    /// Adds a network switch at `tier` with the fabric's switch latency.
+    pub fn add_switch(&mut self, tier: u8) -> NodeId {
+        let lat = self.fabric.switch_latency;
+        self.add_node(NodeKind::Switch { tier }, lat)
+    }
+
+    /// Adds two directed links a→b and b→a (ids `2i` and `2i+1`); returns a→b.
+    pub fn add_duplex(
+        &mut self,
+        a: NodeId,
+        b: NodeId,
+        rate: Rate,
+        latency: SimTime,
+        kind: LinkKind,
+    ) -> LinkId {
+        debug_assert!(self.links.len() % 2 == 0, "links are added in pairs");
+        let id = LinkId(self.links.len() as u32);
+        self.links.push(Link {
+            from: a,
+            to: b,
+            rate,
+            latency,
+            kind,
+        });
+        self.links.push(Link {
+            from: b,
+            to: a,
+            rate,
+            latency,
+            kind,
+        });
+        id
+    }
+
+    /// Adds a network link between two switches (or a NIC and a switch) at the
+    /// fabric's rate and latency; returns a→b.
+    pub fn add_network_link(&mut self, a: NodeId, b: NodeId) -> LinkId {
+        let (r, l) = (self.fabric.link_rate, self.fabric.link_latency);
+        self.add_duplex(a, b, r, l, LinkKind::Network)
+    }
+
+    /// Adds the hosts (GPUs, one NVSwitch, NICs and their internal links) and returns
+    /// the NIC nodes, host-major: `nics[h * nics_per_host + i]`. Each NIC must then be
+    /// cabled with [`TopologyBuilder::attach_nic`].
+    pub fn add_hosts(&mut self, c: &ClusterSpec) -> Vec<NodeId> {
+        self.hosts = c.hosts;
+        self.gpus_per_host = c.gpus_per_host;
+        let mut nic_nodes = Vec::with_capacity((c.hosts * c.nics_per_host) as usize);
+        for h in 0..c.hosts {
+            let nvs = self.add_node(NodeKind::NvSwitch { host: h }, SimTime::ZERO);
+            let first_nic = nic_nodes.len();
+            for i in 0..c.nics_per_host {
+                nic_nodes.push(self.add_node(NodeKind::Nic { host: h, index: i }, SimTime::ZERO));
+            }
+            for l in 0..c.gpus_per_host {
+                let gpu = GpuId(h * c.gpus_per_host + l);
+                let node = self.add_node(NodeKind::Gpu { gpu }, SimTime::ZERO);
+                let nv = self.add_duplex(node, nvs, c.nvlink_rate, c.nvlink_latency, LinkKind::NvLink);
+                let nic = nic_nodes[first_nic + (l * c.nics_per_host / c.gpus_per_host) as usize];
+                let pc = self.add_duplex(node, nic, c.pcie_rate, c.pcie_latency, LinkKind::Pcie);
+                self.gpus.push(GpuPorts {
+                    node,
+                    nvlink_up: nv,
+                    nvlink_down: LinkId(nv.0 + 1),
+                    nic,
+                    pcie_up: pc,
+                    pcie_down: LinkId(pc.0 + 1),
+                });
+            }
+        }
+        nic_nodes
+    }
+
+    /// Cables a NIC to its edge switch with a network link.
+    pub fn attach_nic(&mut self, nic: NodeId, leaf: NodeId) {
+        let up = self.add_network_link(nic, leaf);
+        self.nics.push(NicPorts {
+            node: nic,
+            uplink: up,
+            downlink: LinkId(up.0 + 1),
+            leaf,
+        });
+    }
+
+    /// Finishes the graph: adjacency, indices and routing tables.
+    pub fn finish(self) -> Topology {
+        let n = self.nodes.len();
+        let mut out_start = vec![0u32; n + 1];
+        for l in &self.links {
+            out_start[l.from.0 as usize + 1] += 1;
+        }
+        for i in 0..n {
+            out_start[i + 1] += out_start[i];
+        }
+        let mut fill = out_start.clone();
+        let mut out_links = vec![LinkId(0); self.links.len()];
+        for (i, l) in self.links.iter().enumerate() {
+            out_links[fill[l.from.0 as usize] as usize] = LinkId(i as u32);
+            fill[l.from.0 as usize] += 1;
+        }
+        let mut switch_index = vec![u32::MAX; n];
+        let mut n_switches = 0u32;
+        for (i, node) in self.nodes.iter().enumerate() {
+            if matches!(node.kind, NodeKind::Switch { .. }) {
+                switch_index[i] = n_switches;
+                n_switches += 1;
+            }
+        }
+        let mut nic_index = vec![u32::MAX; n];
+        let mut leaf_index = vec![u32::MAX; n];
+        let mut leaves = Vec::new();
+        for (i, nic) in self.nics.iter().enumerate() {
+            nic_index[nic.node.0 as usize] = i as u32;
+            if leaf_index[nic.leaf.0 as usize] == u32::MAX {
+                leaf_index[nic.leaf.0 as usize] = leaves.len() as u32;
+                leaves.push(nic.leaf);
+            }
+        }
+        let n_links = self.links.len();
+        let mut t = Topology {
+            shape: self.shape,
+            nodes: self.nodes,
+            links: self.links,
+            out_start,
+            out_links,
+            hosts: self.hosts,
+            gpus_per_host: self.gpus_per_host,
+            gpus: self.gpus,
+            nics: self.nics,
+            nic_index,
+            link_up: vec![true; n_links],
+            switch_index,
+            leaf_index,
+            leaves,
+            dist: Vec::new(),
+            n_switches: n_switches as usize,
+            network_efficiency: 1.0,
+        };
+        t.compute_distances();
+        t
+    }
+}
+
+/// Builds the topology of `spec` for the cluster `c` with network links `f`.
+///
+/// # Errors
+/// Returns a [`TopologyError`] naming the field at fault when the shape cannot hold
+/// the cluster (too few ports, odd `k`, a spine that cannot reach every leaf, …).
+pub fn build(
+    c: &ClusterSpec,
+    f: &FabricLinkSpec,
+    spec: &TopologySpec,
+) -> Result<Topology, TopologyError> {
+    if c.hosts == 0 || c.gpus_per_host == 0 || c.nics_per_host == 0 {
+        return Err(TopologyError::new(
+            "cluster.nodes",
+            "a cluster needs at least one node, one GPU and one NIC per node",
+        ));
+    }
+    let mut b = TopologyBuilder::new(spec.name(), f);
+    let nics = b.add_hosts(c);
+    match *spec {
+        TopologySpec::SingleSwitch => {
+            let sw = b.add_switch(0);
+            for &n in &nics {
+                b.attach_nic(n, sw);
+            }
+        }
+        TopologySpec::LeafSpine {
+            radix,
+            oversubscription,
+        } => leaf_spine::build(&mut b, &nics, radix, oversubscription)?,
+        TopologySpec::FatTree { k } => fat_tree::build(&mut b, &nics, k)?,
+        TopologySpec::RailOptimized { radix, spine_radix } => {
+            rail::build(&mut b, &nics, c.nics_per_host, radix, spine_radix)?
+        }
+        TopologySpec::Dragonfly {
+            groups,
+            routers_per_group,
+            hosts_per_router,
+            global_links_per_router,
+        } => dragonfly::build(
+            &mut b,
+            &nics,
+            groups,
+            routers_per_group,
+            hosts_per_router,
+            global_links_per_router,
+        )?,
+    }
+    Ok(b.finish())
+}

@@ -1,0 +1,53 @@
+//! Two-tier leaf-spine (folded Clos) with an oversubscription ratio at the leaf.
+
+use super::{NodeId, TopologyBuilder, TopologyError};
+
+/// Splits `radix` leaf ports into (down, up) with down:up as close to `oversub`:1 as ports allow.
+pub fn port_split(radix: u32, oversub: f64) -> (u32, u32) {
+    let down = ((radix as f64) * oversub / (oversub + 1.0)).round() as u32;
+    let down = down.clamp(1, radix.saturating_sub(1).max(1));
+    (down, radix - down)
+}
+
+/// Wires `nics` to leaves of `radix` ports (down:up = `oversub`:1); every leaf has one
+/// uplink to each of the `up` spines, so a spine needs one port per leaf.
+///
+/// # Errors
+/// Fails when the radix is below 2, the ratio is not positive, or the spines' `radix`
+/// ports cannot reach every leaf the cluster needs.
+pub fn build(
+    b: &mut TopologyBuilder,
+    nics: &[NodeId],
+    radix: u32,
+    oversub: f64,
+) -> Result<(), TopologyError> {
+    if radix < 2 {
+        return Err(TopologyError::new("topology.radix", format!("a switch needs at least 2 ports, found {radix}")));
+    }
+    if !(oversub.is_finite() && oversub > 0.0) {
+        return Err(TopologyError::new("topology.oversubscription", format!("the down:up ratio must be a positive number such as 1.0 or 3.0, found {oversub}")));
+    }
+    let (down, up) = port_split(radix, oversub);
+    let leaves = (nics.len() as u32).div_ceil(down);
+    if leaves > radix {
+        return Err(TopologyError::new(
+            "topology.radix",
+            format!(
+                "{} NICs need {leaves} leaves of {down} host ports, but a {radix}-port spine reaches at most {radix} leaves (at most {} NICs); raise the radix or use a fat_tree",
+                nics.len(),
+                radix * down
+            ),
+        ));
+    }
+    let leaf_ids: Vec<NodeId> = (0..leaves).map(|_| b.add_switch(0)).collect();
+    for (i, &nic) in nics.iter().enumerate() {
+        b.attach_nic(nic, leaf_ids[i / down as usize]);
+    }
+    for _ in 0..up {
+        let spine = b.add_switch(1);
+        for &leaf in &leaf_ids {
+            b.add_network_link(leaf, spine);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,408 @@
+//! The cluster as a graph: GPUs, NVSwitches, NICs, switches and directed links, and
+//! the routes between GPUs.
+//!
+//! ```text
+//!   GPU ──NVLink──► NVSwitch ──NVLink──► GPU          (inside a host)
+//!   GPU ──PCIe──► NIC ──► leaf ──► spine … ──► leaf ──► NIC ──PCIe──► GPU
+//! ```
+//!
+//! Every link is directed and has a rate (bits/s) and a propagation latency; every
+//! node may add a forwarding latency (switches). Builders for the fabric shapes live
+//! in one file each ([`leaf_spine`], [`fat_tree`], [`rail`], [`dragonfly`]) and all
+//! share [`TopologyBuilder`], which wires the hosts and computes the routing tables.
+//!
+//! Routing is shortest-path with equal-cost multipath: for each edge ("leaf") switch
+//! the builder stores the hop distance from every switch, and a packet or flow at a
+//! switch may take any out-link to a switch one hop closer. ECMP picks one by a
+//! seeded hash of the flow; adaptive routing and spraying pick per packet.
+
+pub mod builder;
+pub mod dragonfly;
+pub mod fat_tree;
+pub mod leaf_spine;
+pub mod rail;
+
+pub use builder::{build, ClusterSpec, FabricLinkSpec, TopologyBuilder, TopologyError, TopologySpec};
+
+use crate::units::{Rate, SimTime};
+
+/// Index of a node (GPU, NVSwitch, NIC or switch) in [`Topology::nodes`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NodeId(pub u32);
+
+/// Index of a directed link in [`Topology::links`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LinkId(pub u32);
+
+/// A GPU's global rank: host `h`, local index `l` is `h * gpus_per_host + l`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct GpuId(pub u32);
+
+/// What a node is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeKind {
+    /// A GPU; traffic starts and ends here.
+    Gpu { gpu: GpuId },
+    /// The NVSwitch fabric of one host, modeled as one non-blocking crossbar.
+    NvSwitch { host: u32 },
+    /// A network adapter of a host (the `index`-th of that host).
+    Nic { host: u32, index: u32 },
+    /// A network switch; `tier` 0 is the edge (leaf / ToR / rail switch).
+    Switch { tier: u8 },
+}
+
+/// Which technology a link models (it decides which settings apply to it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkKind {
+    /// GPU ↔ NVSwitch inside a host.
+    NvLink,
+    /// GPU ↔ NIC over PCIe (the GPUDirect path).
+    Pcie,
+    /// NIC ↔ switch or switch ↔ switch: the network proper.
+    Network,
+}
+
+/// A node of the graph.
+#[derive(Clone, Debug)]
+pub struct Node {
+    /// What the node is.
+    pub kind: NodeKind,
+    /// Time to forward a packet through the node (switch pipeline latency), picoseconds.
+    pub latency: SimTime,
+}
+
+/// A directed link: serializes at `rate` and delivers after `latency`.
+#[derive(Clone, Debug)]
+pub struct Link {
+    /// Sending end.
+    pub from: NodeId,
+    /// Receiving end.
+    pub to: NodeId,
+    /// Line rate, bits per second.
+    pub rate: Rate,
+    /// Propagation delay, picoseconds.
+    pub latency: SimTime,
+    /// Technology of the link.
+    pub kind: LinkKind,
+}
+
+/// Per-GPU shortcuts to the links on its way in and out of the host.
+#[derive(Clone, Copy, Debug)]
+pub struct GpuPorts {
+    /// The GPU's node.
+    pub node: NodeId,
+    /// GPU → NVSwitch.
+    pub nvlink_up: LinkId,
+    /// NVSwitch → GPU.
+    pub nvlink_down: LinkId,
+    /// The NIC this GPU sends through (GPUDirect affinity).
+    pub nic: NodeId,
+    /// GPU → NIC (PCIe).
+    pub pcie_up: LinkId,
+    /// NIC → GPU (PCIe).
+    pub pcie_down: LinkId,
+}
+
+/// Per-NIC shortcuts to the edge of the network.
+#[derive(Clone, Copy, Debug)]
+pub struct NicPorts {
+    /// The NIC's node.
+    pub node: NodeId,
+    /// NIC → edge switch.
+    pub uplink: LinkId,
+    /// Edge switch → NIC.
+    pub downlink: LinkId,
+    /// The edge switch the NIC is cabled to.
+    pub leaf: NodeId,
+}
+
+/// The built cluster graph with its routing tables. Immutable during a run except
+/// for [`Topology::set_link_up`], which recomputes the routes (link faults).
+#[derive(Clone, Debug)]
+pub struct Topology {
+    /// Name of the shape, e.g. `"rail_optimized"`.
+    pub shape: String,
+    /// All nodes.
+    pub nodes: Vec<Node>,
+    /// All directed links; the reverse of a duplex link is stored next to it.
+    pub links: Vec<Link>,
+    /// CSR offsets into `out_links`, one per node plus one.
+    out_start: Vec<u32>,
+    out_links: Vec<LinkId>,
+    /// Number of hosts.
+    pub hosts: u32,
+    /// GPUs in each host.
+    pub gpus_per_host: u32,
+    /// One entry per GPU, indexed by [`GpuId`].
+    pub gpus: Vec<GpuPorts>,
+    /// One entry per NIC, in host-major order; `nic_index[node]` finds it.
+    pub nics: Vec<NicPorts>,
+    nic_index: Vec<u32>,
+    /// Link is usable (false after a link-down fault).
+    link_up: Vec<bool>,
+    /// Dense index of each switch node (u32::MAX for non-switches).
+    switch_index: Vec<u32>,
+    /// Dense index of each edge switch among `leaves` (u32::MAX otherwise).
+    leaf_index: Vec<u32>,
+    /// Edge switches (those with NICs attached).
+    pub leaves: Vec<NodeId>,
+    /// `dist[leaf * n_switches + switch]`: hops from the switch to that leaf; 255 = unreachable.
+    dist: Vec<u8>,
+    n_switches: usize,
+    /// Payload fraction of a network link's rate once per-packet headers are paid
+    /// (`mtu / (mtu + header)`); 1.0 until [`Topology::set_network_efficiency`].
+    /// The analytical and flow backends use it so they agree with the packet level.
+    pub network_efficiency: f64,
+}
+
+/// The unreachable marker in the distance table.
+const UNREACHABLE: u8 = u8::MAX;
+
+/// A fast, well-mixed 64-bit hash step (SplitMix64 finalizer); used for ECMP.
+#[inline]
+pub fn mix64(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+impl Topology {
+    /// Number of GPUs.
+    pub fn num_gpus(&self) -> u32 {
+        self.gpus.len() as u32
+    }
+    /// The host of a GPU.
+    pub fn host_of(&self, g: GpuId) -> u32 {
+        g.0 / self.gpus_per_host
+    }
+    /// Out-links of a node.
+    pub fn out_links(&self, n: NodeId) -> &[LinkId] {
+        let s = self.out_start[n.0 as usize] as usize;
+        let e = self.out_start[n.0 as usize + 1] as usize;
+        &self.out_links[s..e]
+    }
+    /// The link with this id.
+    #[inline]
+    pub fn link(&self, l: LinkId) -> &Link {
+        &self.links[l.0 as usize]
+    }
+    /// The node with this id.
+    #[inline]
+    pub fn node(&self, n: NodeId) -> &Node {
+        &self.nodes[n.0 as usize]
+    }
+    /// Whether the link currently carries traffic.
+    pub fn is_link_up(&self, l: LinkId) -> bool {
+        self.link_up[l.0 as usize]
+    }
+    /// The reverse direction of a duplex link (builders store pairs next to each other).
+    pub fn reverse(&self, l: LinkId) -> LinkId {
+        LinkId(l.0 ^ 1)
+    }
+    /// Number of switches (any tier).
+    pub fn num_switches(&self) -> usize {
+        self.n_switches
+    }
+    /// NIC record of a NIC node, if it is one.
+    pub fn nic_of_node(&self, n: NodeId) -> Option<&NicPorts> {
+        match self.nic_index.get(n.0 as usize) {
+            Some(&i) if i != u32::MAX => Some(&self.nics[i as usize]),
+            _ => None,
+        }
+    }
+
+    /// Takes a link (and its reverse) down or up and recomputes the routes.
+    /// Traffic already on the link is the backend's business.
+    pub fn set_link_up(&mut self, l: LinkId, up: bool) {
+        self.link_up[l.0 as usize] = up;
+        let rev = self.reverse(l);
+        self.link_up[rev.0 as usize] = up;
+        self.compute_distances();
+    }
+
+    /// Equal-cost next hops from node `at` towards GPU `dst`, appended to `out`.
+    /// Empty when `at` is `dst` or `dst` is unreachable.
+    pub fn next_hops(&self, at: NodeId, dst: GpuId, out: &mut Vec<LinkId>) {
+        let dp = &self.gpus[dst.0 as usize];
+        if at == dp.node {
+            return;
+        }
+        match self.nodes[at.0 as usize].kind {
+            NodeKind::Gpu { gpu } => {
+                let sp = &self.gpus[gpu.0 as usize];
+                if self.host_of(gpu) == self.host_of(dst) {
+                    out.push(sp.nvlink_up);
+                } else {
+                    out.push(sp.pcie_up);
+                }
+            }
+            NodeKind::NvSwitch { .. } => out.push(dp.nvlink_down),
+            NodeKind::Nic { .. } => {
+                if at == dp.nic {
+                    out.push(dp.pcie_down);
+                } else {
+                    let nic = self.nic_of_node(at).expect("NIC node has a NIC record");
+                    if self.is_link_up(nic.uplink) {
+                        out.push(nic.uplink);
+                    }
+                }
+            }
+            NodeKind::Switch { .. } => {
+                let dnic = self.nic_of_node(dp.nic).expect("GPU's NIC has a record");
+                if at == dnic.leaf {
+                    if self.is_link_up(dnic.downlink) {
+                        out.push(dnic.downlink);
+                    }
+                    return;
+                }
+                let leaf = self.leaf_index[dnic.leaf.0 as usize] as usize;
+                let row = &self.dist[leaf * self.n_switches..(leaf + 1) * self.n_switches];
+                let here = row[self.switch_index[at.0 as usize] as usize];
+                if here == UNREACHABLE {
+                    return;
+                }
+                for &l in self.out_links(at) {
+                    if !self.link_up[l.0 as usize] {
+                        continue;
+                    }
+                    let to = self.links[l.0 as usize].to;
+                    let si = self.switch_index[to.0 as usize];
+                    if si != u32::MAX && row[si as usize] + 1 == here {
+                        out.push(l);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The ECMP path from `src` to `dst` for a flow whose hash is `flow_hash`,
+    /// written into `out` (cleared first). Returns false if `dst` is unreachable.
+    pub fn route(&self, src: GpuId, dst: GpuId, flow_hash: u64, out: &mut Vec<LinkId>) -> bool {
+        out.clear();
+        let mut cands = Vec::with_capacity(8);
+        let mut at = self.gpus[src.0 as usize].node;
+        let target = self.gpus[dst.0 as usize].node;
+        let mut guard = 0;
+        while at != target {
+            cands.clear();
+            self.next_hops(at, dst, &mut cands);
+            if cands.is_empty() || guard > 64 {
+                return false;
+            }
+            let pick = if cands.len() == 1 {
+                cands[0]
+            } else {
+                cands[(mix64(flow_hash ^ ((at.0 as u64) << 32)) % cands.len() as u64) as usize]
+            };
+            out.push(pick);
+            at = self.links[pick.0 as usize].to;
+            guard += 1;
+        }
+        true
+    }
+
+    /// Latency of a path: link propagation plus the forwarding latency of every
+    /// node traversed between the ends.
+    pub fn path_latency(&self, path: &[LinkId]) -> SimTime {
+        let mut t = SimTime::ZERO;
+        for (i, &l) in path.iter().enumerate() {
+            let link = &self.links[l.0 as usize];
+            t += link.latency;
+            if i + 1 < path.len() {
+                t += self.nodes[link.to.0 as usize].latency;
+            }
+        }
+        t
+    }
+
+    /// Sets the payload fraction of network links (see [`Topology::network_efficiency`]).
+    pub fn set_network_efficiency(&mut self, eff: f64) {
+        self.network_efficiency = eff;
+    }
+
+    /// The payload rate a link delivers: its line rate, less header overhead on
+    /// network links.
+    #[inline]
+    pub fn effective_rate(&self, l: LinkId) -> Rate {
+        let link = &self.links[l.0 as usize];
+        match link.kind {
+            LinkKind::Network if self.network_efficiency < 1.0 => {
+                link.rate.scaled(self.network_efficiency)
+            }
+            _ => link.rate,
+        }
+    }
+
+    /// The slowest payload rate along a path (see [`Topology::effective_rate`]).
+    pub fn path_bottleneck(&self, path: &[LinkId]) -> Rate {
+        path.iter()
+            .map(|&l| self.effective_rate(l))
+            .min()
+            .unwrap_or(Rate(u64::MAX))
+    }
+
+    /// Latency and bottleneck rate of the (first ECMP) path between two GPUs;
+    /// `None` if unreachable. All equal-cost paths of the shipped shapes have the
+    /// same length and rates, so one path stands for all.
+    pub fn path_cost(&self, src: GpuId, dst: GpuId) -> Option<(SimTime, Rate)> {
+        let mut p = Vec::with_capacity(8);
+        if !self.route(src, dst, 0, &mut p) {
+            return None;
+        }
+        Some((self.path_latency(&p), self.path_bottleneck(&p)))
+    }
+
+    /// Recomputes the per-leaf hop distances over up links (BFS from each leaf).
+    fn compute_distances(&mut self) {
+        let ns = self.n_switches;
+        let nl = self.leaves.len();
+        self.dist.clear();
+        self.dist.resize(ns * nl, UNREACHABLE);
+        // Reverse adjacency among switches: for BFS *to* a leaf we walk links backwards.
+        let mut in_start = vec![0u32; ns + 1];
+        let mut edges: Vec<(u32, u32)> = Vec::new();
+        for (i, l) in self.links.iter().enumerate() {
+            if !self.link_up[i] {
+                continue;
+            }
+            let (a, b) = (
+                self.switch_index[l.from.0 as usize],
+                self.switch_index[l.to.0 as usize],
+            );
+            if a != u32::MAX && b != u32::MAX {
+                edges.push((b, a));
+                in_start[b as usize + 1] += 1;
+            }
+        }
+        for i in 0..ns {
+            in_start[i + 1] += in_start[i];
+        }
+        let mut fill = in_start.clone();
+        let mut preds = vec![0u32; edges.len()];
+        for &(b, a) in &edges {
+            preds[fill[b as usize] as usize] = a;
+            fill[b as usize] += 1;
+        }
+        let mut queue: Vec<u32> = Vec::with_capacity(ns);
+        for (li, leaf) in self.leaves.iter().enumerate() {
+            let row = &mut self.dist[li * ns..(li + 1) * ns];
+            let start = self.switch_index[leaf.0 as usize];
+            queue.clear();
+            row[start as usize] = 0;
+            queue.push(start);
+            let mut head = 0;
+            while head < queue.len() {
+                let s = queue[head];
+                head += 1;
+                let d = row[s as usize];
+                for &p in &preds[in_start[s as usize] as usize..in_start[s as usize + 1] as usize] {
+                    if row[p as usize] == UNREACHABLE && d + 1 < UNREACHABLE {
+                        row[p as usize] = d + 1;
+                        queue.push(p);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,3 +1,4 @@
+pub mod backend;
 pub mod collective;
 pub mod dag;
 pub mod topology;

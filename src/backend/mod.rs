@@ -1,0 +1,96 @@
+//! Backends execute a [`Dag`](crate::dag::Dag) on a [`Topology`](crate::topology::Topology)
+//! at one fidelity and return the same [`RunOutput`], so results can be compared.
+//!
+//! | fidelity | module | models |
+//! |---|---|---|
+//! | analytical | [`analytical`] | α-β cost per transfer, no contention |
+//! | flow | [`flow`] | max-min fair sharing of links, events at flow start/end |
+//! | packet | [`packet`] | MTU packets, queues, credits / PFC, ECN, CC, retransmission |
+
+use crate::dag::OpTiming;
+use crate::units::SimTime;
+
+/// Fabric-wide counters; zero where a fidelity does not model them.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct FabricCounters {
+    /// Payload bytes delivered to their destination GPU.
+    pub bytes_delivered: u64,
+    /// Payload bytes handed to the transport by sources (each byte once, retransmissions excluded).
+    pub bytes_sent: u64,
+    /// Packets dropped (buffer overflow, corruption, link down).
+    pub drops: u64,
+    /// Payload bytes in dropped packets.
+    pub bytes_dropped: u64,
+    /// Packets marked Congestion Experienced.
+    pub ecn_marks: u64,
+    /// PFC PAUSE frames sent.
+    pub pfc_pause_frames: u64,
+    /// Packets sent again by the transport.
+    pub retransmitted_packets: u64,
+    /// Largest egress queue seen anywhere, bytes.
+    pub max_queue_bytes: u64,
+    /// Total time senders waited for InfiniBand credits, summed over ports, picoseconds.
+    pub credit_stall_ps: u64,
+    /// Congestion notification packets sent.
+    pub cnps: u64,
+    /// Retransmission timeouts fired.
+    pub timeouts: u64,
+}
+
+/// Counters of one directed link.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct LinkCounters {
+    /// Link index in the topology.
+    pub link: u32,
+    /// Wire bytes sent (headers included at packet level).
+    pub bytes: u64,
+    /// Fraction of the run's makespan the link was busy.
+    pub utilization: f64,
+    /// Packets dropped at this link's egress queue.
+    pub drops: u64,
+    /// Largest egress queue, bytes.
+    pub max_queue_bytes: u64,
+    /// Time-averaged egress queue, bytes.
+    pub avg_queue_bytes: f64,
+    /// Time the sender waited for credits or was paused, picoseconds.
+    pub stall_ps: u64,
+}
+
+/// One sampled point of a time series.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Sample {
+    /// Sample time, microseconds.
+    pub t_us: f64,
+    /// Sampled value.
+    pub value: f64,
+}
+
+/// A named time series (queue depth of a port, utilization of a link).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Series {
+    /// What is sampled, e.g. `queue_bytes link 12 (switch 3 -> switch 7)`.
+    pub name: String,
+    /// The samples, in time order.
+    pub samples: Vec<Sample>,
+}
+
+/// What every backend returns.
+#[derive(Clone, Debug, Default)]
+pub struct RunOutput {
+    /// When the last task completed.
+    pub makespan: SimTime,
+    /// Start and end of each operation of the DAG, indexed like `Dag::ops`.
+    pub op_timing: Vec<OpTiming>,
+    /// Completion time (done − start) of every transfer task, picoseconds, in task order.
+    pub transfer_fct: Vec<SimTime>,
+    /// Ideal completion time of every transfer (bytes / bottleneck rate + path latency), same order.
+    pub transfer_ideal: Vec<SimTime>,
+    /// Fabric-wide counters.
+    pub fabric: FabricCounters,
+    /// Per-link counters (only links that carried traffic), when collected.
+    pub links: Vec<LinkCounters>,
+    /// Sampled time series of the hottest ports, when collected.
+    pub series: Vec<Series>,
+    /// Discrete events processed.
+    pub events: u64,
+}

@@ -447,6 +447,7 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ConfigError> {
     let mut v = Validator {
         src: &src,
         diags: Vec::new(),
+        quiet_missing: false,
     };
     let scenario = v.scenario(&raw);
     if v.diags.is_empty() {
@@ -499,10 +500,17 @@ fn text_slice(text: &str, s: &std::ops::Range<usize>) -> Option<String> {
 struct Validator<'a> {
     src: &'a Source<'a>,
     diags: Vec<Diagnostic>,
+    /// An unknown preset was named: fields it would have supplied are not also
+    /// reported missing (one mistake, one diagnostic).
+    quiet_missing: bool,
 }
 
 impl Validator<'_> {
     fn err(&mut self, field: &str, found: impl Into<String>, expected: impl Into<String>) {
+        let found = found.into();
+        if self.quiet_missing && found == "nothing" {
+            return;
+        }
         let d = self.src.diag(field, found, expected);
         self.diags.push(d);
     }
@@ -644,6 +652,7 @@ impl Validator<'_> {
                         format!("{name:?}"),
                         format!("one of {}", presets::node_names()),
                     );
+                    self.quiet_missing = true;
                     None
                 }
             },
@@ -658,6 +667,7 @@ impl Validator<'_> {
                         format!("{name:?}"),
                         format!("one of {}", presets::fabric_names()),
                     );
+                    self.quiet_missing = true;
                     None
                 }
             },

@@ -812,6 +812,15 @@ fn leaf_spine_and_cluster_errors() {
     );
     // 72 NICs need 18 leaves of 4 host ports, but an 8-port spine reaches 8.
     assert_eq!(err(&dgx(9), leaf_spine(8, 1.0)).field, "topology.radix");
+    // Absurd radix: an error, not 2³¹ spines.
+    assert_eq!(
+        err(&dgx(1), leaf_spine(u32::MAX, 1.0)).field,
+        "topology.radix"
+    );
+    assert_eq!(
+        err(&dgx(1), leaf_spine(1 << 26, 1.0)).field,
+        "topology.radix"
+    );
     assert_eq!(
         err(&cluster(0, 8, 8), TopologySpec::SingleSwitch).field,
         "cluster.nodes"

@@ -1,5 +1,6 @@
 //! Two-tier leaf-spine (folded Clos) with an oversubscription ratio at the leaf.
 
+use super::builder::check_link_budget;
 use super::{NodeId, TopologyBuilder, TopologyError};
 
 /// Splits `radix` leaf ports into (down, up) with down:up as close to `oversub`:1 as ports allow.
@@ -39,6 +40,10 @@ pub fn build(
             ),
         ));
     }
+    check_link_budget(
+        "topology.radix",
+        nics.len() as u64 + u64::from(leaves) * u64::from(up),
+    )?;
     let leaf_ids: Vec<NodeId> = (0..leaves).map(|_| b.add_switch(0)).collect();
     for (i, &nic) in nics.iter().enumerate() {
         b.attach_nic(nic, leaf_ids[i / down as usize]);

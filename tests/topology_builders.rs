@@ -826,3 +826,74 @@ fn leaf_spine_and_cluster_errors() {
         "cluster.nodes"
     );
 }
+
+// ---------------------------------------------------------------------------
+// Robustness: random small parameters never panic, and whatever builds routes.
+// ---------------------------------------------------------------------------
+
+mod random {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn spec() -> impl Strategy<Value = TopologySpec> {
+        prop_oneof![
+            Just(TopologySpec::SingleSwitch),
+            (0u32..11, prop::sample::select(vec![0.5, 1.0, 2.0, 3.0]))
+                .prop_map(|(r, o)| leaf_spine(r, o)),
+            (0u32..9).prop_map(fat_tree),
+            (0u32..11, 0u32..25).prop_map(|(r, s)| rail(r, s)),
+            (0u32..8, 0u32..5, 0u32..4, 0u32..4).prop_map(|(g, a, p, h)| dragonfly(g, a, p, h)),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        #[test]
+        fn builds_or_errs_and_routes(hosts in 0u32..7, gpus in 1u32..5, nics in 1u32..5, spec in spec()) {
+            let c = cluster(hosts, gpus, nics);
+            match build(&c, &fabric(), &spec) {
+                Ok(t) => {
+                    prop_assert_eq!(t.nics.len() as u32, hosts * nics);
+                    prop_assert_eq!(t.num_gpus(), hosts * gpus);
+                    all_pairs(&t);
+                }
+                Err(e) => {
+                    prop_assert!(e.field.starts_with("topology.") || e.field.starts_with("cluster."));
+                    prop_assert!(!e.message.is_empty());
+                }
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+        /// Kim et al. §3: with g ≤ a·h + 1 every pair of groups gets a global link;
+        /// any NIC count up to g·a·p builds and every GPU pair routes.
+        #[test]
+        fn valid_dragonfly_links_every_group_pair(
+            a in 1u32..5, h in 1u32..4, p in 1u32..4, gsel in 0u32..1000, nics in 1u32..4, fill in 0u32..1000,
+        ) {
+            let g = 1 + gsel % (a * h + 1);
+            let hosts = 1 + fill % (g * a * p / nics).max(1);
+            prop_assume!(hosts * nics <= g * a * p);
+            let t = ok(&cluster(hosts, 2, nics), dragonfly(g, a, p, h));
+            let group = router_groups(&t, a as usize);
+            let mut pairs = HashSet::new();
+            let mut global_ports = vec![0u32; (g * a) as usize];
+            for l in t.links.iter().step_by(2) {
+                if let (Some(&x), Some(&y)) = (group.get(&l.from), group.get(&l.to)) {
+                    if x != y {
+                        pairs.insert((x.min(y), x.max(y)));
+                        for n in [l.from, l.to] {
+                            let r = t.nodes[..n.0 as usize].iter().filter(|m| matches!(m.kind, NodeKind::Switch { .. })).count();
+                            global_ports[r] += 1;
+                        }
+                    }
+                }
+            }
+            prop_assert_eq!(pairs.len() as u32, g * (g - 1) / 2);
+            prop_assert!(global_ports.iter().all(|&n| n <= h), "a router exceeds h global ports");
+            all_pairs(&t);
+        }
+    }
+}

@@ -56,3 +56,19 @@ pub fn build(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_split_follows_ratio() {
+        // down:up = oversub:1 of the radix: 8 ports 1:1 → 4/4, 3:1 → 6/2; 64 ports 3:1 → 48/16.
+        assert_eq!(port_split(8, 1.0), (4, 4));
+        assert_eq!(port_split(8, 3.0), (6, 2));
+        assert_eq!(port_split(64, 3.0), (48, 16));
+        // At least one port each way.
+        assert_eq!(port_split(2, 100.0), (1, 1));
+        assert_eq!(port_split(8, 0.01), (1, 7));
+    }
+}

@@ -182,8 +182,8 @@ fn leaf_spine_counts() {
 
 #[test]
 fn fat_tree_counts() {
-    // Al-Fares et al. §3.2: k pods of k/2 edge + k/2 agg, (k/2)² cores = 5k²/4
-    // switches; k³/4 hosts; k³/4 edge–agg + k³/4 agg–core = k³/2 switch links.
+    // Al-Fares et al., SIGCOMM 2008: k pods of k/2 edge + k/2 agg, (k/2)² cores
+    // = 5k²/4 switches; k³/4 hosts; k³/4 edge–agg + k³/4 agg–core = k³/2 links.
     for (k, c) in [
         (4u32, dgx(2)),
         (6, cluster(9, 6, 6)),
@@ -214,7 +214,7 @@ fn fat_tree_counts() {
 
 #[test]
 fn fat_tree_switch_degrees_are_k() {
-    // Every switch of a full k-ary fat-tree uses exactly k ports (Al-Fares §3.2).
+    // Every switch of a full k-ary fat-tree uses exactly k ports (Al-Fares et al. 2008).
     let k = 4;
     let t = ok(&dgx(2), fat_tree(k));
     for (i, n) in t.nodes.iter().enumerate() {
@@ -265,7 +265,7 @@ fn rail_counts() {
 
 #[test]
 fn dragonfly_counts() {
-    // Kim et al. §3: g = a·h + 1 = 9 groups of a = 4 routers, h = 2, p = 1:
+    // Kim et al., ISCA 2008: g = a·h + 1 = 9 groups of a = 4 routers, h = 2, p = 1:
     // g·a = 36 routers, g·a·(a−1)/2 = 54 local links, g·a·h/2 = 36 global links,
     // exactly one global link per group pair (g·(g−1)/2 = 36).
     let (g, a, p, h) = (9usize, 4usize, 1u32, 2usize);
@@ -462,7 +462,7 @@ fn leaf_spine_bisection() {
 
 #[test]
 fn fat_tree_bisection() {
-    // Full bisection bandwidth: k³/8·B (Al-Fares et al. §3.2: "rearrangeably
+    // Full bisection bandwidth: k³/8·B (Al-Fares et al., SIGCOMM 2008, fat-tree description: "rearrangeably
     // non-blocking", k³/4 hosts at line rate). k = 4 → 8·B, k = 6 → 27·B
     // (the first half of the NICs is exactly the first k/2 pods).
     let t = ok(&dgx(2), fat_tree(4));
@@ -482,7 +482,7 @@ fn rail_bisection() {
 #[test]
 fn dragonfly_bisection() {
     // g even, one global link per group pair (g = a·h + 1): cutting the groups in
-    // halves crosses (g/2)² global links → (g/2)²·B (Kim et al. §3). The globals
+    // halves crosses (g/2)² global links → (g/2)²·B (Kim et al. 2008). The globals
     // are the bottleneck here: each half injects (g/2)·a·p·B > (g/2)²·B.
     // g = 4, a = 3, h = 1, p = 2: 24 NICs, 12·B injected per half, 4·B bisection.
     let t = ok(&cluster(3, 8, 8), dragonfly(4, 3, 2, 1));
@@ -578,7 +578,7 @@ fn kind_name(t: &Topology, n: NodeId) -> String {
 fn fat_tree_path_shapes() {
     // k = 4, 2 DGX hosts: host 0's NICs fill pods 0–1, host 1's pods 2–3.
     let t = ok(&dgx(2), fat_tree(4));
-    // Inter-pod (GPU 0 in pod 0 → GPU 8 in pod 2), Al-Fares Fig. 3:
+    // Inter-pod (GPU 0 in pod 0 → GPU 8 in pod 2), Al-Fares et al. 2008 (k = 4 example):
     // GPU→PCIe→NIC→edge→agg→core→agg→edge→NIC→GPU, 8 links.
     let p = path(&t, 0, 8, 7).unwrap();
     assert_eq!(
@@ -867,7 +867,7 @@ mod random {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(128))]
-        /// Kim et al. §3: with g ≤ a·h + 1 every pair of groups gets a global link;
+        /// Kim et al., ISCA 2008: with g ≤ a·h + 1 every pair of groups gets a global link;
         /// any NIC count up to g·a·p builds and every GPU pair routes.
         #[test]
         fn valid_dragonfly_links_every_group_pair(

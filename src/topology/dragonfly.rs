@@ -149,7 +149,7 @@ mod tests {
 
     #[test]
     fn balanced_dragonfly_links_each_pair_once() {
-        // g = a·h + 1: g·a·h/2 global links, one per group pair (Kim et al., §3.1).
+        // g = a·h + 1: g·a·h/2 global links, one per group pair (Kim et al., ISCA 2008).
         let (g, a, h) = (9, 4, 2);
         let links = global_links(g, a, h);
         assert_eq!(links.len() as u32, g * a * h / 2);

@@ -111,7 +111,7 @@ mod tests {
 
     #[test]
     fn smallest_k_matches_capacity() {
-        // k³/4: k=2 → 2, k=4 → 16, k=6 → 54, k=8 → 128 (Al-Fares et al., §3).
+        // k³/4: k=2 → 2, k=4 → 16, k=6 → 54, k=8 → 128 (Al-Fares et al., SIGCOMM 2008).
         assert_eq!(max_nics(4), 16);
         assert_eq!(max_nics(48), 27_648);
         assert_eq!(smallest_k_for(1), 2);

@@ -462,9 +462,9 @@ fn leaf_spine_bisection() {
 
 #[test]
 fn fat_tree_bisection() {
-    // Full bisection bandwidth: k³/8·B (Al-Fares et al., SIGCOMM 2008, fat-tree description: "rearrangeably
-    // non-blocking", k³/4 hosts at line rate). k = 4 → 8·B, k = 6 → 27·B
-    // (the first half of the NICs is exactly the first k/2 pods).
+    // Full bisection bandwidth: k³/8·B (Al-Fares et al., SIGCOMM 2008: the fat-tree
+    // is rearrangeably non-blocking, k³/4 hosts at line rate). k = 4 → 8·B,
+    // k = 6 → 27·B (the first half of the NICs is exactly the first k/2 pods).
     let t = ok(&dgx(2), fat_tree(4));
     assert_eq!(bisection(&t), 4 * 4 * 4 / 8 * B);
     let t = ok(&cluster(9, 6, 6), fat_tree(6));

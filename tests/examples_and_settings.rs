@@ -27,7 +27,12 @@ fn headline(text: &str, file: &str, f: Fidelity) -> Option<Vec<u64>> {
     )
     .ok()?;
     // time in ns per collective row: the figure of merit of a collective sweep
-    Some(r.collectives.iter().map(|c| (c.time_us * 1e3).round() as u64).collect())
+    Some(
+        r.collectives
+            .iter()
+            .map(|c| (c.time_us * 1e3).round() as u64)
+            .collect(),
+    )
 }
 
 #[test]
@@ -54,7 +59,12 @@ const CONSTRAINT_ONLY: [&str; 1] = ["topology.spine_radix"];
 fn replace_value(text: &str, key: &str, new: &str) -> Option<String> {
     let src = config::Source::new("x.toml", text);
     let span = src.span_of(key)?;
-    Some(format!("{}{}{}", &text[..span.start], new, &text[span.end..]))
+    Some(format!(
+        "{}{}{}",
+        &text[..span.start],
+        new,
+        &text[span.end..]
+    ))
 }
 
 /// Candidate perturbations of a value: halve and double its number, keeping the unit.
@@ -100,7 +110,9 @@ fn no_numeric_setting_silently_does_nothing() {
                     continue;
                 }
                 let src = config::Source::new(&file, &text);
-                let Some(value) = src.text_of(key) else { continue };
+                let Some(value) = src.text_of(key) else {
+                    continue;
+                };
                 let cands = perturbations(value);
                 if cands.is_empty() {
                     continue; // not numeric (names, booleans, lists)

@@ -57,12 +57,21 @@ fn ring_allreduce_matches_the_closed_form_at_both_fidelities() {
     let b = 400e9 / 8.0;
     let ana = at(&s, Fidelity::Analytical);
     let flow = at(&s, Fidelity::Flow);
-    for (i, size) in [16.0 * 1048576.0, 256.0 * 1048576.0].into_iter().enumerate() {
+    for (i, size) in [16.0 * 1048576.0, 256.0 * 1048576.0]
+        .into_iter()
+        .enumerate()
+    {
         let expected_us = 2.0 * (n - 1.0) * (alpha + size / (n * b)) * 1e6;
         let a = ana.collectives[i].time_us;
         let f = flow.collectives[i].time_us;
-        assert!((a - expected_us).abs() / expected_us < 1e-6, "analytical {a} vs {expected_us}");
-        assert!((f - expected_us).abs() / expected_us < 0.01, "flow {f} vs {expected_us}");
+        assert!(
+            (a - expected_us).abs() / expected_us < 1e-6,
+            "analytical {a} vs {expected_us}"
+        );
+        assert!(
+            (f - expected_us).abs() / expected_us < 0.01,
+            "flow {f} vs {expected_us}"
+        );
     }
 }
 
@@ -84,7 +93,10 @@ fn ring_busbw_approaches_line_rate_at_1gib() {
     for f in [Fidelity::Analytical, Fidelity::Flow] {
         let r = at(&s, f);
         let busbw = r.collectives[0].busbw_gbps;
-        assert!(busbw >= 0.95 * 50.0 && busbw <= 50.0, "{f:?}: busbw {busbw} GB/s");
+        assert!(
+            busbw >= 0.95 * 50.0 && busbw <= 50.0,
+            "{f:?}: busbw {busbw} GB/s"
+        );
     }
 }
 
@@ -116,11 +128,17 @@ sizes = ["48MiB"]
     let flow = at(&s, Fidelity::Flow);
     let ana = at(&s, Fidelity::Analytical);
     let line = 100e9 / 8.0 / 1e9; // GB/s
-    // all-to-all busbw = algbw·(n−1)/n = per-host injection rate of off-host data.
+                                  // all-to-all busbw = algbw·(n−1)/n = per-host injection rate of off-host data.
     let per_host = flow.collectives[0].busbw_gbps / line;
     let bound = 2.0 / (6.0 * 42.0 / 47.0);
-    assert!(per_host <= bound * 1.02, "flow per-host {per_host:.3} of line rate, bound {bound:.3}");
-    assert!(per_host >= 0.30, "flow per-host {per_host:.3}: contention model too pessimistic");
+    assert!(
+        per_host <= bound * 1.02,
+        "flow per-host {per_host:.3} of line rate, bound {bound:.3}"
+    );
+    assert!(
+        per_host >= 0.30,
+        "flow per-host {per_host:.3}: contention model too pessimistic"
+    );
     // the analytical fidelity ignores contention and reports nearly line rate.
     assert!(ana.collectives[0].busbw_gbps / line > 0.9);
 }

@@ -111,6 +111,25 @@ impl TopologyError {
     }
 }
 
+/// Most duplex network links a shape builder will create. Larger requests are refused
+/// with an error instead of exhausting memory (every link is a few dozen bytes, and
+/// link ids are `u32`). 2²² links hold, for example, a full 128-ary fat-tree.
+pub(crate) const MAX_NETWORK_LINKS: u64 = 1 << 22;
+
+/// Refuses a shape that would need more than [`MAX_NETWORK_LINKS`] duplex network
+/// links; `field` names the parameter that makes it so large.
+pub(crate) fn check_link_budget(field: &'static str, links: u64) -> Result<(), TopologyError> {
+    if links > MAX_NETWORK_LINKS {
+        return Err(TopologyError::new(
+            field,
+            format!(
+                "this shape needs {links} network links, more than the {MAX_NETWORK_LINKS} the simulator builds; use smaller parameters"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Assembles nodes and links; shape builders call it, then [`TopologyBuilder::finish`].
 pub struct TopologyBuilder {
     shape: String,

@@ -215,11 +215,11 @@ impl DagRunner {
         let n = dag.tasks.len();
         let mut pending = vec![0u32; n];
         let mut count = vec![0u32; n + 1];
-        for t in 0..n {
+        for (t, pend) in pending.iter_mut().enumerate() {
             for d in dag.deps_of(TaskId(t as u32)) {
                 let (Dep::Sent(p) | Dep::Done(p)) = d;
                 count[p.0 as usize + 1] += 1;
-                pending[t] += 1;
+                *pend += 1;
             }
         }
         for i in 0..n {

@@ -94,7 +94,7 @@ fn ring_busbw_approaches_line_rate_at_1gib() {
         let r = at(&s, f);
         let busbw = r.collectives[0].busbw_gbps;
         assert!(
-            busbw >= 0.95 * 50.0 && busbw <= 50.0,
+            (0.95 * 50.0..=50.0).contains(&busbw),
             "{f:?}: busbw {busbw} GB/s"
         );
     }

@@ -816,8 +816,9 @@ impl Validator<'_> {
             &raw.workload,
             hosts.zip(gpus).map(|(h, g)| h as u64 * g as u64),
         );
-        let fidelity = match raw.simulation.fidelity.as_deref().unwrap_or("flow") {
-            s => match Fidelity::parse(s) {
+        let fidelity = {
+            let s = raw.simulation.fidelity.as_deref().unwrap_or("flow");
+            match Fidelity::parse(s) {
                 Some(f) => Some(f),
                 None => {
                     self.err(
@@ -827,7 +828,7 @@ impl Validator<'_> {
                     );
                     None
                 }
-            },
+            }
         };
         let seed = match raw.simulation.seed {
             Some(s) if s < 0 => {
@@ -1078,8 +1079,9 @@ impl Validator<'_> {
                 }
             },
         };
-        let inter_host = match w.inter_host.as_deref().unwrap_or("ring") {
-            s => match Algorithm::parse(s) {
+        let inter_host = {
+            let s = w.inter_host.as_deref().unwrap_or("ring");
+            match Algorithm::parse(s) {
                 Some(a @ (Algorithm::Ring | Algorithm::Tree | Algorithm::HalvingDoubling)) => {
                     Some(a)
                 }
@@ -1091,7 +1093,7 @@ impl Validator<'_> {
                     );
                     None
                 }
-            },
+            }
         };
         let sizes = if let Some(list) = &w.sizes {
             if w.min_bytes.is_some() || w.max_bytes.is_some() || w.step_factor.is_some() {
@@ -1147,8 +1149,9 @@ impl Validator<'_> {
             }
         };
         let chunk_bytes = self.size("workload.chunk", w.chunk.as_ref(), Some("512KiB"), 1);
-        let dtype = match w.dtype.as_deref().unwrap_or("float32") {
-            s => match DTYPES.iter().find(|d| d.0 == s) {
+        let dtype = {
+            let s = w.dtype.as_deref().unwrap_or("float32");
+            match DTYPES.iter().find(|d| d.0 == s) {
                 Some(&(_, name, size)) => Some(Dtype { name, size }),
                 None => {
                     self.err(
@@ -1158,7 +1161,7 @@ impl Validator<'_> {
                     );
                     None
                 }
-            },
+            }
         };
         let root = match (w.root, total_gpus) {
             (Some(r), Some(n)) if r < 0 || r as u64 >= n => {

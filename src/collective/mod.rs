@@ -14,6 +14,7 @@
 //! send buffer of one rank (`bytes / n` to each peer).
 
 pub mod alltoall;
+pub mod critical_path;
 pub mod halving_doubling;
 pub mod hierarchical;
 pub mod ring;
@@ -22,6 +23,7 @@ pub mod tree;
 use crate::dag::{Dag, Dep, TaskId};
 use crate::topology::{GpuId, Topology};
 use crate::units::{Rate, SimTime};
+use std::collections::HashSet;
 
 /// A collective operation, as nccl-tests names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -224,6 +226,243 @@ pub fn lower(
     }
 }
 
+/// Like [`lower`], and also records in `trace` what every transfer carries (which
+/// bytes of the collective's buffer, and whether the receiver adds them into its
+/// copy or overwrites it), so tests can check the schedule moves the right data.
+///
+/// # Errors
+/// See [`CollectiveError`].
+pub fn lower_traced(
+    spec: &CollectiveSpec,
+    ranks: &[GpuId],
+    topo: &Topology,
+    dag: &mut Dag,
+    after: &[Dep],
+    trace: &mut Vec<Carry>,
+) -> Result<TaskId, CollectiveError> {
+    let mut em = Emitter {
+        dag,
+        trace: Some(trace),
+    };
+    lower_with(spec, ranks, topo, &mut em, after)
+}
+
+/// Dispatch shared by [`lower`] (through each algorithm's `lower`) and [`lower_traced`].
+pub(crate) fn lower_with(
+    spec: &CollectiveSpec,
+    ranks: &[GpuId],
+    topo: &Topology,
+    em: &mut Emitter<'_>,
+    after: &[Dep],
+) -> Result<TaskId, CollectiveError> {
+    if !supports(spec.algorithm, spec.op) {
+        return Err(unsupported(spec.algorithm, spec.op));
+    }
+    check_ranks(ranks, Some(topo))?;
+    check_root(spec, ranks)?;
+    let ends = match spec.algorithm {
+        Algorithm::Ring => ring::emit(spec, ranks, topo, em, after)?,
+        Algorithm::Tree => tree::emit(spec, ranks, topo, em, after)?,
+        Algorithm::HalvingDoubling => halving_doubling::emit(spec, ranks, em, after)?,
+        Algorithm::Hierarchical => hierarchical::emit(spec, ranks, topo, em, after)?,
+        Algorithm::Direct => alltoall::emit(spec, ranks, em, after),
+    };
+    Ok(em.dag.marker(&ends))
+}
+
+/// What one transfer of a lowered collective carries; see [`lower_traced`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Carry {
+    /// The transfer task.
+    pub task: TaskId,
+    /// First byte of the collective's buffer it carries (offset, bytes).
+    pub offset: u64,
+    /// Number of bytes (equals the transfer's size).
+    pub bytes: u64,
+    /// True: the receiver adds the bytes into its buffer (reduction); false: it
+    /// overwrites its buffer with them (copy).
+    pub reduce: bool,
+}
+
+/// Adds transfers to a DAG and, when tracing, records what they carry.
+pub(crate) struct Emitter<'a> {
+    /// The DAG being built.
+    pub dag: &'a mut Dag,
+    /// Where [`Carry`] records go, if anyone asked.
+    pub trace: Option<&'a mut Vec<Carry>>,
+}
+
+impl Emitter<'_> {
+    /// Adds a transfer of the buffer bytes `[offset, offset + bytes)` from `src` to `dst`.
+    pub fn send(
+        &mut self,
+        src: GpuId,
+        dst: GpuId,
+        offset: u64,
+        bytes: u64,
+        reduce: bool,
+        deps: &[Dep],
+    ) -> TaskId {
+        let task = self.dag.transfer(src, dst, bytes, deps);
+        if let Some(t) = self.trace.as_deref_mut() {
+            t.push(Carry {
+                task,
+                offset,
+                bytes,
+                reduce,
+            });
+        }
+        task
+    }
+}
+
+/// Checks a communicator: non-empty, no GPU twice, and (given a topology) every GPU exists.
+///
+/// # Errors
+/// [`CollectiveError::BadCommunicator`] naming the problem.
+pub fn check_ranks(ranks: &[GpuId], topo: Option<&Topology>) -> Result<(), CollectiveError> {
+    if ranks.is_empty() {
+        return Err(CollectiveError::BadCommunicator(
+            "the communicator is empty; it needs at least one GPU".into(),
+        ));
+    }
+    let mut seen = HashSet::with_capacity(ranks.len());
+    for &g in ranks {
+        if !seen.insert(g) {
+            return Err(CollectiveError::BadCommunicator(format!(
+                "GPU {} appears twice in the communicator",
+                g.0
+            )));
+        }
+        if let Some(t) = topo {
+            if g.0 >= t.num_gpus() {
+                return Err(CollectiveError::BadCommunicator(format!(
+                    "GPU {} is not in the topology, which has {} GPUs",
+                    g.0,
+                    t.num_gpus()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks that a broadcast's root indexes the communicator.
+fn check_root(spec: &CollectiveSpec, ranks: &[GpuId]) -> Result<(), CollectiveError> {
+    if spec.op == CollectiveOp::Broadcast && spec.root as usize >= ranks.len() {
+        return Err(CollectiveError::BadCommunicator(format!(
+            "broadcast root {} is outside the communicator of {} ranks",
+            spec.root,
+            ranks.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Common checks of `time`/`traffic`: supported pair, sane communicator.
+pub(crate) fn precheck(
+    spec: &CollectiveSpec,
+    ranks: &[GpuId],
+    topo: Option<&Topology>,
+) -> Result<(), CollectiveError> {
+    if !supports(spec.algorithm, spec.op) {
+        return Err(unsupported(spec.algorithm, spec.op));
+    }
+    check_ranks(ranks, topo)?;
+    check_root(spec, ranks)
+}
+
+/// Splits `total` bytes into `n` contiguous pieces as equal as possible (the first
+/// `total % n` get one byte more); returns `(offset, bytes)` of piece `i`.
+pub fn piece(total: u64, n: u64, i: u64) -> (u64, u64) {
+    let base = total / n;
+    let extra = total % n;
+    (i * base + i.min(extra), base + u64::from(i < extra))
+}
+
+/// The pieces of [`chunk_sizes`] with their offsets from `offset`.
+pub fn chunks_at(offset: u64, bytes: u64, chunk: u64) -> Vec<(u64, u64)> {
+    let mut at = offset;
+    chunk_sizes(bytes, chunk)
+        .map(|b| {
+            let r = (at, b);
+            at += b;
+            r
+        })
+        .collect()
+}
+
+/// Serialization times of the chunks one message of `bytes` is cut into
+/// (`chunk_sizes(bytes, chunk)`), summarized in O(1): count, sum and largest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChunkTimes {
+    /// Number of chunks C.
+    pub count: u64,
+    /// Σ β_c over the chunks, picoseconds.
+    pub sum: SimTime,
+    /// max β_c, picoseconds.
+    pub max: SimTime,
+}
+
+impl ChunkTimes {
+    /// The chunk times of a `bytes` message cut at `chunk` bytes and sent at `rate`.
+    pub fn new(bytes: u64, chunk: u64, rate: Rate) -> ChunkTimes {
+        let chunk = chunk.max(1);
+        let n = bytes.div_ceil(chunk).max(1);
+        let base = bytes / n;
+        let extra = bytes % n;
+        let big = rate.tx_time(base + 1);
+        let small = rate.tx_time(base);
+        ChunkTimes {
+            count: n,
+            sum: SimTime(big.0 * extra + small.0 * (n - extra)),
+            max: if extra > 0 { big } else { small },
+        }
+    }
+}
+
+/// Worst [`PathCost`] (max α, min rate) over the directed pairs `(a, b)`.
+///
+/// # Errors
+/// [`CollectiveError::Unreachable`] if a pair has no route.
+pub fn worst_cost(
+    topo: &Topology,
+    pairs: impl IntoIterator<Item = (GpuId, GpuId)>,
+) -> Result<PathCost, CollectiveError> {
+    let mut w: Option<PathCost> = None;
+    for (a, b) in pairs {
+        let c = path_cost(topo, a, b)?;
+        w = Some(w.map_or(c, |w| w.worst(c)));
+    }
+    Ok(w.unwrap_or(PathCost {
+        alpha: SimTime::ZERO,
+        rate: Rate(u64::MAX),
+    }))
+}
+
+/// Critical path of a chained pipeline (see [`ring`]): `k` consecutive steps on one
+/// channel per rank, each step a message cut into chunks with times `ct`, where
+/// chunk c of step k may leave once chunk c of step k−1 has arrived and the rank's
+/// previous chunk has left. Exact on a uniform ring:
+/// `max(k·Σβ + α, Σβ + (k−1)·max β + k·α)`.
+pub fn chained_pipeline_time(k: u64, ct: ChunkTimes, alpha: SimTime) -> SimTime {
+    if k == 0 {
+        return SimTime::ZERO;
+    }
+    let serial = SimTime(k * ct.sum.0) + alpha;
+    let latency = ct.sum + SimTime((k - 1) * ct.max.0) + SimTime(k * alpha.0);
+    serial.max(latency)
+}
+
+/// Critical path of a store-and-forward chain of `hops` hops where each hop has its
+/// own channel (broadcast chain): `hops·α + Σβ + (hops−1)·max β`.
+pub fn chain_time(hops: u64, ct: ChunkTimes, alpha: SimTime) -> SimTime {
+    if hops == 0 {
+        return SimTime::ZERO;
+    }
+    SimTime(hops * alpha.0) + ct.sum + SimTime((hops - 1) * ct.max.0)
+}
+
 /// The closed-form time of `spec` over `ranks` on an idle `topo`.
 ///
 /// # Errors
@@ -263,10 +502,18 @@ pub fn supports(algo: Algorithm, op: CollectiveOp) -> bool {
     use CollectiveOp as O;
     matches!(
         (algo, op),
-        (A::Ring, O::AllReduce | O::AllGather | O::ReduceScatter | O::Broadcast)
-            | (A::Tree, O::AllReduce | O::Broadcast)
-            | (A::HalvingDoubling, O::AllReduce | O::AllGather | O::ReduceScatter)
-            | (A::Hierarchical, O::AllReduce | O::AllGather | O::ReduceScatter)
+        (
+            A::Ring,
+            O::AllReduce | O::AllGather | O::ReduceScatter | O::Broadcast
+        ) | (A::Tree, O::AllReduce | O::Broadcast)
+            | (
+                A::HalvingDoubling,
+                O::AllReduce | O::AllGather | O::ReduceScatter
+            )
+            | (
+                A::Hierarchical,
+                O::AllReduce | O::AllGather | O::ReduceScatter
+            )
             | (A::Direct, O::AllToAll)
     )
 }

@@ -1,18 +1,245 @@
-//! Placeholder while the algorithm is written.
-use super::{CollectiveError, CollectiveSpec};
+//! Ring algorithms (Thakur, Rabenseifner & Gropp, "Optimization of Collective
+//! Communication Operations in MPICH", IJHPCA 2005, §4; NCCL's rings).
+//!
+//! Ranks form a ring in communicator order: position i sends to i+1 (mod N). The
+//! buffer of S bytes is cut into N segments ([`super::piece`]); segment g is
+//! `[offset_g, offset_g + S_g)`.
+//!
+//! **All-gather** (S = total): N−1 steps; at step k position i forwards segment
+//! (i − k) mod N (its own at k = 0, then what it received at step k−1).
+//! **Reduce-scatter** (S = total): N−1 steps; at step k position i sends its
+//! partial sum of segment (i − k − 1) mod N, which the receiver adds to its own;
+//! after the last step position i holds the full sum of segment i.
+//! **All-reduce** (S per rank): reduce-scatter followed by all-gather, one chain of
+//! K = 2(N−1) steps in which position i sends segment (i − k − 1) mod N at step k
+//! (a reduction for k < N−1, a copy after).
+//!
+//! **DAG.** Each step's message is cut into chunks ([`super::chunk_sizes`] of the
+//! segment with `chunk_bytes`). `send(k, c)` depends on `Sent(send(k, c−1))`
+//! (`Sent(send(k−1, C−1))` for c = 0: one channel per rank) and on
+//! `Done(recv(k−1, c))` (the same chunk of the same segment arrived at step k−1).
+//!
+//! **Closed form.** With the worst edge of the ring (α = max path latency, B = min
+//! payload rate), β_c = tx_time(chunk c) and C chunks per step, the critical path of
+//! that lattice is the heavier of the two extreme paths — all K·C chunks through
+//! one sender, or the wavefront through K hops
+//! ([`super::chained_pipeline_time`]):
+//!
+//! `T = max(K·Σβ_c + α, Σβ_c + (K−1)·max β_c + K·α)`
+//!
+//! For C = 1 that is the textbook K·(α + S_g/B), i.e. 2(N−1)·(α + S/(N·B)) for
+//! all-reduce and (N−1)·(α + S/(N·B)) for all-gather / reduce-scatter (Thakur et al.,
+//! eq. for the ring; nccl-tests `doc/PERFORMANCE.md` bus bandwidth 2(N−1)/N·S/t).
+//! Note: the shorter `K·α + (K+C−1)·β` sometimes quoted for chunked rings ignores
+//! that every rank sends all K·C chunks on one channel; it is only the second term.
+//!
+//! **Broadcast** is a chunked pipeline along the ring from `root` (position
+//! root, root+1, …): hop h forwards chunk c once it has arrived and its previous
+//! chunk left; N−1 hops, one channel each, so
+//! `T = (N−1)·α + Σβ_c + (N−2)·max β_c` ([`super::chain_time`]).
+//!
+//! The time uses the largest segment, so it is exact when N divides S and an upper
+//! bound (by at most one byte per step) otherwise. N = 1 or S = 0 lowers to a
+//! marker only and costs 0. Traffic: 2(N−1)·S (all-reduce), (N−1)·S (others).
+use super::{
+    chain_time, chained_pipeline_time, chunks_at, piece, precheck, ChunkTimes, CollectiveError,
+    CollectiveOp, CollectiveSpec, Emitter,
+};
 use crate::dag::{Dag, Dep, TaskId};
 use crate::topology::{GpuId, Topology};
 use crate::units::SimTime;
 
-/// Lowers the collective into transfers.
-pub fn lower(spec: &CollectiveSpec, _r: &[GpuId], _t: &Topology, _d: &mut Dag, _a: &[Dep]) -> Result<TaskId, CollectiveError> {
-    Err(super::unsupported(spec.algorithm, spec.op))
+/// Lowers the collective into transfers (see the module doc); returns the final marker.
+///
+/// # Errors
+/// Unsupported operation, bad communicator or unreachable ranks.
+pub fn lower(
+    spec: &CollectiveSpec,
+    ranks: &[GpuId],
+    topo: &Topology,
+    dag: &mut Dag,
+    after: &[Dep],
+) -> Result<TaskId, CollectiveError> {
+    let mut em = Emitter { dag, trace: None };
+    super::lower_with(spec, ranks, topo, &mut em, after)
 }
-/// Closed-form time.
-pub fn time(spec: &CollectiveSpec, _r: &[GpuId], _t: &Topology) -> Result<SimTime, CollectiveError> {
-    Err(super::unsupported(spec.algorithm, spec.op))
+
+/// Emits the transfers of `spec` and returns the dependencies that mark its end.
+pub(crate) fn emit(
+    spec: &CollectiveSpec,
+    ranks: &[GpuId],
+    _topo: &Topology,
+    em: &mut Emitter<'_>,
+    after: &[Dep],
+) -> Result<Vec<Dep>, CollectiveError> {
+    Ok(emit_op(
+        spec.op,
+        spec.bytes,
+        0,
+        spec.chunk_bytes,
+        spec.root,
+        ranks,
+        em,
+        after,
+    ))
 }
-/// Total payload bytes moved.
-pub fn traffic(spec: &CollectiveSpec, _r: &[GpuId]) -> Result<u64, CollectiveError> {
-    Err(super::unsupported(spec.algorithm, spec.op))
+
+/// Emits one ring collective on the buffer bytes `[base, base + bytes)`; returns
+/// the dependencies that mark its end (`after` itself when there is nothing to move).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn emit_op(
+    op: CollectiveOp,
+    bytes: u64,
+    base: u64,
+    chunk: u64,
+    root: u32,
+    ranks: &[GpuId],
+    em: &mut Emitter<'_>,
+    after: &[Dep],
+) -> Vec<Dep> {
+    let n = ranks.len();
+    if n <= 1 || bytes == 0 {
+        return after.to_vec();
+    }
+    if op == CollectiveOp::Broadcast {
+        return emit_broadcast(bytes, base, chunk, root as usize, ranks, em, after);
+    }
+    let nn = n as u64;
+    let (steps, shift) = match op {
+        CollectiveOp::AllReduce => (2 * (n - 1), 1),
+        CollectiveOp::ReduceScatter => (n - 1, 1),
+        _ => (n - 1, 0),
+    };
+    let mut last: Vec<Option<TaskId>> = vec![None; n];
+    let mut recv: Vec<Vec<TaskId>> = vec![Vec::new(); n];
+    for k in 0..steps {
+        let reduce = match op {
+            CollectiveOp::AllReduce => k < n - 1,
+            CollectiveOp::ReduceScatter => true,
+            _ => false,
+        };
+        let mut next_recv: Vec<Vec<TaskId>> = vec![Vec::new(); n];
+        for i in 0..n {
+            let seg = ((i + 2 * n - k % n - shift) % n) as u64;
+            let (off, len) = piece(bytes, nn, seg);
+            let dst = (i + 1) % n;
+            for (c, (o, b)) in chunks_at(base + off, len, chunk).into_iter().enumerate() {
+                let mut deps: Vec<Dep> = Vec::with_capacity(2);
+                match last[i] {
+                    Some(t) => deps.push(Dep::Sent(t)),
+                    None => deps.extend_from_slice(after),
+                }
+                if k > 0 {
+                    deps.push(Dep::Done(recv[i][c]));
+                }
+                let t = em.send(ranks[i], ranks[dst], o, b, reduce, &deps);
+                last[i] = Some(t);
+                next_recv[dst].push(t);
+            }
+        }
+        recv = next_recv;
+    }
+    recv.into_iter().flatten().map(Dep::Done).collect()
+}
+
+/// Pipelined chain from `root` along the ring.
+fn emit_broadcast(
+    bytes: u64,
+    base: u64,
+    chunk: u64,
+    root: usize,
+    ranks: &[GpuId],
+    em: &mut Emitter<'_>,
+    after: &[Dep],
+) -> Vec<Dep> {
+    let n = ranks.len();
+    let chunks = chunks_at(base, bytes, chunk);
+    let mut recv: Vec<TaskId> = Vec::new();
+    for h in 0..n - 1 {
+        let src = ranks[(root + h) % n];
+        let dst = ranks[(root + h + 1) % n];
+        let mut prev: Option<TaskId> = None;
+        let mut out = Vec::with_capacity(chunks.len());
+        for (c, &(o, b)) in chunks.iter().enumerate() {
+            let mut deps: Vec<Dep> = Vec::with_capacity(2);
+            if let Some(p) = prev {
+                deps.push(Dep::Sent(p));
+            } else if h == 0 {
+                deps.extend_from_slice(after);
+            }
+            if h > 0 {
+                deps.push(Dep::Done(recv[c]));
+            }
+            let t = em.send(src, dst, o, b, false, &deps);
+            prev = Some(t);
+            out.push(t);
+        }
+        recv = out;
+    }
+    recv.into_iter().map(Dep::Done).collect()
+}
+
+/// Closed-form time on an idle fabric (see the module doc). N path-cost lookups.
+///
+/// # Errors
+/// Unsupported operation, bad communicator or unreachable ranks.
+pub fn time(
+    spec: &CollectiveSpec,
+    ranks: &[GpuId],
+    topo: &Topology,
+) -> Result<SimTime, CollectiveError> {
+    precheck(spec, ranks, Some(topo))?;
+    time_of(spec.op, spec.bytes, spec.chunk_bytes, ranks, topo)
+}
+
+/// [`time`] for one ring collective of `bytes` (nccl-tests meaning for `op`).
+pub(crate) fn time_of(
+    op: CollectiveOp,
+    bytes: u64,
+    chunk: u64,
+    ranks: &[GpuId],
+    topo: &Topology,
+) -> Result<SimTime, CollectiveError> {
+    let n = ranks.len() as u64;
+    if n <= 1 || bytes == 0 {
+        return Ok(SimTime::ZERO);
+    }
+    let cost = super::worst_cost(
+        topo,
+        (0..ranks.len()).map(|i| (ranks[i], ranks[(i + 1) % ranks.len()])),
+    )?;
+    Ok(match op {
+        CollectiveOp::Broadcast => {
+            chain_time(n - 1, ChunkTimes::new(bytes, chunk, cost.rate), cost.alpha)
+        }
+        _ => {
+            let k = if op == CollectiveOp::AllReduce {
+                2 * (n - 1)
+            } else {
+                n - 1
+            };
+            let seg = bytes.div_ceil(n);
+            chained_pipeline_time(k, ChunkTimes::new(seg, chunk, cost.rate), cost.alpha)
+        }
+    })
+}
+
+/// Total payload bytes moved: 2(N−1)·S for all-reduce, (N−1)·S otherwise.
+///
+/// # Errors
+/// Unsupported operation or bad communicator.
+pub fn traffic(spec: &CollectiveSpec, ranks: &[GpuId]) -> Result<u64, CollectiveError> {
+    precheck(spec, ranks, None)?;
+    Ok(traffic_of(spec.op, spec.bytes, ranks.len() as u64))
+}
+
+/// [`traffic`] for `n` ranks.
+pub(crate) fn traffic_of(op: CollectiveOp, bytes: u64, n: u64) -> u64 {
+    if n <= 1 {
+        return 0;
+    }
+    match op {
+        CollectiveOp::AllReduce => 2 * (n - 1) * bytes,
+        _ => (n - 1) * bytes,
+    }
 }

@@ -1,0 +1,407 @@
+//! End-to-end checks of the collective algorithms: the closed forms against the
+//! critical path of the lowered DAGs, traffic, textbook formulas, scaling, and the
+//! data each schedule actually moves.
+
+use fabricsim::collective::critical_path::idle_critical_path;
+use fabricsim::collective::{
+    analytical_time, auto_select, lower, lower_traced, piece, supports, traffic_bytes, Algorithm,
+    Carry, CollectiveError, CollectiveOp, CollectiveSpec,
+};
+use fabricsim::dag::{Dag, Dep, TaskKind};
+use fabricsim::topology::{build, ClusterSpec, FabricLinkSpec, GpuId, Topology, TopologySpec};
+use fabricsim::units::{Rate, SimTime};
+
+const NVLINK_LAT_NS: u64 = 150;
+const PCIE_LAT_NS: u64 = 200;
+const LINK_LAT_NS: u64 = 50;
+const SWITCH_LAT_NS: u64 = 300;
+
+fn cluster(hosts: u32, gpus: u32) -> ClusterSpec {
+    ClusterSpec {
+        hosts,
+        gpus_per_host: gpus,
+        nics_per_host: gpus,
+        nvlink_rate: Rate::gbps(3600),
+        nvlink_latency: SimTime::from_ns(NVLINK_LAT_NS),
+        pcie_rate: Rate::gbps(512),
+        pcie_latency: SimTime::from_ns(PCIE_LAT_NS),
+    }
+}
+
+fn fabric() -> FabricLinkSpec {
+    FabricLinkSpec {
+        link_rate: Rate::gbps(400),
+        link_latency: SimTime::from_ns(LINK_LAT_NS),
+        switch_latency: SimTime::from_ns(SWITCH_LAT_NS),
+    }
+}
+
+/// `hosts` hosts of `gpus` GPUs on one switch.
+fn single_switch(hosts: u32, gpus: u32) -> Topology {
+    build(
+        &cluster(hosts, gpus),
+        &fabric(),
+        &TopologySpec::SingleSwitch,
+    )
+    .unwrap()
+}
+
+fn all_ranks(t: &Topology) -> Vec<GpuId> {
+    (0..t.num_gpus()).map(GpuId).collect()
+}
+
+fn spec(op: CollectiveOp, algorithm: Algorithm, bytes: u64, chunk_bytes: u64) -> CollectiveSpec {
+    CollectiveSpec {
+        op,
+        algorithm,
+        bytes,
+        chunk_bytes,
+        inter_host: Algorithm::Ring,
+        root: 0,
+    }
+}
+
+/// Lowers `s`, returning the DAG, the final marker and the trace.
+fn lowered(
+    s: &CollectiveSpec,
+    ranks: &[GpuId],
+    t: &Topology,
+) -> (Dag, fabricsim::dag::TaskId, Vec<Carry>) {
+    let mut dag = Dag::new();
+    dag.begin_op(s.op.name());
+    let mut trace = Vec::new();
+    let end = lower_traced(s, ranks, t, &mut dag, &[], &mut trace).unwrap();
+    (dag, end, trace)
+}
+
+/// Checks closed form = idle critical path (exact, or an upper bound within 0.1%
+/// when `exact` is false), traffic = Σ transfer bytes, and the data the schedule
+/// moves. Returns the time.
+fn check(s: &CollectiveSpec, ranks: &[GpuId], t: &Topology, exact: bool) -> SimTime {
+    let (dag, end, trace) = lowered(s, ranks, t);
+    let (makespan, ops) = idle_critical_path(&dag, t);
+    let closed = analytical_time(s, ranks, t).unwrap();
+    let ctx = format!(
+        "{} {} N={} S={} chunk={} inter={}",
+        s.algorithm.name(),
+        s.op.name(),
+        ranks.len(),
+        s.bytes,
+        s.chunk_bytes,
+        s.inter_host.name()
+    );
+    if exact {
+        assert_eq!(closed, makespan, "{ctx}: closed form vs critical path");
+    } else {
+        assert!(
+            closed >= makespan,
+            "{ctx}: closed form {closed} below critical path {makespan}"
+        );
+        let err = (closed.0 - makespan.0) as f64 / makespan.0.max(1) as f64;
+        assert!(
+            err <= 1e-3,
+            "{ctx}: closed form {closed} vs critical path {makespan}"
+        );
+    }
+    assert_eq!(ops[0].end, makespan, "{ctx}");
+    assert_eq!(
+        traffic_bytes(s, ranks).unwrap(),
+        dag.transfer_bytes(),
+        "{ctx}: traffic"
+    );
+    assert_eq!(
+        trace.len(),
+        dag.tasks
+            .iter()
+            .filter(|t| matches!(t.kind, TaskKind::Transfer { .. }))
+            .count()
+    );
+    if s.op != CollectiveOp::AllToAll {
+        check_data(s, ranks, &dag, end, &trace, &ctx);
+    }
+    closed
+}
+
+// ---------------------------------------------------------------------------
+// Symbolic data check.
+//
+// Every rank's buffer is cut at every boundary any transfer uses; for each piece
+// each rank holds a vector of counts: how many times each rank's contribution is
+// summed in it. A transfer carries the sender's counts *as guaranteed by the DAG*
+// when it starts: the sender's initial data plus every transfer into the sender
+// whose arrival (Done) is an ancestor of this transfer, applied in creation order
+// (add for a reduction, overwrite for a copy). At the end the marker's ancestors
+// give each rank's final buffer, which must hold exactly one copy of each
+// contribution where the operation says so. Moving the right byte counts to the
+// wrong places, reducing twice, or reading data before a dependency guarantees it
+// arrived all fail.
+// ---------------------------------------------------------------------------
+
+type Counts = Vec<u16>;
+
+fn check_data(
+    s: &CollectiveSpec,
+    ranks: &[GpuId],
+    dag: &Dag,
+    end: fabricsim::dag::TaskId,
+    trace: &[Carry],
+    ctx: &str,
+) {
+    let n = ranks.len();
+    let total = s.bytes;
+    let pos = |g: GpuId| {
+        ranks
+            .iter()
+            .position(|&r| r == g)
+            .expect("rank in communicator")
+    };
+    // Elementary intervals.
+    let mut cuts: Vec<u64> = vec![0, total];
+    for i in 0..n as u64 {
+        cuts.push(piece(total, n as u64, i).0);
+    }
+    for c in trace {
+        assert!(
+            c.offset + c.bytes <= total,
+            "{ctx}: carry outside the buffer"
+        );
+        cuts.push(c.offset);
+        cuts.push(c.offset + c.bytes);
+    }
+    cuts.sort_unstable();
+    cuts.dedup();
+    let ivs = cuts.len() - 1;
+    let iv_of = |off: u64| cuts.binary_search(&off).unwrap();
+    let seg_of_iv = |iv: usize| -> usize {
+        (0..n)
+            .find(|&g| {
+                let (o, b) = piece(total, n as u64, g as u64);
+                cuts[iv] >= o && cuts[iv] < o + b
+            })
+            .unwrap()
+    };
+    let unit = |r: usize| -> Counts {
+        let mut v = vec![0u16; n];
+        v[r] = 1;
+        v
+    };
+    let initial = |r: usize| -> Vec<Counts> {
+        (0..ivs)
+            .map(|iv| match s.op {
+                CollectiveOp::AllReduce | CollectiveOp::ReduceScatter => unit(r),
+                CollectiveOp::AllGather if seg_of_iv(iv) == r => unit(r),
+                CollectiveOp::Broadcast if r == s.root as usize => unit(r),
+                _ => vec![0u16; n],
+            })
+            .collect()
+    };
+    // done_before[t]: tasks guaranteed complete when t starts.
+    let nt = dag.len();
+    let words = nt.div_ceil(64);
+    let mut db = vec![0u64; nt * words];
+    for t in 0..nt {
+        let mut acc = vec![0u64; words];
+        for d in dag.deps_of(fabricsim::dag::TaskId(t as u32)) {
+            let (Dep::Sent(p) | Dep::Done(p)) = d;
+            let p = p.0 as usize;
+            for w in 0..words {
+                acc[w] |= db[p * words + w];
+            }
+            if matches!(d, Dep::Done(_)) {
+                acc[p / 64] |= 1 << (p % 64);
+            }
+        }
+        db[t * words..(t + 1) * words].copy_from_slice(&acc);
+    }
+    let before = |t: usize, p: usize| db[t * words + p / 64] >> (p % 64) & 1 == 1;
+    // Transfers by destination, in creation order, with their payloads.
+    let mut into: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut payload: Vec<Vec<Counts>> = Vec::with_capacity(trace.len());
+    let state_at = |r: usize, t: usize, into: &Vec<Vec<usize>>, payload: &Vec<Vec<Counts>>| {
+        let mut st = initial(r);
+        for &k in &into[r] {
+            let c = &trace[k];
+            if !before(t, c.task.0 as usize) {
+                continue;
+            }
+            let lo = iv_of(c.offset);
+            for (j, iv) in (lo..iv_of(c.offset + c.bytes)).enumerate() {
+                if c.reduce {
+                    for (a, b) in st[iv].iter_mut().zip(&payload[k][j]) {
+                        *a += b;
+                    }
+                } else {
+                    st[iv].clone_from(&payload[k][j]);
+                }
+            }
+        }
+        st
+    };
+    for (k, c) in trace.iter().enumerate() {
+        let TaskKind::Transfer { src, dst, bytes } = dag.tasks[c.task.0 as usize].kind else {
+            panic!("{ctx}: carry of a non-transfer");
+        };
+        assert_eq!(bytes, c.bytes, "{ctx}");
+        let st = state_at(pos(src), c.task.0 as usize, &into, &payload);
+        let lo = iv_of(c.offset);
+        let hi = iv_of(c.offset + c.bytes);
+        payload.push(st[lo..hi].to_vec());
+        into[pos(dst)].push(k);
+    }
+    let full: Counts = vec![1; n];
+    for r in 0..n {
+        let st = state_at(r, end.0 as usize, &into, &payload);
+        for (iv, v) in st.iter().enumerate() {
+            if cuts[iv] == cuts[iv + 1] {
+                continue;
+            }
+            let g = seg_of_iv(iv);
+            let want = match s.op {
+                CollectiveOp::AllReduce => Some(full.clone()),
+                CollectiveOp::ReduceScatter => (g == r).then(|| full.clone()),
+                CollectiveOp::AllGather => Some(unit(g)),
+                CollectiveOp::Broadcast => Some(unit(s.root as usize)),
+                CollectiveOp::AllToAll => None,
+            };
+            if let Some(w) = want {
+                assert_eq!(
+                    v,
+                    &w,
+                    "{ctx}: rank {r} bytes [{}, {}) hold {v:?}",
+                    cuts[iv],
+                    cuts[iv + 1]
+                );
+            }
+        }
+    }
+}
+
+/// Algorithms written so far.
+const IMPLEMENTED: [Algorithm; 1] = [Algorithm::Ring];
+
+/// Ops each flat algorithm is checked on.
+fn ops_of(a: Algorithm) -> Vec<CollectiveOp> {
+    CollectiveOp::ALL
+        .into_iter()
+        .filter(|&o| supports(a, o))
+        .collect()
+}
+
+fn check_flat(a: Algorithm, sizes: &[u32]) {
+    for &n in sizes {
+        // One GPU per host (uniform network edges) and one host (uniform NVLink edges).
+        for t in [single_switch(n, 1), single_switch(1, n)] {
+            let ranks = all_ranks(&t);
+            for op in ops_of(a) {
+                let s_bytes = 1u64 << 20;
+                for chunk in [u64::MAX, 16 << 10] {
+                    let mut s = spec(op, a, s_bytes, chunk);
+                    check(&s, &ranks, &t, true);
+                    if op == CollectiveOp::Broadcast {
+                        s.root = n - 1;
+                        check(&s, &ranks, &t, true);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Ring: closed form = critical path, traffic, data, for every op (Thakur et al. 2005 §4).
+#[test]
+fn ring_closed_form_matches_dag() {
+    check_flat(Algorithm::Ring, &[2, 4, 8, 16]);
+}
+
+/// Ring all-reduce by hand: T = 2(N−1)·(α + S/(N·B)) (Thakur, Rabenseifner & Gropp,
+/// IJHPCA 2005; nccl-tests PERFORMANCE.md), α = PCIe + link + switch + link + PCIe,
+/// B = 400 Gb/s (the slowest link on the path).
+#[test]
+fn ring_allreduce_textbook_formula() {
+    for n in [2u64, 4, 8, 16] {
+        let t = single_switch(n as u32, 1);
+        let s_bytes = 64 * n * 1000;
+        let alpha_ps = (2 * PCIE_LAT_NS + 2 * LINK_LAT_NS + SWITCH_LAT_NS) * 1000;
+        // S/(N·B) in ps: bytes·8 / 400e9 s = bytes·20 ps.
+        let beta_ps = s_bytes / n * 20;
+        let want = SimTime(2 * (n - 1) * (alpha_ps + beta_ps));
+        let s = spec(CollectiveOp::AllReduce, Algorithm::Ring, s_bytes, u64::MAX);
+        assert_eq!(
+            analytical_time(&s, &all_ranks(&t), &t).unwrap(),
+            want,
+            "N={n}"
+        );
+    }
+}
+
+/// nccl-tests busbw = S/t · 2(N−1)/N (PERFORMANCE.md) reaches ≥ 95% of the link
+/// payload rate for a 1 GiB ring all-reduce, chunked or not.
+#[test]
+fn ring_allreduce_busbw_near_link_rate() {
+    let t = single_switch(8, 1);
+    let ranks = all_ranks(&t);
+    for chunk in [u64::MAX, 1 << 20] {
+        let s = spec(CollectiveOp::AllReduce, Algorithm::Ring, 1 << 30, chunk);
+        let secs = analytical_time(&s, &ranks, &t).unwrap().as_secs_f64();
+        let busbw = (1u64 << 30) as f64 / secs * CollectiveOp::AllReduce.busbw_factor(8);
+        assert!(busbw >= 0.95 * 50e9, "busbw {busbw} B/s");
+    }
+}
+
+/// Chunked ring all-reduce: T = max(K·Σβ + α, Σβ + (K−1)·max β + K·α) (ring module doc).
+#[test]
+fn ring_chunked_is_bandwidth_or_latency_bound() {
+    let t = single_switch(4, 1);
+    let ranks = all_ranks(&t);
+    let alpha = SimTime::from_ns(2 * PCIE_LAT_NS + 2 * LINK_LAT_NS + SWITCH_LAT_NS);
+    // 4 MiB over 4 ranks: 1 MiB segments, 16 chunks of 64 KiB; β = 65536·20 ps.
+    let s = spec(CollectiveOp::AllReduce, Algorithm::Ring, 4 << 20, 64 << 10);
+    let beta = SimTime(65536 * 20);
+    let k = 6;
+    let serial = SimTime(k * 16 * beta.0) + alpha;
+    let wave = SimTime(16 * beta.0 + (k - 1) * beta.0 + k * alpha.0);
+    assert_eq!(analytical_time(&s, &ranks, &t).unwrap(), serial.max(wave));
+    check(&s, &ranks, &t, true);
+}
+
+/// On hosts with NVLink inside and network between, the worst-edge closed form is an
+/// upper bound of the critical path (exact on uniform fabrics).
+#[test]
+fn ring_on_mixed_fabric_is_an_upper_bound() {
+    let t = single_switch(2, 4);
+    let ranks = all_ranks(&t);
+    let s = spec(CollectiveOp::AllReduce, Algorithm::Ring, 1 << 20, u64::MAX);
+    let (dag, _, _) = lowered(&s, &ranks, &t);
+    let (m, _) = idle_critical_path(&dag, &t);
+    assert!(analytical_time(&s, &ranks, &t).unwrap() >= m);
+}
+
+/// Degenerate communicators: one rank or zero bytes cost nothing and lower to a
+/// marker; empty, duplicated or foreign ranks are errors, not panics.
+#[test]
+fn degenerate_communicators() {
+    let t = single_switch(4, 1);
+    for a in IMPLEMENTED {
+        for op in ops_of(a) {
+            for (ranks, bytes) in [(vec![GpuId(2)], 1u64 << 20), (all_ranks(&t), 0)] {
+                let mut s = spec(op, a, bytes, 1 << 10);
+                s.root = 0;
+                assert_eq!(
+                    analytical_time(&s, &ranks, &t),
+                    Ok(SimTime::ZERO),
+                    "{a:?} {op:?}"
+                );
+                assert_eq!(traffic_bytes(&s, &ranks), Ok(0));
+                let mut d = Dag::new();
+                lower(&s, &ranks, &t, &mut d, &[]).unwrap();
+                assert_eq!(d.len(), 1);
+            }
+            let s = spec(op, a, 1 << 20, 1 << 10);
+            for bad in [vec![], vec![GpuId(0), GpuId(0)], vec![GpuId(0), GpuId(99)]] {
+                let e = analytical_time(&s, &bad, &t).unwrap_err();
+                assert!(matches!(e, CollectiveError::BadCommunicator(_)), "{e}");
+                assert!(lower(&s, &bad, &t, &mut Dag::new(), &[]).is_err());
+            }
+        }
+    }
+}

@@ -277,7 +277,11 @@ fn check_data(
 }
 
 /// Algorithms written so far.
-const IMPLEMENTED: [Algorithm; 1] = [Algorithm::Ring];
+const IMPLEMENTED: [Algorithm; 3] = [
+    Algorithm::Ring,
+    Algorithm::HalvingDoubling,
+    Algorithm::Direct,
+];
 
 /// Ops each flat algorithm is checked on.
 fn ops_of(a: Algorithm) -> Vec<CollectiveOp> {
@@ -404,4 +408,39 @@ fn degenerate_communicators() {
             }
         }
     }
+}
+
+/// Halving-doubling: closed form = critical path, traffic, data (Thakur et al. 2005 §4).
+#[test]
+fn halving_doubling_closed_form_matches_dag() {
+    check_flat(Algorithm::HalvingDoubling, &[2, 4, 8, 16]);
+}
+
+/// Direct all-to-all: T = (N−1)·S/(N·B) + α on an idle fabric; checked against the DAG.
+#[test]
+fn alltoall_closed_form_matches_dag() {
+    check_flat(Algorithm::Direct, &[2, 4, 8, 16]);
+    let t = single_switch(4, 1);
+    let s = spec(CollectiveOp::AllToAll, Algorithm::Direct, 4000, u64::MAX);
+    let alpha = SimTime::from_ns(2 * PCIE_LAT_NS + 2 * LINK_LAT_NS + SWITCH_LAT_NS);
+    assert_eq!(
+        analytical_time(&s, &all_ranks(&t), &t).unwrap(),
+        SimTime(3 * 1000 * 20) + alpha
+    );
+}
+
+/// Halving-doubling rejects a communicator that is not a power of two.
+#[test]
+fn halving_doubling_needs_power_of_two() {
+    let t = single_switch(6, 1);
+    let s = spec(
+        CollectiveOp::AllReduce,
+        Algorithm::HalvingDoubling,
+        1 << 20,
+        1 << 16,
+    );
+    let e = analytical_time(&s, &all_ranks(&t), &t).unwrap_err();
+    assert!(e.to_string().contains("power-of-two"), "{e}");
+    assert!(lower(&s, &all_ranks(&t), &t, &mut Dag::new(), &[]).is_err());
+    assert!(traffic_bytes(&s, &all_ranks(&t)).is_err());
 }

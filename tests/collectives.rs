@@ -444,3 +444,9 @@ fn halving_doubling_needs_power_of_two() {
     assert!(lower(&s, &all_ranks(&t), &t, &mut Dag::new(), &[]).is_err());
     assert!(traffic_bytes(&s, &all_ranks(&t)).is_err());
 }
+
+/// Double binary tree: closed form = critical path, traffic, data (NCCL 2.4 blog).
+#[test]
+fn tree_closed_form_matches_dag() {
+    check_flat(Algorithm::Tree, &[2, 3, 4, 5, 8, 16]);
+}

@@ -54,10 +54,10 @@ pub(crate) fn emit(
                     Some(p) => vec![Dep::Sent(p)],
                     None => after.to_vec(),
                 };
-                prev = Some(em.send(ranks[r], ranks[peer], o, b, false, &deps));
+                let t = em.send(ranks[r], ranks[peer], o, b, false, &deps);
+                prev = Some(t);
+                ends.push(Dep::Done(t));
             }
-            // Each peer's last chunk arrives after every earlier chunk to it.
-            ends.push(Dep::Done(prev.expect("at least one chunk")));
         }
     }
     ends

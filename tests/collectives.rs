@@ -450,3 +450,91 @@ fn halving_doubling_needs_power_of_two() {
 fn tree_closed_form_matches_dag() {
     check_flat(Algorithm::Tree, &[2, 3, 4, 5, 8, 16]);
 }
+
+/// Hierarchical all-reduce on whole hosts: closed form = critical path, traffic and
+/// data, for every inter-host algorithm, chunked or not, including one host and one
+/// GPU per host.
+#[test]
+fn hierarchical_closed_form_matches_dag() {
+    for (hosts, gpus) in [(1, 4), (4, 1), (2, 2), (2, 4), (4, 4), (8, 2)] {
+        let t = single_switch(hosts, gpus);
+        let ranks = all_ranks(&t);
+        for inter in [Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling] {
+            for chunk in [u64::MAX, 16 << 10] {
+                let mut s = spec(
+                    CollectiveOp::AllReduce,
+                    Algorithm::Hierarchical,
+                    1 << 20,
+                    chunk,
+                );
+                s.inter_host = inter;
+                check(&s, &ranks, &t, true);
+            }
+        }
+    }
+}
+
+/// Hierarchical = intra ring reduce-scatter (S over g GPUs) + inter all-reduce of S/g
+/// per rail + intra ring all-gather, each phase lowered and timed on its own.
+#[test]
+fn hierarchical_is_the_sum_of_its_phases() {
+    let t = single_switch(4, 4);
+    let ranks = all_ranks(&t);
+    let s_bytes = 1u64 << 22;
+    let chunk = 64 << 10;
+    for inter in [Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling] {
+        let mut s = spec(
+            CollectiveOp::AllReduce,
+            Algorithm::Hierarchical,
+            s_bytes,
+            chunk,
+        );
+        s.inter_host = inter;
+        let host0: Vec<GpuId> = (0..4).map(GpuId).collect();
+        let rail0: Vec<GpuId> = (0..4).map(|h| GpuId(h * 4)).collect();
+        let phase = |s: CollectiveSpec, r: &[GpuId]| {
+            let (dag, _, _) = lowered(&s, r, &t);
+            idle_critical_path(&dag, &t).0
+        };
+        let rs = phase(
+            spec(CollectiveOp::ReduceScatter, Algorithm::Ring, s_bytes, chunk),
+            &host0,
+        );
+        let ar = phase(
+            spec(CollectiveOp::AllReduce, inter, s_bytes / 4, chunk),
+            &rail0,
+        );
+        let ag = phase(
+            spec(CollectiveOp::AllGather, Algorithm::Ring, s_bytes, chunk),
+            &host0,
+        );
+        assert_eq!(
+            analytical_time(&s, &ranks, &t).unwrap(),
+            rs + ar + ag,
+            "{inter:?}"
+        );
+    }
+}
+
+/// Hierarchical rejects partial hosts and inter-host algorithms it cannot nest.
+#[test]
+fn hierarchical_needs_whole_hosts() {
+    let t = single_switch(2, 4);
+    let s = spec(
+        CollectiveOp::AllReduce,
+        Algorithm::Hierarchical,
+        1 << 20,
+        1 << 16,
+    );
+    let part: Vec<GpuId> = (0..6).map(GpuId).collect();
+    let e = analytical_time(&s, &part, &t).unwrap_err();
+    assert!(e.to_string().contains("whole hosts"), "{e}");
+    assert!(lower(&s, &part, &t, &mut Dag::new(), &[]).is_err());
+    let mut s2 = s.clone();
+    s2.inter_host = Algorithm::Direct;
+    assert!(analytical_time(&s2, &all_ranks(&t), &t).is_err());
+    let t3 = single_switch(3, 2);
+    let mut s3 = s;
+    s3.inter_host = Algorithm::HalvingDoubling;
+    assert!(analytical_time(&s3, &all_ranks(&t3), &t3).is_err());
+}

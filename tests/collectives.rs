@@ -538,3 +538,64 @@ fn hierarchical_needs_whole_hosts() {
     s3.inter_host = Algorithm::HalvingDoubling;
     assert!(analytical_time(&s3, &all_ranks(&t3), &t3).is_err());
 }
+
+/// Latency terms grow as log2 N: at a tiny size, doubling N adds a constant to the
+/// tree (2α: one level up and one down, NCCL 2.4 blog) and to halving-doubling
+/// (2α: one halving and one doubling step, Thakur et al. 2005 §4.4), while the ring
+/// grows linearly (2(N−1)·α).
+#[test]
+fn tree_and_halving_doubling_latency_grows_as_log2_n() {
+    let alpha = SimTime::from_ns(2 * PCIE_LAT_NS + 2 * LINK_LAT_NS + SWITCH_LAT_NS).0 as f64;
+    for a in [Algorithm::Tree, Algorithm::HalvingDoubling] {
+        let times: Vec<f64> = [4u32, 8, 16, 32]
+            .iter()
+            .map(|&n| {
+                let t = single_switch(n, 1);
+                let s = spec(CollectiveOp::AllReduce, a, 256, u64::MAX);
+                analytical_time(&s, &all_ranks(&t), &t).unwrap().0 as f64
+            })
+            .collect();
+        for w in times.windows(2) {
+            let inc = w[1] - w[0];
+            assert!(
+                (inc / (2.0 * alpha) - 1.0).abs() < 0.05,
+                "{a:?}: increment {inc} ps vs 2α = {} ps ({times:?})",
+                2.0 * alpha
+            );
+        }
+        // log-linear: T(N) ≈ 2·log2 N·α.
+        assert!(
+            (times[3] / (10.0 * alpha) - 1.0).abs() < 0.05,
+            "{a:?}: {times:?}"
+        );
+    }
+    let ring = |n: u32| {
+        let t = single_switch(n, 1);
+        let s = spec(CollectiveOp::AllReduce, Algorithm::Ring, 256, u64::MAX);
+        analytical_time(&s, &all_ranks(&t), &t).unwrap().0 as f64
+    };
+    assert!(
+        ring(32) / ring(16) > 2.0 * 0.95,
+        "ring latency is linear in N"
+    );
+}
+
+/// `--algo auto` at N = 64: a latency-bound algorithm (tree or halving-doubling) for
+/// 1 KiB, and ring or hierarchical for 1 GiB on 8 hosts × 8 GPUs.
+#[test]
+fn auto_select_small_and_large() {
+    let t = single_switch(8, 8);
+    let ranks = all_ranks(&t);
+    let small = spec(CollectiveOp::AllReduce, Algorithm::Ring, 1 << 10, 128 << 10);
+    let a = auto_select(&small, &ranks, &t).unwrap();
+    assert!(
+        matches!(a, Algorithm::Tree | Algorithm::HalvingDoubling),
+        "{a:?}"
+    );
+    let large = spec(CollectiveOp::AllReduce, Algorithm::Ring, 1 << 30, 1 << 20);
+    let a = auto_select(&large, &ranks, &t).unwrap();
+    assert!(
+        matches!(a, Algorithm::Ring | Algorithm::Hierarchical),
+        "{a:?}"
+    );
+}

@@ -599,3 +599,98 @@ fn auto_select_small_and_large() {
         "{a:?}"
     );
 }
+
+/// The closed forms scale: 131,072 GPUs (16,384 hosts × 8) are costed with O(N)
+/// path lookups (N·log2 N for halving-doubling) in well under a second each.
+#[test]
+fn closed_forms_scale_to_131072_gpus() {
+    let t0 = std::time::Instant::now();
+    let t = single_switch(16384, 8);
+    let build = t0.elapsed();
+    let ranks = all_ranks(&t);
+    for (a, op) in [
+        (Algorithm::Ring, CollectiveOp::AllReduce),
+        (Algorithm::Tree, CollectiveOp::AllReduce),
+        (Algorithm::HalvingDoubling, CollectiveOp::AllReduce),
+        (Algorithm::Hierarchical, CollectiveOp::AllReduce),
+        (Algorithm::Direct, CollectiveOp::AllToAll),
+    ] {
+        let s = spec(op, a, 1 << 30, 1 << 20);
+        let start = std::time::Instant::now();
+        let time = analytical_time(&s, &ranks, &t).unwrap();
+        let took = start.elapsed();
+        println!("{a:?} {op:?}: {time} in {took:?} (build {build:?})");
+        assert!(took.as_secs_f64() < 1.0, "{a:?}: {took:?}");
+        assert!(traffic_bytes(&s, &ranks).is_ok());
+    }
+}
+
+/// Leaf-spine (radix 8: 4 hosts per leaf, 16 hosts). With a ring order that crosses
+/// a spine on every hop all edges cost the same, so the ring's closed form is exact:
+/// α = 2·PCIe + 4 links + 3 switches. In the natural order some hops stay on a leaf
+/// and the worst-edge closed form of every algorithm is an upper bound.
+#[test]
+fn leaf_spine_exact_when_uniform_upper_bound_otherwise() {
+    let t = build(
+        &cluster(16, 1),
+        &fabric(),
+        &TopologySpec::LeafSpine {
+            radix: 8,
+            oversubscription: 1.0,
+        },
+    )
+    .unwrap();
+    let crossing: Vec<GpuId> = (0..16).map(|j| GpuId((j % 4) * 4 + j / 4)).collect();
+    for op in ops_of(Algorithm::Ring) {
+        for chunk in [u64::MAX, 16 << 10] {
+            check(
+                &spec(op, Algorithm::Ring, 1 << 20, chunk),
+                &crossing,
+                &t,
+                true,
+            );
+        }
+    }
+    let alpha = (2 * PCIE_LAT_NS + 4 * LINK_LAT_NS + 3 * SWITCH_LAT_NS) * 1000;
+    let s = spec(
+        CollectiveOp::AllReduce,
+        Algorithm::Ring,
+        16 * 1000,
+        u64::MAX,
+    );
+    assert_eq!(
+        analytical_time(&s, &crossing, &t).unwrap(),
+        SimTime(2 * 15 * (alpha + 1000 * 20))
+    );
+    let natural = all_ranks(&t);
+    for a in Algorithm::ALL {
+        for op in ops_of(a) {
+            let s = spec(op, a, 1 << 20, 64 << 10);
+            let (dag, _, _) = lowered(&s, &natural, &t);
+            let (m, _) = idle_critical_path(&dag, &t);
+            let c = analytical_time(&s, &natural, &t).unwrap();
+            assert!(c >= m, "{a:?} {op:?}: closed {c} < critical path {m}");
+        }
+    }
+}
+
+/// Sizes that do not divide evenly (segments and chunks differ by a byte): the
+/// closed form is an upper bound within 0.1% of the critical path, and traffic and
+/// data stay exact.
+#[test]
+fn uneven_sizes_are_tight_upper_bounds() {
+    for n in [3u32, 4, 5, 8] {
+        let t = single_switch(n, 1);
+        let ranks = all_ranks(&t);
+        for a in Algorithm::ALL {
+            if a == Algorithm::HalvingDoubling && !n.is_power_of_two() {
+                continue;
+            }
+            for op in ops_of(a) {
+                for chunk in [u64::MAX, 10_007] {
+                    check(&spec(op, a, 1_000_003, chunk), &ranks, &t, false);
+                }
+            }
+        }
+    }
+}

@@ -93,3 +93,39 @@ pub fn traffic(spec: &CollectiveSpec, ranks: &[GpuId]) -> Result<u64, Collective
     precheck(spec, ranks, None)?;
     Ok((ranks.len() as u64 - 1) * spec.bytes)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collective::{test_topo, Algorithm, CollectiveOp};
+    use crate::dag::TaskKind;
+
+    /// Rank r sends piece j to rank j, peers in the order r+1, r+2, …, chained on Sent.
+    #[test]
+    fn peers_in_rotating_order() {
+        let t = test_topo(4, 1);
+        let spec = CollectiveSpec {
+            op: CollectiveOp::AllToAll,
+            algorithm: Algorithm::Direct,
+            bytes: 4000,
+            chunk_bytes: u64::MAX,
+            inter_host: Algorithm::Ring,
+            root: 0,
+        };
+        let ranks: Vec<GpuId> = (0..4).map(GpuId).collect();
+        let mut dag = Dag::new();
+        lower(&spec, &ranks, &t, &mut dag, &[]).unwrap();
+        let dsts: Vec<u32> = dag.tasks[3..6]
+            .iter()
+            .map(|t| match t.kind {
+                TaskKind::Transfer { src, dst, bytes } => {
+                    assert_eq!((src.0, bytes), (1, 1000));
+                    dst.0
+                }
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(dsts, [2, 3, 0]);
+        assert_eq!(traffic(&spec, &ranks), Ok(3 * 4000));
+    }
+}

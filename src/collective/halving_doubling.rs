@@ -197,3 +197,26 @@ pub fn traffic(spec: &CollectiveSpec, ranks: &[GpuId]) -> Result<u64, Collective
         ranks.len() as u64,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// N = 8: reduce-scatter halves towards the rank's own segment, all-gather
+    /// doubles the held block.
+    #[test]
+    fn blocks_halve_and_double() {
+        assert_eq!(
+            steps(CollectiveOp::ReduceScatter, 8),
+            vec![(4, true), (2, true), (1, true)]
+        );
+        assert_eq!(block(5, 4, true), (0, 4)); // 5 keeps [4, 8), sends [0, 4) to 1
+        assert_eq!(block(5, 2, true), (6, 8)); // then keeps [4, 6)
+        assert_eq!(block(5, 1, true), (4, 5)); // then keeps [5, 6)
+        assert_eq!(block(5, 1, false), (5, 6));
+        assert_eq!(block(5, 2, false), (4, 6));
+        assert_eq!(block(5, 4, false), (4, 8));
+        assert!(check_pow2(12).is_err());
+        assert!(check_pow2(1).is_ok());
+    }
+}

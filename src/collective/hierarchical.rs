@@ -218,3 +218,20 @@ pub fn traffic(spec: &CollectiveSpec, ranks: &[GpuId]) -> Result<u64, Collective
         ranks.len() as u64,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collective::test_topo;
+
+    #[test]
+    fn hosts_in_order_of_appearance() {
+        let t = test_topo(3, 2);
+        let ranks = [GpuId(5), GpuId(0), GpuId(4), GpuId(1)];
+        assert_eq!(
+            hosts_of(&ranks, &t).unwrap(),
+            vec![vec![GpuId(4), GpuId(5)], vec![GpuId(0), GpuId(1)]]
+        );
+        assert!(hosts_of(&[GpuId(0), GpuId(1), GpuId(2)], &t).is_err());
+    }
+}

@@ -566,3 +566,60 @@ pub fn auto_select(
     best.map(|(_, a)| a)
         .ok_or_else(|| last_err.unwrap_or_else(|| unsupported(spec.algorithm, spec.op)))
 }
+
+/// A single-switch test cluster: `hosts` × `gpus` GPUs, NVLink 3600 Gb/s / 150 ns,
+/// PCIe 512 Gb/s / 200 ns, 400 Gb/s links of 50 ns, 300 ns switch.
+#[cfg(test)]
+pub(crate) fn test_topo(hosts: u32, gpus: u32) -> Topology {
+    use crate::topology::{build, ClusterSpec, FabricLinkSpec, TopologySpec};
+    let c = ClusterSpec {
+        hosts,
+        gpus_per_host: gpus,
+        nics_per_host: gpus,
+        nvlink_rate: Rate::gbps(3600),
+        nvlink_latency: SimTime::from_ns(150),
+        pcie_rate: Rate::gbps(512),
+        pcie_latency: SimTime::from_ns(200),
+    };
+    let f = FabricLinkSpec {
+        link_rate: Rate::gbps(400),
+        link_latency: SimTime::from_ns(50),
+        switch_latency: SimTime::from_ns(300),
+    };
+    build(&c, &f, &TopologySpec::SingleSwitch).expect("test topology")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_and_chunks_cover_the_buffer() {
+        assert_eq!(piece(10, 4, 0), (0, 3));
+        assert_eq!(piece(10, 4, 1), (3, 3));
+        assert_eq!(piece(10, 4, 3), (8, 2));
+        assert_eq!(chunks_at(100, 10, 4), vec![(100, 4), (104, 3), (107, 3)]);
+        assert_eq!(chunks_at(0, 0, 4), vec![(0, 0)]);
+    }
+
+    #[test]
+    fn chunk_times_sum_and_max() {
+        // 10 bytes in chunks of ≤ 4 → 4, 3, 3 bytes at 400 Gb/s (20 ps per byte).
+        let ct = ChunkTimes::new(10, 4, Rate::gbps(400));
+        assert_eq!(ct.count, 3);
+        assert_eq!(ct.sum, SimTime(200));
+        assert_eq!(ct.max, SimTime(80));
+    }
+
+    #[test]
+    fn pipeline_forms_reduce_to_textbook_without_chunking() {
+        let ct = ChunkTimes::new(1000, u64::MAX, Rate::gbps(400));
+        let a = SimTime(7);
+        // K steps of one chunk: K·(α + β).
+        assert_eq!(chained_pipeline_time(6, ct, a), SimTime(6 * (20_000 + 7)));
+        // Chain of h hops, C chunks of β: h·α + (C + h − 1)·β.
+        let ct = ChunkTimes::new(1000, 100, Rate::gbps(400));
+        assert_eq!(chain_time(3, ct, a), SimTime(3 * 7 + 12 * 2000));
+        assert_eq!(chained_pipeline_time(0, ct, a), SimTime::ZERO);
+    }
+}

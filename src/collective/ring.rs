@@ -243,3 +243,55 @@ pub(crate) fn traffic_of(op: CollectiveOp, bytes: u64, n: u64) -> u64 {
         _ => (n - 1) * bytes,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collective::{lower_traced, test_topo, Algorithm};
+    use crate::dag::TaskKind;
+
+    /// All-reduce on 3 ranks, one chunk: step k position i sends segment (i−k−1) mod 3
+    /// to i+1, reductions for the first N−1 steps, copies after.
+    #[test]
+    fn allreduce_segment_schedule() {
+        let t = test_topo(3, 1);
+        let spec = CollectiveSpec {
+            op: CollectiveOp::AllReduce,
+            algorithm: Algorithm::Ring,
+            bytes: 3000,
+            chunk_bytes: u64::MAX,
+            inter_host: Algorithm::Ring,
+            root: 0,
+        };
+        let ranks = [GpuId(0), GpuId(1), GpuId(2)];
+        let mut dag = Dag::new();
+        let mut tr = Vec::new();
+        lower_traced(&spec, &ranks, &t, &mut dag, &[], &mut tr).unwrap();
+        assert_eq!(tr.len(), 4 * 3);
+        let got: Vec<(u32, u32, u64, bool)> = tr
+            .iter()
+            .map(|c| match dag.tasks[c.task.0 as usize].kind {
+                TaskKind::Transfer { src, dst, .. } => (src.0, dst.0, c.offset, c.reduce),
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(
+            &got[..3],
+            &[(0, 1, 2000, true), (1, 2, 0, true), (2, 0, 1000, true)]
+        );
+        assert_eq!(
+            &got[6..9],
+            &[(0, 1, 0, false), (1, 2, 1000, false), (2, 0, 2000, false)]
+        );
+        assert_eq!(traffic(&spec, &ranks), Ok(4 * 3000));
+    }
+
+    #[test]
+    fn one_rank_costs_nothing() {
+        let t = test_topo(2, 1);
+        assert_eq!(
+            time_of(CollectiveOp::AllReduce, 1 << 20, 1024, &[GpuId(1)], &t),
+            Ok(SimTime::ZERO)
+        );
+    }
+}

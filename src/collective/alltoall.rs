@@ -82,7 +82,7 @@ pub fn time(
         .chain((0..n).map(|r| (ranks[r], ranks[(r + n - 1) % n])));
     let cost = super::worst_cost(topo, pairs)?;
     let ct = ChunkTimes::new(spec.bytes.div_ceil(n as u64), spec.chunk_bytes, cost.rate);
-    Ok(SimTime((n as u64 - 1) * ct.sum.0) + cost.alpha)
+    Ok(super::times(n as u64 - 1, ct.sum).saturating_add(cost.alpha))
 }
 
 /// Total payload bytes moved: (N−1)·S.
@@ -91,7 +91,7 @@ pub fn time(
 /// Unsupported operation or bad communicator.
 pub fn traffic(spec: &CollectiveSpec, ranks: &[GpuId]) -> Result<u64, CollectiveError> {
     precheck(spec, ranks, None)?;
-    Ok((ranks.len() as u64 - 1) * spec.bytes)
+    Ok((ranks.len() as u64 - 1).saturating_mul(spec.bytes))
 }
 
 #[cfg(test)]

@@ -178,8 +178,8 @@ pub(crate) fn time_of(
     let mut t = SimTime::ZERO;
     for (mask, _) in steps(op, n) {
         let cost = super::worst_cost(topo, (0..n).map(|r| (ranks[r], ranks[r ^ mask])))?;
-        let ct = ChunkTimes::new(seg * mask as u64, chunk, cost.rate);
-        t += ct.sum + cost.alpha;
+        let ct = ChunkTimes::new(seg.saturating_mul(mask as u64), chunk, cost.rate);
+        t = t.saturating_add(ct.sum).saturating_add(cost.alpha);
     }
     Ok(t)
 }

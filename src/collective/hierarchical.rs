@@ -202,7 +202,7 @@ pub fn time(
     topo: &Topology,
 ) -> Result<SimTime, CollectiveError> {
     let [a, b, c] = phase_times(spec, ranks, topo)?;
-    Ok(a + b + c)
+    Ok(a.saturating_add(b).saturating_add(c))
 }
 
 /// Total payload bytes moved: 2(N−1)·S whatever the host size (see the module doc).

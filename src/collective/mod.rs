@@ -12,6 +12,32 @@
 //! reduce `bytes` is the buffer of one rank; for all-gather and reduce-scatter it is
 //! the *total* gathered buffer (each rank owns `bytes / n`); for all-to-all it is the
 //! send buffer of one rank (`bytes / n` to each peer).
+//!
+//! | algorithm | operations | closed form (unchunked, uniform α, B) |
+//! |---|---|---|
+//! | [`ring`] | all-reduce, all-gather, reduce-scatter, broadcast | 2(N−1)(α + S/(N·B)); (N−1)(α + S/(N·B)); broadcast (N−1)α + (C+N−2)β |
+//! | [`tree`] | all-reduce, broadcast | ≈ 2·log2 N·(α + β) + pipeline; see the module |
+//! | [`halving_doubling`] | all-reduce, all-gather, reduce-scatter (N = 2^k) | 2·log2 N·α + 2(N−1)/N·S/B; half for AG/RS |
+//! | [`hierarchical`] | all-reduce (whole hosts) | intra RS + inter AR(S/g) + intra AG |
+//! | [`alltoall`] | all-to-all | (N−1)·S/(N·B) + α |
+//!
+//! **Timing model** (shared by every closed form and [`critical_path`]): a transfer
+//! that starts at t is *sent* at t + tx_time(bytes) and *done* α later; a rank
+//! posts its next message on a channel when the previous one is sent and forwards
+//! or reduces data once it is done. Closed forms take the worst edge (max α, min
+//! payload rate) over the edges an algorithm uses: they equal the critical path of
+//! the lowered DAG on uniform edges when the sizes divide evenly, and are a tight
+//! upper bound otherwise (tests check both).
+//!
+//! **Edge cases.** A communicator of one rank, or zero bytes, lowers to a single
+//! marker (no transfers) and costs 0. An empty communicator, a GPU listed twice or
+//! absent from the topology, a broadcast root outside the communicator, or a shape
+//! an algorithm cannot use (halving-doubling off powers of two, hierarchical on
+//! partial hosts) is a [`CollectiveError::BadCommunicator`], never a panic.
+//!
+//! [`lower_traced`] also records which buffer bytes each transfer carries and
+//! whether it reduces or copies ([`Carry`]); the tests replay it to check that every
+//! rank ends with the right contributions.
 
 pub mod alltoall;
 pub mod critical_path;
@@ -415,7 +441,7 @@ impl ChunkTimes {
         let small = rate.tx_time(base);
         ChunkTimes {
             count: n,
-            sum: SimTime(big.0 * extra + small.0 * (n - extra)),
+            sum: times(extra, big).saturating_add(times(n - extra, small)),
             max: if extra > 0 { big } else { small },
         }
     }
@@ -440,6 +466,11 @@ pub fn worst_cost(
     }))
 }
 
+/// `n · t`, saturating at [`SimTime::MAX`] (closed forms never panic on huge inputs).
+pub fn times(n: u64, t: SimTime) -> SimTime {
+    SimTime(n.saturating_mul(t.0))
+}
+
 /// Critical path of a chained pipeline (see [`ring`]): `k` consecutive steps on one
 /// channel per rank, each step a message cut into chunks with times `ct`, where
 /// chunk c of step k may leave once chunk c of step k−1 has arrived and the rank's
@@ -449,8 +480,11 @@ pub fn chained_pipeline_time(k: u64, ct: ChunkTimes, alpha: SimTime) -> SimTime 
     if k == 0 {
         return SimTime::ZERO;
     }
-    let serial = SimTime(k * ct.sum.0) + alpha;
-    let latency = ct.sum + SimTime((k - 1) * ct.max.0) + SimTime(k * alpha.0);
+    let serial = times(k, ct.sum).saturating_add(alpha);
+    let latency = ct
+        .sum
+        .saturating_add(times(k - 1, ct.max))
+        .saturating_add(times(k, alpha));
     serial.max(latency)
 }
 
@@ -460,7 +494,9 @@ pub fn chain_time(hops: u64, ct: ChunkTimes, alpha: SimTime) -> SimTime {
     if hops == 0 {
         return SimTime::ZERO;
     }
-    SimTime(hops * alpha.0) + ct.sum + SimTime((hops - 1) * ct.max.0)
+    times(hops, alpha)
+        .saturating_add(ct.sum)
+        .saturating_add(times(hops - 1, ct.max))
 }
 
 /// The closed-form time of `spec` over `ranks` on an idle `topo`.

@@ -239,8 +239,8 @@ pub(crate) fn traffic_of(op: CollectiveOp, bytes: u64, n: u64) -> u64 {
         return 0;
     }
     match op {
-        CollectiveOp::AllReduce => 2 * (n - 1) * bytes,
-        _ => (n - 1) * bytes,
+        CollectiveOp::AllReduce => (2 * (n - 1)).saturating_mul(bytes),
+        _ => (n - 1).saturating_mul(bytes),
     }
 }
 

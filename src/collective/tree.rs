@@ -39,8 +39,8 @@
 //!
 //! N = 1 or S = 0: a marker, time 0. Traffic: 2(N−1)·S (all-reduce), (N−1)·S (broadcast).
 use super::{
-    chunks_at, piece, precheck, ChunkTimes, CollectiveError, CollectiveOp, CollectiveSpec, Emitter,
-    PathCost,
+    chunks_at, piece, precheck, times, ChunkTimes, CollectiveError, CollectiveOp, CollectiveSpec,
+    Emitter, PathCost,
 };
 use crate::dag::{Dag, Dep, TaskId};
 use crate::topology::{GpuId, Topology};
@@ -132,14 +132,17 @@ impl Tree {
         for &v in &self.by_depth {
             let m = self.children[v].len() as u64;
             for (i, &c) in self.children[v].iter().enumerate() {
-                acc[c] = acc[v] + SimTime((i as u64 + 1) * beta.0) + alpha;
+                acc[c] = acc[v]
+                    .saturating_add(times(i as u64 + 1, beta))
+                    .saturating_add(alpha);
                 widest[c] = widest[v].max(m);
-                best = best.max(acc[c] + SimTime((count - 1) * widest[c] * beta.0));
+                best = best
+                    .max(acc[c].saturating_add(times((count - 1).saturating_mul(widest[c]), beta)));
             }
         }
         if up {
             let h = u64::from(self.depth.iter().copied().max().unwrap_or(0));
-            best += SimTime(h * (beta.0 + alpha.0));
+            best = best.saturating_add(times(h, beta.saturating_add(alpha)));
         }
         best
     }

@@ -176,8 +176,17 @@ pub(crate) fn time_of(
     }
     let seg = bytes.div_ceil(n as u64);
     let mut t = SimTime::ZERO;
+    // The all-reduce uses every mask twice: look each up once.
+    let mut costs = std::collections::HashMap::new();
     for (mask, _) in steps(op, n) {
-        let cost = super::worst_cost(topo, (0..n).map(|r| (ranks[r], ranks[r ^ mask])))?;
+        let cost = match costs.get(&mask) {
+            Some(&c) => c,
+            None => {
+                let c = super::worst_cost(topo, (0..n).map(|r| (ranks[r], ranks[r ^ mask])))?;
+                costs.insert(mask, c);
+                c
+            }
+        };
         let ct = ChunkTimes::new(seg.saturating_mul(mask as u64), chunk, cost.rate);
         t = t.saturating_add(ct.sum).saturating_add(cost.alpha);
     }

@@ -341,12 +341,6 @@ mod tests {
         assert_eq!(ready, vec![c]);
         r.done(c, SimTime(9), &mut Vec::new());
         assert!(r.finished());
-        assert_eq!(
-            r.op_timing[0],
-            OpTiming {
-                start: SimTime(0),
-                end: SimTime(9)
-            }
-        );
+        assert_eq!(r.op_timing[0], OpTiming { start: SimTime(0), end: SimTime(9) });
     }
 }

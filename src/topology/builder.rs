@@ -2,8 +2,8 @@
 //! duplex links, and the final routing tables.
 
 use super::{
-    dragonfly, fat_tree, leaf_spine, rail, GpuId, GpuPorts, Link, LinkId, LinkKind, NicPorts, Node,
-    NodeId, NodeKind, Topology,
+    dragonfly, fat_tree, leaf_spine, rail, GpuId, GpuPorts, Link, LinkId, LinkKind, NicPorts,
+    Node, NodeId, NodeKind, Topology,
 };
 use crate::units::{Rate, SimTime};
 
@@ -201,8 +201,7 @@ impl TopologyBuilder {
             for l in 0..c.gpus_per_host {
                 let gpu = GpuId(h * c.gpus_per_host + l);
                 let node = self.add_node(NodeKind::Gpu { gpu }, SimTime::ZERO);
-                let nv =
-                    self.add_duplex(node, nvs, c.nvlink_rate, c.nvlink_latency, LinkKind::NvLink);
+                let nv = self.add_duplex(node, nvs, c.nvlink_rate, c.nvlink_latency, LinkKind::NvLink);
                 let nic = nic_nodes[first_nic + (l * c.nics_per_host / c.gpus_per_host) as usize];
                 let pc = self.add_duplex(node, nic, c.pcie_rate, c.pcie_latency, LinkKind::Pcie);
                 self.gpus.push(GpuPorts {

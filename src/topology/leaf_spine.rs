@@ -22,18 +22,10 @@ pub fn build(
     oversub: f64,
 ) -> Result<(), TopologyError> {
     if radix < 2 {
-        return Err(TopologyError::new(
-            "topology.radix",
-            format!("a switch needs at least 2 ports, found {radix}"),
-        ));
+        return Err(TopologyError::new("topology.radix", format!("a switch needs at least 2 ports, found {radix}")));
     }
     if !(oversub.is_finite() && oversub > 0.0) {
-        return Err(TopologyError::new(
-            "topology.oversubscription",
-            format!(
-                "the down:up ratio must be a positive number such as 1.0 or 3.0, found {oversub}"
-            ),
-        ));
+        return Err(TopologyError::new("topology.oversubscription", format!("the down:up ratio must be a positive number such as 1.0 or 3.0, found {oversub}")));
     }
     let (down, up) = port_split(radix, oversub);
     let leaves = (nics.len() as u32).div_ceil(down);

@@ -22,9 +22,7 @@ pub mod fat_tree;
 pub mod leaf_spine;
 pub mod rail;
 
-pub use builder::{
-    build, ClusterSpec, FabricLinkSpec, TopologyBuilder, TopologyError, TopologySpec,
-};
+pub use builder::{build, ClusterSpec, FabricLinkSpec, TopologyBuilder, TopologyError, TopologySpec};
 
 use crate::units::{Rate, SimTime};
 

@@ -594,7 +594,7 @@ pub fn auto_select(
             ..spec.clone()
         };
         match analytical_time(&s, ranks, topo) {
-            Ok(t) if best.map_or(true, |(bt, _)| t < bt) => best = Some((t, algo)),
+            Ok(t) if !matches!(best, Some((bt, _)) if bt <= t) => best = Some((t, algo)),
             Ok(_) => {}
             Err(e) => last_err = Some(e),
         }

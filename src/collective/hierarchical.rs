@@ -171,10 +171,18 @@ pub fn phase_times(
             CollectiveOp::ReduceScatter,
             s,
             chunk,
+            0,
             h,
             topo,
         )?);
-        t[2] = t[2].max(ring::time_of(CollectiveOp::AllGather, s, chunk, h, topo)?);
+        t[2] = t[2].max(ring::time_of(
+            CollectiveOp::AllGather,
+            s,
+            chunk,
+            0,
+            h,
+            topo,
+        )?);
     }
     let seg = s.div_ceil(g as u64);
     let op = CollectiveOp::AllReduce;
@@ -183,7 +191,7 @@ pub fn phase_times(
         let r = match algo {
             Algorithm::Tree => tree::time_of(op, seg, chunk, 0, &rail, topo)?,
             Algorithm::HalvingDoubling => halving_doubling::time_of(op, seg, chunk, &rail, topo)?,
-            _ => ring::time_of(op, seg, chunk, &rail, topo)?,
+            _ => ring::time_of(op, seg, chunk, 0, &rail, topo)?,
         };
         t[1] = t[1].max(r);
     }

@@ -19,13 +19,19 @@
 //! (`Sent(send(k−1, C−1))` for c = 0: one channel per rank) and on
 //! `Done(recv(k−1, c))` (the same chunk of the same segment arrived at step k−1).
 //!
-//! **Closed form.** With the worst edge of the ring (α = max path latency, B = min
-//! payload rate), β_c = tx_time(chunk c) and C chunks per step, the critical path of
-//! that lattice is the heavier of the two extreme paths — all K·C chunks through
-//! one sender, or the wavefront through K hops
-//! ([`super::chained_pipeline_time`]):
+//! **Closed form.** With β_c = tx_time(chunk c) at the ring's slowest rate, C chunks
+//! per step and a uniform latency α, the critical path of that lattice is the
+//! heavier of the two extreme paths — all K·C chunks through one sender, or the
+//! wavefront through K hops ([`super::chained_pipeline_time`]):
 //!
 //! `T = max(K·Σβ_c + α, Σβ_c + (K−1)·max β_c + K·α)`
+//!
+//! The implementation keeps one α per ring edge ([`ring_pipeline_time`]): a path
+//! that moves to the next rank d times crosses d+1 consecutive edges, so with
+//! δ = Σβ − max β, `T = K·Σβ + δ + max_W Σ_{e∈W}(α_e − δ)` over windows W of 1..K
+//! consecutive edges. That is exact whenever the ring's edges share one rate, even
+//! if their latencies differ (hops inside a leaf vs across a spine), and an upper
+//! bound when rates differ (NVLink and network hops in one ring). N path lookups.
 //!
 //! For C = 1 that is the textbook K·(α + S_g/B), i.e. 2(N−1)·(α + S/(N·B)) for
 //! all-reduce and (N−1)·(α + S/(N·B)) for all-gather / reduce-scatter (Thakur et al.,
@@ -36,14 +42,15 @@
 //! **Broadcast** is a chunked pipeline along the ring from `root` (position
 //! root, root+1, …): hop h forwards chunk c once it has arrived and its previous
 //! chunk left; N−1 hops, one channel each, so
-//! `T = (N−1)·α + Σβ_c + (N−2)·max β_c` ([`super::chain_time`]).
+//! `T = (N−1)·α + Σβ_c + (N−2)·max β_c` ([`super::chain_time`]); with one α per
+//! edge, (N−1)·α is the sum over the N−1 edges the chain crosses.
 //!
 //! The time uses the largest segment, so it is exact when N divides S and an upper
 //! bound (by at most one byte per step) otherwise. N = 1 or S = 0 lowers to a
 //! marker only and costs 0. Traffic: 2(N−1)·S (all-reduce), (N−1)·S (others).
 use super::{
-    chain_time, chained_pipeline_time, chunks_at, piece, precheck, ChunkTimes, CollectiveError,
-    CollectiveOp, CollectiveSpec, Emitter,
+    chunks_at, piece, precheck, times, ChunkTimes, CollectiveError, CollectiveOp, CollectiveSpec,
+    Emitter,
 };
 use crate::dag::{Dag, Dep, TaskId};
 use crate::topology::{GpuId, Topology};
@@ -189,7 +196,14 @@ pub fn time(
     topo: &Topology,
 ) -> Result<SimTime, CollectiveError> {
     precheck(spec, ranks, Some(topo))?;
-    time_of(spec.op, spec.bytes, spec.chunk_bytes, ranks, topo)
+    time_of(
+        spec.op,
+        spec.bytes,
+        spec.chunk_bytes,
+        spec.root,
+        ranks,
+        topo,
+    )
 }
 
 /// [`time`] for one ring collective of `bytes` (nccl-tests meaning for `op`).
@@ -197,31 +211,90 @@ pub(crate) fn time_of(
     op: CollectiveOp,
     bytes: u64,
     chunk: u64,
+    root: u32,
     ranks: &[GpuId],
     topo: &Topology,
 ) -> Result<SimTime, CollectiveError> {
-    let n = ranks.len() as u64;
+    let n = ranks.len();
     if n <= 1 || bytes == 0 {
         return Ok(SimTime::ZERO);
     }
-    let cost = super::worst_cost(
-        topo,
-        (0..ranks.len()).map(|i| (ranks[i], ranks[(i + 1) % ranks.len()])),
-    )?;
+    // Edge i: position i → i+1. Per-edge α, worst rate.
+    let mut alphas = Vec::with_capacity(n);
+    let mut rate = crate::units::Rate(u64::MAX);
+    for i in 0..n {
+        let c = super::path_cost(topo, ranks[i], ranks[(i + 1) % n])?;
+        alphas.push(c.alpha);
+        rate = rate.min(c.rate);
+    }
+    let nn = n as u64;
     Ok(match op {
         CollectiveOp::Broadcast => {
-            chain_time(n - 1, ChunkTimes::new(bytes, chunk, cost.rate), cost.alpha)
+            // The chain crosses every edge but the one into the root.
+            let skip = (root as usize + n - 1) % n;
+            let chain: u64 = (0..n).filter(|&e| e != skip).map(|e| alphas[e].0).sum();
+            SimTime(chain)
+                .saturating_add(ChunkTimes::new(bytes, chunk, rate).sum)
+                .saturating_add(times(nn - 2, ChunkTimes::new(bytes, chunk, rate).max))
         }
         _ => {
             let k = if op == CollectiveOp::AllReduce {
-                2 * (n - 1)
+                2 * (nn - 1)
             } else {
-                n - 1
+                nn - 1
             };
-            let seg = bytes.div_ceil(n);
-            chained_pipeline_time(k, ChunkTimes::new(seg, chunk, cost.rate), cost.alpha)
+            let seg = bytes.div_ceil(nn);
+            ring_pipeline_time(k, ChunkTimes::new(seg, chunk, rate), &alphas)
         }
     })
+}
+
+/// [`super::chained_pipeline_time`] with one α per ring edge (edge i from position i to
+/// i+1): the critical path of the chained ring pipeline when every edge has the
+/// rate used for `ct` and its own latency. A path through the lattice that moves
+/// to the next rank d times crosses d+1 consecutive edges and skips all chunks but
+/// one at each move, so with δ = Σβ − max β:
+///
+/// `T = K·Σβ + δ + max over windows W of 1..K consecutive edges (wrapping) of Σ_{e∈W}(α_e − δ)`.
+///
+/// With one α this is `max(K·Σβ + α, Σβ + (K−1)·max β + K·α)`
+/// ([`super::chained_pipeline_time`]). O(N + K) with a sliding-window minimum.
+pub fn ring_pipeline_time(k: u64, ct: ChunkTimes, alphas: &[SimTime]) -> SimTime {
+    let n = alphas.len();
+    if k == 0 || n == 0 {
+        return SimTime::ZERO;
+    }
+    let delta = i128::from(ct.sum.0 - ct.max.0);
+    let kk = k as usize;
+    // Windows start at s < n and have 1..=k edges: positions s..s+len over the
+    // repeated ring; prefix sums P over positions 0..n+k−1.
+    let len = n + kk - 1;
+    let mut prefix = Vec::with_capacity(len + 1);
+    prefix.push(0i128);
+    for p in 0..len {
+        let v = i128::from(alphas[p % n].0) - delta;
+        prefix.push(prefix[p] + v);
+    }
+    // best = max_{j} P[j] − min{P[s] : s < n, j − k ≤ s ≤ j − 1}.
+    let mut best = i128::MIN;
+    let mut dq: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
+    for j in 1..=len {
+        let s = j - 1;
+        if s < n {
+            while dq.back().is_some_and(|&b| prefix[b] >= prefix[s]) {
+                dq.pop_back();
+            }
+            dq.push_back(s);
+        }
+        while dq.front().is_some_and(|&f| f + kk < j) {
+            dq.pop_front();
+        }
+        if let Some(&f) = dq.front() {
+            best = best.max(prefix[j] - prefix[f]);
+        }
+    }
+    let t = i128::from(k) * i128::from(ct.sum.0) + delta + best;
+    SimTime(t.clamp(0, i128::from(u64::MAX)) as u64)
 }
 
 /// Total payload bytes moved: 2(N−1)·S for all-reduce, (N−1)·S otherwise.
@@ -290,7 +363,7 @@ mod tests {
     fn one_rank_costs_nothing() {
         let t = test_topo(2, 1);
         assert_eq!(
-            time_of(CollectiveOp::AllReduce, 1 << 20, 1024, &[GpuId(1)], &t),
+            time_of(CollectiveOp::AllReduce, 1 << 20, 1024, 0, &[GpuId(1)], &t),
             Ok(SimTime::ZERO)
         );
     }

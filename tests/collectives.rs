@@ -276,13 +276,6 @@ fn check_data(
     }
 }
 
-/// Algorithms written so far.
-const IMPLEMENTED: [Algorithm; 3] = [
-    Algorithm::Ring,
-    Algorithm::HalvingDoubling,
-    Algorithm::Direct,
-];
-
 /// Ops each flat algorithm is checked on.
 fn ops_of(a: Algorithm) -> Vec<CollectiveOp> {
     CollectiveOp::ALL
@@ -385,7 +378,7 @@ fn ring_on_mixed_fabric_is_an_upper_bound() {
 #[test]
 fn degenerate_communicators() {
     let t = single_switch(4, 1);
-    for a in IMPLEMENTED {
+    for a in Algorithm::ALL {
         for op in ops_of(a) {
             for (ranks, bytes) in [(vec![GpuId(2)], 1u64 << 20), (all_ranks(&t), 0)] {
                 let mut s = spec(op, a, bytes, 1 << 10);

@@ -359,6 +359,55 @@ mod tests {
         assert_eq!(traffic(&spec, &ranks), Ok(4 * 3000));
     }
 
+    /// The per-edge closed form equals a direct evaluation of the chained ring
+    /// recurrence (start = max(own previous sent, previous step's chunk done)) for
+    /// random per-edge latencies, unequal chunks and both ring lengths K.
+    #[test]
+    fn per_edge_closed_form_matches_recurrence() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % m
+        };
+        let rate = crate::units::Rate::gbps(400);
+        for _ in 0..200 {
+            let n = 2 + rnd(7) as usize;
+            let k = if rnd(2) == 0 { n - 1 } else { 2 * (n - 1) };
+            let seg = 1 + rnd(5000);
+            let chunk = 1 + rnd(2000);
+            let alphas: Vec<SimTime> = (0..n).map(|_| SimTime(rnd(40_000))).collect();
+            let sizes: Vec<u64> = crate::collective::chunk_sizes(seg, chunk).collect();
+            // sent/done of rank i's latest sends, per chunk of the previous step.
+            let mut done_prev = vec![vec![SimTime::ZERO; sizes.len()]; n];
+            let mut chan = vec![SimTime::ZERO; n];
+            let mut end = SimTime::ZERO;
+            for step in 0..k {
+                let mut done_now = vec![vec![SimTime::ZERO; sizes.len()]; n];
+                for i in 0..n {
+                    for (c, &b) in sizes.iter().enumerate() {
+                        let mut start = chan[i];
+                        if step > 0 {
+                            start = start.max(done_prev[(i + n - 1) % n][c]);
+                        }
+                        let sent = start + rate.tx_time(b);
+                        chan[i] = sent;
+                        done_now[i][c] = sent + alphas[i];
+                        end = end.max(done_now[i][c]);
+                    }
+                }
+                done_prev = done_now;
+            }
+            let ct = ChunkTimes::new(seg, chunk, rate);
+            assert_eq!(
+                ring_pipeline_time(k as u64, ct, &alphas),
+                end,
+                "n={n} k={k} seg={seg} chunk={chunk} alphas={alphas:?}"
+            );
+        }
+    }
+
     #[test]
     fn one_rank_costs_nothing() {
         let t = test_topo(2, 1);

@@ -640,14 +640,11 @@ fn leaf_spine_ring_exact_with_per_edge_latency() {
         )
         .unwrap();
         let natural = all_ranks(&t);
-        for op in ops_of(Algorithm::Ring) {
-            for chunk in [u64::MAX, 16 << 10] {
-                check(
-                    &spec(op, Algorithm::Ring, 1 << 20, chunk),
-                    &natural,
-                    &t,
-                    true,
-                );
+        for a in [Algorithm::Ring, Algorithm::Tree] {
+            for op in ops_of(a) {
+                for chunk in [u64::MAX, 16 << 10] {
+                    check(&spec(op, a, 1 << 20, chunk), &natural, &t, true);
+                }
             }
         }
         let s = spec(CollectiveOp::AllReduce, Algorithm::Ring, 1 << 20, u64::MAX);

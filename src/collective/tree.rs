@@ -19,17 +19,18 @@
 //! **Broadcast** (S): tree 0 re-rooted at `root` (position p is rank
 //! (root + p) mod N) carries the whole buffer down.
 //!
-//! **Closed form.** With one worst edge per tree (α, β = tx_time of the largest
-//! chunk), the critical path of that lattice is, for tree t of height H,
-//! `T_t = H·(β + α) + max_v [ Σ_{senders u on the path root→v} (p_u·β + α)
-//!        + (C−1)·m_v·β ]`
+//! **Closed form.** With β = tx_time of the largest chunk at the tree's slowest rate
+//! and one latency per edge, the critical path of that lattice is, for tree t,
+//! `T_t = max_{leaf ℓ} Σ_{edges on ℓ→root} (β + α_up)
+//!        + max_v [ Σ_{senders u on root→v} (p_u·β + α_down) + (C−1)·m_v·β ]`
 //! where p_u is the rank of the path's child among u's children and m_v the largest
-//! number of children of a sender on that path (the pipeline's slowest stage;
-//! at least 1); all-reduce takes `max(T_0, T_1)`, broadcast the down part only.
-//! The latency term therefore grows as 2·log2 N·α (log2 N for broadcast),
-//! the bandwidth term is ≈ 2·(S/2)/B for a node with two children.
-//! O(N) path-cost lookups and arithmetic. Exact when the chunks are equal (2C
-//! divides S), an upper bound otherwise.
+//! number of children of a sender on that path (the pipeline's slowest stage; at
+//! least 1); with one α and tree height H the first term is H·(β + α). All-reduce
+//! takes `max(T_0, T_1)`, broadcast the down part only. The latency term therefore
+//! grows as 2·log2 N·α (log2 N for broadcast); the bandwidth term is ≈ 2·(S/2)/B
+//! for a node with two children. 4(N−1) path-cost lookups, O(N) arithmetic. Exact
+//! when the tree's edges share one rate and the chunks are equal (2C divides S),
+//! an upper bound otherwise.
 //!
 //! **Limitation (stated on purpose).** The idle α-β model has no contention, so a
 //! rank's four streams (up and down in two trees) each get the whole path rate:
@@ -39,11 +40,12 @@
 //!
 //! N = 1 or S = 0: a marker, time 0. Traffic: 2(N−1)·S (all-reduce), (N−1)·S (broadcast).
 use super::{
-    chunks_at, piece, precheck, times, ChunkTimes, CollectiveError, CollectiveOp, CollectiveSpec,
-    Emitter, PathCost,
+    chunks_at, path_cost, piece, precheck, times, ChunkTimes, CollectiveError, CollectiveOp,
+    CollectiveSpec, Emitter,
 };
 use crate::dag::{Dag, Dep, TaskId};
 use crate::topology::{GpuId, Topology};
+use crate::units::Rate;
 use crate::units::SimTime;
 
 /// Lowers the collective into transfers (see the module doc); returns the final marker.
@@ -80,14 +82,13 @@ pub fn dtree_parent(n: usize, t: usize, r: usize) -> Option<usize> {
     }
 }
 
-/// A tree over positions: parent, children (ascending) and depth of each, and the
-/// positions ordered by depth.
+/// A tree over positions: parent and children (ascending) of each, and the
+/// positions in breadth-first order (by depth).
 struct Tree {
     root: usize,
     children: Vec<Vec<usize>>,
     parent: Vec<Option<usize>>,
     by_depth: Vec<usize>,
-    depth: Vec<u32>,
 }
 
 impl Tree {
@@ -101,13 +102,11 @@ impl Tree {
                 None => root = r,
             }
         }
-        let mut depth = vec![0u32; n];
         let mut by_depth = vec![root];
         let mut i = 0;
         while i < by_depth.len() {
             let v = by_depth[i];
             for &c in &children[v] {
-                depth[c] = depth[v] + 1;
                 by_depth.push(c);
             }
             i += 1;
@@ -117,13 +116,21 @@ impl Tree {
             children,
             parent,
             by_depth,
-            depth,
         }
     }
 
-    /// Critical path of the lattice (module doc) with `count` chunks of time `beta`:
-    /// the down part from the root, plus `up_rows` up stages of `beta + alpha`.
-    fn time(&self, count: u64, beta: SimTime, alpha: SimTime, up: bool) -> SimTime {
+    /// Critical path of the lattice (module doc) with `count` chunks of time `beta`
+    /// and one latency per edge: `up_alpha[v]` for v → parent, `down_alpha[v]` for
+    /// parent → v. The up part (if `up`) is the heaviest leaf-to-root path of
+    /// `beta + α` stages; the down part the heaviest root-to-node path.
+    fn time(
+        &self,
+        count: u64,
+        beta: SimTime,
+        up_alpha: &[SimTime],
+        down_alpha: &[SimTime],
+        up: bool,
+    ) -> SimTime {
         let n = self.parent.len();
         // acc[v]: Σ (p·β + α) over the senders above v; widest[v]: max children of them.
         let mut acc = vec![SimTime::ZERO; n];
@@ -134,15 +141,22 @@ impl Tree {
             for (i, &c) in self.children[v].iter().enumerate() {
                 acc[c] = acc[v]
                     .saturating_add(times(i as u64 + 1, beta))
-                    .saturating_add(alpha);
+                    .saturating_add(down_alpha[c]);
                 widest[c] = widest[v].max(m);
                 best = best
                     .max(acc[c].saturating_add(times((count - 1).saturating_mul(widest[c]), beta)));
             }
         }
         if up {
-            let h = u64::from(self.depth.iter().copied().max().unwrap_or(0));
-            best = best.saturating_add(times(h, beta.saturating_add(alpha)));
+            // height[v]: heaviest path from a leaf below v up to v.
+            let mut height = vec![SimTime::ZERO; n];
+            for &v in self.by_depth.iter().rev() {
+                if let Some(p) = self.parent[v] {
+                    let h = height[v].saturating_add(beta).saturating_add(up_alpha[v]);
+                    height[p] = height[p].max(h);
+                }
+            }
+            best = best.saturating_add(height[self.root]);
         }
         best
     }
@@ -298,16 +312,27 @@ pub fn time(
     )
 }
 
-/// Worst cost over a tree's edges in both directions.
-fn tree_cost(tree: &Tree, rank_of: &[GpuId], topo: &Topology) -> Result<PathCost, CollectiveError> {
-    super::worst_cost(
-        topo,
-        tree.parent
-            .iter()
-            .enumerate()
-            .filter_map(|(v, p)| p.map(|p| (v, p)))
-            .flat_map(|(v, p)| [(rank_of[v], rank_of[p]), (rank_of[p], rank_of[v])]),
-    )
+/// Per-edge latencies of a tree (up: v → parent, down: parent → v, indexed by v)
+/// and the slowest rate over its edges in both directions. 2(N−1) lookups.
+fn tree_costs(
+    tree: &Tree,
+    rank_of: &[GpuId],
+    topo: &Topology,
+) -> Result<(Vec<SimTime>, Vec<SimTime>, Rate), CollectiveError> {
+    let n = rank_of.len();
+    let mut up = vec![SimTime::ZERO; n];
+    let mut down = vec![SimTime::ZERO; n];
+    let mut rate = Rate(u64::MAX);
+    for v in 0..n {
+        if let Some(p) = tree.parent[v] {
+            let u = path_cost(topo, rank_of[v], rank_of[p])?;
+            let d = path_cost(topo, rank_of[p], rank_of[v])?;
+            up[v] = u.alpha;
+            down[v] = d.alpha;
+            rate = rate.min(u.rate).min(d.rate);
+        }
+    }
+    Ok((up, down, rate))
 }
 
 /// [`time`] for one tree collective of `bytes`.
@@ -324,9 +349,9 @@ pub(crate) fn time_of(
         return Ok(SimTime::ZERO);
     }
     let eval = |tree: &Tree, rank_of: &[GpuId], len: u64, up: bool| {
-        let cost = tree_cost(tree, rank_of, topo)?;
-        let ct = ChunkTimes::new(len, chunk, cost.rate);
-        Ok::<_, CollectiveError>(tree.time(ct.count, ct.max, cost.alpha, up))
+        let (ua, da, rate) = tree_costs(tree, rank_of, topo)?;
+        let ct = ChunkTimes::new(len, chunk, rate);
+        Ok::<_, CollectiveError>(tree.time(ct.count, ct.max, &ua, &da, up))
     };
     if op == CollectiveOp::Broadcast {
         let tree = Tree::new(n, |r| btree_parent(n, r));
@@ -385,7 +410,15 @@ mod tests {
             assert_eq!(t0.by_depth.len(), n, "tree 0 spans {n}");
             assert_eq!(t1.by_depth.len(), n, "tree 1 spans {n}");
             let h = u32::BITS - (n as u32 - 1).leading_zeros();
-            assert!(*t0.depth.iter().max().unwrap() <= h);
+            let depth = |mut v: usize| {
+                let mut d = 0;
+                while let Some(p) = t0.parent[v] {
+                    v = p;
+                    d += 1;
+                }
+                d
+            };
+            assert!((0..n).map(depth).max().unwrap() <= h);
             if n % 2 == 0 {
                 for r in 0..n {
                     assert!(

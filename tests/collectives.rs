@@ -640,7 +640,7 @@ fn leaf_spine_ring_exact_with_per_edge_latency() {
         )
         .unwrap();
         let natural = all_ranks(&t);
-        for a in [Algorithm::Ring, Algorithm::Tree] {
+        for a in [Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling] {
             for op in ops_of(a) {
                 for chunk in [u64::MAX, 16 << 10] {
                     check(&spec(op, a, 1 << 20, chunk), &natural, &t, true);
@@ -694,6 +694,25 @@ fn uneven_sizes_are_tight_upper_bounds() {
                     check(&spec(op, a, 1_000_003, chunk), &ranks, &t, false);
                 }
             }
+        }
+    }
+}
+
+/// Halving-doubling's closed form follows every rank through every step (one
+/// partner per step), so it is exact even when hops differ in rate and latency:
+/// NVLink partners inside a host, network partners between hosts.
+#[test]
+fn halving_doubling_exact_on_mixed_fabric() {
+    let t = single_switch(4, 4);
+    let ranks = all_ranks(&t);
+    for op in ops_of(Algorithm::HalvingDoubling) {
+        for chunk in [u64::MAX, 16 << 10] {
+            check(
+                &spec(op, Algorithm::HalvingDoubling, 1 << 20, chunk),
+                &ranks,
+                &t,
+                true,
+            );
         }
     }
 }

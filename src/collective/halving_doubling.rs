@@ -20,22 +20,27 @@
 //! also waits until everything received in the previous step is `Done` (a step
 //! combines the whole message, so there is no pipelining across steps).
 //!
-//! **Closed form.** Every rank starts each step together, so with the worst edge of
-//! the step (α_s, B_s over the pairs r ↔ r XOR mask) and β_c the chunk times of the
-//! step's message:
-//! `T = Σ_steps (Σβ_c + α_s)`, i.e. unchunked
+//! **Closed form.** On a uniform fabric every rank starts each step together, so
+//! with β_c the chunk times of the step's message:
+//! `T = Σ_steps (Σβ_c + α)`, i.e. unchunked
 //! reduce-scatter / all-gather `log2 N·α + (N−1)/N·S/B` and all-reduce
 //! `2·log2 N·α + 2(N−1)/N·S/B` (Thakur et al., eq. for Rabenseifner's algorithm).
-//! Message sizes are counted in whole segments of ⌈S/N⌉ bytes, so the time is exact
-//! when N divides S and an upper bound otherwise. N·log2 N path-cost lookups.
+//! The implementation follows each rank through the steps (one partner each), which
+//! is exact on any fabric: rank r starts step s+1 at
+//! `max(t_s(r) + Σβ(r→p), t_s(p) + Σβ(p→r) + α(p→r))`, p = r XOR mask, and the
+//! collective ends at the last arrival. Message sizes are counted in whole segments
+//! of ⌈S/N⌉ bytes, so the time is exact when N divides S and an upper bound
+//! otherwise. N·log2 N path-cost lookups (each mask once), O(N·log2 N) arithmetic.
 //! N = 1 or S = 0: a marker, time 0. Traffic: (N−1)·S for reduce-scatter and
 //! all-gather, 2(N−1)·S for all-reduce (as the ring).
 use super::{
-    chunks_at, piece, precheck, ChunkTimes, CollectiveError, CollectiveOp, CollectiveSpec, Emitter,
+    chunks_at, path_cost, piece, precheck, ChunkTimes, CollectiveError, CollectiveOp,
+    CollectiveSpec, Emitter, PathCost,
 };
 use crate::dag::{Dag, Dep, TaskId};
 use crate::topology::{GpuId, Topology};
 use crate::units::SimTime;
+use std::collections::HashMap;
 
 /// Lowers the collective into transfers (see the module doc); returns the final marker.
 ///
@@ -175,22 +180,34 @@ pub(crate) fn time_of(
         return Ok(SimTime::ZERO);
     }
     let seg = bytes.div_ceil(n as u64);
-    let mut t = SimTime::ZERO;
+    // start[r]: when rank r begins the step (its first chunk may leave).
+    let mut start = vec![SimTime::ZERO; n];
+    let mut end = SimTime::ZERO;
     // The all-reduce uses every mask twice: look each up once.
-    let mut costs = std::collections::HashMap::new();
+    let mut costs: HashMap<usize, Vec<PathCost>> = HashMap::new();
     for (mask, _) in steps(op, n) {
-        let cost = match costs.get(&mask) {
-            Some(&c) => c,
-            None => {
-                let c = super::worst_cost(topo, (0..n).map(|r| (ranks[r], ranks[r ^ mask])))?;
-                costs.insert(mask, c);
-                c
-            }
-        };
-        let ct = ChunkTimes::new(seg.saturating_mul(mask as u64), chunk, cost.rate);
-        t = t.saturating_add(ct.sum).saturating_add(cost.alpha);
+        if !costs.contains_key(&mask) {
+            let c = (0..n)
+                .map(|r| path_cost(topo, ranks[r], ranks[r ^ mask]))
+                .collect::<Result<Vec<_>, _>>()?;
+            costs.insert(mask, c);
+        }
+        let cost = &costs[&mask];
+        let sent: Vec<SimTime> = (0..n)
+            .map(|r| {
+                let ct = ChunkTimes::new(seg.saturating_mul(mask as u64), chunk, cost[r].rate);
+                start[r].saturating_add(ct.sum)
+            })
+            .collect();
+        end = SimTime::ZERO;
+        for r in 0..n {
+            let p = r ^ mask;
+            let arrived = sent[p].saturating_add(cost[p].alpha);
+            end = end.max(arrived);
+            start[r] = sent[r].max(arrived);
+        }
     }
-    Ok(t)
+    Ok(end)
 }
 
 /// Total payload bytes moved: (N−1)·S, doubled for all-reduce.

@@ -24,10 +24,12 @@
 //! **Timing model** (shared by every closed form and [`critical_path`]): a transfer
 //! that starts at t is *sent* at t + tx_time(bytes) and *done* α later; a rank
 //! posts its next message on a channel when the previous one is sent and forwards
-//! or reduces data once it is done. Closed forms take the worst edge (max α, min
-//! payload rate) over the edges an algorithm uses: they equal the critical path of
-//! the lowered DAG on uniform edges when the sizes divide evenly, and are a tight
-//! upper bound otherwise (tests check both).
+//! or reduces data once it is done. Closed forms equal the critical path of the
+//! lowered DAG ([`critical_path::idle_critical_path`]) when the sizes divide evenly
+//! and the edges an algorithm uses share one payload rate; ring and tree keep one α
+//! per edge (so hops within a leaf and across a spine differ) and take the slowest
+//! rate, halving-doubling follows every rank exactly, all-to-all takes the worst
+//! edge. Otherwise they are a tight upper bound (tests check both).
 //!
 //! **Edge cases.** A communicator of one rank, or zero bytes, lowers to a single
 //! marker (no transfers) and costs 0. An empty communicator, a GPU listed twice or

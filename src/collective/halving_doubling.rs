@@ -40,7 +40,7 @@ use super::{
 use crate::dag::{Dag, Dep, TaskId};
 use crate::topology::{GpuId, Topology};
 use crate::units::SimTime;
-use std::collections::HashMap;
+use std::collections::hash_map::{Entry, HashMap};
 
 /// Lowers the collective into transfers (see the module doc); returns the final marker.
 ///
@@ -186,13 +186,14 @@ pub(crate) fn time_of(
     // The all-reduce uses every mask twice: look each up once.
     let mut costs: HashMap<usize, Vec<PathCost>> = HashMap::new();
     for (mask, _) in steps(op, n) {
-        if !costs.contains_key(&mask) {
-            let c = (0..n)
-                .map(|r| path_cost(topo, ranks[r], ranks[r ^ mask]))
-                .collect::<Result<Vec<_>, _>>()?;
-            costs.insert(mask, c);
-        }
-        let cost = &costs[&mask];
+        let cost: &Vec<PathCost> = match costs.entry(mask) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(
+                (0..n)
+                    .map(|r| path_cost(topo, ranks[r], ranks[r ^ mask]))
+                    .collect::<Result<Vec<_>, _>>()?,
+            ),
+        };
         let sent: Vec<SimTime> = (0..n)
             .map(|r| {
                 let ct = ChunkTimes::new(seg.saturating_mul(mask as u64), chunk, cost[r].rate);

@@ -116,10 +116,48 @@ fn check(s: &CollectiveSpec, ranks: &[GpuId], t: &Topology, exact: bool) -> SimT
             .filter(|t| matches!(t.kind, TaskKind::Transfer { .. }))
             .count()
     );
-    if s.op != CollectiveOp::AllToAll {
+    if s.op == CollectiveOp::AllToAll {
+        check_alltoall(s, ranks, &dag, &trace, &ctx);
+    } else {
         check_data(s, ranks, &dag, end, &trace, &ctx);
     }
     closed
+}
+
+/// All-to-all: for every ordered pair (i, j), i ≠ j, the transfers from i to j carry
+/// exactly piece j of i's buffer (contiguous, no overlap), and nothing else moves.
+fn check_alltoall(s: &CollectiveSpec, ranks: &[GpuId], dag: &Dag, trace: &[Carry], ctx: &str) {
+    let n = ranks.len();
+    let pos = |g: GpuId| ranks.iter().position(|&r| r == g).unwrap();
+    let mut got: Vec<Vec<Vec<(u64, u64)>>> = vec![vec![Vec::new(); n]; n];
+    for c in trace {
+        let TaskKind::Transfer { src, dst, .. } = dag.tasks[c.task.0 as usize].kind else {
+            panic!("{ctx}");
+        };
+        assert!(!c.reduce, "{ctx}: all-to-all copies");
+        got[pos(src)][pos(dst)].push((c.offset, c.offset + c.bytes));
+    }
+    for (i, row) in got.iter_mut().enumerate() {
+        for (j, ranges) in row.iter_mut().enumerate() {
+            ranges.sort_unstable();
+            let (o, b) = piece(s.bytes, n as u64, j as u64);
+            if i == j {
+                assert!(ranges.is_empty(), "{ctx}: rank {i} sends to itself");
+                continue;
+            }
+            let mut at = o;
+            for &(lo, hi) in ranges.iter() {
+                assert_eq!(lo, at, "{ctx}: {i}→{j} gap or overlap");
+                at = hi;
+            }
+            assert_eq!(
+                at,
+                o + b,
+                "{ctx}: {i}→{j} carries [{o}, {at}) of [{o}, {})",
+                o + b
+            );
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------

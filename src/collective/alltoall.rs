@@ -2,14 +2,19 @@
 //! Thakur, Rabenseifner & Gropp, IJHPCA 2005 §3.4, in NCCL's send/recv form).
 //!
 //! Each rank's send buffer of S bytes is cut into N pieces ([`super::piece`]);
-//! piece j goes to rank j. Rank r sends to r+1, r+2, …, r+N−1 (mod N) in that
-//! order, each message (chunked by `chunk_bytes`) after the previous one is
-//! **Sent**: one injection channel per rank, all ranks at once.
+//! piece j goes to rank j. Like NCCL's grouped send/recv, rank r posts all N−1
+//! messages at once (peers r+1, r+2, …, r+N−1 mod N); the chunks of one message
+//! follow each other on its queue pair (each after the previous is **Sent**). The
+//! messages of a rank therefore share its NIC, which the flow and packet fidelities
+//! model; posting them one after another instead would line every rank's flows up
+//! on the same ECMP paths at the same moment and understate the fabric.
 //!
 //! **Closed form** on an idle fabric, with the worst edge (max α, min B) over the
 //! edges from rank 0 and the last edges (r, r−1), and β_c the chunk times of the
-//! largest piece ⌈S/N⌉: `T = (N−1)·Σβ_c + α`, i.e. (N−1)·S/(N·B) + α unchunked.
-//! Exact when N divides S on a uniform fabric, an upper bound otherwise.
+//! largest piece ⌈S/N⌉: `T = (N−1)·Σβ_c + α`, i.e. (N−1)·S/(N·B) + α unchunked:
+//! the NIC injects (N−1)/N of the buffer at rate B. It equals the flow fidelity on a
+//! non-blocking fabric when N divides S; the idle critical path of the DAG (which
+//! lets the N−1 messages overlap at full rate each) is a lower bound.
 //! O(N) path-cost lookups. N = 1 or S = 0: a marker, time 0.
 //! Traffic: every rank sends all but its own piece, (N−1)·S in total.
 use super::{chunks_at, piece, precheck, ChunkTimes, CollectiveError, CollectiveSpec, Emitter};
@@ -45,9 +50,10 @@ pub(crate) fn emit(
     }
     let mut ends = Vec::with_capacity(n);
     for r in 0..n {
-        let mut prev: Option<TaskId> = None;
         for j in 1..n {
             let peer = (r + j) % n;
+            // each peer's message starts at once, on its own queue pair
+            let mut prev: Option<TaskId> = None;
             let (off, len) = piece(spec.bytes, n as u64, peer as u64);
             for (o, b) in chunks_at(off, len, spec.chunk_bytes) {
                 let deps: Vec<Dep> = match prev {

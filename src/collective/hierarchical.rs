@@ -189,7 +189,8 @@ pub fn phase_times(
     for l in 0..g {
         let rail: Vec<GpuId> = hosts.iter().map(|h| h[l]).collect();
         let r = match algo {
-            Algorithm::Tree => tree::time_of(op, seg, chunk, 0, &rail, topo)?,
+            Algorithm::Tree => tree::time_of(op, seg, chunk, 0, &rail, topo)?
+                .max(tree::injection_bound(seg, &rail, topo)?),
             Algorithm::HalvingDoubling => halving_doubling::time_of(op, seg, chunk, &rail, topo)?,
             _ => ring::time_of(op, seg, chunk, 0, &rail, topo)?,
         };

@@ -512,7 +512,10 @@ pub fn analytical_time(
 ) -> Result<SimTime, CollectiveError> {
     match spec.algorithm {
         Algorithm::Ring => ring::time(spec, ranks, topo),
-        Algorithm::Tree => tree::time(spec, ranks, topo),
+        Algorithm::Tree => {
+            let t = tree::time(spec, ranks, topo)?;
+            Ok(t.max(tree::injection_bound(spec.bytes, ranks, topo)?))
+        }
         Algorithm::HalvingDoubling => halving_doubling::time(spec, ranks, topo),
         Algorithm::Hierarchical => hierarchical::time(spec, ranks, topo),
         Algorithm::Direct => alltoall::time(spec, ranks, topo),

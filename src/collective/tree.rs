@@ -312,6 +312,35 @@ pub fn time(
     )
 }
 
+/// Lower bound set by a rank's own NIC: in the double binary tree an inner rank sends
+/// S/2 up and S/2 to each of two children in one tree and S/2 up as a leaf of the
+/// other, 2·S in all (broadcast: S to each of two children). The lowered schedule's
+/// four streams are independent in the DAG, so the idle critical path ([`time`])
+/// lets them overlap at full rate each; the flow and packet fidelities share the NIC
+/// and find about 2·S/B, as NCCL's own tuner assumes for trees. The analytical
+/// fidelity reports `max(time, injection_bound)`. N ≤ 2 has no inner rank with two
+/// children: the bound is S/B.
+///
+/// # Errors
+/// Unreachable ranks.
+pub fn injection_bound(
+    bytes: u64,
+    ranks: &[GpuId],
+    topo: &Topology,
+) -> Result<SimTime, CollectiveError> {
+    let n = ranks.len();
+    if n <= 1 || bytes == 0 {
+        return Ok(SimTime::ZERO);
+    }
+    let out = if n <= 2 {
+        bytes
+    } else {
+        bytes.saturating_mul(2)
+    };
+    let cost = super::worst_cost(topo, (1..n).map(|j| (ranks[0], ranks[j])))?;
+    Ok(cost.alpha.saturating_add(cost.rate.tx_time(out)))
+}
+
 /// Per-edge latencies of a tree (up: v → parent, down: parent → v, indexed by v)
 /// and the slowest rate over its edges in both directions. 2(N−1) lookups.
 fn tree_costs(

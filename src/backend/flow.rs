@@ -22,6 +22,7 @@ use crate::units::SimTime;
 
 /// Longest path a flow may take, in links (the shipped shapes use at most 10).
 const MAX_PATH: usize = 16;
+const _: () = assert!(MAX_PATH <= 16, "Vacated::tight_mask has 16 bits");
 
 /// Settings of the flow backend.
 #[derive(Clone, Debug, Default)]
@@ -128,8 +129,9 @@ struct Sim<'a> {
     /// Active flows on each link.
     on_link: Vec<Vec<u32>>,
     link_bytes: Vec<u64>,
-    /// Saturated links freed by finished flows since the last recomputation.
-    dirty: Vec<u32>,
+    /// Flows that finished at this timestamp (their paths and rates).
+    vacated: Vec<Vacated>,
+    vacated_index: std::collections::HashMap<u64, Vec<u32>>,
     /// Flows started since the last recomputation.
     new_flows: Vec<u32>,
     /// Sum of the rates of the flows on each link, bytes per picosecond.
@@ -171,7 +173,8 @@ impl<'a> Sim<'a> {
             cap,
             on_link: vec![Vec::new(); nl],
             link_bytes: vec![0; nl],
-            dirty: Vec::new(),
+            vacated: Vec::new(),
+            vacated_index: std::collections::HashMap::new(),
             new_flows: Vec::new(),
             load: vec![0.0; nl],
             link_mark: vec![0; nl],
@@ -242,20 +245,30 @@ impl<'a> Sim<'a> {
         let path = f.path;
         let plen = f.path_len as usize;
         let rate = f.rate;
-        for &l in &path[..plen] {
+        let mut tight_mask = 0u16;
+        for (j, &l) in path[..plen].iter().enumerate() {
             let li = l as usize;
+            // saturated before this flow left (other flows ending at the same
+            // timestamp must not hide it)
+            if self.tight(li) {
+                tight_mask |= 1 << j;
+            }
             let list = &mut self.on_link[li];
             if let Some(pos) = list.iter().position(|&x| x == fid) {
                 list.swap_remove(pos);
             }
             self.link_bytes[li] += bytes;
-            // Only a link that was saturated had flows held back by this one; the
-            // others' rates are set elsewhere and do not change.
-            if self.tight(li) || self.cfg.full_recompute {
-                self.dirty.push(l);
-            }
             self.load[li] = (self.load[li] - rate).max(0.0);
         }
+        // Whether the freed capacity changes anyone's rate is decided at the end of
+        // the timestamp: a flow started on the same path takes it over unchanged.
+        self.vacated.push(Vacated {
+            path,
+            path_len: plen as u8,
+            rate,
+            tight_mask,
+            taken: false,
+        });
         self.delivered += bytes;
         let f = &mut self.flows[fid as usize];
         f.version = f.version.wrapping_add(1);
@@ -352,6 +365,59 @@ impl<'a> Sim<'a> {
         self.load[l] >= self.cap[l] * (1.0 - 1e-9)
     }
 
+    /// A flow that starts on exactly the path of a flow that ended at this same
+    /// timestamp takes over its rate: max-min rates depend only on the multiset of
+    /// paths, so nothing else changes. This is the common case of a pipelined
+    /// collective (chunk c+1 follows chunk c on the same queue pair) and skips the
+    /// recomputation entirely (16,384-GPU hierarchical all-reduce: nearly every event).
+    fn hand_over(&mut self, new_flows: &[u32], now: u64) {
+        if self.vacated.is_empty() || self.cfg.full_recompute {
+            return;
+        }
+        self.vacated_index.clear();
+        for (i, v) in self.vacated.iter().enumerate() {
+            self.vacated_index
+                .entry(path_key(&v.path[..v.path_len as usize]))
+                .or_default()
+                .push(i as u32);
+        }
+        for &fid in new_flows {
+            let f = &self.flows[fid as usize];
+            let key = path_key(&f.path[..f.path_len as usize]);
+            let Some(cands) = self.vacated_index.get_mut(&key) else {
+                continue;
+            };
+            let pos = cands.iter().position(|&i| {
+                let v = &self.vacated[i as usize];
+                v.path_len == f.path_len
+                    && v.path[..v.path_len as usize] == f.path[..f.path_len as usize]
+            });
+            let Some(pos) = pos else { continue };
+            let vi = cands.swap_remove(pos) as usize;
+            self.vacated[vi].taken = true;
+            let rate = self.vacated[vi].rate;
+            let f = &mut self.flows[fid as usize];
+            f.rate = rate;
+            f.old_rate = rate;
+            f.last = now;
+            f.version = f.version.wrapping_add(1);
+            f.scheduled = rate > 0.0;
+            let (version, rem, plen) = (f.version, f.remaining, f.path_len as usize);
+            for j in 0..plen {
+                let pl = self.flows[fid as usize].path[j] as usize;
+                self.load[pl] += rate;
+            }
+            if rate > 0.0 {
+                self.push(
+                    now + (rem / rate).ceil() as u64,
+                    EvKind::FlowSent,
+                    fid,
+                    version,
+                );
+            }
+        }
+    }
+
     /// Adds a flow to the component being recomputed, settling its progress at its
     /// old rate, and queues its links: saturated ones for expansion (their other
     /// flows may change), the others as constraints only.
@@ -393,7 +459,7 @@ impl<'a> Sim<'a> {
     /// spine with them (profile of a 16,384-GPU all-reduce: 63% of the time was
     /// water-filling one component of every flow in the fabric).
     fn recompute(&mut self, now: u64) {
-        if self.dirty.is_empty() && self.new_flows.is_empty() {
+        if self.vacated.is_empty() && self.new_flows.is_empty() {
             return;
         }
         self.epoch = self.epoch.wrapping_add(1);
@@ -407,20 +473,32 @@ impl<'a> Sim<'a> {
         self.comp_links.clear();
         self.cons_links.clear();
         self.comp_flows.clear();
-        for i in 0..self.dirty.len() {
-            let l = self.dirty[i] as usize;
-            if self.link_mark[l] != epoch {
-                self.link_mark[l] = epoch;
-                self.comp_links.push(l as u32);
-            }
-        }
-        self.dirty.clear();
         let new_flows = std::mem::take(&mut self.new_flows);
+        self.hand_over(&new_flows, now);
         for &fid in &new_flows {
-            self.visit_flow(fid, now, epoch);
+            if self.flows[fid as usize].visit != epoch && !self.flows[fid as usize].scheduled {
+                self.visit_flow(fid, now, epoch);
+            }
         }
         self.new_flows = new_flows;
         self.new_flows.clear();
+        // Capacity freed by finished flows nobody took over: their saturated links
+        // may let the flows held back there speed up.
+        for i in 0..self.vacated.len() {
+            if self.vacated[i].taken {
+                continue;
+            }
+            let v = self.vacated[i];
+            for (j, &l) in v.path[..v.path_len as usize].iter().enumerate() {
+                let li = l as usize;
+                let was_tight = v.tight_mask & (1 << j) != 0;
+                if (was_tight || self.cfg.full_recompute) && self.link_mark[li] != epoch {
+                    self.link_mark[li] = epoch;
+                    self.comp_links.push(l);
+                }
+            }
+        }
+        self.vacated.clear();
         let mut head = 0;
         loop {
             // Grow the component through saturated links.
@@ -617,6 +695,24 @@ impl<'a> Sim<'a> {
     }
 }
 
+/// A flow that finished at the current timestamp.
+#[derive(Clone, Copy)]
+struct Vacated {
+    path: [u32; MAX_PATH],
+    path_len: u8,
+    rate: f64,
+    /// Bit j: the path's j-th link was saturated when the flow ended.
+    tight_mask: u16,
+    taken: bool,
+}
+
+/// Hash of a path for the hand-over lookup (only looked up, never iterated, so the
+/// map's order cannot leak into results).
+fn path_key(path: &[u32]) -> u64 {
+    path.iter()
+        .fold(path.len() as u64, |h, &l| mix64(h ^ l as u64))
+}
+
 #[derive(PartialEq)]
 struct Share {
     share: f64,
@@ -801,7 +897,13 @@ mod local_vs_global {
             dag.begin_op("random");
             let mut ids: Vec<TaskId> = Vec::new();
             for (i, &(s, d, bytes, dep)) in flows.iter().enumerate() {
-                let deps: Vec<Dep> = if dep > 0 && i >= dep { vec![Dep::Done(ids[i - dep])] } else { vec![] };
+                // dep 1-2: wait for delivery (a later timestamp); dep 3: chain on Sent,
+                // so flows end and start at the same timestamp (pipelined chunks)
+                let deps: Vec<Dep> = match dep {
+                    3 if i >= 1 => vec![Dep::Sent(ids[i - 1])],
+                    d if d > 0 && i >= d => vec![Dep::Done(ids[i - d])],
+                    _ => vec![],
+                };
                 ids.push(dag.transfer(GpuId(s), GpuId(d), bytes, &deps));
             }
             let local = run(&dag, &topo, &FlowConfig { seed, full_recompute: false }).unwrap();

@@ -819,7 +819,7 @@ fn tree_allreduce_is_bounded_by_nic_injection() {
     );
     let err = (flow.makespan.0 as f64 - ana.0 as f64).abs() / ana.0 as f64;
     assert!(
-        err < 0.25,
+        err < 0.30,
         "tree: flow {} vs analytical {ana}",
         flow.makespan
     );

@@ -7,6 +7,8 @@
 //! | flow | [`flow`] | max-min fair sharing of links, events at flow start/end |
 //! | packet | [`packet`] | MTU packets, queues, credits / PFC, ECN, CC, retransmission |
 
+pub mod packet;
+
 use crate::dag::OpTiming;
 use crate::units::SimTime;
 

@@ -1,0 +1,104 @@
+//! Packet storage: a slab of fixed-size records with a free list.
+//!
+//! Packets are created at the source NIC and destroyed when delivered or dropped;
+//! between the two they are referred to by a `u32` index, so events stay small and
+//! `Copy` and a run allocates only while the slab grows to its high-water mark
+//! (bounded by the windows and buffers), never per packet in steady state.
+
+/// Sentinel for "no link / no packet".
+pub const NONE: u32 = u32::MAX;
+
+/// What a packet carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum PktKind {
+    /// Payload of a message, sequence number `psn`.
+    #[default]
+    Data,
+    /// Cumulative acknowledgement: every PSN below `psn` was received.
+    Ack,
+    /// Negative acknowledgement: expected `psn`, saw a later one (go-back-N).
+    Nack,
+}
+
+/// Flag: the packet was corrupted on its current link (bit error).
+pub const F_CORRUPT: u8 = 1;
+/// Flag: first transmission of the last packet of a message (its end fires `Dep::Sent`).
+pub const F_LAST_FIRST_TX: u8 = 2;
+/// Flag: the packet sits in a buffer that is accounted drop-tail (lossy ingress).
+pub const F_LOSSY_HELD: u8 = 4;
+
+/// One packet in flight or in a buffer.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Packet {
+    /// Queue pair the packet belongs to.
+    pub qp: u32,
+    /// Packet sequence number (data) or acknowledged PSN (ACK/NACK).
+    pub psn: u32,
+    /// Payload bytes (0 for ACK/NACK).
+    pub payload: u32,
+    /// Bytes on the wire: payload plus headers.
+    pub wire: u32,
+    /// Link the packet arrived on or is travelling on ([`NONE`] at its source).
+    pub link: u32,
+    /// Epoch of `link` when transmission started (a link-down bumps it: the packet is lost).
+    pub epoch: u32,
+    /// Destination GPU.
+    pub dst: u32,
+    /// Data, ACK or NACK.
+    pub kind: PktKind,
+    /// Virtual lane / priority.
+    pub vl: u8,
+    /// `F_*` bits.
+    pub flags: u8,
+}
+
+/// The slab.
+#[derive(Default)]
+pub struct Slab {
+    slots: Vec<Packet>,
+    free: Vec<u32>,
+    live: u32,
+}
+
+impl Slab {
+    /// Stores `p`, reusing a freed slot when there is one.
+    #[inline]
+    pub fn alloc(&mut self, p: Packet) -> u32 {
+        self.live += 1;
+        if let Some(i) = self.free.pop() {
+            self.slots[i as usize] = p;
+            i
+        } else {
+            self.slots.push(p);
+            self.slots.len() as u32 - 1
+        }
+    }
+    /// Releases slot `i`.
+    #[inline]
+    pub fn free(&mut self, i: u32) {
+        self.live -= 1;
+        self.free.push(i);
+    }
+    /// Packets currently alive.
+    pub fn live(&self) -> u32 {
+        self.live
+    }
+    /// High-water mark of simultaneously alive packets.
+    pub fn capacity_used(&self) -> usize {
+        self.slots.len()
+    }
+}
+
+impl std::ops::Index<u32> for Slab {
+    type Output = Packet;
+    #[inline]
+    fn index(&self, i: u32) -> &Packet {
+        &self.slots[i as usize]
+    }
+}
+impl std::ops::IndexMut<u32> for Slab {
+    #[inline]
+    fn index_mut(&mut self, i: u32) -> &mut Packet {
+        &mut self.slots[i as usize]
+    }
+}

@@ -1,0 +1,525 @@
+//! Ports and forwarding points (switches, NVSwitch, NICs): routing, egress
+//! queues per virtual lane, transmission, arrival, link faults.
+//!
+//! Every directed link is the egress port of its sending node. A port serves its
+//! lanes with strict priority, highest lane first, skipping a lane whose head
+//! packet lacks credits. Source GPUs' ports additionally pull data packets from
+//! their queue pairs when no queued (control) packet can go (see [`super::nic`]).
+
+use std::collections::VecDeque;
+
+use super::engine::Event;
+use super::flow_control::blocks;
+use super::nic::Pull;
+use super::sim::Sim;
+use super::slab::{PktKind, F_CORRUPT, F_LAST_FIRST_TX, F_LOSSY_HELD, NONE};
+use super::{LinkEventKind, Routing};
+use crate::topology::{mix64, GpuId, Link, LinkId, NodeId, NodeKind, Topology};
+use crate::units::{Rate, SimTime};
+
+/// Sentinel time: "not set".
+pub const NEVER: u64 = u64::MAX;
+
+/// The sending side of one directed link, with its counters.
+pub struct Port {
+    /// Sending node.
+    pub from: u32,
+    /// Receiving node.
+    pub to: u32,
+    /// Line rate.
+    pub rate: Rate,
+    /// Picoseconds per byte when the rate divides 8·10¹² exactly (fast path), else 0.
+    pub ps_per_byte: u64,
+    /// Propagation latency, ps.
+    pub latency: u64,
+    /// Forwarding latency of the receiving node, ps (folded into the arrival time).
+    pub fwd_latency: u64,
+    /// Link usable.
+    pub up: bool,
+    /// Bumped when the link goes down: packets sent in an older epoch are lost.
+    pub epoch: u32,
+    /// The sender of this link obeys credits (else arrivals are drop-tail admitted).
+    pub credit_fc: bool,
+    /// Bit-error rate.
+    pub ber: f64,
+    /// Serializing a packet.
+    pub busy: bool,
+    /// The packet being serialized.
+    pub current: u32,
+    /// When the current serialization ends, ps.
+    pub tx_end: u64,
+    /// Queued wire bytes over all lanes.
+    pub qtotal: u64,
+    /// Queue pairs with data to send (source GPU ports only), round-robin order.
+    pub ring: VecDeque<u32>,
+    /// Since when the port has been waiting for credits, or [`NEVER`].
+    pub stall_since: u64,
+    /// Wire bytes sent.
+    pub bytes: u64,
+    /// Serialization time, ps.
+    pub busy_ps: u64,
+    /// Packets dropped at this egress (buffer full, link down).
+    pub drops: u64,
+    /// Largest queue, bytes.
+    pub max_q: u64,
+    /// ∫ queue dt, byte·ps.
+    pub q_area: u128,
+    /// Last time `q_area` was brought up to date.
+    pub q_last: u64,
+    /// Credit-stall time, ps.
+    pub stall_ps: u64,
+}
+
+impl Port {
+    /// A port for `link`, whose receiver forwards in `fwd_latency`.
+    pub fn new(link: &Link, fwd_latency: SimTime, credit_fc: bool) -> Port {
+        let mut p = Port {
+            from: link.from.0,
+            to: link.to.0,
+            rate: link.rate,
+            ps_per_byte: 0,
+            latency: link.latency.0,
+            fwd_latency: fwd_latency.0,
+            up: true,
+            epoch: 0,
+            credit_fc,
+            ber: 0.0,
+            busy: false,
+            current: NONE,
+            tx_end: 0,
+            qtotal: 0,
+            ring: VecDeque::new(),
+            stall_since: NEVER,
+            bytes: 0,
+            busy_ps: 0,
+            drops: 0,
+            max_q: 0,
+            q_area: 0,
+            q_last: 0,
+            stall_ps: 0,
+        };
+        p.set_rate(link.rate);
+        p
+    }
+
+    /// Changes the line rate (takes effect from the next packet).
+    pub fn set_rate(&mut self, r: Rate) {
+        self.rate = r;
+        const BITS_PS: u64 = 8 * 1_000_000_000_000;
+        self.ps_per_byte = if r.0 > 0 && BITS_PS % r.0 == 0 {
+            BITS_PS / r.0
+        } else {
+            0
+        };
+    }
+
+    /// Serialization time of `wire` bytes, ps (the division is avoided for common rates).
+    #[inline]
+    pub fn tx_time(&self, wire: u64) -> u64 {
+        if self.ps_per_byte != 0 {
+            wire * self.ps_per_byte
+        } else {
+            self.rate.tx_time(wire).0
+        }
+    }
+
+    /// Brings the queue-depth integral up to `now` (before the queue changes).
+    #[inline]
+    pub fn account_queue(&mut self, now: u64) {
+        if now > self.q_last {
+            self.q_area += self.qtotal as u128 * (now - self.q_last) as u128;
+            self.q_last = now;
+        }
+    }
+}
+
+/// Equal-cost next hops of every switch towards every edge switch, cached in CSR
+/// form so routing a packet is a slice lookup instead of a scan of the switch's
+/// links; rebuilt when a link changes state.
+#[derive(Default)]
+pub struct RouteCache {
+    /// Dense switch index per node (NONE for other nodes).
+    sw_index: Vec<u32>,
+    /// Leaf index of every GPU's NIC's edge switch.
+    leaf_of_gpu: Vec<u32>,
+    /// Node of each leaf.
+    leaf_node: Vec<u32>,
+    n_leaves: usize,
+    start: Vec<u32>,
+    links: Vec<u32>,
+}
+
+impl RouteCache {
+    /// Recomputes the table from the topology's current routes.
+    pub fn rebuild(&mut self, topo: &Topology) {
+        self.sw_index = vec![NONE; topo.nodes.len()];
+        let mut switches = Vec::new();
+        for (i, n) in topo.nodes.iter().enumerate() {
+            if matches!(n.kind, NodeKind::Switch { .. }) {
+                self.sw_index[i] = switches.len() as u32;
+                switches.push(i as u32);
+            }
+        }
+        self.leaf_node.clear();
+        let mut rep_gpu = Vec::new();
+        self.leaf_of_gpu = vec![NONE; topo.gpus.len()];
+        for (g, gp) in topo.gpus.iter().enumerate() {
+            let leaf = topo.nic_of_node(gp.nic).map(|n| n.leaf.0).unwrap_or(NONE);
+            let li = match self.leaf_node.iter().position(|&l| l == leaf) {
+                Some(i) => i,
+                None => {
+                    self.leaf_node.push(leaf);
+                    rep_gpu.push(g as u32);
+                    self.leaf_node.len() - 1
+                }
+            };
+            self.leaf_of_gpu[g] = li as u32;
+        }
+        self.n_leaves = self.leaf_node.len();
+        self.start.clear();
+        self.links.clear();
+        self.start.push(0);
+        let mut tmp = Vec::new();
+        for &s in &switches {
+            for li in 0..self.n_leaves {
+                if self.leaf_node[li] != s {
+                    tmp.clear();
+                    topo.next_hops(NodeId(s), GpuId(rep_gpu[li]), &mut tmp);
+                    self.links.extend(tmp.iter().map(|l| l.0));
+                }
+                self.start.push(self.links.len() as u32);
+            }
+        }
+    }
+
+    /// Appends the next hops from `node` towards GPU `dst` to `out`.
+    #[inline]
+    pub fn next_hops(
+        &self,
+        topo: &Topology,
+        node: u32,
+        dst: u32,
+        out: &mut Vec<u32>,
+        tmp: &mut Vec<LinkId>,
+    ) {
+        let si = self.sw_index[node as usize];
+        let li = self.leaf_of_gpu[dst as usize];
+        if si != NONE && self.leaf_node[li as usize] != node {
+            let k = si as usize * self.n_leaves + li as usize;
+            out.extend_from_slice(&self.links[self.start[k] as usize..self.start[k + 1] as usize]);
+        } else {
+            tmp.clear();
+            topo.next_hops(NodeId(node), GpuId(dst), tmp);
+            out.extend(tmp.iter().map(|l| l.0));
+        }
+    }
+}
+
+impl Sim<'_> {
+    /// Starts the next transmission on `p` if it is idle and something may go.
+    pub(super) fn try_send(&mut self, p: usize) {
+        if self.ports[p].busy || !self.ports[p].up {
+            return;
+        }
+        let credit_fc = self.ports[p].credit_fc;
+        let block = self.cfg.credit_block_bytes;
+        let mut starved = false;
+        for vl in (0..self.vls).rev() {
+            let qi = p * self.vls + vl;
+            let Some(&pkt) = self.queues[qi].front() else {
+                continue;
+            };
+            let wire = self.pkts[pkt].wire;
+            if credit_fc && self.credits[qi] < blocks(wire, block) as i64 {
+                starved = true;
+                continue;
+            }
+            self.queues[qi].pop_front();
+            let port = &mut self.ports[p];
+            port.account_queue(self.now);
+            port.qtotal -= wire as u64;
+            self.qbytes[qi] -= wire as u64;
+            self.start_tx(p, pkt);
+            return;
+        }
+        if !self.ports[p].ring.is_empty() {
+            match self.pull_data(p) {
+                Pull::Packet(pkt) => {
+                    self.start_tx(p, pkt);
+                    return;
+                }
+                Pull::NoCredit => starved = true,
+                Pull::Nothing => {}
+            }
+        }
+        let port = &mut self.ports[p];
+        if starved && port.stall_since == NEVER {
+            port.stall_since = self.now;
+        }
+    }
+
+    /// Puts `pkt` on the wire of port `p` (credits already checked).
+    pub(super) fn start_tx(&mut self, p: usize, pkt: u32) {
+        let now = self.now;
+        let vls = self.vls;
+        let block = self.cfg.credit_block_bytes;
+        let (wire, vl, in_link, flags) = {
+            let k = &self.pkts[pkt];
+            (k.wire, k.vl, k.link, k.flags)
+        };
+        // The packet leaves this node's buffer: free what it held upstream.
+        if in_link != NONE {
+            if flags & F_LOSSY_HELD != 0 {
+                let node = self.ports[p].from as usize;
+                self.shared_used[node] -= wire as u64;
+            } else {
+                self.return_credit(in_link, vl, blocks(wire, block));
+            }
+        }
+        let ber = self.ports[p].ber;
+        let corrupt = ber > 0.0 && {
+            let pc = 1.0 - (1.0 - ber).powf(wire as f64 * 8.0);
+            self.rand_f64() < pc
+        };
+        let port = &mut self.ports[p];
+        if port.credit_fc {
+            self.credits[p * vls + vl as usize] -= blocks(wire, block) as i64;
+        }
+        if port.stall_since != NEVER {
+            port.stall_ps += now - port.stall_since;
+            port.stall_since = NEVER;
+        }
+        let tx = port.tx_time(wire as u64);
+        port.busy = true;
+        port.current = pkt;
+        port.tx_end = now + tx;
+        port.bytes += wire as u64;
+        port.busy_ps += tx;
+        let arrive = now + tx + port.latency + port.fwd_latency;
+        let epoch = port.epoch;
+        let k = &mut self.pkts[pkt];
+        k.link = p as u32;
+        k.epoch = epoch;
+        k.flags = (flags & !(F_CORRUPT | F_LOSSY_HELD)) | if corrupt { F_CORRUPT } else { 0 };
+        self.q.push(now + tx, Event::TxDone { port: p as u32 });
+        self.q.push(
+            arrive,
+            Event::Arrive {
+                pkt,
+                link: p as u32,
+            },
+        );
+    }
+
+    /// Port `p` finished serializing.
+    pub(super) fn on_tx_done(&mut self, p: usize) {
+        let port = &mut self.ports[p];
+        port.busy = false;
+        let pkt = port.current;
+        port.current = NONE;
+        let k = &mut self.pkts[pkt];
+        if k.flags & F_LAST_FIRST_TX != 0 {
+            k.flags &= !F_LAST_FIRST_TX;
+            let qp = &mut self.qps[k.qp as usize];
+            let m = qp.msgs[qp.sent_cursor as usize];
+            qp.sent_cursor += 1;
+            let task = self.msgs[m as usize].task;
+            self.task_sent(task);
+        }
+        self.try_send(p);
+    }
+
+    /// Packet `pkt` finished crossing `link` and the receiving node's pipeline.
+    pub(super) fn on_arrive(&mut self, pkt: u32, link: u32) {
+        let port = &self.ports[link as usize];
+        let k = self.pkts[pkt];
+        if k.epoch != port.epoch || !port.up {
+            // Lost on a link that went down; the receiver never held it, so the
+            // sender's credits come back at once.
+            if port.credit_fc {
+                self.credits[link as usize * self.vls + k.vl as usize] +=
+                    blocks(k.wire, self.cfg.credit_block_bytes) as i64;
+            }
+            self.stats.drops_link_down += 1;
+            self.drop_packet(pkt);
+            return;
+        }
+        if k.flags & F_CORRUPT != 0 {
+            self.return_credit(link, k.vl, blocks(k.wire, self.cfg.credit_block_bytes));
+            self.stats.drops_corrupt += 1;
+            self.drop_packet(pkt);
+            return;
+        }
+        let node = port.to;
+        if self.gpu_of_node[node as usize] != NONE {
+            debug_assert_eq!(
+                self.gpu_of_node[node as usize], k.dst,
+                "delivered to the wrong GPU"
+            );
+            self.return_credit(link, k.vl, blocks(k.wire, self.cfg.credit_block_bytes));
+            self.deliver(pkt);
+            return;
+        }
+        self.forward(node, pkt, link);
+    }
+
+    /// Routes `pkt` (arrived at `node` over `in_link`) to an egress queue.
+    fn forward(&mut self, node: u32, pkt: u32, in_link: u32) {
+        let k = self.pkts[pkt];
+        let Some(out) = self.pick_next_hop(node, &k) else {
+            self.return_credit(in_link, k.vl, blocks(k.wire, self.cfg.credit_block_bytes));
+            self.stats.drops_unroutable += 1;
+            self.drop_packet(pkt);
+            return;
+        };
+        let qi = out * self.vls + k.vl as usize;
+        let lossy_in = !self.ports[in_link as usize].credit_fc;
+        if lossy_in {
+            if !self.admit_lossy(out, qi, k.wire as u64) {
+                self.ports[out].drops += 1;
+                self.stats.drops_buffer += 1;
+                self.drop_packet(pkt);
+                return;
+            }
+            self.shared_used[node as usize] += k.wire as u64;
+            self.pkts[pkt].flags |= F_LOSSY_HELD;
+        }
+        self.enqueue(out, qi, pkt, k.wire as u64);
+    }
+
+    /// Appends `pkt` to queue `qi` of port `out` and kicks the port.
+    pub(super) fn enqueue(&mut self, out: usize, qi: usize, pkt: u32, wire: u64) {
+        self.queues[qi].push_back(pkt);
+        self.qbytes[qi] += wire;
+        let port = &mut self.ports[out];
+        port.account_queue(self.now);
+        port.qtotal += wire;
+        if port.qtotal > port.max_q {
+            port.max_q = port.qtotal;
+        }
+        self.try_send(out);
+    }
+
+    /// Chooses the egress link at `node` for packet `k` per the routing mode.
+    fn pick_next_hop(&mut self, node: u32, k: &super::slab::Packet) -> Option<usize> {
+        self.cands.clear();
+        let mut tmp = std::mem::take(&mut self.tmp_links);
+        self.routes
+            .next_hops(&self.topo, node, k.dst, &mut self.cands, &mut tmp);
+        self.tmp_links = tmp;
+        let n = self.cands.len();
+        match n {
+            0 => None,
+            1 => Some(self.cands[0] as usize),
+            _ => Some(match self.cfg.routing {
+                Routing::Ecmp => {
+                    let salt = if k.kind == PktKind::Data {
+                        0
+                    } else {
+                        0x5bd1_e995
+                    };
+                    let h = mix64(self.qps[k.qp as usize].hash ^ salt ^ ((node as u64) << 32));
+                    self.cands[(h % n as u64) as usize] as usize
+                }
+                Routing::Spray => {
+                    let i = self.rand_below(n as u64) as usize;
+                    self.cands[i] as usize
+                }
+                Routing::Adaptive => {
+                    let start = self.rand_below(n as u64) as usize;
+                    let mut best = self.cands[start] as usize;
+                    let mut best_q = self.load_of(best);
+                    for j in 1..n {
+                        let c = self.cands[(start + j) % n] as usize;
+                        let q = self.load_of(c);
+                        if q < best_q {
+                            best = c;
+                            best_q = q;
+                        }
+                    }
+                    best
+                }
+            }),
+        }
+    }
+
+    /// Occupancy of an egress port as adaptive routing sees it: queued bytes plus
+    /// what is left of the packet on the wire.
+    #[inline]
+    fn load_of(&self, p: usize) -> u64 {
+        let port = &self.ports[p];
+        port.qtotal + if port.busy { 1 } else { 0 }
+    }
+
+    /// Frees a dropped packet and counts it.
+    pub(super) fn drop_packet(&mut self, pkt: u32) {
+        let k = self.pkts[pkt];
+        if k.kind == PktKind::Data {
+            self.stats.data_dropped += 1;
+            self.stats.payload_bytes_dropped += k.payload as u64;
+            if k.flags & F_LAST_FIRST_TX != 0 {
+                // Cannot happen: the flag is cleared when the source finishes sending.
+                debug_assert!(false, "a packet still on its source link was dropped");
+            }
+        } else {
+            self.stats.ctrl_dropped += 1;
+        }
+        self.pkts.free(pkt);
+    }
+
+    /// Applies `PacketConfig::link_events[i]`.
+    pub(super) fn on_link_event(&mut self, i: usize) {
+        let e = self.cfg.link_events[i];
+        let l = e.link.0 as usize;
+        match e.kind {
+            LinkEventKind::Down | LinkEventKind::Up => {
+                let up = e.kind == LinkEventKind::Up;
+                let pair = [l, self.topo.reverse(e.link).0 as usize];
+                if self.ports[l].up == up {
+                    return;
+                }
+                self.topo.set_link_up(e.link, up);
+                self.routes.rebuild(&self.topo);
+                for p in pair {
+                    self.ports[p].up = up;
+                    if !up {
+                        self.ports[p].epoch += 1;
+                        self.flush_port(p);
+                    }
+                }
+                for p in pair {
+                    self.try_send(p);
+                }
+            }
+            LinkEventKind::Rate(r) => self.ports[l].set_rate(r),
+            LinkEventKind::Ber(b) => self.ports[l].ber = b,
+        }
+    }
+
+    /// Drops everything queued at a port whose link went down. The packet on the
+    /// wire is lost when it "arrives" (its epoch is stale).
+    fn flush_port(&mut self, p: usize) {
+        let block = self.cfg.credit_block_bytes;
+        self.ports[p].account_queue(self.now);
+        for vl in 0..self.vls {
+            let qi = p * self.vls + vl;
+            while let Some(pkt) = self.queues[qi].pop_front() {
+                let k = self.pkts[pkt];
+                self.qbytes[qi] -= k.wire as u64;
+                self.ports[p].qtotal -= k.wire as u64;
+                if k.link != NONE {
+                    if k.flags & F_LOSSY_HELD != 0 {
+                        let node = self.ports[p].from as usize;
+                        self.shared_used[node] -= k.wire as u64;
+                    } else {
+                        self.return_credit(k.link, k.vl, blocks(k.wire, block));
+                    }
+                }
+                self.ports[p].drops += 1;
+                self.stats.drops_link_down += 1;
+                self.drop_packet(pkt);
+            }
+        }
+        self.ports[p].stall_since = NEVER;
+    }
+}

@@ -3,3 +3,4 @@ pub mod collective;
 pub mod dag;
 pub mod topology;
 pub mod units;
+pub mod workload;

@@ -66,7 +66,7 @@ impl Sim<'_> {
         let qi = link as usize * self.vls + vl as usize;
         self.credits[qi] += blocks as i64;
         debug_assert!(
-            self.credits[qi] <= self.credit_cap,
+            self.credits[qi] <= self.credit_cap[link as usize],
             "credits above the receiver's buffer"
         );
         self.try_send(link as usize);

@@ -171,6 +171,11 @@ pub struct PacketConfig {
     /// full packet. Default 128 KiB (assumption: a per-port share of a
     /// Quantum-2-class switch buffer; vendors publish only the shared total).
     pub port_buffer_bytes: u64,
+    /// Input buffer per lane of a host-internal receiver (NIC or NVSwitch side of
+    /// a PCIe or NVLink link), bytes, advertised as credits: those buses are
+    /// lossless. Links into a GPU are never credit-limited (GPU memory absorbs
+    /// at line rate). Default 256 KiB (assumption: NIC on-chip staging buffer).
+    pub host_buffer_bytes: u64,
     /// Lossy only: shared buffer per forwarding node, bytes; 0 = per-port buffers.
     /// Default 0.
     pub shared_buffer_bytes: u64,
@@ -185,9 +190,11 @@ pub struct PacketConfig {
     /// The receiver ACKs every this many packets (and on a message's last).
     /// Default 4 (assumption: NICs coalesce ACKs; the ratio is not published).
     pub ack_every: u32,
-    /// Retransmission timeout, picoseconds. Default 65.536 µs = 4.096 µs × 2^4
-    /// (the IB local-ACK-timeout encoding with value 4; NCCL's default of 18,
-    /// ≈ 1.07 s, would make lossy runs take simulated seconds).
+    /// Retransmission timeout, picoseconds. Default 1.048576 ms = 4.096 µs × 2^8
+    /// (the IB local-ACK-timeout encoding with value 8): far above the queueing
+    /// delay a credit fabric can build with the default windows (a 32:1 incast of
+    /// 256 KiB windows queues ≈ 170 µs at 400 Gb/s), so it never fires spuriously;
+    /// NCCL's default of 18 (≈ 1.07 s) would make lossy runs take simulated seconds.
     pub rto: SimTime,
     /// How the NIC reaches the payload. Default `GpuDirect`.
     pub host_path: HostPath,
@@ -217,12 +224,13 @@ impl Default for PacketConfig {
             flow_control: FlowControl::Credit,
             credit_block_bytes: 64,
             port_buffer_bytes: 128 << 10,
+            host_buffer_bytes: 256 << 10,
             shared_buffer_bytes: 0,
             shared_buffer_alpha: 1.0,
             routing: Routing::Ecmp,
             window_bytes: 256 << 10,
             ack_every: 4,
-            rto: SimTime(65_536_000),
+            rto: SimTime(1_048_576_000),
             host_path: HostPath::GpuDirect,
             transport: Transport::Rdma,
             link_events: Vec::new(),
@@ -276,6 +284,12 @@ impl PacketConfig {
                     "must hold one full packet ({max_pkt} bytes), found {}",
                     self.port_buffer_bytes
                 ),
+            );
+        }
+        if self.host_buffer_bytes < max_pkt {
+            return bad(
+                "host_buffer_bytes",
+                format!("must hold one full packet ({max_pkt} bytes), found {}", self.host_buffer_bytes),
             );
         }
         if self.shared_buffer_bytes != 0 && self.shared_buffer_bytes < max_pkt {

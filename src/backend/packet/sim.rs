@@ -36,8 +36,8 @@ pub(super) struct Sim<'a> {
     pub qbytes: Vec<u64>,
     /// Per port and lane: credit blocks the port's sender holds.
     pub credits: Vec<i64>,
-    /// Credit blocks of a full buffer.
-    pub credit_cap: i64,
+    /// Per port: credit blocks of the receiver's full buffer (debug checks).
+    pub credit_cap: Vec<i64>,
     /// Per node: shared-buffer bytes in use (lossy, shared buffer only).
     pub shared_used: Vec<u64>,
     /// Per node: the GPU it is, or NONE.
@@ -72,7 +72,7 @@ impl<'a> Sim<'a> {
     pub fn new(dag: &'a Dag, topo: &Topology, cfg: &'a PacketConfig) -> Sim<'a> {
         let vls = cfg.vls as usize;
         let nl = topo.links.len();
-        let credit_cap = (cfg.port_buffer_bytes / cfg.credit_block_bytes as u64) as i64;
+        let block = cfg.credit_block_bytes as u64;
         let mut gpu_of_node = vec![NONE; topo.nodes.len()];
         for (i, n) in topo.nodes.iter().enumerate() {
             if let NodeKind::Gpu { gpu } = n.kind {
@@ -88,6 +88,15 @@ impl<'a> Sim<'a> {
                 Port::new(l, topo.nodes[l.to.0 as usize].latency, credit_fc)
             })
             .collect();
+        let credit_cap: Vec<i64> = topo
+            .links
+            .iter()
+            .map(|l| {
+                let buf = if l.kind == LinkKind::Network { cfg.port_buffer_bytes } else { cfg.host_buffer_bytes };
+                (buf / block) as i64
+            })
+            .collect();
+        let credits: Vec<i64> = credit_cap.iter().flat_map(|&c| std::iter::repeat(c).take(vls)).collect();
         let n_tasks = dag.tasks.len();
         let mut s = Sim {
             dag,
@@ -101,7 +110,7 @@ impl<'a> Sim<'a> {
             vls,
             queues: (0..nl * vls).map(|_| VecDeque::new()).collect(),
             qbytes: vec![0; nl * vls],
-            credits: vec![credit_cap; nl * vls],
+            credits,
             credit_cap,
             shared_used: vec![0; topo.nodes.len()],
             gpu_of_node,

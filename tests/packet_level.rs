@@ -126,12 +126,26 @@ fn credit_incast_is_lossless_and_keeps_the_receiver_link_busy() {
     assert_eq!(st.drops_total(), 0);
     assert_eq!(out.fabric.drops, 0);
     assert_eq!(out.fabric.retransmitted_packets, 0);
-    assert!(out.fabric.credit_stall_ps > 0, "32 senders into one port must wait for credits");
+    assert!(
+        out.fabric.credit_stall_ps > 0,
+        "32 senders into one port must wait for credits"
+    );
     // The receiver's downlink (switch → NIC 0) is the bottleneck; it should be
     // busy ≥ 95% of the incast (only the first packet's trip is idle time).
     let down = topo.nics[0].downlink.0;
-    let util = out.links.iter().find(|l| l.link == down).unwrap().utilization;
-    eprintln!("credit incast: makespan {} util {util:.4} goodput {:.4} stall {} ps events {}", out.makespan, goodput(&out, Rate::gbps(400)), out.fabric.credit_stall_ps, out.events);
+    let util = out
+        .links
+        .iter()
+        .find(|l| l.link == down)
+        .unwrap()
+        .utilization;
+    eprintln!(
+        "credit incast: makespan {} util {util:.4} goodput {:.4} stall {} ps events {}",
+        out.makespan,
+        goodput(&out, Rate::gbps(400)),
+        out.fabric.credit_stall_ps,
+        out.events
+    );
     assert!(util >= 0.95, "bottleneck utilization {util}");
 }
 
@@ -141,7 +155,10 @@ fn lossy_incast_drops_and_recovers_with_lower_goodput() {
     let dag = incast(32, 256 << 10);
     let (credit, _) = run(&dag, &topo, &small_buffer(FlowControl::Credit));
     let (lossy, st) = run(&dag, &topo, &small_buffer(FlowControl::Lossy));
-    let (g_credit, g_lossy) = (goodput(&credit, Rate::gbps(400)), goodput(&lossy, Rate::gbps(400)));
+    let (g_credit, g_lossy) = (
+        goodput(&credit, Rate::gbps(400)),
+        goodput(&lossy, Rate::gbps(400)),
+    );
     eprintln!("lossy incast: goodput credit {g_credit:.4} lossy {g_lossy:.4} stats {st:?}");
     // Drop-tail with 4-packet buffers under a 32:1 incast must drop; without
     // congestion control this is TCP incast collapse (Vasudevan et al., SIGCOMM
@@ -150,5 +167,212 @@ fn lossy_incast_drops_and_recovers_with_lower_goodput() {
     // … go-back-N must still deliver every byte (checked in `run`) …
     assert!(lossy.fabric.retransmitted_packets > 0);
     // … and the retransmitted and discarded packets cost goodput.
-    assert!(g_lossy < 0.9 * g_credit, "lossy goodput {g_lossy} vs credit {g_credit}");
+    assert!(
+        g_lossy < 0.9 * g_credit,
+        "lossy goodput {g_lossy} vs credit {g_credit}"
+    );
+}
+
+fn leaf_spine(hosts: u32, radix: u32) -> Topology {
+    build(
+        &cluster(hosts, 1),
+        &fabric(),
+        &TopologySpec::LeafSpine {
+            radix,
+            oversubscription: 1.0,
+        },
+    )
+    .unwrap()
+}
+
+/// Mean over flows of bytes / FCT, as a fraction of the line rate.
+fn mean_flow_throughput(dag: &Dag, out: &RunOutput, rate: Rate) -> f64 {
+    let mut sum = 0.0;
+    let mut i = 0;
+    for t in &dag.tasks {
+        if let TaskKind::Transfer { bytes, .. } = t.kind {
+            sum += bytes as f64 * 8.0 / out.transfer_fct[i].as_secs_f64() / rate.0 as f64;
+            i += 1;
+        }
+    }
+    sum / i as f64
+}
+
+#[test]
+fn ecmp_collides_where_spraying_runs_at_line_rate() {
+    // 32 hosts on 4 leaves × 8 spines (radix 16, non-blocking): a host permutation
+    // sends 28 of 32 flows across the spine layer. ECMP hashes flows onto uplinks
+    // independently, so some uplinks carry 2–3 flows (balls into bins; Al-Fares
+    // et al. SIGCOMM 2008 measured ≈ 50–60% of bisection for random permutations
+    // with per-flow hashing); spraying spreads every flow over all spines.
+    let topo = leaf_spine(32, 16);
+    let dag = fabricsim::workload::traffic::generate(
+        &fabricsim::workload::traffic::TrafficSpec::Permutation {
+            bytes: 8 << 20,
+            per_host: true,
+            seed: 11,
+        },
+        &topo,
+    )
+    .unwrap();
+    let ecmp_cfg = PacketConfig {
+        routing: Routing::Ecmp,
+        ..PacketConfig::default()
+    };
+    let spray_cfg = PacketConfig {
+        routing: Routing::Spray,
+        ..PacketConfig::default()
+    };
+    let (ecmp, _) = run(&dag, &topo, &ecmp_cfg);
+    let (spray, sst) = run(&dag, &topo, &spray_cfg);
+    let line = Rate::gbps(400);
+    let (te, ts) = (
+        mean_flow_throughput(&dag, &ecmp, line),
+        mean_flow_throughput(&dag, &spray, line),
+    );
+    eprintln!("permutation: mean flow throughput ecmp {te:.3} spray {ts:.3}; spray stats {sst:?}");
+    assert!(
+        te < 0.85,
+        "ECMP mean per-flow throughput {te} should show collisions"
+    );
+    // Header overhead alone caps payload at 4096/4122 = 99.4%; allow queueing noise.
+    assert!(ts > 0.9, "spraying mean per-flow throughput {ts}");
+    // Spraying reorders but the receiver accepts it: nothing is resent.
+    assert_eq!(sst.retransmitted_packets, 0);
+    let (ad, _) = run(
+        &dag,
+        &topo,
+        &PacketConfig {
+            routing: Routing::Adaptive,
+            ..PacketConfig::default()
+        },
+    );
+    let ta = mean_flow_throughput(&dag, &ad, line);
+    eprintln!("adaptive {ta:.3}");
+    assert!(ta > te, "adaptive routing should beat ECMP");
+}
+
+#[test]
+fn link_down_mid_transfer_is_survived_by_reroute_and_retransmission() {
+    // 4 hosts on 2 leaves × 2 spines; every flow crosses the spines.
+    let topo = leaf_spine(4, 4);
+    let mut dag = Dag::new();
+    dag.begin_op("cross");
+    for (s, d) in [(0, 2), (1, 3), (2, 0), (3, 1)] {
+        dag.transfer(GpuId(s), GpuId(d), 4 << 20, &[]);
+    }
+    let base_cfg = PacketConfig {
+        rto: SimTime::from_us(50),
+        ..PacketConfig::default()
+    };
+    let (base, _) = run(&dag, &topo, &base_cfg);
+    // Pick a busy leaf → spine link of the fault-free run and cut it a third of the way in.
+    let victim = base
+        .links
+        .iter()
+        .filter(|l| {
+            let link = topo.link(LinkId(l.link));
+            link.kind == fabricsim::topology::LinkKind::Network
+                && topo.nic_of_node(link.from).is_none()
+                && topo.nic_of_node(link.to).is_none()
+        })
+        .max_by_key(|l| l.bytes)
+        .unwrap()
+        .link;
+    let cut = SimTime(base.makespan.0 / 3);
+    let cfg = PacketConfig {
+        link_events: vec![LinkEvent {
+            at: cut,
+            link: LinkId(victim),
+            kind: LinkEventKind::Down,
+        }],
+        ..base_cfg.clone()
+    };
+    let (out, st) = run(&dag, &topo, &cfg);
+    eprintln!(
+        "link down at {cut}: makespan {} (fault-free {}), stats {st:?}",
+        out.makespan, base.makespan
+    );
+    assert!(
+        st.drops_link_down > 0,
+        "packets were on or queued for the cut link"
+    );
+    assert!(out.fabric.retransmitted_packets > 0);
+    assert!(out.makespan > base.makespan);
+    // And back up later: still exact delivery.
+    let mut cfg2 = cfg.clone();
+    cfg2.link_events.push(LinkEvent {
+        at: SimTime(cut.0 * 2),
+        link: LinkId(victim),
+        kind: LinkEventKind::Up,
+    });
+    run(&dag, &topo, &cfg2);
+}
+
+#[test]
+fn same_seed_same_output_and_seeds_matter() {
+    let topo = leaf_spine(16, 8);
+    let dag = fabricsim::workload::traffic::generate(
+        &fabricsim::workload::traffic::TrafficSpec::Permutation {
+            bytes: 256 << 10,
+            per_host: true,
+            seed: 5,
+        },
+        &topo,
+    )
+    .unwrap();
+    let cfg = PacketConfig {
+        routing: Routing::Spray,
+        sample_interval: SimTime::from_ns(500),
+        ..PacketConfig::default()
+    };
+    let (a, sa) = run(&dag, &topo, &cfg);
+    let (b, sb) = run(&dag, &topo, &cfg);
+    assert_eq!(format!("{a:?}"), format!("{b:?}"));
+    assert_eq!(sa, sb);
+    assert!(!a.series.is_empty(), "sampling was on");
+    let (c, _) = run(&dag, &topo, &PacketConfig { seed: 2, ..cfg });
+    assert_ne!(
+        format!("{a:?}"),
+        format!("{c:?}"),
+        "spraying depends on the seed"
+    );
+}
+
+#[test]
+fn ring_allreduce_matches_the_alpha_beta_closed_form() {
+    // Ring all-reduce of S bytes over N ranks: 2(N−1) steps, each moving S/N to
+    // the next rank after receiving from the previous one (Thakur, Rabenseifner &
+    // Gropp, IJHPCA 2005): T = 2(N−1)·(α + (S/N)/(B·e)), e = mtu/(mtu+header)
+    // the payload efficiency, α the one-way path latency.
+    let n = 8u32;
+    let s: u64 = 16 << 20;
+    let chunk = s / n as u64;
+    let topo = single_switch(n);
+    let mut dag = Dag::new();
+    dag.begin_op("allreduce");
+    let mut prev: Vec<Option<fabricsim::dag::TaskId>> = vec![None; n as usize];
+    for _step in 0..2 * (n - 1) {
+        let mut cur = vec![None; n as usize];
+        for r in 0..n {
+            // Rank r forwards once it has received the previous step's chunk from r−1.
+            let from_prev = prev[((r + n - 1) % n) as usize].map(Dep::Done);
+            let deps: Vec<Dep> = from_prev.into_iter().collect();
+            cur[r as usize] = Some(dag.transfer(GpuId(r), GpuId((r + 1) % n), chunk, &deps));
+        }
+        prev = cur;
+    }
+    let cfg = PacketConfig::default();
+    let (out, _) = run(&dag, &topo, &cfg);
+    let (alpha, b) = topo.path_cost(GpuId(0), GpuId(1)).unwrap();
+    let per_step = alpha.as_secs_f64() + chunk as f64 * 8.0 / (b.0 as f64 * cfg.efficiency());
+    let closed = 2.0 * (n - 1) as f64 * per_step;
+    let sim = out.makespan.as_secs_f64();
+    eprintln!(
+        "ring allreduce: sim {:.3} us closed {:.3} us ({:+.2}%)",
+        sim * 1e6,
+        closed * 1e6,
+        (sim / closed - 1.0) * 100.0
+    );
+    assert!((sim / closed - 1.0).abs() < 0.03);
 }

@@ -289,7 +289,10 @@ impl PacketConfig {
         if self.host_buffer_bytes < max_pkt {
             return bad(
                 "host_buffer_bytes",
-                format!("must hold one full packet ({max_pkt} bytes), found {}", self.host_buffer_bytes),
+                format!(
+                    "must hold one full packet ({max_pkt} bytes), found {}",
+                    self.host_buffer_bytes
+                ),
             );
         }
         if self.shared_buffer_bytes != 0 && self.shared_buffer_bytes < max_pkt {

@@ -92,11 +92,18 @@ impl<'a> Sim<'a> {
             .links
             .iter()
             .map(|l| {
-                let buf = if l.kind == LinkKind::Network { cfg.port_buffer_bytes } else { cfg.host_buffer_bytes };
+                let buf = if l.kind == LinkKind::Network {
+                    cfg.port_buffer_bytes
+                } else {
+                    cfg.host_buffer_bytes
+                };
                 (buf / block) as i64
             })
             .collect();
-        let credits: Vec<i64> = credit_cap.iter().flat_map(|&c| std::iter::repeat(c).take(vls)).collect();
+        let credits: Vec<i64> = credit_cap
+            .iter()
+            .flat_map(|&c| std::iter::repeat(c).take(vls))
+            .collect();
         let n_tasks = dag.tasks.len();
         let mut s = Sim {
             dag,

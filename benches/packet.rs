@@ -1,0 +1,61 @@
+//! Packet-level backend throughput in simulated events per wall-clock second.
+//!
+//! `cargo bench --bench packet` runs each scenario 5 times and prints the median
+//! and the spread (min–max). Target: ≥ 10 M events/s on one core.
+
+use std::time::Instant;
+
+use fabricsim::backend::packet::{self, PacketConfig};
+use fabricsim::dag::Dag;
+use fabricsim::topology::{build, ClusterSpec, FabricLinkSpec, GpuId, Topology, TopologySpec};
+use fabricsim::units::{Rate, SimTime};
+use fabricsim::workload::traffic::{generate, TrafficSpec};
+
+fn topo(hosts: u32, spec: TopologySpec) -> Topology {
+    let c = ClusterSpec {
+        hosts,
+        gpus_per_host: 1,
+        nics_per_host: 1,
+        nvlink_rate: Rate::gbps(3600),
+        nvlink_latency: SimTime::from_ns(100),
+        pcie_rate: Rate::gbps(512),
+        pcie_latency: SimTime::from_ns(250),
+    };
+    let f = FabricLinkSpec {
+        link_rate: Rate::gbps(400),
+        link_latency: SimTime::from_ns(100),
+        switch_latency: SimTime::from_ns(200),
+    };
+    build(&c, &f, &spec).expect("bench topology builds")
+}
+
+fn bench(name: &str, dag: &Dag, topo: &Topology, cfg: &PacketConfig) {
+    let mut rates = Vec::new();
+    let mut events = 0;
+    for _ in 0..5 {
+        let t0 = Instant::now();
+        let out = packet::run(dag, topo, cfg).expect("bench run completes");
+        let dt = t0.elapsed().as_secs_f64();
+        events = out.events;
+        rates.push(out.events as f64 / dt / 1e6);
+    }
+    rates.sort_by(f64::total_cmp);
+    println!(
+        "{name:<40} {events:>10} events  median {:6.2} M events/s  (min {:.2}, max {:.2}, 5 runs)",
+        rates[rates.len() / 2],
+        rates[0],
+        rates[rates.len() - 1]
+    );
+}
+
+fn main() {
+    let cfg = PacketConfig::default();
+    // 128 hosts on a non-blocking leaf-spine (8 leaves × 16 spines), 4 MiB host permutation.
+    let ls = topo(128, TopologySpec::LeafSpine { radix: 32, oversubscription: 1.0 });
+    let perm = generate(&TrafficSpec::Permutation { bytes: 4 << 20, per_host: true, seed: 1 }, &ls).unwrap();
+    bench("permutation 128 hosts, 4 MiB, ECMP", &perm, &ls, &cfg);
+    // 64:1 incast on one switch, 1 MiB per sender, InfiniBand credits.
+    let ss = topo(65, TopologySpec::SingleSwitch);
+    let inc = generate(&TrafficSpec::Incast { senders: 64, receiver: GpuId(0), bytes: 1 << 20 }, &ss).unwrap();
+    bench("incast 64:1, 1 MiB, credits", &inc, &ss, &cfg);
+}

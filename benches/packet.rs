@@ -32,30 +32,64 @@ fn topo(hosts: u32, spec: TopologySpec) -> Topology {
 fn bench(name: &str, dag: &Dag, topo: &Topology, cfg: &PacketConfig) {
     let mut rates = Vec::new();
     let mut events = 0;
-    for _ in 0..5 {
+    let mut hw = (0, 0);
+    // FABRICSIM_BENCH_RUNS=1 for profiling under callgrind.
+    let runs: usize = std::env::var("FABRICSIM_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
+    for _ in 0..runs.max(1) {
         let t0 = Instant::now();
-        let out = packet::run(dag, topo, cfg).expect("bench run completes");
+        let (out, st) = packet::run_detailed(dag, topo, cfg).expect("bench run completes");
+        hw = (st.event_queue_high_water, st.slab_high_water);
         let dt = t0.elapsed().as_secs_f64();
         events = out.events;
         rates.push(out.events as f64 / dt / 1e6);
     }
     rates.sort_by(f64::total_cmp);
     println!(
-        "{name:<40} {events:>10} events  median {:6.2} M events/s  (min {:.2}, max {:.2}, 5 runs)",
+        "{name:<40} {events:>10} events  median {:6.2} M events/s  (min {:.2}, max {:.2}, {} runs)",
         rates[rates.len() / 2],
         rates[0],
-        rates[rates.len() - 1]
+        rates[rates.len() - 1],
+        rates.len()
+    );
+    println!(
+        "{:<40} event queue ≤ {} entries, ≤ {} packets alive",
+        "", hw.0, hw.1
     );
 }
 
 fn main() {
     let cfg = PacketConfig::default();
     // 128 hosts on a non-blocking leaf-spine (8 leaves × 16 spines), 4 MiB host permutation.
-    let ls = topo(128, TopologySpec::LeafSpine { radix: 32, oversubscription: 1.0 });
-    let perm = generate(&TrafficSpec::Permutation { bytes: 4 << 20, per_host: true, seed: 1 }, &ls).unwrap();
+    let ls = topo(
+        128,
+        TopologySpec::LeafSpine {
+            radix: 32,
+            oversubscription: 1.0,
+        },
+    );
+    let perm = generate(
+        &TrafficSpec::Permutation {
+            bytes: 4 << 20,
+            per_host: true,
+            seed: 1,
+        },
+        &ls,
+    )
+    .unwrap();
     bench("permutation 128 hosts, 4 MiB, ECMP", &perm, &ls, &cfg);
     // 64:1 incast on one switch, 1 MiB per sender, InfiniBand credits.
     let ss = topo(65, TopologySpec::SingleSwitch);
-    let inc = generate(&TrafficSpec::Incast { senders: 64, receiver: GpuId(0), bytes: 1 << 20 }, &ss).unwrap();
+    let inc = generate(
+        &TrafficSpec::Incast {
+            senders: 64,
+            receiver: GpuId(0),
+            bytes: 1 << 20,
+        },
+        &ss,
+    )
+    .unwrap();
     bench("incast 64:1, 1 MiB, credits", &inc, &ss, &cfg);
 }

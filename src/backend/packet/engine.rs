@@ -2,7 +2,7 @@
 //! (time in picoseconds, insertion sequence number), so events at equal times
 //! are processed in the order they were scheduled, identically on every run.
 
-use std::cmp::Ordering;
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 /// Everything that can happen. Twelve bytes of payload: ids, never pointers.
@@ -20,7 +20,8 @@ pub enum Event {
         /// Link it travelled on.
         link: u32,
     },
-    /// Credits for `blocks` on `vl` come back to the sender of `link`.
+    /// Credits have reached the starved sender of `link` (`vl` and `blocks` are
+    /// informational; the amounts wait in the link's credit FIFO).
     Credit {
         /// Link whose sender gets the credit.
         link: u32,
@@ -53,36 +54,65 @@ pub enum Event {
     Sample,
 }
 
-#[derive(Clone, Copy)]
-struct Entry {
-    time: u64,
-    seq: u64,
-    ev: Event,
-}
-
-impl PartialEq for Entry {
-    fn eq(&self, o: &Self) -> bool {
-        self.time == o.time && self.seq == o.seq
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Entry {
-    /// Reversed, so `BinaryHeap` (a max-heap) pops the earliest (time, seq) first.
+impl Event {
+    /// Packs the event into 64 bits (4-bit tag, payload above), so a queue entry
+    /// is 24 bytes instead of 32: the heap is the hottest structure of a run.
     #[inline]
-    fn cmp(&self, o: &Self) -> Ordering {
-        o.time.cmp(&self.time).then(o.seq.cmp(&self.seq))
+    fn encode(self) -> u64 {
+        match self {
+            Event::TxDone { port } => (port as u64) << 4,
+            Event::Arrive { pkt, link } => {
+                // The link is also stored in the packet; keep both ids anyway
+                // (32 + 28 bits): link ids stay below 2^28 in any buildable fabric.
+                debug_assert!(link < 1 << 28);
+                1 | (pkt as u64) << 4 | (link as u64) << 36
+            }
+            Event::Credit { link, vl, blocks } => {
+                debug_assert!(blocks < 1 << 20 && vl < 8);
+                2 | (vl as u64) << 4 | (blocks as u64) << 8 | (link as u64) << 32
+            }
+            Event::QpWake { qp } => 3 | (qp as u64) << 4,
+            Event::Rto { qp } => 4 | (qp as u64) << 4,
+            Event::TaskDone { task } => 5 | (task as u64) << 4,
+            Event::Link { index } => 6 | (index as u64) << 4,
+            Event::Sample => 7,
+        }
+    }
+
+    #[inline]
+    fn decode(x: u64) -> Event {
+        let lo = (x >> 4) as u32;
+        match x & 15 {
+            0 => Event::TxDone { port: lo },
+            1 => Event::Arrive {
+                pkt: lo,
+                link: (x >> 36) as u32,
+            },
+            2 => Event::Credit {
+                link: (x >> 32) as u32,
+                vl: ((x >> 4) & 15) as u8,
+                blocks: ((x >> 8) & 0xF_FFFF) as u32,
+            },
+            3 => Event::QpWake { qp: lo },
+            4 => Event::Rto { qp: lo },
+            5 => Event::TaskDone { task: lo },
+            6 => Event::Link { index: lo },
+            _ => Event::Sample,
+        }
     }
 }
 
-/// The pending events of a run.
+/// The pending events of a run: a binary min-heap of 24-byte entries
+/// (time, sequence number, packed event).
+///
+/// Measured (callgrind, 128-host permutation bench): `std`'s binary heap with
+/// 24-byte tuples runs 1.51 G instructions where a hand-written 4-ary heap of the
+/// same entries ran 1.96 G and was slower on the clock too (std sifts a hole to
+/// the bottom with one comparison per level); 32-byte entries (unpacked events)
+/// cost more memory traffic per sift.
 #[derive(Default)]
 pub struct EventQueue {
-    heap: BinaryHeap<Entry>,
+    heap: BinaryHeap<Reverse<(u64, u64, u64)>>,
     seq: u64,
 }
 
@@ -91,16 +121,18 @@ impl EventQueue {
     #[inline]
     pub fn push(&mut self, time: u64, ev: Event) {
         self.seq += 1;
-        self.heap.push(Entry {
-            time,
-            seq: self.seq,
-            ev,
-        });
+        self.heap.push(Reverse((time, self.seq, ev.encode())));
     }
     /// Removes and returns the earliest event.
     #[inline]
     pub fn pop(&mut self) -> Option<(u64, Event)> {
-        self.heap.pop().map(|e| (e.time, e.ev))
+        self.heap
+            .pop()
+            .map(|Reverse((t, _, e))| (t, Event::decode(e)))
+    }
+    /// Most events ever pending at once (the heap's allocation).
+    pub fn high_water(&self) -> usize {
+        self.heap.capacity()
     }
     /// Number of pending events.
     pub fn len(&self) -> usize {
@@ -133,6 +165,41 @@ mod tests {
                 (5, Event::Sample)
             ]
         );
+    }
+
+    #[test]
+    fn heap_order_matches_a_sort_and_events_round_trip() {
+        let mut q = EventQueue::default();
+        let mut x = 12345u64;
+        let mut want = Vec::new();
+        for i in 0..2000u32 {
+            x = crate::topology::mix64(x);
+            let t = x % 97;
+            let ev = match i % 8 {
+                0 => Event::TxDone { port: i },
+                1 => Event::Arrive {
+                    pkt: i,
+                    link: i % 1000,
+                },
+                2 => Event::Credit {
+                    link: i,
+                    vl: (i % 8) as u8,
+                    blocks: i * 7,
+                },
+                3 => Event::QpWake { qp: i },
+                4 => Event::Rto { qp: i },
+                5 => Event::TaskDone { task: i },
+                6 => Event::Link { index: i },
+                _ => Event::Sample,
+            };
+            q.push(t, ev);
+            want.push((t, i, ev));
+        }
+        want.sort_by_key(|&(t, i, _)| (t, i));
+        for (t, _, ev) in want {
+            assert_eq!(q.pop(), Some((t, ev)));
+        }
+        assert!(q.is_empty());
     }
 
     #[test]

@@ -51,24 +51,73 @@ impl Sim<'_> {
 
     /// Returns `blocks` credits on `vl` to the sender of `link` after the link's
     /// latency (the receiver freed them now).
+    ///
+    /// Credits of one link and lane arrive in the order they were returned (the
+    /// latency is constant), so they wait in a FIFO of (arrival time, blocks)
+    /// that the sender absorbs lazily when it next looks at its credits. Only a
+    /// sender that is actually starved schedules an event, at the first pending
+    /// arrival: most hops never starve, and this removed one event in three per
+    /// packet hop (see the commit that introduced it).
     #[inline]
     pub(super) fn return_credit(&mut self, link: u32, vl: u8, blocks: u32) {
         let p = &self.ports[link as usize];
-        if p.credit_fc {
-            let at = self.now + p.latency;
-            self.q
-                .push(at, super::engine::Event::Credit { link, vl, blocks });
+        if !p.credit_fc {
+            return;
+        }
+        let at = self.now + p.latency;
+        let starved = p.stall_since != super::switch::NEVER;
+        self.credit_fifo[link as usize * self.vls + vl as usize].push_back((at, blocks));
+        if starved {
+            self.schedule_credit_wake(link as usize, at);
         }
     }
 
-    /// Credits arrive at the sender of `link`.
-    pub(super) fn on_credit(&mut self, link: u32, vl: u8, blocks: u32) {
-        let qi = link as usize * self.vls + vl as usize;
-        self.credits[qi] += blocks as i64;
-        debug_assert!(
-            self.credits[qi] <= self.credit_cap[link as usize],
-            "credits above the receiver's buffer"
-        );
+    /// Makes sure port `p` is woken at `at` (or earlier) to absorb credits.
+    #[inline]
+    pub(super) fn schedule_credit_wake(&mut self, p: usize, at: u64) {
+        let w = self.credit_wake[p];
+        if w == super::switch::NEVER || w > at || w < self.now {
+            self.credit_wake[p] = at;
+            self.q.push(
+                at,
+                super::engine::Event::Credit {
+                    link: p as u32,
+                    vl: 0,
+                    blocks: 0,
+                },
+            );
+        }
+    }
+
+    /// Moves every credit that has reached the sender of port `p` by now into its
+    /// counters; returns the arrival time of the earliest credit still on its way.
+    #[inline]
+    pub(super) fn absorb_credits(&mut self, p: usize) -> u64 {
+        let mut next = super::switch::NEVER;
+        for vl in 0..self.vls {
+            let qi = p * self.vls + vl;
+            let fifo = &mut self.credit_fifo[qi];
+            while let Some(&(t, b)) = fifo.front() {
+                if t > self.now {
+                    next = next.min(t);
+                    break;
+                }
+                fifo.pop_front();
+                self.credits[qi] += b as i64;
+                debug_assert!(
+                    self.credits[qi] <= self.credit_cap[p],
+                    "credits above the receiver's buffer"
+                );
+            }
+        }
+        next
+    }
+
+    /// The credit wake-up of port `link` fired.
+    pub(super) fn on_credit(&mut self, link: u32) {
+        if self.credit_wake[link as usize] == self.now {
+            self.credit_wake[link as usize] = super::switch::NEVER;
+        }
         self.try_send(link as usize);
     }
 }

@@ -36,6 +36,10 @@ pub(super) struct Sim<'a> {
     pub qbytes: Vec<u64>,
     /// Per port and lane: credit blocks the port's sender holds.
     pub credits: Vec<i64>,
+    /// Per port and lane: credits on their way back, (arrival time, blocks), FIFO.
+    pub credit_fifo: Vec<VecDeque<(u64, u32)>>,
+    /// Per port: time of the pending credit wake-up, or NEVER.
+    pub credit_wake: Vec<u64>,
     /// Per port: credit blocks of the receiver's full buffer (debug checks).
     pub credit_cap: Vec<i64>,
     /// Per node: shared-buffer bytes in use (lossy, shared buffer only).
@@ -118,6 +122,8 @@ impl<'a> Sim<'a> {
             queues: (0..nl * vls).map(|_| VecDeque::new()).collect(),
             qbytes: vec![0; nl * vls],
             credits,
+            credit_fifo: (0..nl * vls).map(|_| VecDeque::new()).collect(),
+            credit_wake: vec![u64::MAX; nl],
             credit_cap,
             shared_used: vec![0; topo.nodes.len()],
             gpu_of_node,
@@ -185,7 +191,7 @@ impl<'a> Sim<'a> {
             match ev {
                 Event::TxDone { port } => self.on_tx_done(port as usize),
                 Event::Arrive { pkt, link } => self.on_arrive(pkt, link),
-                Event::Credit { link, vl, blocks } => self.on_credit(link, vl, blocks),
+                Event::Credit { link, .. } => self.on_credit(link),
                 Event::QpWake { qp } => self.on_qp_wake(qp),
                 Event::Rto { qp } => self.on_rto(qp),
                 Event::TaskDone { task } => self.task_done(task),
@@ -307,6 +313,7 @@ impl<'a> Sim<'a> {
         self.fabric.bytes_dropped = self.stats.payload_bytes_dropped;
         self.stats.packets_alive_at_end = self.pkts.live() as u64;
         self.stats.slab_high_water = self.pkts.capacity_used() as u64;
+        self.stats.event_queue_high_water = self.q.high_water() as u64;
         let mut fct = Vec::new();
         let mut ideal = Vec::new();
         for (i, t) in self.dag.tasks.iter().enumerate() {

@@ -45,6 +45,8 @@ pub struct PacketStats {
     pub packets_alive_at_end: u64,
     /// Most packets alive at once (slab size).
     pub slab_high_water: u64,
+    /// Capacity the event queue grew to (≥ most events pending at once).
+    pub event_queue_high_water: u64,
 }
 
 impl PacketStats {

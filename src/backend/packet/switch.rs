@@ -223,6 +223,11 @@ impl Sim<'_> {
         }
         let credit_fc = self.ports[p].credit_fc;
         let block = self.cfg.credit_block_bytes;
+        let next_credit = if credit_fc {
+            self.absorb_credits(p)
+        } else {
+            NEVER
+        };
         let mut starved = false;
         for vl in (0..self.vls).rev() {
             let qi = p * self.vls + vl;
@@ -252,9 +257,14 @@ impl Sim<'_> {
                 Pull::Nothing => {}
             }
         }
-        let port = &mut self.ports[p];
-        if starved && port.stall_since == NEVER {
-            port.stall_since = self.now;
+        if starved {
+            let port = &mut self.ports[p];
+            if port.stall_since == NEVER {
+                port.stall_since = self.now;
+            }
+            if next_credit != NEVER {
+                self.schedule_credit_wake(p, next_credit);
+            }
         }
     }
 

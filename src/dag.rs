@@ -200,6 +200,8 @@ pub struct DagRunner {
     sent_fired: Vec<bool>,
     /// When each task started (became ready), picoseconds.
     pub started_at: Vec<SimTime>,
+    /// When each task completed, picoseconds.
+    pub done_at: Vec<SimTime>,
     /// Per-op timing.
     pub op_timing: Vec<OpTiming>,
     op_seen: Vec<bool>,
@@ -213,11 +215,11 @@ impl DagRunner {
         let n = dag.tasks.len();
         let mut pending = vec![0u32; n];
         let mut count = vec![0u32; n + 1];
-        for t in 0..n {
+        for (t, pend) in pending.iter_mut().enumerate() {
             for d in dag.deps_of(TaskId(t as u32)) {
                 let (Dep::Sent(p) | Dep::Done(p)) = d;
                 count[p.0 as usize + 1] += 1;
-                pending[t] += 1;
+                *pend += 1;
             }
         }
         for i in 0..n {
@@ -241,6 +243,7 @@ impl DagRunner {
             succ,
             sent_fired: vec![false; n],
             started_at: vec![SimTime::ZERO; n],
+            done_at: vec![SimTime::ZERO; n],
             op_timing: vec![OpTiming::default(); dag.ops.len().max(1)],
             op_seen: vec![false; dag.ops.len().max(1)],
             completed: 0,
@@ -299,6 +302,7 @@ impl DagRunner {
     pub fn done(&mut self, t: TaskId, now: SimTime, ready: &mut Vec<TaskId>) {
         self.sent(t, now, ready);
         self.completed += 1;
+        self.done_at[t.0 as usize] = now;
         let op = self.ops_of[t.0 as usize] as usize;
         if now > self.op_timing[op].end {
             self.op_timing[op].end = now;
@@ -341,6 +345,12 @@ mod tests {
         assert_eq!(ready, vec![c]);
         r.done(c, SimTime(9), &mut Vec::new());
         assert!(r.finished());
-        assert_eq!(r.op_timing[0], OpTiming { start: SimTime(0), end: SimTime(9) });
+        assert_eq!(
+            r.op_timing[0],
+            OpTiming {
+                start: SimTime(0),
+                end: SimTime(9)
+            }
+        );
     }
 }

@@ -300,7 +300,10 @@ mod tests {
         assert_eq!(parse_time("500ns"), Ok(SimTime(500_000)));
         assert_eq!(parse_time("2ms"), Ok(SimTime(2 * PS_PER_MS)));
         assert_eq!(parse_time("0"), Ok(SimTime(0)));
-        assert!(parse_time("5").is_err(), "a bare non-zero number has no unit");
+        assert!(
+            parse_time("5").is_err(),
+            "a bare non-zero number has no unit"
+        );
         assert!(parse_time("-1us").is_err());
     }
 

@@ -5,11 +5,12 @@
 //! |---|---|---|
 //! | analytical | [`analytical`] | α-β cost per transfer, no contention |
 //! | flow | [`flow`] | max-min fair sharing of links, events at flow start/end |
-//! | packet | [`packet`] | MTU packets, queues, credits / PFC, ECN, CC, retransmission |
+//! | packet | `packet` | MTU packets, queues, credits / PFC, ECN, CC, retransmission |
 
+pub mod flow;
 pub mod packet;
 
-use crate::dag::OpTiming;
+use crate::dag::{Dag, DagRunner, OpTiming, TaskKind};
 use crate::units::SimTime;
 
 /// Fabric-wide counters; zero where a fidelity does not model them.
@@ -95,4 +96,22 @@ pub struct RunOutput {
     pub series: Vec<Series>,
     /// Discrete events processed.
     pub events: u64,
+}
+
+/// Completion time (done − start) and ideal time of every transfer, in task order,
+/// from a finished runner and a per-task table of ideal times.
+pub fn transfer_times(
+    dag: &Dag,
+    runner: &DagRunner,
+    ideal_by_task: &[SimTime],
+) -> (Vec<SimTime>, Vec<SimTime>) {
+    let mut fct = Vec::new();
+    let mut ideal = Vec::new();
+    for (i, t) in dag.tasks.iter().enumerate() {
+        if matches!(t.kind, TaskKind::Transfer { .. }) {
+            fct.push(runner.done_at[i] - runner.started_at[i]);
+            ideal.push(ideal_by_task[i]);
+        }
+    }
+    (fct, ideal)
 }

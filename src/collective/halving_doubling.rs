@@ -5,11 +5,21 @@ use crate::topology::{GpuId, Topology};
 use crate::units::SimTime;
 
 /// Lowers the collective into transfers.
-pub fn lower(spec: &CollectiveSpec, _r: &[GpuId], _t: &Topology, _d: &mut Dag, _a: &[Dep]) -> Result<TaskId, CollectiveError> {
+pub fn lower(
+    spec: &CollectiveSpec,
+    _r: &[GpuId],
+    _t: &Topology,
+    _d: &mut Dag,
+    _a: &[Dep],
+) -> Result<TaskId, CollectiveError> {
     Err(super::unsupported(spec.algorithm, spec.op))
 }
 /// Closed-form time.
-pub fn time(spec: &CollectiveSpec, _r: &[GpuId], _t: &Topology) -> Result<SimTime, CollectiveError> {
+pub fn time(
+    spec: &CollectiveSpec,
+    _r: &[GpuId],
+    _t: &Topology,
+) -> Result<SimTime, CollectiveError> {
     Err(super::unsupported(spec.algorithm, spec.op))
 }
 /// Total payload bytes moved.

@@ -263,10 +263,18 @@ pub fn supports(algo: Algorithm, op: CollectiveOp) -> bool {
     use CollectiveOp as O;
     matches!(
         (algo, op),
-        (A::Ring, O::AllReduce | O::AllGather | O::ReduceScatter | O::Broadcast)
-            | (A::Tree, O::AllReduce | O::Broadcast)
-            | (A::HalvingDoubling, O::AllReduce | O::AllGather | O::ReduceScatter)
-            | (A::Hierarchical, O::AllReduce | O::AllGather | O::ReduceScatter)
+        (
+            A::Ring,
+            O::AllReduce | O::AllGather | O::ReduceScatter | O::Broadcast
+        ) | (A::Tree, O::AllReduce | O::Broadcast)
+            | (
+                A::HalvingDoubling,
+                O::AllReduce | O::AllGather | O::ReduceScatter
+            )
+            | (
+                A::Hierarchical,
+                O::AllReduce | O::AllGather | O::ReduceScatter
+            )
             | (A::Direct, O::AllToAll)
     )
 }

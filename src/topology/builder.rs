@@ -2,8 +2,8 @@
 //! duplex links, and the final routing tables.
 
 use super::{
-    dragonfly, fat_tree, leaf_spine, rail, GpuId, GpuPorts, Link, LinkId, LinkKind, NicPorts,
-    Node, NodeId, NodeKind, Topology,
+    dragonfly, fat_tree, leaf_spine, rail, GpuId, GpuPorts, Link, LinkId, LinkKind, NicPorts, Node,
+    NodeId, NodeKind, Topology,
 };
 use crate::units::{Rate, SimTime};
 
@@ -111,6 +111,25 @@ impl TopologyError {
     }
 }
 
+/// Most duplex network links a shape builder will create. Larger requests are refused
+/// with an error instead of exhausting memory (every link is a few dozen bytes, and
+/// link ids are `u32`). 2²² links hold, for example, a full 128-ary fat-tree.
+pub(crate) const MAX_NETWORK_LINKS: u64 = 1 << 22;
+
+/// Refuses a shape that would need more than [`MAX_NETWORK_LINKS`] duplex network
+/// links; `field` names the parameter that makes it so large.
+pub(crate) fn check_link_budget(field: &'static str, links: u64) -> Result<(), TopologyError> {
+    if links > MAX_NETWORK_LINKS {
+        return Err(TopologyError::new(
+            field,
+            format!(
+                "this shape needs {links} network links, more than the {MAX_NETWORK_LINKS} the simulator builds; use smaller parameters"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Assembles nodes and links; shape builders call it, then [`TopologyBuilder::finish`].
 pub struct TopologyBuilder {
     shape: String,
@@ -201,7 +220,8 @@ impl TopologyBuilder {
             for l in 0..c.gpus_per_host {
                 let gpu = GpuId(h * c.gpus_per_host + l);
                 let node = self.add_node(NodeKind::Gpu { gpu }, SimTime::ZERO);
-                let nv = self.add_duplex(node, nvs, c.nvlink_rate, c.nvlink_latency, LinkKind::NvLink);
+                let nv =
+                    self.add_duplex(node, nvs, c.nvlink_rate, c.nvlink_latency, LinkKind::NvLink);
                 let nic = nic_nodes[first_nic + (l * c.nics_per_host / c.gpus_per_host) as usize];
                 let pc = self.add_duplex(node, nic, c.pcie_rate, c.pcie_latency, LinkKind::Pcie);
                 self.gpus.push(GpuPorts {

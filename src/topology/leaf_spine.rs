@@ -1,5 +1,6 @@
 //! Two-tier leaf-spine (folded Clos) with an oversubscription ratio at the leaf.
 
+use super::builder::check_link_budget;
 use super::{NodeId, TopologyBuilder, TopologyError};
 
 /// Splits `radix` leaf ports into (down, up) with down:up as close to `oversub`:1 as ports allow.
@@ -22,10 +23,18 @@ pub fn build(
     oversub: f64,
 ) -> Result<(), TopologyError> {
     if radix < 2 {
-        return Err(TopologyError::new("topology.radix", format!("a switch needs at least 2 ports, found {radix}")));
+        return Err(TopologyError::new(
+            "topology.radix",
+            format!("a switch needs at least 2 ports, found {radix}"),
+        ));
     }
     if !(oversub.is_finite() && oversub > 0.0) {
-        return Err(TopologyError::new("topology.oversubscription", format!("the down:up ratio must be a positive number such as 1.0 or 3.0, found {oversub}")));
+        return Err(TopologyError::new(
+            "topology.oversubscription",
+            format!(
+                "the down:up ratio must be a positive number such as 1.0 or 3.0, found {oversub}"
+            ),
+        ));
     }
     let (down, up) = port_split(radix, oversub);
     let leaves = (nics.len() as u32).div_ceil(down);
@@ -39,6 +48,10 @@ pub fn build(
             ),
         ));
     }
+    check_link_budget(
+        "topology.radix",
+        nics.len() as u64 + u64::from(leaves) * u64::from(up),
+    )?;
     let leaf_ids: Vec<NodeId> = (0..leaves).map(|_| b.add_switch(0)).collect();
     for (i, &nic) in nics.iter().enumerate() {
         b.attach_nic(nic, leaf_ids[i / down as usize]);
@@ -50,4 +63,20 @@ pub fn build(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_split_follows_ratio() {
+        // down:up = oversub:1 of the radix: 8 ports 1:1 → 4/4, 3:1 → 6/2; 64 ports 3:1 → 48/16.
+        assert_eq!(port_split(8, 1.0), (4, 4));
+        assert_eq!(port_split(8, 3.0), (6, 2));
+        assert_eq!(port_split(64, 3.0), (48, 16));
+        // At least one port each way.
+        assert_eq!(port_split(2, 100.0), (1, 1));
+        assert_eq!(port_split(8, 0.01), (1, 7));
+    }
 }

@@ -22,7 +22,9 @@ pub mod fat_tree;
 pub mod leaf_spine;
 pub mod rail;
 
-pub use builder::{build, ClusterSpec, FabricLinkSpec, TopologyBuilder, TopologyError, TopologySpec};
+pub use builder::{
+    build, ClusterSpec, FabricLinkSpec, TopologyBuilder, TopologyError, TopologySpec,
+};
 
 use crate::units::{Rate, SimTime};
 
@@ -384,23 +386,55 @@ impl Topology {
             preds[fill[b as usize] as usize] = a;
             fill[b as usize] += 1;
         }
-        let mut queue: Vec<u32> = Vec::with_capacity(ns);
-        for (li, leaf) in self.leaves.iter().enumerate() {
-            let row = &mut self.dist[li * ns..(li + 1) * ns];
-            let start = self.switch_index[leaf.0 as usize];
-            queue.clear();
-            row[start as usize] = 0;
-            queue.push(start);
-            let mut head = 0;
-            while head < queue.len() {
-                let s = queue[head];
-                head += 1;
-                let d = row[s as usize];
-                for &p in &preds[in_start[s as usize] as usize..in_start[s as usize + 1] as usize] {
-                    if row[p as usize] == UNREACHABLE && d + 1 < UNREACHABLE {
-                        row[p as usize] = d + 1;
-                        queue.push(p);
+        // Bit-parallel BFS: 64 leaves per pass, one bit each, so a pass costs one sweep
+        // over the switch links per hop level instead of one BFS per leaf. On a
+        // 131,072-GPU rail fabric (4,096 leaves) this is ~64x fewer edge visits.
+        let mut visited = vec![0u64; ns];
+        let mut frontier = vec![0u64; ns];
+        let mut next = vec![0u64; ns];
+        for base in (0..nl).step_by(64) {
+            let width = (nl - base).min(64);
+            visited.iter_mut().for_each(|v| *v = 0);
+            frontier.iter_mut().for_each(|v| *v = 0);
+            for bit in 0..width {
+                let sw = self.switch_index[self.leaves[base + bit].0 as usize] as usize;
+                frontier[sw] |= 1u64 << bit;
+                visited[sw] |= 1u64 << bit;
+                self.dist[(base + bit) * ns + sw] = 0;
+            }
+            let mut level: u8 = 0;
+            loop {
+                level += 1;
+                if level == UNREACHABLE {
+                    break;
+                }
+                next.iter_mut().for_each(|v| *v = 0);
+                let mut any = false;
+                for sw in 0..ns {
+                    let f = frontier[sw];
+                    if f == 0 {
+                        continue;
                     }
+                    for &p in &preds[in_start[sw] as usize..in_start[sw + 1] as usize] {
+                        next[p as usize] |= f;
+                    }
+                }
+                for sw in 0..ns {
+                    let fresh = next[sw] & !visited[sw];
+                    frontier[sw] = fresh;
+                    if fresh != 0 {
+                        any = true;
+                        visited[sw] |= fresh;
+                        let mut bits = fresh;
+                        while bits != 0 {
+                            let bit = bits.trailing_zeros() as usize;
+                            bits &= bits - 1;
+                            self.dist[(base + bit) * ns + sw] = level;
+                        }
+                    }
+                }
+                if !any {
+                    break;
                 }
             }
         }

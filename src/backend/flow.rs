@@ -1,0 +1,588 @@
+//! Flow-level backend: transfers are fluid flows that share links max-min fairly.
+//!
+//! Events happen only when a flow starts or ends (and when a compute task or a
+//! delivery completes). Rates are recomputed by progressive filling
+//! (water-filling, Bertsekas & Gallager, *Data Networks*, §6.5.2) but only over
+//! the *connected component* of flows and links touched since the last event
+//! time: flows that share no link, directly or transitively, with a change keep
+//! their rates. All changes at one timestamp are batched into one recomputation.
+//!
+//! A transfer of `S` bytes on a path with latency α is *sent* when its last
+//! byte leaves the source (S / rate, integrated over its changing rate) and
+//! *done* α later, the same convention as the analytical backend, so the two
+//! agree exactly on an idle fabric.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use super::{FabricCounters, LinkCounters, RunOutput};
+use crate::dag::{Dag, DagRunner, TaskId, TaskKind};
+use crate::topology::{mix64, LinkId, Topology};
+use crate::units::SimTime;
+
+/// Longest path a flow may take, in links (the shipped shapes use at most 10).
+const MAX_PATH: usize = 16;
+
+/// Settings of the flow backend.
+#[derive(Clone, Debug, Default)]
+pub struct FlowConfig {
+    /// Seed of the ECMP hash (the only randomness at this fidelity).
+    pub seed: u64,
+}
+
+/// Why the flow backend stopped.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FlowError {
+    /// A transfer's endpoints have no route between them.
+    #[error("transfer {task} from GPU {src} to GPU {dst} has no route")]
+    Unreachable {
+        /// Task index.
+        task: u32,
+        /// Source GPU.
+        src: u32,
+        /// Destination GPU.
+        dst: u32,
+    },
+    /// A path is longer than the backend supports.
+    #[error("a route has {0} links; the flow backend supports at most {MAX_PATH}")]
+    PathTooLong(usize),
+    /// The DAG stopped making progress before every task completed.
+    #[error("{0} tasks never became ready (a dependency was never met)")]
+    Stalled(usize),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum EvKind {
+    /// A flow's last byte left the source (if `version` still matches).
+    FlowSent,
+    /// A task completed (transfer delivered, compute finished).
+    TaskDone,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Event {
+    time: u64,
+    seq: u64,
+    kind: EvKind,
+    id: u32,
+    version: u32,
+}
+impl Ord for Event {
+    fn cmp(&self, o: &Self) -> Ordering {
+        // BinaryHeap is a max-heap: reverse for earliest-first, ties by sequence.
+        o.time.cmp(&self.time).then(o.seq.cmp(&self.seq))
+    }
+}
+impl PartialOrd for Event {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+#[derive(Clone)]
+struct Flow {
+    task: u32,
+    path: [u32; MAX_PATH],
+    path_len: u8,
+    /// Bytes still to send.
+    remaining: f64,
+    /// Current rate, bytes per picosecond.
+    rate: f64,
+    /// When `remaining` was last brought up to date.
+    last: u64,
+    version: u32,
+    latency: u64,
+    bytes: u64,
+    // scratch for water-filling
+    frozen: bool,
+    visit: u32,
+}
+
+/// Runs `dag` on `topo` at flow level.
+///
+/// # Errors
+/// [`FlowError`] if a transfer has no route or the DAG cannot complete.
+pub fn run(dag: &Dag, topo: &Topology, cfg: &FlowConfig) -> Result<RunOutput, FlowError> {
+    Sim::new(dag, topo, cfg).run()
+}
+
+struct Sim<'a> {
+    dag: &'a Dag,
+    topo: &'a Topology,
+    cfg: &'a FlowConfig,
+    runner: DagRunner,
+    heap: BinaryHeap<Event>,
+    seq: u64,
+    flows: Vec<Flow>,
+    free: Vec<u32>,
+    /// Capacity of each link, bytes per picosecond.
+    cap: Vec<f64>,
+    /// Active flows on each link.
+    on_link: Vec<Vec<u32>>,
+    link_bytes: Vec<u64>,
+    dirty: Vec<u32>,
+    link_mark: Vec<u32>,
+    epoch: u32,
+    events: u64,
+    /// Ideal completion time per task (transfers only; others stay zero).
+    ideal: Vec<SimTime>,
+    delivered: u64,
+    // scratch buffers reused across recomputations
+    comp_links: Vec<u32>,
+    comp_flows: Vec<u32>,
+    cap_left: Vec<f64>,
+    unfrozen: Vec<u32>,
+    path_buf: Vec<LinkId>,
+}
+
+impl<'a> Sim<'a> {
+    fn new(dag: &'a Dag, topo: &'a Topology, cfg: &'a FlowConfig) -> Sim<'a> {
+        let nl = topo.links.len();
+        let cap = (0..nl)
+            .map(|l| topo.effective_rate(LinkId(l as u32)).bps() as f64 / 8e12)
+            .collect();
+        Sim {
+            dag,
+            topo,
+            cfg,
+            runner: DagRunner::new(dag),
+            heap: BinaryHeap::new(),
+            seq: 0,
+            flows: Vec::new(),
+            free: Vec::new(),
+            cap,
+            on_link: vec![Vec::new(); nl],
+            link_bytes: vec![0; nl],
+            dirty: Vec::new(),
+            link_mark: vec![0; nl],
+            epoch: 0,
+            events: 0,
+            ideal: vec![SimTime::ZERO; dag.len()],
+            delivered: 0,
+            comp_links: Vec::new(),
+            comp_flows: Vec::new(),
+            cap_left: vec![0.0; nl],
+            unfrozen: vec![0; nl],
+            path_buf: Vec::with_capacity(MAX_PATH),
+        }
+    }
+
+    fn push(&mut self, time: u64, kind: EvKind, id: u32, version: u32) {
+        self.seq += 1;
+        self.heap.push(Event {
+            time,
+            seq: self.seq,
+            kind,
+            id,
+            version,
+        });
+    }
+
+    fn run(mut self) -> Result<RunOutput, FlowError> {
+        let mut ready = Vec::new();
+        self.runner.start(&mut ready);
+        let mut now = 0u64;
+        self.start_ready(&mut ready, now)?;
+        self.recompute(now);
+        while let Some(ev) = self.heap.pop() {
+            now = ev.time;
+            self.events += 1;
+            match ev.kind {
+                EvKind::FlowSent => {
+                    let f = &self.flows[ev.id as usize];
+                    if f.version != ev.version {
+                        continue;
+                    }
+                    self.finish_flow(ev.id, now, &mut ready);
+                }
+                EvKind::TaskDone => {
+                    self.runner.done(TaskId(ev.id), SimTime(now), &mut ready);
+                }
+            }
+            self.start_ready(&mut ready, now)?;
+            if self.heap.peek().is_none_or(|e| e.time > now) {
+                self.recompute(now);
+            }
+        }
+        if !self.runner.finished() {
+            return Err(FlowError::Stalled(self.dag.len() - self.runner.completed()));
+        }
+        Ok(self.output(now))
+    }
+
+    fn finish_flow(&mut self, fid: u32, now: u64, ready: &mut Vec<TaskId>) {
+        let f = &self.flows[fid as usize];
+        let (task, latency, bytes) = (f.task, f.latency, f.bytes);
+        let path = f.path;
+        let plen = f.path_len as usize;
+        for &l in &path[..plen] {
+            let list = &mut self.on_link[l as usize];
+            if let Some(pos) = list.iter().position(|&x| x == fid) {
+                list.swap_remove(pos);
+            }
+            self.link_bytes[l as usize] += bytes;
+            self.dirty.push(l);
+        }
+        self.delivered += bytes;
+        self.flows[fid as usize].version = self.flows[fid as usize].version.wrapping_add(1);
+        self.free.push(fid);
+        self.runner.sent(TaskId(task), SimTime(now), ready);
+        self.push(now + latency, EvKind::TaskDone, task, 0);
+    }
+
+    fn start_ready(&mut self, ready: &mut Vec<TaskId>, now: u64) -> Result<(), FlowError> {
+        while let Some(t) = ready.pop() {
+            match self.dag.tasks[t.0 as usize].kind {
+                TaskKind::Marker => self.runner.done(t, SimTime(now), ready),
+                TaskKind::Compute { duration, .. } => {
+                    self.push(now + duration.ps(), EvKind::TaskDone, t.0, 0)
+                }
+                TaskKind::Transfer { src, dst, bytes } => {
+                    let hash =
+                        mix64(self.cfg.seed ^ (t.0 as u64).wrapping_mul(0x2545_F491_4F6C_DD1D));
+                    if !self.topo.route(src, dst, hash, &mut self.path_buf) {
+                        return Err(FlowError::Unreachable {
+                            task: t.0,
+                            src: src.0,
+                            dst: dst.0,
+                        });
+                    }
+                    if self.path_buf.len() > MAX_PATH {
+                        return Err(FlowError::PathTooLong(self.path_buf.len()));
+                    }
+                    let latency = self.topo.path_latency(&self.path_buf).ps();
+                    let ideal = self
+                        .topo
+                        .path_bottleneck(&self.path_buf)
+                        .tx_time(bytes)
+                        .ps()
+                        + latency;
+                    self.record_ideal(t, ideal);
+                    if bytes == 0 || src == dst {
+                        self.runner.sent(t, SimTime(now), ready);
+                        self.push(now + latency, EvKind::TaskDone, t.0, 0);
+                        continue;
+                    }
+                    let fid = match self.free.pop() {
+                        Some(i) => i,
+                        None => {
+                            self.flows.push(Flow {
+                                task: 0,
+                                path: [0; MAX_PATH],
+                                path_len: 0,
+                                remaining: 0.0,
+                                rate: 0.0,
+                                last: 0,
+                                version: 0,
+                                latency: 0,
+                                bytes: 0,
+                                frozen: false,
+                                visit: 0,
+                            });
+                            self.flows.len() as u32 - 1
+                        }
+                    };
+                    let f = &mut self.flows[fid as usize];
+                    f.task = t.0;
+                    f.path_len = self.path_buf.len() as u8;
+                    for (i, l) in self.path_buf.iter().enumerate() {
+                        f.path[i] = l.0;
+                    }
+                    f.remaining = bytes as f64;
+                    f.rate = 0.0;
+                    f.last = now;
+                    f.latency = latency;
+                    f.bytes = bytes;
+                    for i in 0..self.path_buf.len() {
+                        let l = self.path_buf[i].0;
+                        self.on_link[l as usize].push(fid);
+                        self.dirty.push(l);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn record_ideal(&mut self, t: TaskId, ideal: u64) {
+        self.ideal[t.0 as usize] = SimTime(ideal);
+    }
+
+    /// Max-min fair rates for the component of flows reachable from the dirty links.
+    fn recompute(&mut self, now: u64) {
+        if self.dirty.is_empty() {
+            return;
+        }
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.link_mark.iter_mut().for_each(|m| *m = 0);
+            self.flows.iter_mut().for_each(|f| f.visit = 0);
+            self.epoch = 1;
+        }
+        let epoch = self.epoch;
+        self.comp_links.clear();
+        self.comp_flows.clear();
+        for i in 0..self.dirty.len() {
+            let l = self.dirty[i];
+            if self.link_mark[l as usize] != epoch {
+                self.link_mark[l as usize] = epoch;
+                self.comp_links.push(l);
+            }
+        }
+        self.dirty.clear();
+        let mut head = 0;
+        while head < self.comp_links.len() {
+            let l = self.comp_links[head] as usize;
+            head += 1;
+            for &fid in &self.on_link[l] {
+                let f = &mut self.flows[fid as usize];
+                if f.visit == epoch {
+                    continue;
+                }
+                f.visit = epoch;
+                self.comp_flows.push(fid);
+                for &pl in &f.path[..f.path_len as usize] {
+                    if self.link_mark[pl as usize] != epoch {
+                        self.link_mark[pl as usize] = epoch;
+                        self.comp_links.push(pl);
+                    }
+                }
+            }
+        }
+        // Bring progress up to date at the old rates.
+        for &fid in &self.comp_flows {
+            let f = &mut self.flows[fid as usize];
+            f.remaining = (f.remaining - f.rate * (now - f.last) as f64).max(0.0);
+            f.last = now;
+            f.frozen = false;
+        }
+        // Progressive filling with a lazy min-heap of fair shares per link.
+        let mut heap: BinaryHeap<Share> = BinaryHeap::with_capacity(self.comp_links.len());
+        for &l in &self.comp_links {
+            let n = self.on_link[l as usize].len() as u32;
+            self.cap_left[l as usize] = self.cap[l as usize];
+            self.unfrozen[l as usize] = n;
+            if n > 0 {
+                heap.push(Share {
+                    share: self.cap[l as usize] / n as f64,
+                    link: l,
+                    n,
+                });
+            }
+        }
+        while let Some(s) = heap.pop() {
+            let l = s.link as usize;
+            if self.unfrozen[l] != s.n || s.n == 0 {
+                continue; // stale entry
+            }
+            let share = (self.cap_left[l] / s.n as f64).max(0.0);
+            for i in 0..self.on_link[l].len() {
+                let fid = self.on_link[l][i];
+                if self.flows[fid as usize].frozen {
+                    continue;
+                }
+                self.flows[fid as usize].frozen = true;
+                self.flows[fid as usize].rate = share;
+                let plen = self.flows[fid as usize].path_len as usize;
+                for j in 0..plen {
+                    let pl = self.flows[fid as usize].path[j] as usize;
+                    self.cap_left[pl] -= share;
+                    self.unfrozen[pl] -= 1;
+                    let n = self.unfrozen[pl];
+                    if pl != l && n > 0 {
+                        heap.push(Share {
+                            share: self.cap_left[pl].max(0.0) / n as f64,
+                            link: pl as u32,
+                            n,
+                        });
+                    }
+                }
+            }
+        }
+        // Reschedule the completions of the component's flows.
+        for i in 0..self.comp_flows.len() {
+            let fid = self.comp_flows[i];
+            let f = &mut self.flows[fid as usize];
+            f.version = f.version.wrapping_add(1);
+            let (version, rem, rate) = (f.version, f.remaining, f.rate);
+            if rate > 0.0 {
+                let dt = (rem / rate).ceil() as u64;
+                self.push(now + dt, EvKind::FlowSent, fid, version);
+            }
+        }
+    }
+
+    fn output(self, makespan: u64) -> RunOutput {
+        let delivered = self.delivered;
+        let (fct, ideal) = super::transfer_times(self.dag, &self.runner, &self.ideal);
+        let links = self
+            .link_bytes
+            .iter()
+            .enumerate()
+            .filter(|(_, &b)| b > 0)
+            .map(|(l, &b)| {
+                let rate = self.topo.links[l].rate.bps() as f64;
+                LinkCounters {
+                    link: l as u32,
+                    bytes: b,
+                    utilization: if makespan > 0 {
+                        (b as f64 * 8.0 / rate) / (makespan as f64 / 1e12)
+                    } else {
+                        0.0
+                    },
+                    ..LinkCounters::default()
+                }
+            })
+            .collect();
+        RunOutput {
+            makespan: SimTime(makespan),
+            op_timing: self.runner.op_timing.clone(),
+            transfer_fct: fct,
+            transfer_ideal: ideal,
+            fabric: FabricCounters {
+                bytes_delivered: delivered,
+                bytes_sent: delivered,
+                ..FabricCounters::default()
+            },
+            links,
+            series: Vec::new(),
+            events: self.events,
+        }
+    }
+}
+
+#[derive(PartialEq)]
+struct Share {
+    share: f64,
+    link: u32,
+    n: u32,
+}
+impl Eq for Share {}
+impl Ord for Share {
+    fn cmp(&self, o: &Self) -> Ordering {
+        // min-heap on share; ties by link id for determinism
+        o.share
+            .partial_cmp(&self.share)
+            .unwrap_or(Ordering::Equal)
+            .then(o.link.cmp(&self.link))
+    }
+}
+impl PartialOrd for Share {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dag::Dep;
+    use crate::topology::{build, ClusterSpec, FabricLinkSpec, GpuId, TopologySpec};
+    use crate::units::Rate;
+
+    fn single_switch(hosts: u32) -> Topology {
+        let c = ClusterSpec {
+            hosts,
+            gpus_per_host: 1,
+            nics_per_host: 1,
+            nvlink_rate: Rate::gbps(3600),
+            nvlink_latency: SimTime::from_ns(250),
+            pcie_rate: Rate::gbps(512),
+            pcie_latency: SimTime::from_ns(250),
+        };
+        let f = FabricLinkSpec {
+            link_rate: Rate::gbps(400),
+            link_latency: SimTime::from_ns(50),
+            switch_latency: SimTime::from_ns(130),
+        };
+        build(&c, &f, &TopologySpec::SingleSwitch).unwrap()
+    }
+
+    #[test]
+    fn one_flow_on_an_idle_path_takes_alpha_plus_size_over_rate() {
+        let topo = single_switch(2);
+        let mut dag = Dag::new();
+        dag.begin_op("p2p");
+        dag.transfer(GpuId(0), GpuId(1), 1 << 20, &[]);
+        let out = run(&dag, &topo, &FlowConfig::default()).unwrap();
+        // α: PCIe 250 + link 50 + switch 130 + link 50 + PCIe 250 = 730 ns.
+        // S/B: 1 MiB at 400 Gb/s = 8 388 608 bits / 400e9 = 20.97152 us.
+        let expected = 730_000 + 20_971_520;
+        let got = out.makespan.ps();
+        assert!(
+            got.abs_diff(expected) <= 2,
+            "got {got} ps, expected {expected} ps"
+        );
+        assert_eq!(out.fabric.bytes_delivered, 1 << 20);
+        assert_eq!(out.transfer_fct.len(), 1);
+    }
+
+    #[test]
+    fn two_flows_into_one_receiver_share_its_link_fairly() {
+        let topo = single_switch(3);
+        let mut dag = Dag::new();
+        dag.begin_op("incast");
+        dag.transfer(GpuId(0), GpuId(2), 1 << 20, &[]);
+        dag.transfer(GpuId(1), GpuId(2), 1 << 20, &[]);
+        let out = run(&dag, &topo, &FlowConfig::default()).unwrap();
+        // Each gets 200 Gb/s on the shared switch→NIC link: 2 × 20.97 us of data.
+        let expected = 730_000 + 2 * 20_971_520;
+        assert!(
+            out.makespan.ps().abs_diff(expected) <= 4,
+            "{}",
+            out.makespan.ps()
+        );
+    }
+
+    #[test]
+    fn max_min_gives_the_leftover_to_the_unconstrained_flow() {
+        // Flows A: 0→2 and B: 1→2 share 2's downlink; flow C: 1→3 shares 1's uplink with B.
+        // Max-min: the downlink of 2 gives A and B 200 each; C gets 400-200 = 200 on 1's uplink.
+        // Then with A alone finishing at the same time as B... all three run at 200 Gb/s.
+        // Make C twice as long: after A and B finish, C speeds up to 400.
+        let topo = single_switch(4);
+        let mut dag = Dag::new();
+        dag.begin_op("x");
+        let s = 1u64 << 20;
+        dag.transfer(GpuId(0), GpuId(2), s, &[]);
+        dag.transfer(GpuId(1), GpuId(2), s, &[]);
+        let c = dag.transfer(GpuId(1), GpuId(3), 2 * s, &[]);
+        let out = run(&dag, &topo, &FlowConfig::default()).unwrap();
+        // C: S bytes at 200 (2 × 20.97 us), then S at 400 (20.97 us) = 3 × 20.97 us + α.
+        let tc = out.transfer_fct[c.0 as usize].ps();
+        let expected = 730_000 + 3 * 20_971_520;
+        assert!(tc.abs_diff(expected) <= 8, "{tc} vs {expected}");
+    }
+
+    #[test]
+    fn sent_dependencies_release_before_delivery() {
+        let topo = single_switch(2);
+        let mut dag = Dag::new();
+        dag.begin_op("chain");
+        let a = dag.transfer(GpuId(0), GpuId(1), 1 << 20, &[]);
+        dag.transfer(GpuId(0), GpuId(1), 1 << 20, &[Dep::Sent(a)]);
+        let out = run(&dag, &topo, &FlowConfig::default()).unwrap();
+        // back-to-back on the wire: 2 × S/B + α once.
+        let expected = 730_000 + 2 * 20_971_520;
+        assert!(
+            out.makespan.ps().abs_diff(expected) <= 4,
+            "{}",
+            out.makespan.ps()
+        );
+        assert_eq!(out.fabric.bytes_delivered, 2 << 20);
+    }
+
+    #[test]
+    fn unreachable_destination_is_an_error_not_a_panic() {
+        let mut topo = single_switch(2);
+        let up = topo.nics[1].uplink;
+        topo.set_link_up(up, false);
+        let mut dag = Dag::new();
+        dag.begin_op("x");
+        dag.transfer(GpuId(0), GpuId(1), 100, &[]);
+        assert!(matches!(
+            run(&dag, &topo, &FlowConfig::default()),
+            Err(FlowError::Unreachable { .. })
+        ));
+    }
+}

@@ -1,0 +1,1309 @@
+//! Scenario files: the raw TOML schema, presets, and validation into a checked
+//! [`Scenario`] that cannot hold an impossible configuration.
+//!
+//! Raw input and the checked model are kept apart (smoltcp's Packet/Repr split):
+//! the `Raw*` structs accept what the file says; [`parse`] turns them into a
+//! [`Scenario`] and reports *every* problem with its file, line, column, field,
+//! what was found and what is expected.
+//!
+//! ```toml
+//! name = "64 DGX H100 on NDR"
+//! [cluster]
+//! preset = "dgx-h100-node"   # GPUs, NVLink, NICs, PCIe; override any field
+//! nodes = 64
+//! [topology]
+//! kind = "rail_optimized"    # single_switch | leaf_spine | fat_tree | rail_optimized | dragonfly
+//! radix = 64
+//! [fabric]
+//! preset = "ib-ndr-400"      # kind, link_rate, mtu, header_bytes, latencies
+//! [workload]
+//! kind = "collective"
+//! op = "allreduce"
+//! algorithm = "hierarchical"
+//! sizes = ["1MiB", "1GiB"]
+//! [simulation]
+//! fidelity = "flow"
+//! seed = 1
+//! ```
+
+pub mod diagnostic;
+pub mod presets;
+
+use serde::Deserialize;
+
+pub use diagnostic::{ConfigError, Diagnostic, Source};
+
+use crate::collective::{Algorithm, CollectiveOp};
+use crate::topology::{ClusterSpec, FabricLinkSpec, TopologySpec};
+use crate::units::{parse_rate, parse_size, parse_time, Rate, SimTime};
+
+// ---------------------------------------------------------------- raw schema
+
+/// A number as written in TOML: integer or float.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum RawNumber {
+    /// An integer.
+    Int(i64),
+    /// A float.
+    Float(f64),
+}
+
+impl RawNumber {
+    fn as_f64(self) -> f64 {
+        match self {
+            RawNumber::Int(i) => i as f64,
+            RawNumber::Float(f) => f,
+        }
+    }
+}
+
+/// A quantity with a unit, written as a string (`"4KiB"`) or, for sizes, a plain integer of bytes.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum RawQuantity {
+    /// A plain integer.
+    Int(i64),
+    /// A string with a unit.
+    Str(String),
+}
+
+impl RawQuantity {
+    fn shown(&self) -> String {
+        match self {
+            RawQuantity::Int(i) => i.to_string(),
+            RawQuantity::Str(s) => format!("{s:?}"),
+        }
+    }
+}
+
+/// `[cluster]` as written.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCluster {
+    /// A host preset name (see `fabricsim presets`).
+    pub preset: Option<String>,
+    /// Number of hosts.
+    pub nodes: Option<i64>,
+    /// GPUs per host.
+    pub gpus_per_node: Option<i64>,
+    /// NICs per host.
+    pub nics_per_node: Option<i64>,
+    /// NVLink bandwidth per GPU per direction, e.g. "450GB/s".
+    pub nvlink_bandwidth: Option<RawQuantity>,
+    /// Latency of one NVLink hop, e.g. "250ns".
+    pub nvlink_latency: Option<RawQuantity>,
+    /// PCIe bandwidth GPU↔NIC per direction, e.g. "64GB/s".
+    pub pcie_bandwidth: Option<RawQuantity>,
+    /// PCIe one-way latency.
+    pub pcie_latency: Option<RawQuantity>,
+    /// true: the NIC reads GPU memory directly (GPUDirect RDMA); false: host-staged.
+    pub gpu_direct: Option<bool>,
+    /// Host-staged path: bandwidth of the GPU→host-memory copy, e.g. "25GB/s".
+    pub host_copy_bandwidth: Option<RawQuantity>,
+    /// Host-staged path: added latency of the copy per message, e.g. "5us".
+    pub host_copy_latency: Option<RawQuantity>,
+}
+
+/// `[topology]` as written.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTopology {
+    /// Shape name.
+    pub kind: Option<String>,
+    /// Ports per switch (leaf_spine, rail_optimized).
+    pub radix: Option<i64>,
+    /// Ports per spine switch (rail_optimized).
+    pub spine_radix: Option<i64>,
+    /// Leaf down:up ratio (leaf_spine).
+    pub oversubscription: Option<RawNumber>,
+    /// Fat-tree arity.
+    pub k: Option<i64>,
+    /// Dragonfly groups.
+    pub groups: Option<i64>,
+    /// Dragonfly routers per group.
+    pub routers_per_group: Option<i64>,
+    /// Dragonfly NIC ports per router.
+    pub hosts_per_router: Option<i64>,
+    /// Dragonfly global links per router.
+    pub global_links_per_router: Option<i64>,
+}
+
+/// `[fabric]` as written.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFabric {
+    /// A fabric preset name.
+    pub preset: Option<String>,
+    /// `infiniband`, `roce` or `ethernet`.
+    pub kind: Option<String>,
+    /// Rate of every network port (NICs and switches).
+    pub link_rate: Option<RawQuantity>,
+    /// Largest payload per packet.
+    pub mtu: Option<RawQuantity>,
+    /// Header and framing bytes per packet on the wire.
+    pub header_bytes: Option<i64>,
+    /// Propagation latency per network link.
+    pub link_latency: Option<RawQuantity>,
+    /// Forwarding latency per switch.
+    pub switch_latency: Option<RawQuantity>,
+    /// `ecmp`, `adaptive` or `spray`.
+    pub routing: Option<String>,
+}
+
+/// `[workload]` as written.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawWorkload {
+    /// `collective`.
+    pub kind: Option<String>,
+    /// Collective operation.
+    pub op: Option<String>,
+    /// Algorithm or `auto`.
+    pub algorithm: Option<String>,
+    /// Inter-host algorithm of `hierarchical`.
+    pub inter_host: Option<String>,
+    /// Explicit list of sizes.
+    pub sizes: Option<Vec<RawQuantity>>,
+    /// Smallest size of a sweep (nccl-tests `-b`).
+    pub min_bytes: Option<RawQuantity>,
+    /// Largest size of a sweep (nccl-tests `-e`).
+    pub max_bytes: Option<RawQuantity>,
+    /// Multiplication factor between sizes (nccl-tests `-f`).
+    pub step_factor: Option<i64>,
+    /// Pipelining chunk size.
+    pub chunk: Option<RawQuantity>,
+    /// Element type for the `count` column: float32, float16, bfloat16, int8 ….
+    pub dtype: Option<String>,
+    /// Root rank of a broadcast.
+    pub root: Option<i64>,
+}
+
+/// `[simulation]` as written.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSimulation {
+    /// `analytical`, `flow` or `packet`.
+    pub fidelity: Option<String>,
+    /// Seed of the one random generator.
+    pub seed: Option<i64>,
+}
+
+/// A whole scenario file as written.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawScenario {
+    /// Short name shown in results.
+    pub name: Option<String>,
+    /// Free text.
+    pub description: Option<String>,
+    /// Hosts.
+    #[serde(default)]
+    pub cluster: RawCluster,
+    /// Network shape.
+    #[serde(default)]
+    pub topology: RawTopology,
+    /// Network technology.
+    #[serde(default)]
+    pub fabric: RawFabric,
+    /// What runs.
+    #[serde(default)]
+    pub workload: RawWorkload,
+    /// How it is simulated.
+    #[serde(default)]
+    pub simulation: RawSimulation,
+}
+
+// ---------------------------------------------------------------- checked model
+
+/// How much detail a run simulates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Fidelity {
+    /// α-β cost per transfer, no contention.
+    Analytical,
+    /// Max-min fair flows.
+    Flow,
+    /// Packets, queues, flow control.
+    Packet,
+}
+
+impl Fidelity {
+    /// Name in files, CLI and results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fidelity::Analytical => "analytical",
+            Fidelity::Flow => "flow",
+            Fidelity::Packet => "packet",
+        }
+    }
+    /// Parses a name.
+    pub fn parse(s: &str) -> Option<Fidelity> {
+        match s {
+            "analytical" => Some(Fidelity::Analytical),
+            "flow" => Some(Fidelity::Flow),
+            "packet" => Some(Fidelity::Packet),
+            _ => None,
+        }
+    }
+}
+
+/// The network technology, which decides flow control and loss at packet level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FabricKind {
+    /// Credit-based link-level flow control, lossless.
+    InfiniBand,
+    /// RDMA over Converged Ethernet v2 (PFC, ECN, DCQCN).
+    Roce,
+    /// Lossy Ethernet with TCP.
+    Ethernet,
+}
+
+impl FabricKind {
+    /// Name in files and results.
+    pub fn name(self) -> &'static str {
+        match self {
+            FabricKind::InfiniBand => "infiniband",
+            FabricKind::Roce => "roce",
+            FabricKind::Ethernet => "ethernet",
+        }
+    }
+}
+
+/// How a switch picks among equal-cost next hops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Routing {
+    /// Per-flow hash.
+    Ecmp,
+    /// Least-occupied queue, per packet.
+    Adaptive,
+    /// Random per packet.
+    Spray,
+}
+
+impl Routing {
+    /// Name in files and results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Routing::Ecmp => "ecmp",
+            Routing::Adaptive => "adaptive",
+            Routing::Spray => "spray",
+        }
+    }
+}
+
+/// The checked `[fabric]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FabricSpec {
+    /// Technology.
+    pub kind: FabricKind,
+    /// Link rate and latencies, as the topology builders need them.
+    pub links: FabricLinkSpec,
+    /// Largest payload per packet, bytes.
+    pub mtu: u64,
+    /// Header bytes per packet on the wire.
+    pub header_bytes: u64,
+    /// Next-hop choice.
+    pub routing: Routing,
+}
+
+impl FabricSpec {
+    /// Fraction of the line rate left for payload: mtu / (mtu + header).
+    pub fn efficiency(&self) -> f64 {
+        self.mtu as f64 / (self.mtu + self.header_bytes) as f64
+    }
+}
+
+/// An element type, for the `count` column of result tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dtype {
+    /// Name as nccl-tests prints it (`float`, `half`, `bfloat16`, `int8`…).
+    pub name: &'static str,
+    /// Bytes per element.
+    pub size: u64,
+}
+
+const DTYPES: [(&str, &str, u64); 8] = [
+    ("float32", "float", 4),
+    ("float", "float", 4),
+    ("float16", "half", 2),
+    ("half", "half", 2),
+    ("bfloat16", "bfloat16", 2),
+    ("float64", "double", 8),
+    ("int32", "int32", 4),
+    ("int8", "int8", 1),
+];
+
+/// Algorithm choice: fixed or picked per size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AlgoChoice {
+    /// The fastest closed-form algorithm for each size.
+    Auto,
+    /// This algorithm.
+    Fixed(Algorithm),
+}
+
+/// A collective over a size sweep, like one nccl-tests binary.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CollectiveWorkload {
+    /// Operation.
+    pub op: CollectiveOp,
+    /// Algorithm.
+    pub algorithm: AlgoChoice,
+    /// Inter-host algorithm for hierarchical.
+    pub inter_host: Algorithm,
+    /// Sizes in bytes, ascending.
+    pub sizes: Vec<u64>,
+    /// Pipelining chunk, bytes.
+    pub chunk_bytes: u64,
+    /// Element type.
+    pub dtype: Dtype,
+    /// Broadcast root.
+    pub root: u32,
+}
+
+/// The checked `[workload]`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WorkloadSpec {
+    /// A collective size sweep.
+    Collective(CollectiveWorkload),
+}
+
+/// A setting present in the scenario that the chosen fidelity does not use.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct IgnoredSetting {
+    /// Dotted key.
+    pub key: String,
+    /// Why it changes nothing in this run.
+    pub reason: String,
+}
+
+/// A validated scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    /// Name shown in results.
+    pub name: String,
+    /// The file it came from.
+    pub file: String,
+    /// Hosts.
+    pub cluster: ClusterSpec,
+    /// GPUDirect (true) or host-staged (false).
+    pub gpu_direct: bool,
+    /// Host-staged copy bandwidth.
+    pub host_copy_rate: Rate,
+    /// Host-staged copy latency.
+    pub host_copy_latency: SimTime,
+    /// Network shape.
+    pub topology: TopologySpec,
+    /// Network technology.
+    pub fabric: FabricSpec,
+    /// What runs.
+    pub workload: WorkloadSpec,
+    /// Fidelity.
+    pub fidelity: Fidelity,
+    /// Seed.
+    pub seed: u64,
+    /// Every key the file sets, dotted (for `ignored_settings`).
+    pub keys_set: Vec<String>,
+}
+
+// ---------------------------------------------------------------- validation
+
+/// Reads and validates a scenario file.
+///
+/// # Errors
+/// A [`ConfigError`] listing every problem; an unreadable file is one problem.
+pub fn load(path: &std::path::Path) -> Result<Scenario, ConfigError> {
+    let file = path.display().to_string();
+    match std::fs::read_to_string(path) {
+        Ok(text) => parse(&file, &text),
+        Err(e) => Err(ConfigError {
+            diagnostics: vec![Diagnostic {
+                file: file.clone(),
+                line: 0,
+                col: 0,
+                field: "(file)".into(),
+                found: format!("an unreadable file ({e})"),
+                expected: "a readable TOML scenario file".into(),
+                snippet: String::new(),
+            }],
+        }),
+    }
+}
+
+/// Validates scenario `text` read from `file`.
+///
+/// # Errors
+/// A [`ConfigError`] listing every problem found.
+pub fn parse(file: &str, text: &str) -> Result<Scenario, ConfigError> {
+    let src = Source::new(file, text);
+    let raw: RawScenario = match toml::from_str(text) {
+        Ok(r) => r,
+        Err(e) => {
+            return Err(ConfigError {
+                diagnostics: vec![serde_diag(&src, &e)],
+            })
+        }
+    };
+    let mut v = Validator {
+        src: &src,
+        diags: Vec::new(),
+        quiet_missing: false,
+    };
+    let scenario = v.scenario(&raw);
+    if v.diags.is_empty() {
+        if let Some(s) = scenario {
+            return Ok(s);
+        }
+    }
+    v.diags.sort_by_key(|d| (d.line == 0, d.line, d.col));
+    Err(ConfigError {
+        diagnostics: v.diags,
+    })
+}
+
+/// Turns a TOML or serde error into a diagnostic with its field.
+fn serde_diag(src: &Source, e: &toml::de::Error) -> Diagnostic {
+    let span = e.span();
+    let msg = e.message().trim().to_string();
+    let field = span
+        .as_ref()
+        .and_then(|s| src.path_at(s))
+        .unwrap_or_else(|| "(syntax)".into());
+    let (found, expected) = if let Some(rest) = msg.strip_prefix("unknown field ") {
+        // "unknown field `x`, expected one of `a`, `b`"
+        let (name, exp) = rest
+            .split_once(", expected ")
+            .unwrap_or((rest, "a known field"));
+        (format!("unknown field {name}"), exp.to_string())
+    } else if let Some(rest) = msg.strip_prefix("invalid type: ") {
+        let (got, exp) = rest
+            .split_once(", expected ")
+            .unwrap_or((rest, "another type"));
+        (got.to_string(), exp.to_string())
+    } else if msg.starts_with("data did not match any variant") {
+        (
+            span.as_ref()
+                .and_then(|s| text_slice(src.text, s))
+                .unwrap_or_else(|| "a value of the wrong type".into()),
+            "a number or a quoted quantity with a unit".into(),
+        )
+    } else {
+        (msg.clone(), "valid TOML (https://toml.io)".into())
+    };
+    src.diag_at(span, &field, found, expected)
+}
+
+fn text_slice(text: &str, s: &std::ops::Range<usize>) -> Option<String> {
+    text.get(s.clone()).map(|t| t.trim().to_string())
+}
+
+struct Validator<'a> {
+    src: &'a Source<'a>,
+    diags: Vec<Diagnostic>,
+    /// An unknown preset was named: fields it would have supplied are not also
+    /// reported missing (one mistake, one diagnostic).
+    quiet_missing: bool,
+}
+
+impl Validator<'_> {
+    fn err(&mut self, field: &str, found: impl Into<String>, expected: impl Into<String>) {
+        let found = found.into();
+        if self.quiet_missing && found == "nothing" {
+            return;
+        }
+        let d = self.src.diag(field, found, expected);
+        self.diags.push(d);
+    }
+
+    fn count(
+        &mut self,
+        field: &str,
+        v: Option<i64>,
+        default: Option<i64>,
+        min: i64,
+        what: &str,
+    ) -> Option<u32> {
+        match v.or(default) {
+            None => {
+                self.err(field, "nothing", format!("{what} (an integer ≥ {min})"));
+                None
+            }
+            Some(n) if n < min || n > u32::MAX as i64 => {
+                self.err(field, n.to_string(), format!("{what}: an integer ≥ {min}"));
+                None
+            }
+            Some(n) => Some(n as u32),
+        }
+    }
+
+    fn rate(
+        &mut self,
+        field: &str,
+        v: Option<&RawQuantity>,
+        default: Option<&str>,
+    ) -> Option<Rate> {
+        let (text, shown) = match (v, default) {
+            (Some(RawQuantity::Str(s)), _) => (s.clone(), format!("{s:?}")),
+            (Some(q @ RawQuantity::Int(_)), _) => {
+                self.err(
+                    field,
+                    format!("{} (no unit)", q.shown()),
+                    "a rate with a unit such as \"400Gbps\" or \"450GB/s\"",
+                );
+                return None;
+            }
+            (None, Some(d)) => (d.to_string(), format!("{d:?} (preset)")),
+            (None, None) => {
+                self.err(
+                    field,
+                    "nothing",
+                    "a rate such as \"400Gbps\" (or name a preset)",
+                );
+                return None;
+            }
+        };
+        match parse_rate(&text) {
+            Ok(r) if r.bps() == 0 => {
+                self.err(field, shown, "a rate above zero");
+                None
+            }
+            Ok(r) => Some(r),
+            Err(e) => {
+                self.err(field, shown, e.expected);
+                None
+            }
+        }
+    }
+
+    fn time(
+        &mut self,
+        field: &str,
+        v: Option<&RawQuantity>,
+        default: Option<&str>,
+    ) -> Option<SimTime> {
+        let (text, shown) = match (v, default) {
+            (Some(RawQuantity::Str(s)), _) => (s.clone(), format!("{s:?}")),
+            (Some(RawQuantity::Int(0)), _) => return Some(SimTime::ZERO),
+            (Some(q @ RawQuantity::Int(_)), _) => {
+                self.err(
+                    field,
+                    format!("{} (no unit)", q.shown()),
+                    "a duration with a unit such as \"500ns\"",
+                );
+                return None;
+            }
+            (None, Some(d)) => (d.to_string(), format!("{d:?} (default)")),
+            (None, None) => {
+                self.err(field, "nothing", "a duration such as \"500ns\"");
+                return None;
+            }
+        };
+        match parse_time(&text) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                self.err(field, shown, e.expected);
+                None
+            }
+        }
+    }
+
+    fn size(
+        &mut self,
+        field: &str,
+        v: Option<&RawQuantity>,
+        default: Option<&str>,
+        min: u64,
+    ) -> Option<u64> {
+        let (res, shown) = match (v, default) {
+            (Some(RawQuantity::Int(i)), _) if *i >= 0 => (Ok(*i as u64), i.to_string()),
+            (Some(RawQuantity::Int(i)), _) => (Err(()), i.to_string()),
+            (Some(RawQuantity::Str(s)), _) => (parse_size(s).map_err(|_| ()), format!("{s:?}")),
+            (None, Some(d)) => (parse_size(d).map_err(|_| ()), format!("{d:?} (default)")),
+            (None, None) => {
+                self.err(field, "nothing", "a size such as \"4KiB\"");
+                return None;
+            }
+        };
+        match res {
+            Ok(b) if b < min => {
+                self.err(field, shown, format!("a size of at least {min} bytes"));
+                None
+            }
+            Ok(b) => Some(b),
+            Err(()) => {
+                self.err(
+                    field,
+                    shown,
+                    "a size such as \"4KiB\", \"1.5MiB\", \"1GiB\" or a whole number of bytes",
+                );
+                None
+            }
+        }
+    }
+
+    fn scenario(&mut self, raw: &RawScenario) -> Option<Scenario> {
+        let node = match raw.cluster.preset.as_deref() {
+            None => None,
+            Some(name) => match presets::node(name) {
+                Some(p) => Some(p),
+                None => {
+                    self.err(
+                        "cluster.preset",
+                        format!("{name:?}"),
+                        format!("one of {}", presets::node_names()),
+                    );
+                    self.quiet_missing = true;
+                    None
+                }
+            },
+        };
+        let fab = match raw.fabric.preset.as_deref() {
+            None => None,
+            Some(name) => match presets::fabric(name) {
+                Some(p) => Some(p),
+                None => {
+                    self.err(
+                        "fabric.preset",
+                        format!("{name:?}"),
+                        format!("one of {}", presets::fabric_names()),
+                    );
+                    self.quiet_missing = true;
+                    None
+                }
+            },
+        };
+        let c = &raw.cluster;
+        let hosts = self.count("cluster.nodes", c.nodes, None, 1, "the number of nodes");
+        let gpus = self.count(
+            "cluster.gpus_per_node",
+            c.gpus_per_node,
+            node.map(|p| p.gpus_per_node as i64),
+            1,
+            "GPUs per node",
+        );
+        let nics = self.count(
+            "cluster.nics_per_node",
+            c.nics_per_node,
+            node.map(|p| p.nics_per_node as i64),
+            1,
+            "NICs per node",
+        );
+        if let (Some(g), Some(n)) = (gpus, nics) {
+            if n > g || g % n != 0 {
+                self.err(
+                    "cluster.nics_per_node",
+                    format!("{n} NICs for {g} GPUs per node"),
+                    format!("a number of NICs that divides the GPUs per node evenly (1, …, {g}), so each NIC serves the same number of GPUs"),
+                );
+            }
+        }
+        let nvlink_rate = self.rate(
+            "cluster.nvlink_bandwidth",
+            c.nvlink_bandwidth.as_ref(),
+            node.map(|p| p.nvlink_bandwidth),
+        );
+        let nvlink_latency = self.time(
+            "cluster.nvlink_latency",
+            c.nvlink_latency.as_ref(),
+            Some(node.map_or("250ns", |p| p.nvlink_latency)),
+        );
+        let pcie_rate = self.rate(
+            "cluster.pcie_bandwidth",
+            c.pcie_bandwidth.as_ref(),
+            Some(node.map_or("64GB/s", |p| p.pcie_bandwidth)),
+        );
+        let pcie_latency = self.time(
+            "cluster.pcie_latency",
+            c.pcie_latency.as_ref(),
+            Some(node.map_or("250ns", |p| p.pcie_latency)),
+        );
+        let gpu_direct = c.gpu_direct.unwrap_or(true);
+        let host_copy_rate = self.rate(
+            "cluster.host_copy_bandwidth",
+            c.host_copy_bandwidth.as_ref(),
+            Some("25GB/s"),
+        );
+        let host_copy_latency = self.time(
+            "cluster.host_copy_latency",
+            c.host_copy_latency.as_ref(),
+            Some("5us"),
+        );
+
+        // fabric
+        let f = &raw.fabric;
+        let kind_name = f.kind.as_deref().or(fab.map(|p| p.kind));
+        let kind = match kind_name {
+            Some("infiniband") => Some(FabricKind::InfiniBand),
+            Some("roce") => Some(FabricKind::Roce),
+            Some("ethernet") => Some(FabricKind::Ethernet),
+            Some(other) => {
+                self.err(
+                    "fabric.kind",
+                    format!("{other:?}"),
+                    "one of \"infiniband\", \"roce\", \"ethernet\"",
+                );
+                None
+            }
+            None => {
+                self.err(
+                    "fabric.kind",
+                    "nothing",
+                    format!(
+                        "\"infiniband\", \"roce\" or \"ethernet\" (or a preset: {})",
+                        presets::fabric_names()
+                    ),
+                );
+                None
+            }
+        };
+        let link_rate = self.rate(
+            "fabric.link_rate",
+            f.link_rate.as_ref(),
+            fab.map(|p| p.link_rate),
+        );
+        let mtu = self.size(
+            "fabric.mtu",
+            f.mtu.as_ref(),
+            Some(fab.map_or("4KiB", |p| p.mtu)),
+            64,
+        );
+        if let Some(m) = mtu {
+            if m > 65536 {
+                self.err("fabric.mtu", m.to_string(), "an MTU of at most 64KiB");
+            }
+        }
+        let header_bytes = match f.header_bytes {
+            Some(h) if !(0..=4096).contains(&h) => {
+                self.err(
+                    "fabric.header_bytes",
+                    h.to_string(),
+                    "header bytes per packet between 0 and 4096",
+                );
+                None
+            }
+            Some(h) => Some(h as u64),
+            None => Some(fab.map_or_else(
+                || presets::default_header(kind_name.unwrap_or("")),
+                |p| p.header_bytes,
+            )),
+        };
+        let link_latency = self.time(
+            "fabric.link_latency",
+            f.link_latency.as_ref(),
+            Some(fab.map_or("50ns", |p| p.link_latency)),
+        );
+        let switch_latency = self.time(
+            "fabric.switch_latency",
+            f.switch_latency.as_ref(),
+            Some(fab.map_or("300ns", |p| p.switch_latency)),
+        );
+        let routing = match f.routing.as_deref().unwrap_or("ecmp") {
+            "ecmp" => Some(Routing::Ecmp),
+            "adaptive" => Some(Routing::Adaptive),
+            "spray" => Some(Routing::Spray),
+            other => {
+                self.err(
+                    "fabric.routing",
+                    format!("{other:?}"),
+                    "one of \"ecmp\", \"adaptive\", \"spray\"",
+                );
+                None
+            }
+        };
+
+        let topology = self.topology(&raw.topology);
+        let workload = self.workload(
+            &raw.workload,
+            hosts.zip(gpus).map(|(h, g)| h as u64 * g as u64),
+        );
+        let fidelity = {
+            let s = raw.simulation.fidelity.as_deref().unwrap_or("flow");
+            match Fidelity::parse(s) {
+                Some(f) => Some(f),
+                None => {
+                    self.err(
+                        "simulation.fidelity",
+                        format!("{s:?}"),
+                        "one of \"analytical\", \"flow\", \"packet\"",
+                    );
+                    None
+                }
+            }
+        };
+        let seed = match raw.simulation.seed {
+            Some(s) if s < 0 => {
+                self.err("simulation.seed", s.to_string(), "a non-negative integer");
+                None
+            }
+            s => Some(s.unwrap_or(1) as u64),
+        };
+
+        let cluster = ClusterSpec {
+            hosts: hosts?,
+            gpus_per_host: gpus?,
+            nics_per_host: nics?,
+            nvlink_rate: nvlink_rate?,
+            nvlink_latency: nvlink_latency?,
+            pcie_rate: pcie_rate?,
+            pcie_latency: pcie_latency?,
+        };
+        let fabric = FabricSpec {
+            kind: kind?,
+            links: FabricLinkSpec {
+                link_rate: link_rate?,
+                link_latency: link_latency?,
+                switch_latency: switch_latency?,
+            },
+            mtu: mtu?,
+            header_bytes: header_bytes?,
+            routing: routing?,
+        };
+        let topology = topology?;
+        // The shape must hold the cluster: build it once now so the error is
+        // reported before any run, on the field at fault.
+        if let Err(e) = crate::topology::build(&cluster, &fabric.links, &topology) {
+            let found = self
+                .src
+                .text_of(e.field)
+                .map(str::to_string)
+                .unwrap_or_else(|| "this cluster".into());
+            self.err(e.field, found, e.message);
+            return None;
+        }
+        Some(Scenario {
+            name: raw.name.clone().unwrap_or_else(|| {
+                std::path::Path::new(self.src.file)
+                    .file_stem()
+                    .map_or_else(|| "scenario".into(), |s| s.to_string_lossy().into_owned())
+            }),
+            file: self.src.file.to_string(),
+            cluster,
+            gpu_direct,
+            host_copy_rate: host_copy_rate?,
+            host_copy_latency: host_copy_latency?,
+            topology,
+            fabric,
+            workload: workload?,
+            fidelity: fidelity?,
+            seed: seed?,
+            keys_set: keys_set(self.src.text),
+        })
+    }
+
+    fn topology(&mut self, t: &RawTopology) -> Option<TopologySpec> {
+        let kind = t.kind.as_deref().unwrap_or("");
+        let allowed: &[&str] = match kind {
+            "single_switch" => &[],
+            "leaf_spine" => &["radix", "oversubscription"],
+            "fat_tree" => &["k"],
+            "rail_optimized" => &["radix", "spine_radix"],
+            "dragonfly" => &[
+                "groups",
+                "routers_per_group",
+                "hosts_per_router",
+                "global_links_per_router",
+            ],
+            "" => {
+                self.err("topology.kind", "nothing", "one of \"single_switch\", \"leaf_spine\", \"fat_tree\", \"rail_optimized\", \"dragonfly\"");
+                return None;
+            }
+            other => {
+                self.err("topology.kind", format!("{other:?}"), "one of \"single_switch\", \"leaf_spine\", \"fat_tree\", \"rail_optimized\", \"dragonfly\"");
+                return None;
+            }
+        };
+        let present = [
+            ("radix", t.radix.is_some()),
+            ("spine_radix", t.spine_radix.is_some()),
+            ("oversubscription", t.oversubscription.is_some()),
+            ("k", t.k.is_some()),
+            ("groups", t.groups.is_some()),
+            ("routers_per_group", t.routers_per_group.is_some()),
+            ("hosts_per_router", t.hosts_per_router.is_some()),
+            (
+                "global_links_per_router",
+                t.global_links_per_router.is_some(),
+            ),
+        ];
+        let mut ok = true;
+        for (key, is) in present {
+            if is && !allowed.contains(&key) {
+                self.err(
+                    &format!("topology.{key}"),
+                    format!("`{key}` with kind {kind:?}"),
+                    if allowed.is_empty() {
+                        format!("no other keys for kind {kind:?}")
+                    } else {
+                        format!("only {} for kind {kind:?}", allowed.join(", "))
+                    },
+                );
+                ok = false;
+            }
+        }
+        let spec = match kind {
+            "single_switch" => Some(TopologySpec::SingleSwitch),
+            "leaf_spine" => {
+                let radix = self.count("topology.radix", t.radix, Some(64), 2, "ports per switch");
+                let o = t.oversubscription.map_or(1.0, RawNumber::as_f64);
+                if !(o.is_finite() && o > 0.0) {
+                    self.err(
+                        "topology.oversubscription",
+                        o.to_string(),
+                        "a positive down:up ratio such as 1.0 or 3.0",
+                    );
+                    return None;
+                }
+                Some(TopologySpec::LeafSpine {
+                    radix: radix?,
+                    oversubscription: o,
+                })
+            }
+            "fat_tree" => {
+                let k = self.count("topology.k", t.k, None, 2, "the fat-tree arity k (even)")?;
+                Some(TopologySpec::FatTree { k })
+            }
+            "rail_optimized" => {
+                let radix = self.count(
+                    "topology.radix",
+                    t.radix,
+                    Some(64),
+                    2,
+                    "ports per leaf switch",
+                );
+                let spine = self.count(
+                    "topology.spine_radix",
+                    t.spine_radix,
+                    radix.map(i64::from),
+                    2,
+                    "ports per spine switch",
+                );
+                Some(TopologySpec::RailOptimized {
+                    radix: radix?,
+                    spine_radix: spine?,
+                })
+            }
+            _ => {
+                let g = self.count("topology.groups", t.groups, None, 2, "the number of groups");
+                let a = self.count(
+                    "topology.routers_per_group",
+                    t.routers_per_group,
+                    None,
+                    1,
+                    "routers per group",
+                );
+                let p = self.count(
+                    "topology.hosts_per_router",
+                    t.hosts_per_router,
+                    None,
+                    1,
+                    "NIC ports per router",
+                );
+                let h = self.count(
+                    "topology.global_links_per_router",
+                    t.global_links_per_router,
+                    None,
+                    1,
+                    "global links per router",
+                );
+                Some(TopologySpec::Dragonfly {
+                    groups: g?,
+                    routers_per_group: a?,
+                    hosts_per_router: p?,
+                    global_links_per_router: h?,
+                })
+            }
+        };
+        if ok {
+            spec
+        } else {
+            None
+        }
+    }
+
+    fn workload(&mut self, w: &RawWorkload, total_gpus: Option<u64>) -> Option<WorkloadSpec> {
+        match w.kind.as_deref().unwrap_or("collective") {
+            "collective" => {}
+            other => {
+                self.err("workload.kind", format!("{other:?}"), "\"collective\"");
+                return None;
+            }
+        }
+        let op = match w.op.as_deref() {
+            None => {
+                self.err(
+                    "workload.op",
+                    "nothing",
+                    "one of allreduce, allgather, reducescatter, broadcast, alltoall",
+                );
+                None
+            }
+            Some(s) => match CollectiveOp::parse(s) {
+                Some(op) => Some(op),
+                None => {
+                    self.err(
+                        "workload.op",
+                        format!("{s:?}"),
+                        "one of allreduce, allgather, reducescatter, broadcast, alltoall",
+                    );
+                    None
+                }
+            },
+        };
+        let algo_names = "auto, ring, tree, halving_doubling, hierarchical, direct";
+        let algorithm = match w.algorithm.as_deref().unwrap_or("auto") {
+            "auto" => Some(AlgoChoice::Auto),
+            s => match Algorithm::parse(s) {
+                Some(a) => {
+                    if let Some(op) = op {
+                        if !crate::collective::supports(a, op) {
+                            self.err(
+                                "workload.algorithm",
+                                format!("{s:?} for {}", op.name()),
+                                format!(
+                                    "an algorithm that implements {} ({}), or auto",
+                                    op.name(),
+                                    supporting(op)
+                                ),
+                            );
+                        }
+                    }
+                    Some(AlgoChoice::Fixed(a))
+                }
+                None => {
+                    self.err(
+                        "workload.algorithm",
+                        format!("{s:?}"),
+                        format!("one of {algo_names}"),
+                    );
+                    None
+                }
+            },
+        };
+        let inter_host = {
+            let s = w.inter_host.as_deref().unwrap_or("ring");
+            match Algorithm::parse(s) {
+                Some(a @ (Algorithm::Ring | Algorithm::Tree | Algorithm::HalvingDoubling)) => {
+                    Some(a)
+                }
+                _ => {
+                    self.err(
+                        "workload.inter_host",
+                        format!("{s:?}"),
+                        "one of ring, tree, halving_doubling",
+                    );
+                    None
+                }
+            }
+        };
+        let sizes = if let Some(list) = &w.sizes {
+            if w.min_bytes.is_some() || w.max_bytes.is_some() || w.step_factor.is_some() {
+                self.err("workload.sizes", "both `sizes` and min_bytes/max_bytes/step_factor", "either an explicit `sizes` list or a min_bytes/max_bytes/step_factor sweep, not both");
+            }
+            if list.is_empty() {
+                self.err(
+                    "workload.sizes",
+                    "an empty list",
+                    "at least one size such as \"1MiB\"",
+                );
+                None
+            } else {
+                let mut out = Vec::new();
+                let mut bad = false;
+                for (i, q) in list.iter().enumerate() {
+                    match self.size(&format!("workload.sizes.{i}"), Some(q), None, 1) {
+                        Some(b) => out.push(b),
+                        None => bad = true,
+                    }
+                }
+                out.sort_unstable();
+                out.dedup();
+                (!bad).then_some(out)
+            }
+        } else {
+            let min = self.size("workload.min_bytes", w.min_bytes.as_ref(), Some("1MiB"), 1);
+            let max = self.size("workload.max_bytes", w.max_bytes.as_ref(), Some("1GiB"), 1);
+            let f = w.step_factor.unwrap_or(2);
+            if f < 2 {
+                self.err(
+                    "workload.step_factor",
+                    f.to_string(),
+                    "an integer factor ≥ 2 between sizes (nccl-tests -f)",
+                );
+                None
+            } else {
+                match (min, max) {
+                    (Some(a), Some(b)) if a > b => {
+                        self.err(
+                            "workload.max_bytes",
+                            crate::units::format_bytes(b),
+                            format!(
+                                "a size at least min_bytes ({})",
+                                crate::units::format_bytes(a)
+                            ),
+                        );
+                        None
+                    }
+                    (Some(a), Some(b)) => Some(size_sweep(a, b, f as u64)),
+                    _ => None,
+                }
+            }
+        };
+        let chunk_bytes = self.size("workload.chunk", w.chunk.as_ref(), Some("512KiB"), 1);
+        let dtype = {
+            let s = w.dtype.as_deref().unwrap_or("float32");
+            match DTYPES.iter().find(|d| d.0 == s) {
+                Some(&(_, name, size)) => Some(Dtype { name, size }),
+                None => {
+                    self.err(
+                        "workload.dtype",
+                        format!("{s:?}"),
+                        "one of float32, float16, bfloat16, float64, int32, int8",
+                    );
+                    None
+                }
+            }
+        };
+        let root = match (w.root, total_gpus) {
+            (Some(r), Some(n)) if r < 0 || r as u64 >= n => {
+                self.err(
+                    "workload.root",
+                    r.to_string(),
+                    format!("a rank between 0 and {}", n - 1),
+                );
+                None
+            }
+            (r, _) => Some(r.unwrap_or(0) as u32),
+        };
+        Some(WorkloadSpec::Collective(CollectiveWorkload {
+            op: op?,
+            algorithm: algorithm?,
+            inter_host: inter_host?,
+            sizes: sizes?,
+            chunk_bytes: chunk_bytes?,
+            dtype: dtype?,
+            root: root?,
+        }))
+    }
+}
+
+fn supporting(op: CollectiveOp) -> String {
+    Algorithm::ALL
+        .into_iter()
+        .filter(|&a| crate::collective::supports(a, op))
+        .map(Algorithm::name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Sizes from `min` to `max` multiplying by `factor` (nccl-tests `-b -e -f`).
+pub fn size_sweep(min: u64, max: u64, factor: u64) -> Vec<u64> {
+    let mut v = Vec::new();
+    let mut s = min.max(1);
+    while s <= max {
+        v.push(s);
+        match s.checked_mul(factor.max(2)) {
+            Some(n) => s = n,
+            None => break,
+        }
+    }
+    v
+}
+
+/// Every leaf key the file sets, dotted, in file order.
+pub fn keys_set(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Ok(tree) = toml::de::DeTable::parse(text) {
+        collect_keys(tree.get_ref(), "", &mut out);
+    }
+    out
+}
+
+fn collect_keys(t: &toml::de::DeTable, prefix: &str, out: &mut Vec<String>) {
+    let mut items: Vec<_> = t.iter().collect();
+    items.sort_by_key(|(k, _)| k.span().start);
+    for (k, v) in items {
+        let path = if prefix.is_empty() {
+            k.get_ref().to_string()
+        } else {
+            format!("{prefix}.{}", k.get_ref())
+        };
+        match v.get_ref() {
+            toml::de::DeValue::Table(sub) => collect_keys(sub, &path, out),
+            _ => out.push(path),
+        }
+    }
+}
+
+impl Scenario {
+    /// The settings this scenario sets that `fidelity` does not use, with the reason.
+    pub fn ignored_settings(&self, fidelity: Fidelity) -> Vec<IgnoredSetting> {
+        let mut out = Vec::new();
+        let WorkloadSpec::Collective(w) = &self.workload;
+        for key in &self.keys_set {
+            let reason: Option<String> = match key.as_str() {
+                "simulation.seed" if fidelity == Fidelity::Analytical => {
+                    Some("the analytical fidelity has no randomness (ECMP paths of one length cost the same)".into())
+                }
+                "fabric.routing" if fidelity == Fidelity::Analytical => {
+                    Some("α-β costs do not depend on which equal-cost path a transfer takes".into())
+                }
+                "fabric.routing" if fidelity == Fidelity::Flow && self.fabric.routing != Routing::Ecmp => Some(format!(
+                    "the flow fidelity keeps each flow on one ECMP path; {} routing is modeled at the packet fidelity",
+                    self.fabric.routing.name()
+                )),
+                "workload.root" if w.op != CollectiveOp::Broadcast => {
+                    Some(format!("a root applies to broadcast only, not {}", w.op.name()))
+                }
+                "workload.inter_host"
+                    if !matches!(w.algorithm, AlgoChoice::Auto | AlgoChoice::Fixed(Algorithm::Hierarchical)) =>
+                {
+                    Some("inter_host applies to the hierarchical algorithm only".into())
+                }
+                "cluster.host_copy_bandwidth" | "cluster.host_copy_latency" if self.gpu_direct => {
+                    Some("the host-staged copy applies only with gpu_direct = false".into())
+                }
+                _ => None,
+            };
+            if let Some(reason) = reason {
+                out.push(IgnoredSetting {
+                    key: key.clone(),
+                    reason,
+                });
+            }
+        }
+        out
+    }
+
+    /// The cluster as the topology sees it, with the host-staged path folded into
+    /// the PCIe hop when GPUDirect is off: the data crosses host memory, so the
+    /// GPU↔NIC hop runs at the slower of PCIe and the copy, and pays the copy latency.
+    pub fn effective_cluster(&self) -> ClusterSpec {
+        let mut c = self.cluster.clone();
+        if !self.gpu_direct {
+            c.pcie_rate = c.pcie_rate.min(self.host_copy_rate);
+            c.pcie_latency += self.host_copy_latency;
+        }
+        c
+    }
+
+    /// Builds the topology of this scenario, with header overhead applied.
+    ///
+    /// # Errors
+    /// Cannot fail for a validated scenario; the error is kept for API honesty.
+    pub fn build_topology(
+        &self,
+    ) -> Result<crate::topology::Topology, crate::topology::TopologyError> {
+        let mut t = crate::topology::build(
+            &self.effective_cluster(),
+            &self.fabric.links,
+            &self.topology,
+        )?;
+        t.set_network_efficiency(self.fabric.efficiency());
+        Ok(t)
+    }
+
+    /// Total GPUs.
+    pub fn num_gpus(&self) -> u32 {
+        self.cluster.hosts * self.cluster.gpus_per_host
+    }
+}

@@ -1,0 +1,70 @@
+//! Counters and distributions gathered across the runs of a scenario.
+
+use hdrhistogram::Histogram;
+
+use crate::report::{FlowStats, Percentiles};
+use crate::units::SimTime;
+
+/// Accumulates flow completion times and slowdowns in HDR histograms (3 significant
+/// digits), so a run with millions of flows keeps constant memory.
+pub struct FlowAccumulator {
+    fct_ps: Histogram<u64>,
+    /// Slowdown × 1000, as an integer.
+    slowdown_milli: Histogram<u64>,
+    count: u64,
+}
+
+impl Default for FlowAccumulator {
+    fn default() -> Self {
+        FlowAccumulator::new()
+    }
+}
+
+impl FlowAccumulator {
+    /// An empty accumulator.
+    pub fn new() -> FlowAccumulator {
+        FlowAccumulator {
+            fct_ps: Histogram::new(3).expect("3 significant digits is a valid precision"),
+            slowdown_milli: Histogram::new(3).expect("3 significant digits is a valid precision"),
+            count: 0,
+        }
+    }
+
+    /// Adds one flow's completion time and its ideal time on an idle path.
+    pub fn add(&mut self, fct: SimTime, ideal: SimTime) {
+        self.count += 1;
+        self.fct_ps.saturating_record(fct.ps().max(1));
+        let slow = if ideal.ps() > 0 {
+            fct.ps() as f64 / ideal.ps() as f64
+        } else {
+            1.0
+        };
+        self.slowdown_milli
+            .saturating_record((slow * 1000.0).round().max(1.0) as u64);
+    }
+
+    /// Adds every flow of a backend run.
+    pub fn add_all(&mut self, fct: &[SimTime], ideal: &[SimTime]) {
+        for (f, i) in fct.iter().zip(ideal) {
+            self.add(*f, *i);
+        }
+    }
+
+    /// The summary for the report.
+    pub fn stats(&self) -> FlowStats {
+        if self.count == 0 {
+            return FlowStats::default();
+        }
+        let pct = |h: &Histogram<u64>, scale: f64| Percentiles {
+            p50: h.value_at_quantile(0.50) as f64 / scale,
+            p99: h.value_at_quantile(0.99) as f64 / scale,
+            p999: h.value_at_quantile(0.999) as f64 / scale,
+            max: h.max() as f64 / scale,
+        };
+        FlowStats {
+            count: self.count,
+            fct_us: pct(&self.fct_ps, 1e6),
+            slowdown: pct(&self.slowdown_milli, 1e3),
+        }
+    }
+}

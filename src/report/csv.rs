@@ -1,0 +1,60 @@
+//! CSV exports (one header line, comma-separated, no quoting needed: fields are
+//! numbers and identifiers).
+
+use std::fmt::Write;
+
+use super::Report;
+
+/// One row per collective size.
+pub fn collectives(r: &Report) -> String {
+    let mut s = String::from(
+        "scenario,fidelity,op,algorithm,bytes,count,type,ranks,time_us,algbw_GBps,busbw_GBps\n",
+    );
+    for c in &r.collectives {
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{},{},{},{:.4},{:.4},{:.4}",
+            csv_field(&r.scenario),
+            r.fidelity,
+            c.op,
+            c.algorithm,
+            c.bytes,
+            c.count,
+            c.dtype,
+            c.ranks,
+            c.time_us,
+            c.algbw_gbps,
+            c.busbw_gbps
+        );
+    }
+    s
+}
+
+/// One row per link that carried traffic.
+pub fn links(r: &Report) -> String {
+    let mut s =
+        String::from("link,bytes,utilization,drops,max_queue_bytes,avg_queue_bytes,stall_ps\n");
+    for l in &r.links {
+        let _ = writeln!(
+            s,
+            "{},{},{:.6},{},{},{:.1},{}",
+            l.link,
+            l.bytes,
+            l.utilization,
+            l.drops,
+            l.max_queue_bytes,
+            l.avg_queue_bytes,
+            l.stall_ps
+        );
+    }
+    s
+}
+
+/// Quotes a free-text field if it holds a comma or quote.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}

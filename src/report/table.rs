@@ -1,0 +1,86 @@
+//! The terminal rendering: an nccl-tests-style table plus fabric counters.
+
+use std::fmt::Write;
+
+use super::Report;
+use crate::units::format_bytes;
+
+/// Renders the report for a terminal.
+pub fn render(r: &Report) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# fabricsim {} | scenario {} | fidelity {} | seed {}",
+        r.version, r.scenario, r.fidelity, r.seed
+    );
+    let _ = writeln!(
+        s,
+        "# topology {}: {} hosts, {} GPUs, {} switches, {} links",
+        r.topology.shape, r.topology.hosts, r.topology.gpus, r.topology.switches, r.topology.links
+    );
+    if !r.collectives.is_empty() {
+        s.push_str(&collective_table(r));
+    }
+    if r.flows.count > 0 {
+        let f = &r.flows;
+        let _ = writeln!(
+            s,
+            "# flows {}: FCT p50 {:.2} us, p99 {:.2} us, p99.9 {:.2} us, max {:.2} us; slowdown p50 {:.2}, p99 {:.2}",
+            f.count, f.fct_us.p50, f.fct_us.p99, f.fct_us.p999, f.fct_us.max, f.slowdown.p50, f.slowdown.p99
+        );
+    }
+    let c = &r.fabric;
+    let _ = writeln!(
+        s,
+        "# fabric: {} delivered, {} drops, {} ECN marks, {} PFC pauses, {} retransmitted, max queue {}",
+        format_bytes(c.bytes_delivered),
+        c.drops,
+        c.ecn_marks,
+        c.pfc_pause_frames,
+        c.retransmitted_packets,
+        format_bytes(c.max_queue_bytes)
+    );
+    for ig in &r.ignored_settings {
+        let _ = writeln!(
+            s,
+            "# note: {} is not used at this fidelity: {}",
+            ig.key, ig.reason
+        );
+    }
+    let _ = writeln!(
+        s,
+        "# simulated {} events in {:.3} s ({:.2} M events/s)",
+        r.sim.events,
+        r.sim.wall_s,
+        r.sim.events_per_s / 1e6
+    );
+    s
+}
+
+/// Only the collective rows, with nccl-tests' columns.
+pub fn collective_table(r: &Report) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "#\n# {:>12} {:>12} {:>8} {:>16} {:>6} {:>12} {:>10} {:>10}",
+        "size", "count", "type", "algorithm", "ranks", "time(us)", "algbw", "busbw"
+    );
+    let _ = writeln!(
+        s,
+        "# {:>12} {:>12} {:>8} {:>16} {:>6} {:>12} {:>10} {:>10}",
+        "(B)", "(elements)", "", "", "", "", "(GB/s)", "(GB/s)"
+    );
+    for c in &r.collectives {
+        let _ = writeln!(
+            s,
+            "  {:>12} {:>12} {:>8} {:>16} {:>6} {:>12.2} {:>10.2} {:>10.2}",
+            c.bytes, c.count, c.dtype, c.algorithm, c.ranks, c.time_us, c.algbw_gbps, c.busbw_gbps
+        );
+    }
+    if !r.collectives.is_empty() {
+        let avg =
+            r.collectives.iter().map(|c| c.busbw_gbps).sum::<f64>() / r.collectives.len() as f64;
+        let _ = writeln!(s, "# Avg bus bandwidth    : {avg:.3} GB/s\n#");
+    }
+    s
+}

@@ -1,0 +1,236 @@
+//! Runs a validated [`Scenario`] at one fidelity and assembles its [`Report`].
+
+use std::time::Instant;
+
+use crate::backend::{self, FabricCounters, LinkCounters, RunOutput};
+use crate::collective::{self, CollectiveError, CollectiveSpec};
+use crate::config::{AlgoChoice, CollectiveWorkload, Fidelity, Scenario, WorkloadSpec};
+use crate::dag::Dag;
+use crate::metrics::FlowAccumulator;
+use crate::report::{CollectiveRow, Report, SimStats, TopologySummary};
+use crate::topology::{GpuId, Topology};
+
+/// Choices made on the command line that override the scenario file.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Fidelity to run instead of the file's.
+    pub fidelity: Option<Fidelity>,
+    /// Seed to use instead of the file's.
+    pub seed: Option<u64>,
+    /// Keep per-link counters in the report.
+    pub collect_links: bool,
+}
+
+/// Why a valid scenario could not run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RunError {
+    /// The collective cannot run on this communicator.
+    #[error("collective: {0}")]
+    Collective(#[from] CollectiveError),
+    /// The flow backend stopped.
+    #[error("flow backend: {0}")]
+    Flow(#[from] backend::flow::FlowError),
+    /// The topology could not be built.
+    #[error("topology: {0}")]
+    Topology(#[from] crate::topology::TopologyError),
+    /// The fidelity is not available for this workload.
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+/// Runs `scenario` and returns its report.
+///
+/// # Errors
+/// [`RunError`] when the workload cannot run on the topology at this fidelity.
+pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
+    let wall = Instant::now();
+    let fidelity = opts.fidelity.unwrap_or(scenario.fidelity);
+    let seed = opts.seed.unwrap_or(scenario.seed);
+    let topo = scenario.build_topology()?;
+    let mut acc = Accumulated::default();
+    match &scenario.workload {
+        WorkloadSpec::Collective(w) => run_collectives(w, &topo, fidelity, seed, opts, &mut acc)?,
+    }
+    let wall_s = wall.elapsed().as_secs_f64();
+    let mut links = acc.links;
+    links.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.link.cmp(&b.link)));
+    Ok(Report {
+        scenario: scenario.name.clone(),
+        fidelity: fidelity.name().to_string(),
+        seed,
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        scenario_hash: format!("{:016x}", fnv1a(format!("{scenario:?}").as_bytes())),
+        topology: TopologySummary {
+            shape: topo.shape.clone(),
+            hosts: topo.hosts,
+            gpus: topo.num_gpus(),
+            switches: topo.num_switches(),
+            links: topo.links.len(),
+        },
+        collectives: acc.rows,
+        flows: acc.flows.stats(),
+        fabric: acc.fabric,
+        links,
+        ignored_settings: scenario.ignored_settings(fidelity),
+        sim: SimStats {
+            events: acc.events,
+            wall_s,
+            events_per_s: if wall_s > 0.0 {
+                acc.events as f64 / wall_s
+            } else {
+                0.0
+            },
+        },
+    })
+}
+
+#[derive(Default)]
+struct Accumulated {
+    rows: Vec<CollectiveRow>,
+    flows: FlowAccumulator,
+    fabric: FabricCounters,
+    links: Vec<LinkCounters>,
+    events: u64,
+}
+
+impl Accumulated {
+    fn absorb(&mut self, out: &RunOutput, collect_links: bool) {
+        self.flows.add_all(&out.transfer_fct, &out.transfer_ideal);
+        let f = &mut self.fabric;
+        let o = &out.fabric;
+        f.bytes_delivered += o.bytes_delivered;
+        f.bytes_sent += o.bytes_sent;
+        f.drops += o.drops;
+        f.bytes_dropped += o.bytes_dropped;
+        f.ecn_marks += o.ecn_marks;
+        f.pfc_pause_frames += o.pfc_pause_frames;
+        f.retransmitted_packets += o.retransmitted_packets;
+        f.max_queue_bytes = f.max_queue_bytes.max(o.max_queue_bytes);
+        f.credit_stall_ps += o.credit_stall_ps;
+        f.cnps += o.cnps;
+        f.timeouts += o.timeouts;
+        self.events += out.events;
+        if collect_links {
+            merge_links(&mut self.links, &out.links);
+        }
+    }
+}
+
+/// Adds `new` link counters into `into` (summing bytes, keeping maxima).
+fn merge_links(into: &mut Vec<LinkCounters>, new: &[LinkCounters]) {
+    for l in new {
+        match into.iter_mut().find(|x| x.link == l.link) {
+            Some(x) => {
+                x.bytes += l.bytes;
+                x.drops += l.drops;
+                x.stall_ps += l.stall_ps;
+                x.max_queue_bytes = x.max_queue_bytes.max(l.max_queue_bytes);
+                x.utilization = x.utilization.max(l.utilization);
+                x.avg_queue_bytes = x.avg_queue_bytes.max(l.avg_queue_bytes);
+            }
+            None => into.push(l.clone()),
+        }
+    }
+}
+
+/// The communicator of a collective workload: every GPU of the cluster.
+pub fn all_ranks(topo: &Topology) -> Vec<GpuId> {
+    (0..topo.num_gpus()).map(GpuId).collect()
+}
+
+/// The collective spec for one size of a sweep, with `auto` resolved.
+///
+/// # Errors
+/// When no algorithm can run the operation on the communicator.
+pub fn spec_for(
+    w: &CollectiveWorkload,
+    bytes: u64,
+    ranks: &[GpuId],
+    topo: &Topology,
+) -> Result<CollectiveSpec, CollectiveError> {
+    let mut spec = CollectiveSpec {
+        op: w.op,
+        algorithm: match w.algorithm {
+            AlgoChoice::Fixed(a) => a,
+            AlgoChoice::Auto => collective::Algorithm::Ring,
+        },
+        bytes,
+        chunk_bytes: w.chunk_bytes,
+        inter_host: w.inter_host,
+        root: w.root,
+    };
+    if w.algorithm == AlgoChoice::Auto {
+        spec.algorithm = collective::auto_select(&spec, ranks, topo)?;
+    }
+    Ok(spec)
+}
+
+fn run_collectives(
+    w: &CollectiveWorkload,
+    topo: &Topology,
+    fidelity: Fidelity,
+    seed: u64,
+    opts: &RunOptions,
+    acc: &mut Accumulated,
+) -> Result<(), RunError> {
+    let ranks = all_ranks(topo);
+    let n = ranks.len() as u32;
+    for &bytes in &w.sizes {
+        let spec = spec_for(w, bytes, &ranks, topo)?;
+        let time = match fidelity {
+            Fidelity::Analytical => {
+                let t = collective::analytical_time(&spec, &ranks, topo)?;
+                let moved = collective::traffic_bytes(&spec, &ranks)?;
+                acc.fabric.bytes_delivered += moved;
+                acc.fabric.bytes_sent += moved;
+                t
+            }
+            Fidelity::Flow => {
+                let mut dag = Dag::new();
+                dag.begin_op(spec.op.name());
+                collective::lower(&spec, &ranks, topo, &mut dag, &[])?;
+                let out = backend::flow::run(&dag, topo, &backend::flow::FlowConfig { seed })?;
+                acc.absorb(&out, opts.collect_links);
+                let t = out.op_timing[0];
+                t.end - t.start
+            }
+            Fidelity::Packet => {
+                return Err(RunError::Unsupported(
+                    "the packet fidelity is not built yet; use analytical or flow".into(),
+                ))
+            }
+        };
+        acc.rows.push(row(w, &spec, n, time.as_secs_f64()));
+    }
+    Ok(())
+}
+
+/// One nccl-tests row: algbw = S / t, busbw = algbw × factor (nccl-tests PERFORMANCE.md).
+pub fn row(w: &CollectiveWorkload, spec: &CollectiveSpec, n: u32, secs: f64) -> CollectiveRow {
+    let algbw = if secs > 0.0 {
+        spec.bytes as f64 / secs / 1e9
+    } else {
+        0.0
+    };
+    CollectiveRow {
+        op: spec.op.name().to_string(),
+        algorithm: spec.algorithm.name().to_string(),
+        bytes: spec.bytes,
+        count: spec.bytes / w.dtype.size,
+        dtype: w.dtype.name.to_string(),
+        ranks: n,
+        time_us: secs * 1e6,
+        algbw_gbps: algbw,
+        busbw_gbps: algbw * spec.op.busbw_factor(n),
+    }
+}
+
+/// 64-bit FNV-1a, a stable hash for scenario fingerprints.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}

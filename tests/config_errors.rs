@@ -1,0 +1,237 @@
+//! Bad scenario files: each gives a diagnostic naming the file, line, column,
+//! field, what was found and what is expected — never a panic.
+
+use fabricsim::config::{self, ConfigError, Diagnostic};
+
+const GOOD: &str = r#"name = "t"
+[cluster]
+preset = "dgx-h100-node"
+nodes = 4
+[topology]
+kind = "leaf_spine"
+radix = 16
+[fabric]
+preset = "ib-ndr-400"
+[workload]
+op = "allreduce"
+algorithm = "ring"
+sizes = ["1MiB", "16MiB"]
+[simulation]
+fidelity = "flow"
+seed = 7
+"#;
+
+fn errors(text: &str) -> ConfigError {
+    match config::parse("bad.toml", text) {
+        Ok(_) => panic!("expected an error for:\n{text}"),
+        Err(e) => e,
+    }
+}
+
+fn one(text: &str) -> Diagnostic {
+    let e = errors(text);
+    assert_eq!(e.diagnostics.len(), 1, "{e}");
+    e.diagnostics[0].clone()
+}
+
+fn with(old: &str, new: &str) -> String {
+    assert!(GOOD.contains(old), "{old}");
+    GOOD.replacen(old, new, 1)
+}
+
+#[test]
+fn the_reference_scenario_is_valid() {
+    let s = config::parse("good.toml", GOOD).unwrap();
+    assert_eq!(s.num_gpus(), 32);
+    assert_eq!(s.seed, 7);
+}
+
+#[test]
+fn unknown_key_names_the_key_and_the_known_ones() {
+    let d = one(&with("nodes = 4", "nodes = 4\nnodez = 5"));
+    assert_eq!((d.line, d.col), (5, 1), "{d}");
+    assert!(d.found.contains("nodez"), "{d}");
+    assert!(d.expected.contains("nodes"), "{d}");
+    assert_eq!(d.file, "bad.toml");
+}
+
+#[test]
+fn rate_without_unit_is_refused() {
+    let d = one(&with(
+        "preset = \"ib-ndr-400\"",
+        "preset = \"ib-ndr-400\"\nlink_rate = 400",
+    ));
+    assert_eq!(d.field, "fabric.link_rate");
+    assert_eq!(d.line, 10);
+    assert!(d.expected.contains("unit"), "{d}");
+}
+
+#[test]
+fn zero_bandwidth_is_refused_before_the_run() {
+    let d = one(&with(
+        "preset = \"ib-ndr-400\"",
+        "preset = \"ib-ndr-400\"\nlink_rate = \"0Gbps\"",
+    ));
+    assert_eq!(d.field, "fabric.link_rate");
+    assert_eq!((d.line, d.col), (10, 13));
+    assert!(
+        d.found.contains("0Gbps") && d.expected.contains("above zero"),
+        "{d}"
+    );
+}
+
+#[test]
+fn wrong_unit_names_the_accepted_units() {
+    let d = one(&with(
+        "nodes = 4",
+        "nodes = 4\nnvlink_latency = \"3 parsecs\"",
+    ));
+    assert_eq!(d.field, "cluster.nvlink_latency");
+    assert!(d.expected.contains("ns"), "{d}");
+}
+
+#[test]
+fn negative_node_count_is_refused() {
+    let d = one(&with("nodes = 4", "nodes = -4"));
+    assert_eq!(d.field, "cluster.nodes");
+    assert_eq!((d.line, d.col), (4, 9));
+    assert_eq!(d.found, "-4");
+}
+
+#[test]
+fn gpus_not_divisible_by_nics_is_refused() {
+    let d = one(&with(
+        "nodes = 4",
+        "nodes = 4\ngpus_per_node = 8\nnics_per_node = 3",
+    ));
+    assert_eq!(d.field, "cluster.nics_per_node");
+    assert!(d.expected.contains("divides"), "{d}");
+}
+
+#[test]
+fn topology_too_small_for_the_cluster_is_refused() {
+    // 1000 nodes × 8 NICs = 8000 NICs; a 16-port leaf-spine holds 16 leaves × 8 = 128.
+    let d = one(&with("nodes = 4", "nodes = 1000"));
+    assert_eq!(d.field, "topology.radix");
+    assert!(d.expected.contains("at most 128 NICs"), "{d}");
+    assert_eq!(d.line, 7);
+}
+
+#[test]
+fn key_of_another_topology_kind_is_refused() {
+    let d = one(&with("radix = 16", "radix = 16\nk = 8"));
+    assert_eq!(d.field, "topology.k");
+    assert!(d.expected.contains("radix, oversubscription"), "{d}");
+}
+
+#[test]
+fn unknown_preset_lists_the_presets() {
+    let d = one(&with("preset = \"ib-ndr-400\"", "preset = \"ib-ndr-9000\""));
+    assert_eq!(d.field, "fabric.preset");
+    assert!(
+        d.expected.contains("ib-ndr-400") && d.expected.contains("roce-400"),
+        "{d}"
+    );
+}
+
+#[test]
+fn algorithm_that_does_not_implement_the_op_is_refused() {
+    let d = one(&with("op = \"allreduce\"", "op = \"alltoall\""));
+    assert_eq!(d.field, "workload.algorithm");
+    assert!(d.expected.contains("direct"), "{d}");
+}
+
+#[test]
+fn bad_size_in_a_list_points_at_the_element() {
+    let d = one(&with(
+        "sizes = [\"1MiB\", \"16MiB\"]",
+        "sizes = [\"1MiB\", \"16 MegaBytes\"]",
+    ));
+    assert_eq!(d.field, "workload.sizes.1");
+    assert_eq!((d.line, d.col), (13, 18));
+}
+
+#[test]
+fn wrong_type_names_found_and_expected() {
+    let d = one(&with("seed = 7", "seed = \"seven\""));
+    assert_eq!(d.field, "simulation.seed");
+    assert!(d.found.contains("string"), "{d}");
+    assert!(
+        d.expected.contains("i64") || d.expected.contains("integer"),
+        "{d}"
+    );
+}
+
+#[test]
+fn toml_syntax_error_is_located() {
+    let d = one(&with("radix = 16", "radix = = 16"));
+    assert_eq!(d.line, 7);
+    assert!(d.col > 0);
+}
+
+#[test]
+fn unknown_fidelity_is_refused() {
+    let d = one(&with("fidelity = \"flow\"", "fidelity = \"quantum\""));
+    assert_eq!(d.field, "simulation.fidelity");
+    assert!(d.expected.contains("packet"));
+}
+
+#[test]
+fn every_problem_is_reported_at_once() {
+    let text = with("nodes = 4", "nodes = 0").replace("fidelity = \"flow\"", "fidelity = \"x\"");
+    let e = errors(&text);
+    let fields: Vec<_> = e.diagnostics.iter().map(|d| d.field.as_str()).collect();
+    assert!(
+        fields.contains(&"cluster.nodes") && fields.contains(&"simulation.fidelity"),
+        "{fields:?}"
+    );
+    let shown = e.to_string();
+    assert!(shown.contains("bad.toml:4:9"), "{shown}");
+    assert!(shown.contains("2 problems found"), "{shown}");
+}
+
+#[test]
+fn min_above_max_is_refused() {
+    let d = one(&with(
+        "sizes = [\"1MiB\", \"16MiB\"]",
+        "min_bytes = \"1GiB\"\nmax_bytes = \"1MiB\"",
+    ));
+    assert_eq!(d.field, "workload.max_bytes");
+}
+
+#[test]
+fn odd_fat_tree_arity_is_refused() {
+    let text = with(
+        "kind = \"leaf_spine\"\nradix = 16",
+        "kind = \"fat_tree\"\nk = 7",
+    );
+    let d = one(&text);
+    assert_eq!(d.field, "topology.k");
+}
+
+#[test]
+fn missing_file_is_a_diagnostic() {
+    let e = config::load(std::path::Path::new("/nonexistent/scenario.toml")).unwrap_err();
+    assert!(e.to_string().contains("/nonexistent/scenario.toml"));
+}
+
+#[test]
+fn cli_exits_2_with_the_diagnostic_on_stderr() {
+    let dir = std::env::temp_dir().join(format!("fabricsim-cfg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bad.toml");
+    std::fs::write(&path, with("nodes = 4", "nodes = -4")).unwrap();
+    for cmd in ["validate", "run"] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_fabricsim"))
+            .arg(cmd)
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{cmd}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("bad.toml:4:9") && err.contains("cluster.nodes"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,133 @@
+//! Every shipped example runs, and no setting silently does nothing: each numeric
+//! setting a fidelity claims to use changes the result when perturbed.
+
+use std::path::PathBuf;
+
+use fabricsim::config::{self, Fidelity};
+use fabricsim::run::{run, RunOptions};
+
+fn examples() -> Vec<PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/examples"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn headline(text: &str, file: &str, f: Fidelity) -> Option<Vec<u64>> {
+    let s = config::parse(file, text).ok()?;
+    let r = run(
+        &s,
+        &RunOptions {
+            fidelity: Some(f),
+            ..RunOptions::default()
+        },
+    )
+    .ok()?;
+    // time in ns per collective row: the figure of merit of a collective sweep
+    Some(
+        r.collectives
+            .iter()
+            .map(|c| (c.time_us * 1e3).round() as u64)
+            .collect(),
+    )
+}
+
+#[test]
+fn every_example_validates_and_runs_analytically() {
+    for p in examples() {
+        let s = config::load(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        let r = run(
+            &s,
+            &RunOptions {
+                fidelity: Some(Fidelity::Analytical),
+                ..RunOptions::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        assert!(!r.collectives.is_empty(), "{}", p.display());
+    }
+}
+
+/// Settings that only constrain the build (a spine must have a port per leaf) and
+/// cannot change a result of a valid scenario; they are validated, not simulated.
+const CONSTRAINT_ONLY: [&str; 1] = ["topology.spine_radix"];
+
+/// Replaces the value of `key` in `text` by `new`.
+fn replace_value(text: &str, key: &str, new: &str) -> Option<String> {
+    let src = config::Source::new("x.toml", text);
+    let span = src.span_of(key)?;
+    Some(format!(
+        "{}{}{}",
+        &text[..span.start],
+        new,
+        &text[span.end..]
+    ))
+}
+
+/// Candidate perturbations of a value: halve and double its number, keeping the unit.
+fn perturbations(value: &str) -> Vec<String> {
+    let v = value.trim();
+    let (quote, inner) = if v.starts_with('"') {
+        ("\"", v.trim_matches('"'))
+    } else {
+        ("", v)
+    };
+    let end = inner
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(inner.len());
+    let (num, unit) = inner.split_at(end);
+    let Ok(x) = num.parse::<f64>() else {
+        return Vec::new();
+    };
+    let fmt = |y: f64| {
+        if num.contains('.') || unit.is_empty() && y.fract() != 0.0 {
+            format!("{quote}{y:.3}{unit}{quote}")
+        } else {
+            format!("{quote}{}{unit}{quote}", y.round() as i64)
+        }
+    };
+    let mut out = vec![fmt(x * 2.0), fmt((x / 2.0).max(1.0))];
+    if x == 0.0 {
+        out.push(format!("{quote}100{unit}{quote}"));
+    }
+    out
+}
+
+#[test]
+fn no_numeric_setting_silently_does_nothing() {
+    for p in examples() {
+        let text = std::fs::read_to_string(&p).unwrap();
+        let file = p.display().to_string();
+        let s = config::load(&p).unwrap();
+        for f in [Fidelity::Analytical, Fidelity::Flow] {
+            let ignored: Vec<String> = s.ignored_settings(f).into_iter().map(|i| i.key).collect();
+            let base = headline(&text, &file, f).unwrap();
+            for key in &s.keys_set {
+                if ignored.contains(key) || CONSTRAINT_ONLY.contains(&key.as_str()) {
+                    continue;
+                }
+                let src = config::Source::new(&file, &text);
+                let Some(value) = src.text_of(key) else {
+                    continue;
+                };
+                let cands = perturbations(value);
+                if cands.is_empty() {
+                    continue; // not numeric (names, booleans, lists)
+                }
+                let changed = cands.iter().any(|new| {
+                    replace_value(&text, key, new)
+                        .and_then(|t| headline(&t, &file, f))
+                        .is_some_and(|h| h != base)
+                });
+                assert!(
+                    changed,
+                    "{file}: `{key}` = {value} changes nothing at {f:?} fidelity (tried {cands:?}); \
+                     use it or list it in ignored_settings"
+                );
+            }
+        }
+    }
+}

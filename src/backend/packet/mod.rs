@@ -184,16 +184,18 @@ pub struct PacketConfig {
     pub shared_buffer_alpha: f64,
     /// Next-hop choice. Default `Ecmp`.
     pub routing: Routing,
-    /// Maximum unacknowledged bytes per queue pair. Default 256 KiB ≈ the
-    /// bandwidth-delay product of 400 Gb/s over a ~5 µs round trip.
+    /// Maximum unacknowledged bytes per queue pair. Default 512 KiB ≈ the
+    /// bandwidth-delay product of 400 Gb/s over a 10 µs round trip (a 3-tier
+    /// fat-tree: ≈ 5 µs of propagation, pipelines and store-and-forward, plus
+    /// queueing); 256 KiB measurably throttled sprayed flows on a k = 8 fat-tree.
     pub window_bytes: u64,
     /// The receiver ACKs every this many packets (and on a message's last).
     /// Default 4 (assumption: NICs coalesce ACKs; the ratio is not published).
     pub ack_every: u32,
     /// Retransmission timeout, picoseconds. Default 1.048576 ms = 4.096 µs × 2^8
     /// (the IB local-ACK-timeout encoding with value 8): far above the queueing
-    /// delay a credit fabric can build with the default windows (a 32:1 incast of
-    /// 256 KiB windows queues ≈ 170 µs at 400 Gb/s), so it never fires spuriously;
+    /// delay a credit fabric builds with the default windows (a 32:1 incast of
+    /// 512 KiB windows queues ≈ 340 µs at 400 Gb/s), so it does not fire spuriously;
     /// NCCL's default of 18 (≈ 1.07 s) would make lossy runs take simulated seconds.
     pub rto: SimTime,
     /// How the NIC reaches the payload. Default `GpuDirect`.
@@ -228,7 +230,7 @@ impl Default for PacketConfig {
             shared_buffer_bytes: 0,
             shared_buffer_alpha: 1.0,
             routing: Routing::Ecmp,
-            window_bytes: 256 << 10,
+            window_bytes: 512 << 10,
             ack_every: 4,
             rto: SimTime(1_048_576_000),
             host_path: HostPath::GpuDirect,

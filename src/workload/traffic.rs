@@ -379,7 +379,7 @@ mod tests {
         };
         let a = generate(&spec, &t).unwrap();
         assert_eq!(a.tasks, generate(&spec, &t).unwrap().tasks);
-        let mut seen = vec![false; 32];
+        let mut seen = [false; 32];
         for task in &a.tasks {
             let TaskKind::Transfer { src, dst, .. } = task.kind else {
                 panic!()

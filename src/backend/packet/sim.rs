@@ -106,7 +106,7 @@ impl<'a> Sim<'a> {
             .collect();
         let credits: Vec<i64> = credit_cap
             .iter()
-            .flat_map(|&c| std::iter::repeat(c).take(vls))
+            .flat_map(|&c| std::iter::repeat_n(c, vls))
             .collect();
         let n_tasks = dag.tasks.len();
         let mut s = Sim {
@@ -314,6 +314,18 @@ impl<'a> Sim<'a> {
         self.stats.packets_alive_at_end = self.pkts.live() as u64;
         self.stats.slab_high_water = self.pkts.capacity_used() as u64;
         self.stats.event_queue_high_water = self.q.high_water() as u64;
+        for (p, port) in self.ports.iter().enumerate() {
+            if !port.credit_fc {
+                continue;
+            }
+            for vl in 0..self.vls {
+                let qi = p * self.vls + vl;
+                let pending: i64 = self.credit_fifo[qi].iter().map(|&(_, b)| b as i64).sum();
+                if self.credits[qi] + pending != self.credit_cap[p] {
+                    self.stats.credit_leaks += 1;
+                }
+            }
+        }
         let mut fct = Vec::new();
         let mut ideal = Vec::new();
         for (i, t) in self.dag.tasks.iter().enumerate() {

@@ -47,6 +47,9 @@ pub struct PacketStats {
     pub slab_high_water: u64,
     /// Capacity the event queue grew to (≥ most events pending at once).
     pub event_queue_high_water: u64,
+    /// Credit-controlled (link, lane) pairs whose sender does not hold the
+    /// receiver's whole buffer in credits after the run (a credit leak; must be 0).
+    pub credit_leaks: u64,
 }
 
 impl PacketStats {
@@ -57,7 +60,7 @@ impl PacketStats {
 
     /// Checks that every packet is accounted for: data sent = accepted +
     /// duplicates + out-of-order discards + dropped; control sent = received +
-    /// dropped; drops by cause add up; nothing left alive.
+    /// dropped; drops by cause add up; every credit came home; nothing left alive.
     ///
     /// # Errors
     /// A message naming the first balance that does not hold.
@@ -81,6 +84,12 @@ impl PacketStats {
                 "drops by cause {} != drops by kind {}",
                 self.drops_total(),
                 self.data_dropped + self.ctrl_dropped
+            ));
+        }
+        if self.credit_leaks != 0 {
+            return Err(format!(
+                "{} link lanes did not get all their credits back",
+                self.credit_leaks
             ));
         }
         if self.packets_alive_at_end != 0 {

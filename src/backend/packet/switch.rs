@@ -181,10 +181,10 @@ impl RouteCache {
         self.start.push(0);
         let mut tmp = Vec::new();
         for &s in &switches {
-            for li in 0..self.n_leaves {
-                if self.leaf_node[li] != s {
+            for (&leaf, &rep) in self.leaf_node.iter().zip(&rep_gpu) {
+                if leaf != s {
                     tmp.clear();
-                    topo.next_hops(NodeId(s), GpuId(rep_gpu[li]), &mut tmp);
+                    topo.next_hops(NodeId(s), GpuId(rep), &mut tmp);
                     self.links.extend(tmp.iter().map(|l| l.0));
                 }
                 self.start.push(self.links.len() as u32);

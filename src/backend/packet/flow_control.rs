@@ -36,6 +36,17 @@ pub fn blocks(wire: u32, block: u32) -> u32 {
 }
 
 impl Sim<'_> {
+    /// Credit blocks of a packet of `wire` bytes (a shift for power-of-two blocks:
+    /// this runs several times per packet hop).
+    #[inline]
+    pub(super) fn blk(&self, wire: u32) -> u32 {
+        if self.block_shift != u32::MAX {
+            (wire + (1 << self.block_shift) - 1) >> self.block_shift
+        } else {
+            blocks(wire, self.cfg.credit_block_bytes)
+        }
+    }
+
     /// Whether a packet of `wire` bytes that arrived over a lossy link may join
     /// queue `qi` (port × lanes + lane) of port `port`.
     #[inline]

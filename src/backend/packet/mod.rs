@@ -512,7 +512,12 @@ mod tests {
         // queue holds at most (B + w) / 2 (Choudhury & Hahne's half of the buffer,
         // plus one packet): the switch port towards the receiver.
         let down = t.nics[0].downlink.0;
-        let q = o.links.iter().find(|l| l.link == down).unwrap().max_queue_bytes;
+        let q = o
+            .links
+            .iter()
+            .find(|l| l.link == down)
+            .unwrap()
+            .max_queue_bytes;
         assert!(q <= ((64 << 10) + 4122) / 2 && q > 16 << 10, "{q}");
     }
 

@@ -29,7 +29,6 @@
 //! [`PacketConfig::ack_every`]: super::PacketConfig::ack_every
 
 use super::engine::Event;
-use super::flow_control::blocks;
 use super::sim::Sim;
 use super::slab::{Packet, PktKind, F_LAST_FIRST_TX, NONE};
 use super::switch::NEVER;
@@ -305,9 +304,7 @@ impl Sim<'_> {
                 continue;
             }
             let wire = (payload + self.cfg.header_bytes as u64) as u32;
-            if self.ports[p].credit_fc
-                && self.credits[p * self.vls] < blocks(wire, self.cfg.credit_block_bytes) as i64
-            {
+            if self.ports[p].credit_fc && self.credits[p * self.vls] < self.blk(wire) as i64 {
                 self.ports[p].ring.push_front(qpi);
                 return Pull::NoCredit;
             }

@@ -40,6 +40,8 @@ pub(super) struct Sim<'a> {
     pub credit_fifo: Vec<VecDeque<(u64, u32)>>,
     /// Per port: time of the pending credit wake-up, or NEVER.
     pub credit_wake: Vec<u64>,
+    /// log2 of the credit block when it is a power of two, else u32::MAX.
+    pub block_shift: u32,
     /// Per port: credit blocks of the receiver's full buffer (debug checks).
     pub credit_cap: Vec<i64>,
     /// Per node: shared-buffer bytes in use (lossy, shared buffer only).
@@ -124,6 +126,11 @@ impl<'a> Sim<'a> {
             credits,
             credit_fifo: (0..nl * vls).map(|_| VecDeque::new()).collect(),
             credit_wake: vec![u64::MAX; nl],
+            block_shift: if cfg.credit_block_bytes.is_power_of_two() {
+                cfg.credit_block_bytes.trailing_zeros()
+            } else {
+                u32::MAX
+            },
             credit_cap,
             shared_used: vec![0; topo.nodes.len()],
             gpu_of_node,

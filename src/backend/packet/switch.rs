@@ -9,7 +9,6 @@
 use std::collections::VecDeque;
 
 use super::engine::Event;
-use super::flow_control::blocks;
 use super::nic::Pull;
 use super::sim::Sim;
 use super::slab::{PktKind, F_CORRUPT, F_LAST_FIRST_TX, F_LOSSY_HELD, NONE};
@@ -222,7 +221,6 @@ impl Sim<'_> {
             return;
         }
         let credit_fc = self.ports[p].credit_fc;
-        let block = self.cfg.credit_block_bytes;
         let next_credit = if credit_fc {
             self.absorb_credits(p)
         } else {
@@ -235,7 +233,7 @@ impl Sim<'_> {
                 continue;
             };
             let wire = self.pkts[pkt].wire;
-            if credit_fc && self.credits[qi] < blocks(wire, block) as i64 {
+            if credit_fc && self.credits[qi] < self.blk(wire) as i64 {
                 starved = true;
                 continue;
             }
@@ -272,7 +270,6 @@ impl Sim<'_> {
     pub(super) fn start_tx(&mut self, p: usize, pkt: u32) {
         let now = self.now;
         let vls = self.vls;
-        let block = self.cfg.credit_block_bytes;
         let (wire, vl, in_link, flags) = {
             let k = &self.pkts[pkt];
             (k.wire, k.vl, k.link, k.flags)
@@ -283,7 +280,7 @@ impl Sim<'_> {
                 let node = self.ports[p].from as usize;
                 self.shared_used[node] -= wire as u64;
             } else {
-                self.return_credit(in_link, vl, blocks(wire, block));
+                self.return_credit(in_link, vl, self.blk(wire));
             }
         }
         let ber = self.ports[p].ber;
@@ -291,9 +288,10 @@ impl Sim<'_> {
             let pc = 1.0 - (1.0 - ber).powf(wire as f64 * 8.0);
             self.rand_f64() < pc
         };
+        let nblk = self.blk(wire) as i64;
         let port = &mut self.ports[p];
         if port.credit_fc {
-            self.credits[p * vls + vl as usize] -= blocks(wire, block) as i64;
+            self.credits[p * vls + vl as usize] -= nblk;
         }
         if port.stall_since != NEVER {
             port.stall_ps += now - port.stall_since;
@@ -347,15 +345,14 @@ impl Sim<'_> {
             // Lost on a link that went down; the receiver never held it, so the
             // sender's credits come back at once.
             if port.credit_fc {
-                self.credits[link as usize * self.vls + k.vl as usize] +=
-                    blocks(k.wire, self.cfg.credit_block_bytes) as i64;
+                self.credits[link as usize * self.vls + k.vl as usize] += self.blk(k.wire) as i64;
             }
             self.stats.drops_link_down += 1;
             self.drop_packet(pkt);
             return;
         }
         if k.flags & F_CORRUPT != 0 {
-            self.return_credit(link, k.vl, blocks(k.wire, self.cfg.credit_block_bytes));
+            self.return_credit(link, k.vl, self.blk(k.wire));
             self.stats.drops_corrupt += 1;
             self.drop_packet(pkt);
             return;
@@ -366,7 +363,7 @@ impl Sim<'_> {
                 self.gpu_of_node[node as usize], k.dst,
                 "delivered to the wrong GPU"
             );
-            self.return_credit(link, k.vl, blocks(k.wire, self.cfg.credit_block_bytes));
+            self.return_credit(link, k.vl, self.blk(k.wire));
             self.deliver(pkt);
             return;
         }
@@ -377,7 +374,7 @@ impl Sim<'_> {
     fn forward(&mut self, node: u32, pkt: u32, in_link: u32) {
         let k = self.pkts[pkt];
         let Some(out) = self.pick_next_hop(node, &k) else {
-            self.return_credit(in_link, k.vl, blocks(k.wire, self.cfg.credit_block_bytes));
+            self.return_credit(in_link, k.vl, self.blk(k.wire));
             self.stats.drops_unroutable += 1;
             self.drop_packet(pkt);
             return;
@@ -429,7 +426,8 @@ impl Sim<'_> {
                         0x5bd1_e995
                     };
                     let h = mix64(self.qps[k.qp as usize].hash ^ salt ^ ((node as u64) << 32));
-                    self.cands[(h % n as u64) as usize] as usize
+                    // Multiply-shift instead of `h % n`: no division per hop.
+                    self.cands[((h as u128 * n as u128) >> 64) as usize] as usize
                 }
                 Routing::Spray => {
                     let i = self.rand_below(n as u64) as usize;
@@ -509,7 +507,6 @@ impl Sim<'_> {
     /// Drops everything queued at a port whose link went down. The packet on the
     /// wire is lost when it "arrives" (its epoch is stale).
     fn flush_port(&mut self, p: usize) {
-        let block = self.cfg.credit_block_bytes;
         self.ports[p].account_queue(self.now);
         for vl in 0..self.vls {
             let qi = p * self.vls + vl;
@@ -522,7 +519,7 @@ impl Sim<'_> {
                         let node = self.ports[p].from as usize;
                         self.shared_used[node] -= k.wire as u64;
                     } else {
-                        self.return_credit(k.link, k.vl, blocks(k.wire, block));
+                        self.return_credit(k.link, k.vl, self.blk(k.wire));
                     }
                 }
                 self.ports[p].drops += 1;

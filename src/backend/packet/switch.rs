@@ -146,6 +146,14 @@ pub struct RouteCache {
     n_leaves: usize,
     start: Vec<u32>,
     links: Vec<u32>,
+    /// Per node: the uplink of a NIC (NONE if not a NIC or the link is down).
+    nic_uplink: Vec<u32>,
+    /// Per node: true for an NVSwitch.
+    is_nvswitch: Vec<bool>,
+    /// Per GPU: its NIC node, PCIe down link and NVLink down link.
+    gpu_nic: Vec<u32>,
+    gpu_pcie_down: Vec<u32>,
+    gpu_nvlink_down: Vec<u32>,
 }
 
 impl RouteCache {
@@ -175,6 +183,16 @@ impl RouteCache {
             self.leaf_of_gpu[g] = li as u32;
         }
         self.n_leaves = self.leaf_node.len();
+        self.nic_uplink = vec![NONE; topo.nodes.len()];
+        for nic in &topo.nics {
+            if topo.is_link_up(nic.uplink) {
+                self.nic_uplink[nic.node.0 as usize] = nic.uplink.0;
+            }
+        }
+        self.is_nvswitch = topo.nodes.iter().map(|n| matches!(n.kind, NodeKind::NvSwitch { .. })).collect();
+        self.gpu_nic = topo.gpus.iter().map(|g| g.nic.0).collect();
+        self.gpu_pcie_down = topo.gpus.iter().map(|g| g.pcie_down.0).collect();
+        self.gpu_nvlink_down = topo.gpus.iter().map(|g| g.nvlink_down.0).collect();
         self.start.clear();
         self.links.clear();
         self.start.push(0);
@@ -206,6 +224,13 @@ impl RouteCache {
         if si != NONE && self.leaf_node[li as usize] != node {
             let k = si as usize * self.n_leaves + li as usize;
             out.extend_from_slice(&self.links[self.start[k] as usize..self.start[k + 1] as usize]);
+        } else if self.gpu_nic[dst as usize] == node {
+            // The destination's own NIC: down the PCIe link (never faulted here).
+            out.push(self.gpu_pcie_down[dst as usize]);
+        } else if self.nic_uplink[node as usize] != NONE {
+            out.push(self.nic_uplink[node as usize]);
+        } else if self.is_nvswitch[node as usize] {
+            out.push(self.gpu_nvlink_down[dst as usize]);
         } else {
             tmp.clear();
             topo.next_hops(NodeId(node), GpuId(dst), tmp);

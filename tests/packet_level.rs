@@ -331,6 +331,12 @@ fn same_seed_same_output_and_seeds_matter() {
     assert_eq!(format!("{a:?}"), format!("{b:?}"));
     assert_eq!(sa, sb);
     assert!(!a.series.is_empty(), "sampling was on");
+    // Two series (queue, utilization) per reported port, memory bounded by the cap.
+    assert!(a.series.len() <= 2 * cfg.series_ports as usize);
+    assert!(a
+        .series
+        .iter()
+        .all(|s| s.samples.len() <= cfg.series_max_samples as usize));
     let (c, _) = run(&dag, &topo, &PacketConfig { seed: 2, ..cfg });
     assert_ne!(
         format!("{a:?}"),
@@ -375,6 +381,22 @@ fn ring_allreduce_matches_the_alpha_beta_closed_form() {
         (sim / closed - 1.0) * 100.0
     );
     assert!((sim / closed - 1.0).abs() < 0.03);
+    // The flow level, told the same header overhead, agrees within 3% too.
+    let mut t_eff = topo.clone();
+    t_eff.set_network_efficiency(cfg.efficiency());
+    let flow = fabricsim::backend::flow::run(
+        &dag,
+        &t_eff,
+        &fabricsim::backend::flow::FlowConfig { seed: 1 },
+    )
+    .unwrap();
+    let f = flow.makespan.as_secs_f64();
+    eprintln!(
+        "ring allreduce: flow level {:.3} us ({:+.2}% vs packet)",
+        f * 1e6,
+        (f / sim - 1.0) * 100.0
+    );
+    assert!((f / sim - 1.0).abs() < 0.03);
 }
 
 #[test]

@@ -54,6 +54,21 @@
 //! [`run`] returns the common [`RunOutput`]; [`run_detailed`] also returns
 //! [`PacketStats`], the packet-level conservation counters
 //! (transmitted = accepted + duplicates + out-of-order discards + dropped).
+//! A run ends when the event queue drains (every ACK home), so conservation is
+//! exact; the makespan is the time the last task completed. `transfer_ideal` is
+//! the path latency plus the message's *wire* bytes (headers included) at the
+//! path's bottleneck rate; store-and-forward adds one packet time per extra hop
+//! on top of it. `links[i].utilization` is busy time over the makespan;
+//! `avg_queue_bytes` is averaged over the whole run. `events` counts events
+//! popped from the queue; credit returns are absorbed lazily and only count
+//! when a starved sender had to be woken.
+//!
+//! # Performance
+//!
+//! Measured with `cargo bench --bench packet` on a shared 2-core machine
+//! (figures in the commit history): ≈ 9 M events/s for a 128-host permutation
+//! and ≈ 20 M events/s for a 64:1 incast. The event queue is a calendar wheel
+//! ([`engine`]); packets live in a slab ([`slab`]); nothing allocates per packet.
 
 pub mod engine;
 pub mod flow_control;

@@ -189,7 +189,11 @@ impl RouteCache {
                 self.nic_uplink[nic.node.0 as usize] = nic.uplink.0;
             }
         }
-        self.is_nvswitch = topo.nodes.iter().map(|n| matches!(n.kind, NodeKind::NvSwitch { .. })).collect();
+        self.is_nvswitch = topo
+            .nodes
+            .iter()
+            .map(|n| matches!(n.kind, NodeKind::NvSwitch { .. }))
+            .collect();
         self.gpu_nic = topo.gpus.iter().map(|g| g.nic.0).collect();
         self.gpu_pcie_down = topo.gpus.iter().map(|g| g.pcie_down.0).collect();
         self.gpu_nvlink_down = topo.gpus.iter().map(|g| g.nvlink_down.0).collect();
@@ -317,6 +321,7 @@ impl Sim<'_> {
         let port = &mut self.ports[p];
         if port.credit_fc {
             self.credits[p * vls + vl as usize] -= nblk;
+            debug_assert!(self.credits[p * vls + vl as usize] >= 0, "sent without credits");
         }
         if port.stall_since != NEVER {
             port.stall_ps += now - port.stall_since;

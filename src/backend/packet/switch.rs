@@ -321,7 +321,10 @@ impl Sim<'_> {
         let port = &mut self.ports[p];
         if port.credit_fc {
             self.credits[p * vls + vl as usize] -= nblk;
-            debug_assert!(self.credits[p * vls + vl as usize] >= 0, "sent without credits");
+            debug_assert!(
+                self.credits[p * vls + vl as usize] >= 0,
+                "sent without credits"
+            );
         }
         if port.stall_since != NEVER {
             port.stall_ps += now - port.stall_since;

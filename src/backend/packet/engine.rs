@@ -335,5 +335,7 @@ mod tests {
     fn events_are_small() {
         // Keeps the heap cache-friendly: 8 (time) + 8 (seq) + 16 (event).
         assert!(std::mem::size_of::<Event>() <= 16);
+        // Two packets per cache line.
+        assert_eq!(std::mem::size_of::<super::super::slab::Packet>(), 32);
     }
 }

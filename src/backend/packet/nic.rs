@@ -312,8 +312,8 @@ impl Sim<'_> {
             let pkt = self.pkts.alloc(Packet {
                 qp: qpi,
                 psn: qp.snd_nxt,
-                payload: payload as u32,
                 wire,
+                hash: qp.hash as u32,
                 link: NONE,
                 epoch: 0,
                 dst: qp.dst,
@@ -416,7 +416,7 @@ impl Sim<'_> {
         };
         if accepted {
             self.stats.data_accepted += 1;
-            self.fabric.bytes_delivered += k.payload as u64;
+            self.fabric.bytes_delivered += (k.wire - self.cfg.header_bytes) as u64;
         }
         self.qps[qpi].since_ack += 1;
         let mut completed = false;
@@ -450,8 +450,9 @@ impl Sim<'_> {
         let pkt = self.pkts.alloc(Packet {
             qp: qpi,
             psn,
-            payload: 0,
             wire,
+            // ACKs hash differently from their data so the reverse path is independent.
+            hash: (qp.hash >> 32) as u32,
             link: NONE,
             epoch: 0,
             dst: qp.src,

@@ -34,14 +34,19 @@ pub struct Packet {
     pub qp: u32,
     /// Packet sequence number (data) or acknowledged PSN (ACK/NACK).
     pub psn: u32,
-    /// Payload bytes (0 for ACK/NACK).
-    pub payload: u32,
-    /// Bytes on the wire: payload plus headers.
+    /// Bytes on the wire: payload plus headers (the payload of a data packet is
+    /// `wire − header_bytes`; ACK/NACK carry none). Kept as the one size field
+    /// so a packet fits in 32 bytes.
     pub wire: u32,
+    /// Flow hash for ECMP (kept in the packet so routing a hop does not touch
+    /// the queue pair: one cache miss less per hop).
+    pub hash: u32,
     /// Link the packet arrived on or is travelling on ([`NONE`] at its source).
     pub link: u32,
-    /// Epoch of `link` when transmission started (a link-down bumps it: the packet is lost).
-    pub epoch: u32,
+    /// Epoch of `link` when transmission started (a link-down bumps it: the
+    /// packet is lost). 16 bits: only equality matters, and 65 536 flaps of one
+    /// link during one packet's flight do not happen.
+    pub epoch: u16,
     /// Destination GPU.
     pub dst: u32,
     /// Data, ACK or NACK.

@@ -36,7 +36,7 @@ pub struct Port {
     /// Link usable.
     pub up: bool,
     /// Bumped when the link goes down: packets sent in an older epoch are lost.
-    pub epoch: u32,
+    pub epoch: u16,
     /// The sender of this link obeys credits (else arrivals are drop-tail admitted).
     pub credit_fc: bool,
     /// Bit-error rate.
@@ -497,7 +497,7 @@ impl Sim<'_> {
         let k = self.pkts[pkt];
         if k.kind == PktKind::Data {
             self.stats.data_dropped += 1;
-            self.stats.payload_bytes_dropped += k.payload as u64;
+            self.stats.payload_bytes_dropped += (k.wire - self.cfg.header_bytes) as u64;
             if k.flags & F_LAST_FIRST_TX != 0 {
                 // Cannot happen: the flag is cleared when the source finishes sending.
                 debug_assert!(false, "a packet still on its source link was dropped");
@@ -524,7 +524,7 @@ impl Sim<'_> {
                 for p in pair {
                     self.ports[p].up = up;
                     if !up {
-                        self.ports[p].epoch += 1;
+                        self.ports[p].epoch = self.ports[p].epoch.wrapping_add(1);
                         self.flush_port(p);
                     }
                 }

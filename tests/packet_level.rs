@@ -512,3 +512,19 @@ fn bit_errors_and_rate_changes_are_survived() {
     // Halving the rate after 30 µs: ≈ 30 µs at 400 + the rest at 200 Gb/s, plus go-back-N waste.
     assert!(out.makespan.as_us() > 140.0);
 }
+
+#[test]
+fn reordering_receivers_recover_lossy_drops_by_timeout() {
+    // Spraying and adaptive routing reorder, so the receiver never NACKs: a lossy
+    // incast must then be recovered by retransmission timeouts alone.
+    let topo = single_switch(9);
+    let dag = incast(8, 128 << 10);
+    for routing in [Routing::Spray, Routing::Adaptive] {
+        let cfg = PacketConfig { routing, ..small_buffer(FlowControl::Lossy) };
+        let (out, st) = run(&dag, &topo, &cfg);
+        eprintln!("{routing:?} lossy incast: makespan {} timeouts {} drops {}", out.makespan, st.timeouts, st.drops_total());
+        assert!(st.drops_buffer > 0);
+        assert_eq!(st.nacks_sent, 0, "reordering receivers do not NACK");
+        assert!(st.timeouts > 0);
+    }
+}

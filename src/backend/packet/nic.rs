@@ -325,7 +325,7 @@ impl Sim<'_> {
             if !first {
                 self.stats.retransmitted_packets += 1;
             }
-            let jitter = match self.cfg.transport {
+            let cpu_cost = match self.cfg.transport {
                 Transport::Tcp {
                     per_packet_overhead,
                     jitter,
@@ -348,7 +348,7 @@ impl Sim<'_> {
             if last {
                 qp.send_cursor += 1;
             }
-            qp.cpu_ready = now + jitter;
+            qp.cpu_ready = now + cpu_cost;
             if nothing_outstanding {
                 qp.rto_deadline = now + (rto << qp.rto_backoff);
             }

@@ -383,15 +383,20 @@ impl Sim<'_> {
         if k.epoch != port.epoch || !port.up {
             // Lost on a link that went down; the receiver never held it, so the
             // sender's credits come back at once.
-            if port.credit_fc {
-                self.credits[link as usize * self.vls + k.vl as usize] += self.blk(k.wire) as i64;
-            }
+            let credit_fc = port.credit_fc;
+            self.ports[link as usize].drops += 1;
             self.stats.drops_link_down += 1;
             self.drop_packet(pkt);
+            if credit_fc {
+                self.credits[link as usize * self.vls + k.vl as usize] += self.blk(k.wire) as i64;
+                // The link may be up again and starved for exactly these credits.
+                self.try_send(link as usize);
+            }
             return;
         }
         if k.flags & F_CORRUPT != 0 {
             self.return_credit(link, k.vl, self.blk(k.wire));
+            self.ports[link as usize].drops += 1;
             self.stats.drops_corrupt += 1;
             self.drop_packet(pkt);
             return;
@@ -490,12 +495,14 @@ impl Sim<'_> {
         }
     }
 
-    /// Occupancy of an egress port as adaptive routing sees it: queued bytes plus
-    /// what is left of the packet on the wire.
+    /// Occupancy of an egress port as adaptive routing sees it: queued bytes,
+    /// plus one byte if a packet is on the wire, so an idle port beats a busy one
+    /// with an empty queue (switch ASICs expose queue depth, not the remaining
+    /// serialization time).
     #[inline]
     fn load_of(&self, p: usize) -> u64 {
         let port = &self.ports[p];
-        port.qtotal + if port.busy { 1 } else { 0 }
+        port.qtotal + u64::from(port.busy)
     }
 
     /// Frees a dropped packet and counts it.

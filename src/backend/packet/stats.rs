@@ -17,6 +17,9 @@ pub struct PacketStats {
     pub data_out_of_order: u64,
     /// Data packets dropped in the fabric (buffer, corruption, link down, no route).
     pub data_dropped: u64,
+    /// Packet transmissions on all links (one per packet per hop): the simulated
+    /// work, independent of how many events it took.
+    pub packet_hops: u64,
     /// ACK/NACK packets sent by receivers.
     pub ctrl_sent: u64,
     /// ACK/NACK packets that reached their sender.

@@ -337,6 +337,7 @@ impl Sim<'_> {
             port.stall_since = NEVER;
         }
         let tx = port.tx_time(wire as u64);
+        self.stats.packet_hops += 1;
         port.busy = true;
         port.current = pkt;
         port.tx_end = now + tx;

@@ -520,9 +520,17 @@ fn reordering_receivers_recover_lossy_drops_by_timeout() {
     let topo = single_switch(9);
     let dag = incast(8, 128 << 10);
     for routing in [Routing::Spray, Routing::Adaptive] {
-        let cfg = PacketConfig { routing, ..small_buffer(FlowControl::Lossy) };
+        let cfg = PacketConfig {
+            routing,
+            ..small_buffer(FlowControl::Lossy)
+        };
         let (out, st) = run(&dag, &topo, &cfg);
-        eprintln!("{routing:?} lossy incast: makespan {} timeouts {} drops {}", out.makespan, st.timeouts, st.drops_total());
+        eprintln!(
+            "{routing:?} lossy incast: makespan {} timeouts {} drops {}",
+            out.makespan,
+            st.timeouts,
+            st.drops_total()
+        );
         assert!(st.drops_buffer > 0);
         assert_eq!(st.nacks_sent, 0, "reordering receivers do not NACK");
         assert!(st.timeouts > 0);

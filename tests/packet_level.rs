@@ -536,3 +536,54 @@ fn reordering_receivers_recover_lossy_drops_by_timeout() {
         assert!(st.timeouts > 0);
     }
 }
+
+#[test]
+fn lanes_and_time_series_of_the_hot_port() {
+    let topo = single_switch(9);
+    let dag = incast(8, 256 << 10);
+    // One lane (ACKs share the data lane) and four lanes both run clean.
+    for vls in [1, 4] {
+        run(
+            &dag,
+            &topo,
+            &PacketConfig {
+                vls,
+                ..small_buffer(FlowControl::Credit)
+            },
+        );
+    }
+    let cfg = PacketConfig {
+        sample_interval: SimTime::from_ns(200),
+        series_ports: 2,
+        series_max_samples: 64,
+        ..small_buffer(FlowControl::Credit)
+    };
+    let (out, _) = run(&dag, &topo, &cfg);
+    // The series report the port with the largest queue. With credits that is a
+    // sender's NIC uplink, not the switch port towards the receiver: backpressure
+    // moves the queue to the edge (each NIC holds up to its 256 KiB PCIe-side
+    // buffer while the switch holds 4 packets per input).
+    let hottest = out
+        .links
+        .iter()
+        .max_by_key(|l| (l.max_queue_bytes, std::cmp::Reverse(l.link)))
+        .unwrap();
+    assert!(
+        out.series[0]
+            .name
+            .starts_with(&format!("queue_bytes link {} (nic", hottest.link)),
+        "{}",
+        out.series[0].name
+    );
+    let util = &out.series[1];
+    assert!(util.name.starts_with("utilization"));
+    assert!(util.samples.iter().all(|s| (0.0..=1.0).contains(&s.value)));
+    // Equally spaced samples average to the link's utilization over the run.
+    let mean = util.samples.iter().map(|s| s.value).sum::<f64>() / util.samples.len() as f64;
+    assert!(
+        (mean - hottest.utilization).abs() < 0.03,
+        "sampled {mean} vs counted {}",
+        hottest.utilization
+    );
+    assert!(out.series.iter().all(|s| s.samples.len() <= 64));
+}

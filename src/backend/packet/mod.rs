@@ -11,8 +11,10 @@
 //!   down (ACKs/NACKs ride the highest lane, data lane 0). A packet is
 //!   serialized at the link rate (`tx_time(payload + header)`), then arrives after
 //!   the link's propagation latency plus the receiving node's forwarding latency.
-//!   **Store-and-forward** (cut-through is not modelled): a packet is routed only
-//!   once its last bit arrived, so each extra hop adds one packet time.
+//!   **Store-and-forward** by default: a packet is routed only once its last bit
+//!   arrived, so each extra hop adds one packet time. With
+//!   [`PacketConfig::cut_through`] a node routes on the header instead, wherever
+//!   its out-links are no faster than the in-link (no underrun possible).
 //! * **Forwarding points.** Switches, the NVSwitch and the NIC all forward the
 //!   same way: route on arrival ([`Routing`]: ECMP hash per flow, adaptive
 //!   least-occupied egress, or per-packet spray over
@@ -219,6 +221,12 @@ pub struct PacketConfig {
     pub transport: Transport,
     /// Faults and changes, applied at their times. Default none.
     pub link_events: Vec<LinkEvent>,
+    /// Cut-through forwarding: a switch (or NIC, NVSwitch) routes a packet once
+    /// its header has arrived instead of its last bit, wherever no out-link of the
+    /// node is faster than the in-link (so the egress cannot underrun). Default
+    /// false (store-and-forward, the conservative model; InfiniBand switches such
+    /// as Quantum-2 do cut through, so set it for IB latency studies).
+    pub cut_through: bool,
     /// Time-series sampling interval, picoseconds; 0 = off. Default 0.
     pub sample_interval: SimTime,
     /// Ports reported in the time series (the ones with the largest queues). Default 4.
@@ -251,6 +259,7 @@ impl Default for PacketConfig {
             host_path: HostPath::GpuDirect,
             transport: Transport::Rdma,
             link_events: Vec::new(),
+            cut_through: false,
             sample_interval: SimTime::ZERO,
             series_ports: 4,
             series_max_samples: 512,

@@ -168,6 +168,7 @@ impl<'a> Sim<'a> {
             events: 0,
         };
         s.routes.rebuild(&s.topo);
+        s.update_cut_through();
         s
     }
 

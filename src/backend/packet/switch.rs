@@ -45,6 +45,9 @@ pub struct Port {
     pub latency: u64,
     /// Forwarding latency of the receiving node, ps (folded into the arrival time).
     pub fwd_latency: u64,
+    /// Cut-through at the receiving node: the packet is routed once its header
+    /// (`header_bytes`) is in, not its last bit (see [`Sim::update_cut_through`]).
+    pub cut_through: bool,
     /// Queued wire bytes over all lanes.
     pub qtotal: u64,
     /// Since when the port has been waiting for credits, or [`NEVER`].
@@ -85,6 +88,7 @@ impl Port {
             ps_per_byte: 0,
             latency: link.latency.0,
             fwd_latency: fwd_latency.0,
+            cut_through: false,
             up: true,
             epoch: 0,
             credit_fc,
@@ -343,7 +347,11 @@ impl Sim<'_> {
         port.tx_end = now + tx;
         port.bytes += wire as u64;
         port.busy_ps += tx;
-        let arrive = now + tx + port.latency + port.fwd_latency;
+        // Store-and-forward: the next node routes the packet once its last bit is
+        // in. Cut-through: once its header is in; the egress cannot overtake the
+        // tail because cut-through is only enabled where no out-link is faster.
+        let in_time = if port.cut_through { port.tx_time(self.cfg.header_bytes as u64).min(tx) } else { tx };
+        let arrive = now + in_time + port.latency + port.fwd_latency;
         let epoch = port.epoch;
         let k = &mut self.pkts[pkt];
         k.link = p as u32;
@@ -546,8 +554,30 @@ impl Sim<'_> {
                     self.try_send(p);
                 }
             }
-            LinkEventKind::Rate(r) => self.ports[l].set_rate(r),
+            LinkEventKind::Rate(r) => {
+                self.ports[l].set_rate(r);
+                self.update_cut_through();
+            }
             LinkEventKind::Ber(b) => self.ports[l].ber = b,
+        }
+    }
+
+    /// Decides per link whether its receiver cuts through
+    /// ([`PacketConfig::cut_through`](super::PacketConfig::cut_through)): only a
+    /// forwarding node (not a GPU) none of whose out-links is faster than the link,
+    /// so a packet forwarded on its header can never finish leaving before it has
+    /// finished arriving (no underrun). Elsewhere, e.g. a NIC feeding a faster PCIe
+    /// link, the node stores and forwards.
+    pub(super) fn update_cut_through(&mut self) {
+        let n = self.topo.nodes.len();
+        let mut max_out = vec![0u64; n];
+        for p in &self.ports {
+            max_out[p.from as usize] = max_out[p.from as usize].max(p.rate.0);
+        }
+        let on = self.cfg.cut_through;
+        for p in &mut self.ports {
+            let to = p.to as usize;
+            p.cut_through = on && self.gpu_of_node[to] == NONE && max_out[to] <= p.rate.0;
         }
     }
 

@@ -166,7 +166,7 @@ pub struct LinkEvent {
 pub struct PacketConfig {
     /// Seed of the single random generator. Default 1.
     pub seed: u64,
-    /// Payload bytes per packet. Default 4096, the largest InfiniBand MTU
+    /// Payload bytes per packet, 1..=65536. Default 4096, the largest InfiniBand MTU
     /// (IBA vol. 1 §7.7.8) and what NCCL negotiates on NDR.
     pub mtu: u32,
     /// Header bytes per data packet on the wire. Default 26 = InfiniBand local
@@ -287,8 +287,23 @@ impl PacketConfig {
     fn validate(&self, topo: &Topology) -> Result<(), PacketError> {
         let bad =
             |field: &'static str, message: String| Err(PacketError::Config { field, message });
-        if self.mtu == 0 {
-            return bad("mtu", "the MTU must be at least 1 byte, e.g. 4096".into());
+        if self.mtu == 0 || self.mtu > 65536 {
+            return bad(
+                "mtu",
+                format!(
+                    "between 1 byte and 64 KiB (65536), e.g. 4096; found {}",
+                    self.mtu
+                ),
+            );
+        }
+        if self.header_bytes > 4096 || self.ack_bytes == 0 || self.ack_bytes > 4096 {
+            return bad(
+                "header_bytes/ack_bytes",
+                format!(
+                    "headers of at most 4096 bytes and ACKs of 1..=4096 bytes, found {} and {}",
+                    self.header_bytes, self.ack_bytes
+                ),
+            );
         }
         if !(1..=8).contains(&self.vls) {
             return bad(

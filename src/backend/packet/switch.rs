@@ -350,7 +350,11 @@ impl Sim<'_> {
         // Store-and-forward: the next node routes the packet once its last bit is
         // in. Cut-through: once its header is in; the egress cannot overtake the
         // tail because cut-through is only enabled where no out-link is faster.
-        let in_time = if port.cut_through { port.tx_time(self.cfg.header_bytes as u64).min(tx) } else { tx };
+        let in_time = if port.cut_through {
+            port.tx_time(self.cfg.header_bytes as u64).min(tx)
+        } else {
+            tx
+        };
         let arrive = now + in_time + port.latency + port.fwd_latency;
         let epoch = port.epoch;
         let k = &mut self.pkts[pkt];

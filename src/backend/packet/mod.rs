@@ -221,6 +221,18 @@ pub struct PacketConfig {
     pub transport: Transport,
     /// Faults and changes, applied at their times. Default none.
     pub link_events: Vec<LinkEvent>,
+    /// Raise a data packet's virtual lane by one at every switch-to-switch hop
+    /// (capped at `vls − 2`; ACKs keep lane `vls − 1`). Topologies whose shortest
+    /// paths are not up/down — dragonfly — have cyclic buffer dependencies and
+    /// can deadlock under credits; with a lane per hop stage they cannot (Dally &
+    /// Seitz, IEEE TC 1987; Kim et al., ISCA 2008 use the same idea). A dragonfly's
+    /// minimal paths have 3 switch-to-switch hops, so it needs `vls = 5`.
+    /// Default false.
+    pub vl_escalation: bool,
+    /// Abort with [`PacketError::Deadlock`] when packets wait in buffers but
+    /// nothing has been transmitted anywhere for this long, picoseconds.
+    /// Default 10 ms (thousands of round trips; timers alone never move packets).
+    pub deadlock_timeout: SimTime,
     /// Cut-through forwarding: a switch (or NIC, NVSwitch) routes a packet once
     /// its header has arrived instead of its last bit, wherever no out-link of the
     /// node is faster than the in-link (so the egress cannot underrun). Default
@@ -259,6 +271,8 @@ impl Default for PacketConfig {
             host_path: HostPath::GpuDirect,
             transport: Transport::Rdma,
             link_events: Vec::new(),
+            vl_escalation: false,
+            deadlock_timeout: SimTime(10_000_000_000),
             cut_through: false,
             sample_interval: SimTime::ZERO,
             series_ports: 4,
@@ -348,10 +362,14 @@ impl PacketConfig {
                 "a positive number such as 1.0".into(),
             );
         }
-        if self.window_bytes == 0 || self.ack_every == 0 || self.rto == SimTime::ZERO {
+        if self.window_bytes == 0
+            || self.ack_every == 0
+            || self.rto == SimTime::ZERO
+            || self.deadlock_timeout == SimTime::ZERO
+        {
             return bad(
-                "window_bytes/ack_every/rto",
-                "window, ACK interval and RTO must be positive".into(),
+                "window_bytes/ack_every/rto/deadlock_timeout",
+                "window, ACK interval, RTO and deadlock timeout must be positive".into(),
             );
         }
         if let HostPath::HostStaged { copy_rate, .. } = self.host_path {
@@ -423,6 +441,18 @@ pub enum PacketError {
         done: usize,
         /// All tasks.
         total: usize,
+    },
+    /// Packets wait in buffers but none has moved for
+    /// [`PacketConfig::deadlock_timeout`]: a cyclic wait for credits (e.g. a
+    /// dragonfly without [`PacketConfig::vl_escalation`]).
+    #[error("credit deadlock: {packets} packets stuck, nothing transmitted since {since} (detected at {at}); cyclic buffer dependencies need more lanes (vl_escalation)")]
+    Deadlock {
+        /// When it was detected.
+        at: SimTime,
+        /// Last transmission anywhere.
+        since: SimTime,
+        /// Packets alive (stuck in buffers).
+        packets: u64,
     },
     /// Simulated time passed [`PacketConfig::time_limit`] (e.g. a destination cut off by faults).
     #[error("time limit {at} reached with {done} of {total} tasks complete")]

@@ -72,6 +72,10 @@ pub(super) struct Sim<'a> {
     pub stats: PacketStats,
     pub sampler: Sampler,
     pub events: u64,
+    /// When a packet last started transmission anywhere, ps (deadlock watchdog).
+    pub last_tx: u64,
+    /// Highest lane data may be raised to (ACKs keep the top lane).
+    pub max_data_vl: u8,
 }
 
 impl<'a> Sim<'a> {
@@ -166,7 +170,15 @@ impl<'a> Sim<'a> {
             stats: PacketStats::default(),
             sampler: Sampler::new(nl, cfg.sample_interval.0, cfg.series_max_samples),
             events: 0,
+            last_tx: 0,
+            max_data_vl: cfg.vls.saturating_sub(2),
         };
+        for (p, l) in s.ports.iter_mut().zip(&topo.links) {
+            let sw = |n: crate::topology::NodeId| {
+                matches!(topo.nodes[n.0 as usize].kind, NodeKind::Switch { .. })
+            };
+            p.sw2sw = sw(l.from) && sw(l.to);
+        }
         s.routes.rebuild(&s.topo);
         s.update_cut_through();
         s
@@ -192,6 +204,14 @@ impl<'a> Sim<'a> {
                     at: self.cfg.time_limit,
                     done: self.runner.completed(),
                     total: self.dag.tasks.len(),
+                });
+            }
+            if t > self.last_tx.saturating_add(self.cfg.deadlock_timeout.0) && self.pkts.live() > 0
+            {
+                return Err(PacketError::Deadlock {
+                    at: SimTime(t),
+                    since: SimTime(self.last_tx),
+                    packets: self.pkts.live() as u64,
                 });
             }
             self.now = t;

@@ -26,6 +26,9 @@ pub const F_CORRUPT: u8 = 1;
 pub const F_LAST_FIRST_TX: u8 = 2;
 /// Flag: the packet sits in a buffer that is accounted drop-tail (lossy ingress).
 pub const F_LOSSY_HELD: u8 = 4;
+/// Flag: the packet's lane was raised at this node; it arrived (and holds
+/// credits) on lane `vl − 1`.
+pub const F_VL_RAISED: u8 = 8;
 
 /// One packet in flight or in a buffer.
 #[derive(Clone, Copy, Debug, Default)]

@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use super::engine::Event;
 use super::nic::Pull;
 use super::sim::Sim;
-use super::slab::{PktKind, F_CORRUPT, F_LAST_FIRST_TX, F_LOSSY_HELD, NONE};
+use super::slab::{PktKind, F_CORRUPT, F_LAST_FIRST_TX, F_LOSSY_HELD, F_VL_RAISED, NONE};
 use super::{LinkEventKind, Routing};
 use crate::topology::{mix64, GpuId, Link, LinkId, NodeId, NodeKind, Topology};
 use crate::units::{Rate, SimTime};
@@ -45,6 +45,8 @@ pub struct Port {
     pub latency: u64,
     /// Forwarding latency of the receiving node, ps (folded into the arrival time).
     pub fwd_latency: u64,
+    /// Both ends are switches (lane escalation counts these hops).
+    pub sw2sw: bool,
     /// Cut-through at the receiving node: the packet is routed once its header
     /// (`header_bytes`) is in, not its last bit (see [`Sim::update_cut_through`]).
     pub cut_through: bool,
@@ -89,6 +91,7 @@ impl Port {
             latency: link.latency.0,
             fwd_latency: fwd_latency.0,
             cut_through: false,
+            sw2sw: false,
             up: true,
             epoch: 0,
             credit_fc,
@@ -313,13 +316,15 @@ impl Sim<'_> {
             let k = &self.pkts[pkt];
             (k.wire, k.vl, k.link, k.flags)
         };
-        // The packet leaves this node's buffer: free what it held upstream.
+        // The packet leaves this node's buffer: free what it held upstream (on
+        // the lane it arrived on).
         if in_link != NONE {
             if flags & F_LOSSY_HELD != 0 {
                 let node = self.ports[p].from as usize;
                 self.shared_used[node] -= wire as u64;
             } else {
-                self.return_credit(in_link, vl, self.blk(wire));
+                let in_vl = vl - u8::from(flags & F_VL_RAISED != 0);
+                self.return_credit(in_link, in_vl, self.blk(wire));
             }
         }
         let ber = self.ports[p].ber;
@@ -342,6 +347,7 @@ impl Sim<'_> {
         }
         let tx = port.tx_time(wire as u64);
         self.stats.packet_hops += 1;
+        self.last_tx = now;
         port.busy = true;
         port.current = pkt;
         port.tx_end = now + tx;
@@ -360,7 +366,8 @@ impl Sim<'_> {
         let k = &mut self.pkts[pkt];
         k.link = p as u32;
         k.epoch = epoch;
-        k.flags = (flags & !(F_CORRUPT | F_LOSSY_HELD)) | if corrupt { F_CORRUPT } else { 0 };
+        k.flags = (flags & !(F_CORRUPT | F_LOSSY_HELD | F_VL_RAISED))
+            | if corrupt { F_CORRUPT } else { 0 };
         self.q.push(now + tx, Event::TxDone { port: p as u32 });
         self.q.push(
             arrive,
@@ -436,7 +443,21 @@ impl Sim<'_> {
             self.drop_packet(pkt);
             return;
         };
-        let qi = out * self.vls + k.vl as usize;
+        let mut vl = k.vl;
+        if self.cfg.vl_escalation
+            && k.kind == PktKind::Data
+            && self.ports[in_link as usize].sw2sw
+            && vl < self.max_data_vl
+        {
+            // One lane up per switch-to-switch hop: a packet's lane only rises
+            // along its path, so buffers of different hop stages never wait on
+            // each other in a cycle (Dally & Seitz, IEEE TC 1987).
+            vl += 1;
+            let kp = &mut self.pkts[pkt];
+            kp.vl = vl;
+            kp.flags |= F_VL_RAISED;
+        }
+        let qi = out * self.vls + vl as usize;
         let lossy_in = !self.ports[in_link as usize].credit_fc;
         if lossy_in {
             if !self.admit_lossy(out, qi, k.wire as u64) {
@@ -600,7 +621,8 @@ impl Sim<'_> {
                         let node = self.ports[p].from as usize;
                         self.shared_used[node] -= k.wire as u64;
                     } else {
-                        self.return_credit(k.link, k.vl, self.blk(k.wire));
+                        let in_vl = k.vl - u8::from(k.flags & F_VL_RAISED != 0);
+                        self.return_credit(k.link, in_vl, self.blk(k.wire));
                     }
                 }
                 self.ports[p].drops += 1;

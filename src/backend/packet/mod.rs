@@ -28,6 +28,10 @@
 //!   Ethernet: drop-tail at the egress queue (per port and VL, or a shared buffer
 //!   with the dynamic threshold α·free of Choudhury & Hahne, ToN 1998). PCIe and
 //!   NVLink links are always credit-controlled (both are lossless buses).
+//!   Credits make buffers wait on each other: where routes are not up/down
+//!   (dragonfly) the waits can form a cycle and deadlock, which the run reports
+//!   ([`PacketError::Deadlock`]); [`PacketConfig::vl_escalation`] moves a packet
+//!   up one lane per switch-to-switch hop to break such cycles.
 //! * **Transport** ([`nic`]). RDMA reliable connection, one queue pair per
 //!   (source GPU, destination GPU): that is how NCCL connects peers, and one PSN
 //!   space per pair keeps go-back-N meaningful across the messages of a pair
@@ -67,10 +71,12 @@
 //!
 //! # Performance
 //!
-//! Measured with `cargo bench --bench packet` on a shared 2-core machine
-//! (figures in the commit history): ≈ 9 M events/s for a 128-host permutation
-//! and ≈ 20 M events/s for a 64:1 incast. The event queue is a calendar wheel
-//! ([`engine`]); packets live in a slab ([`slab`]); nothing allocates per packet.
+//! Measured with `cargo bench --bench packet` on a shared 2-core AMD EPYC VM
+//! (figures in the commit history): 9–12 M events/s (≈ 4 M packet-hops/s) for a
+//! 128-host permutation and 20–24 M events/s for a 64:1 incast, per CPU-second of
+//! one thread. The event queue is a calendar wheel ([`engine`]); packets are
+//! 32-byte records in a slab ([`slab`]); nothing allocates per packet (a test
+//! counts allocations).
 
 pub mod engine;
 pub mod flow_control;

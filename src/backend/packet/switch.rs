@@ -48,7 +48,7 @@ pub struct Port {
     /// Both ends are switches (lane escalation counts these hops).
     pub sw2sw: bool,
     /// Cut-through at the receiving node: the packet is routed once its header
-    /// (`header_bytes`) is in, not its last bit (see [`Sim::update_cut_through`]).
+    /// (`header_bytes`) is in, not its last bit (see `PacketConfig::cut_through`).
     pub cut_through: bool,
     /// Queued wire bytes over all lanes.
     pub qtotal: u64,

@@ -49,10 +49,22 @@ fn peak_rss_mib() -> f64 {
 
 fn run_case(case: &str) {
     let (text, label) = match case {
-        "demo" => (fabricsim::demo::SCENARIO.to_string(), "demo: 512 GPUs, hierarchical, 1 MiB..1 GiB, flow"),
-        "flow16k" => (scenario(2048, 512, "ring", "flow"), "16,384 GPUs, hierarchical (ring between nodes), 1 GiB, flow"),
-        "flow16k-tree" => (scenario(2048, 512, "tree", "flow"), "16,384 GPUs, hierarchical (tree between nodes), 1 GiB, flow"),
-        "ana131k" => (scenario(16384, 4096, "ring", "analytical"), "131,072 GPUs, hierarchical (ring between nodes), 1 GiB, analytical"),
+        "demo" => (
+            fabricsim::demo::SCENARIO.to_string(),
+            "demo: 512 GPUs, hierarchical, 1 MiB..1 GiB, flow",
+        ),
+        "flow16k" => (
+            scenario(2048, 512, "ring", "flow"),
+            "16,384 GPUs, hierarchical (ring between nodes), 1 GiB, flow",
+        ),
+        "flow16k-tree" => (
+            scenario(2048, 512, "tree", "flow"),
+            "16,384 GPUs, hierarchical (tree between nodes), 1 GiB, flow",
+        ),
+        "ana131k" => (
+            scenario(16384, 4096, "ring", "analytical"),
+            "131,072 GPUs, hierarchical (ring between nodes), 1 GiB, analytical",
+        ),
         other => {
             eprintln!("unknown case {other}; cases: demo flow16k flow16k-tree ana131k");
             std::process::exit(2);
@@ -74,7 +86,10 @@ fn run_case(case: &str) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
     if let Some(case) = args.first() {
         run_case(case);
         return;

@@ -53,7 +53,10 @@ fn every_example_validates_and_runs_analytically() {
 
 /// Settings that only constrain the build (a spine must have a port per leaf) and
 /// cannot change a result of a valid scenario; they are validated, not simulated.
-const CONSTRAINT_ONLY: [&str; 1] = ["topology.spine_radix"];
+/// The seed is not a quantity: where ECMP has nothing to choose (a ring on a
+/// non-blocking fabric) any seed gives the same result, rightly.
+/// `seed_changes_ecmp_paths_at_flow_level` checks it where paths collide.
+const CONSTRAINT_ONLY: [&str; 2] = ["topology.spine_radix", "simulation.seed"];
 
 /// Replaces the value of `key` in `text` by `new`.
 fn replace_value(text: &str, key: &str, new: &str) -> Option<String> {
@@ -82,14 +85,21 @@ fn perturbations(value: &str) -> Vec<String> {
     let Ok(x) = num.parse::<f64>() else {
         return Vec::new();
     };
+    let integral = !num.contains('.');
     let fmt = |y: f64| {
-        if num.contains('.') || unit.is_empty() && y.fract() != 0.0 {
-            format!("{quote}{y:.3}{unit}{quote}")
+        if integral && y.fract() == 0.0 {
+            format!("{quote}{}{unit}{quote}", y as i64)
         } else {
-            format!("{quote}{}{unit}{quote}", y.round() as i64)
+            format!("{quote}{y}{unit}{quote}")
         }
     };
-    let mut out = vec![fmt(x * 2.0), fmt((x / 2.0).max(1.0))];
+    // halve and double, then a factor of 10 either way (a size sweep's last size
+    // changes only when it crosses the next step)
+    let mut out: Vec<String> = [x * 2.0, x / 2.0, x * 10.0, x / 10.0]
+        .into_iter()
+        .filter(|y| !unit.is_empty() || !integral || y.fract() == 0.0)
+        .map(fmt)
+        .collect();
     if x == 0.0 {
         out.push(format!("{quote}100{unit}{quote}"));
     }
@@ -117,11 +127,22 @@ fn no_numeric_setting_silently_does_nothing() {
                 if cands.is_empty() {
                     continue; // not numeric (names, booleans, lists)
                 }
+                // lazily: stop at the first perturbation that changes the result
+                let mut valid = 0;
                 let changed = cands.iter().any(|new| {
-                    replace_value(&text, key, new)
-                        .and_then(|t| headline(&t, &file, f))
-                        .is_some_and(|h| h != base)
+                    match replace_value(&text, key, new).and_then(|t| headline(&t, &file, f)) {
+                        Some(h) => {
+                            valid += 1;
+                            h != base
+                        }
+                        None => false,
+                    }
                 });
+                if valid == 0 {
+                    // every perturbation is refused by validation (e.g. more NICs than
+                    // GPUs): the key is pinned by the others, there is nothing to compare
+                    continue;
+                }
                 assert!(
                     changed,
                     "{file}: `{key}` = {value} changes nothing at {f:?} fidelity (tried {cands:?}); \
@@ -130,4 +151,21 @@ fn no_numeric_setting_silently_does_nothing() {
             }
         }
     }
+}
+
+#[test]
+fn seed_changes_ecmp_paths_at_flow_level() {
+    // All-to-all over a 3:1 leaf-spine: which uplink each flow hashes to decides
+    // the collisions, so another seed gives another completion time.
+    let p = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/alltoall-oversubscribed.toml"
+    );
+    let text = std::fs::read_to_string(p).unwrap();
+    let base = headline(&text, p, Fidelity::Flow).unwrap();
+    let differs = (4..12).any(|seed| {
+        let t = replace_value(&text, "simulation.seed", &seed.to_string()).unwrap();
+        headline(&t, p, Fidelity::Flow).unwrap() != base
+    });
+    assert!(differs, "no seed changed the ECMP outcome");
 }

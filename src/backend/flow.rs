@@ -93,6 +93,10 @@ struct Flow {
     version: u32,
     latency: u64,
     bytes: u64,
+    /// Rate before the current recomputation.
+    old_rate: f64,
+    /// A completion event for the current version is in the heap.
+    scheduled: bool,
     // scratch for water-filling
     frozen: bool,
     visit: u32,
@@ -186,16 +190,17 @@ impl<'a> Sim<'a> {
         self.recompute(now);
         while let Some(ev) = self.heap.pop() {
             now = ev.time;
-            self.events += 1;
             match ev.kind {
                 EvKind::FlowSent => {
                     let f = &self.flows[ev.id as usize];
                     if f.version != ev.version {
-                        continue;
+                        continue; // superseded by a rate change
                     }
+                    self.events += 1;
                     self.finish_flow(ev.id, now, &mut ready);
                 }
                 EvKind::TaskDone => {
+                    self.events += 1;
                     self.runner.done(TaskId(ev.id), SimTime(now), &mut ready);
                 }
             }
@@ -224,7 +229,9 @@ impl<'a> Sim<'a> {
             self.dirty.push(l);
         }
         self.delivered += bytes;
-        self.flows[fid as usize].version = self.flows[fid as usize].version.wrapping_add(1);
+        let f = &mut self.flows[fid as usize];
+        f.version = f.version.wrapping_add(1);
+        f.scheduled = false;
         self.free.push(fid);
         self.runner.sent(TaskId(task), SimTime(now), ready);
         self.push(now + latency, EvKind::TaskDone, task, 0);
@@ -276,6 +283,8 @@ impl<'a> Sim<'a> {
                                 version: 0,
                                 latency: 0,
                                 bytes: 0,
+                                old_rate: 0.0,
+                                scheduled: false,
                                 frozen: false,
                                 visit: 0,
                             });
@@ -290,6 +299,7 @@ impl<'a> Sim<'a> {
                     }
                     f.remaining = bytes as f64;
                     f.rate = 0.0;
+                    f.scheduled = false;
                     f.last = now;
                     f.latency = latency;
                     f.bytes = bytes;
@@ -349,12 +359,14 @@ impl<'a> Sim<'a> {
                 }
             }
         }
-        // Bring progress up to date at the old rates.
+        // Bring progress up to date at the old rates; remember them to skip
+        // rescheduling flows whose rate does not change.
         for &fid in &self.comp_flows {
             let f = &mut self.flows[fid as usize];
             f.remaining = (f.remaining - f.rate * (now - f.last) as f64).max(0.0);
             f.last = now;
             f.frozen = false;
+            f.old_rate = f.rate;
         }
         // Progressive filling with a lazy min-heap of fair shares per link.
         let mut heap: BinaryHeap<Share> = BinaryHeap::with_capacity(self.comp_links.len());
@@ -399,12 +411,18 @@ impl<'a> Sim<'a> {
                 }
             }
         }
-        // Reschedule the completions of the component's flows.
+        // Reschedule the completions of flows whose rate changed: an unchanged rate
+        // leaves the pending completion event exact, and skipping it keeps the heap
+        // from filling with stale events (an all-to-all changes few rates per event).
         for i in 0..self.comp_flows.len() {
             let fid = self.comp_flows[i];
             let f = &mut self.flows[fid as usize];
+            if f.rate == f.old_rate && f.scheduled {
+                continue;
+            }
             f.version = f.version.wrapping_add(1);
             let (version, rem, rate) = (f.version, f.remaining, f.rate);
+            f.scheduled = rate > 0.0;
             if rate > 0.0 {
                 let dt = (rem / rate).ceil() as u64;
                 self.push(now + dt, EvKind::FlowSent, fid, version);

@@ -1,28 +1,137 @@
-//! Placeholder while the algorithm is written.
-use super::{CollectiveError, CollectiveSpec};
+//! Direct all-to-all (`Algorithm::Direct`; the pairwise/linear exchange of
+//! Thakur, Rabenseifner & Gropp, IJHPCA 2005 §3.4, in NCCL's send/recv form).
+//!
+//! Each rank's send buffer of S bytes is cut into N pieces ([`super::piece`]);
+//! piece j goes to rank j. Like NCCL's grouped send/recv, rank r posts all N−1
+//! messages at once (peers r+1, r+2, …, r+N−1 mod N); the chunks of one message
+//! follow each other on its queue pair (each after the previous is **Sent**). The
+//! messages of a rank therefore share its NIC, which the flow and packet fidelities
+//! model; posting them one after another instead would line every rank's flows up
+//! on the same ECMP paths at the same moment and understate the fabric.
+//!
+//! **Closed form** on an idle fabric, with the worst edge (max α, min B) over the
+//! edges from rank 0 and the last edges (r, r−1), and β_c the chunk times of the
+//! largest piece ⌈S/N⌉: `T = (N−1)·Σβ_c + α`, i.e. (N−1)·S/(N·B) + α unchunked:
+//! the NIC injects (N−1)/N of the buffer at rate B. It equals the flow fidelity on a
+//! non-blocking fabric when N divides S; the idle critical path of the DAG (which
+//! lets the N−1 messages overlap at full rate each) is a lower bound.
+//! O(N) path-cost lookups. N = 1 or S = 0: a marker, time 0.
+//! Traffic: every rank sends all but its own piece, (N−1)·S in total.
+use super::{chunks_at, piece, precheck, ChunkTimes, CollectiveError, CollectiveSpec, Emitter};
 use crate::dag::{Dag, Dep, TaskId};
 use crate::topology::{GpuId, Topology};
 use crate::units::SimTime;
 
-/// Lowers the collective into transfers.
+/// Lowers the all-to-all into transfers (see the module doc); returns the final marker.
+///
+/// # Errors
+/// Unsupported operation or bad communicator.
 pub fn lower(
     spec: &CollectiveSpec,
-    _r: &[GpuId],
-    _t: &Topology,
-    _d: &mut Dag,
-    _a: &[Dep],
+    ranks: &[GpuId],
+    topo: &Topology,
+    dag: &mut Dag,
+    after: &[Dep],
 ) -> Result<TaskId, CollectiveError> {
-    Err(super::unsupported(spec.algorithm, spec.op))
+    let mut em = Emitter { dag, trace: None };
+    super::lower_with(spec, ranks, topo, &mut em, after)
 }
-/// Closed-form time.
+
+/// Emits the transfers and returns the dependencies that mark the end.
+pub(crate) fn emit(
+    spec: &CollectiveSpec,
+    ranks: &[GpuId],
+    em: &mut Emitter<'_>,
+    after: &[Dep],
+) -> Vec<Dep> {
+    let n = ranks.len();
+    if n <= 1 || spec.bytes == 0 {
+        return after.to_vec();
+    }
+    let mut ends = Vec::with_capacity(n);
+    for r in 0..n {
+        for j in 1..n {
+            let peer = (r + j) % n;
+            // each peer's message starts at once, on its own queue pair
+            let mut prev: Option<TaskId> = None;
+            let (off, len) = piece(spec.bytes, n as u64, peer as u64);
+            for (o, b) in chunks_at(off, len, spec.chunk_bytes) {
+                let deps: Vec<Dep> = match prev {
+                    Some(p) => vec![Dep::Sent(p)],
+                    None => after.to_vec(),
+                };
+                let t = em.send(ranks[r], ranks[peer], o, b, false, &deps);
+                prev = Some(t);
+                ends.push(Dep::Done(t));
+            }
+        }
+    }
+    ends
+}
+
+/// Closed-form time `(N−1)·Σβ_c + α` (see the module doc).
+///
+/// # Errors
+/// Unsupported operation, bad communicator or unreachable ranks.
 pub fn time(
     spec: &CollectiveSpec,
-    _r: &[GpuId],
-    _t: &Topology,
+    ranks: &[GpuId],
+    topo: &Topology,
 ) -> Result<SimTime, CollectiveError> {
-    Err(super::unsupported(spec.algorithm, spec.op))
+    precheck(spec, ranks, Some(topo))?;
+    let n = ranks.len();
+    if n <= 1 || spec.bytes == 0 {
+        return Ok(SimTime::ZERO);
+    }
+    let pairs = (1..n)
+        .map(|j| (ranks[0], ranks[j]))
+        .chain((0..n).map(|r| (ranks[r], ranks[(r + n - 1) % n])));
+    let cost = super::worst_cost(topo, pairs)?;
+    let ct = ChunkTimes::new(spec.bytes.div_ceil(n as u64), spec.chunk_bytes, cost.rate);
+    Ok(super::times(n as u64 - 1, ct.sum).saturating_add(cost.alpha))
 }
-/// Total payload bytes moved.
-pub fn traffic(spec: &CollectiveSpec, _r: &[GpuId]) -> Result<u64, CollectiveError> {
-    Err(super::unsupported(spec.algorithm, spec.op))
+
+/// Total payload bytes moved: (N−1)·S.
+///
+/// # Errors
+/// Unsupported operation or bad communicator.
+pub fn traffic(spec: &CollectiveSpec, ranks: &[GpuId]) -> Result<u64, CollectiveError> {
+    precheck(spec, ranks, None)?;
+    Ok((ranks.len() as u64 - 1).saturating_mul(spec.bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collective::{test_topo, Algorithm, CollectiveOp};
+    use crate::dag::TaskKind;
+
+    /// Rank r sends piece j to rank j, peers in the order r+1, r+2, …, chained on Sent.
+    #[test]
+    fn peers_in_rotating_order() {
+        let t = test_topo(4, 1);
+        let spec = CollectiveSpec {
+            op: CollectiveOp::AllToAll,
+            algorithm: Algorithm::Direct,
+            bytes: 4000,
+            chunk_bytes: u64::MAX,
+            inter_host: Algorithm::Ring,
+            root: 0,
+        };
+        let ranks: Vec<GpuId> = (0..4).map(GpuId).collect();
+        let mut dag = Dag::new();
+        lower(&spec, &ranks, &t, &mut dag, &[]).unwrap();
+        let dsts: Vec<u32> = dag.tasks[3..6]
+            .iter()
+            .map(|t| match t.kind {
+                TaskKind::Transfer { src, dst, bytes } => {
+                    assert_eq!((src.0, bytes), (1, 1000));
+                    dst.0
+                }
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(dsts, [2, 3, 0]);
+        assert_eq!(traffic(&spec, &ranks), Ok(3 * 4000));
+    }
 }

@@ -12,8 +12,37 @@
 //! reduce `bytes` is the buffer of one rank; for all-gather and reduce-scatter it is
 //! the *total* gathered buffer (each rank owns `bytes / n`); for all-to-all it is the
 //! send buffer of one rank (`bytes / n` to each peer).
+//!
+//! | algorithm | operations | closed form (unchunked, uniform α, B) |
+//! |---|---|---|
+//! | [`ring`] | all-reduce, all-gather, reduce-scatter, broadcast | 2(N−1)(α + S/(N·B)); (N−1)(α + S/(N·B)); broadcast (N−1)α + (C+N−2)β |
+//! | [`tree`] | all-reduce, broadcast | ≈ 2·log2 N·(α + β) + pipeline; see the module |
+//! | [`halving_doubling`] | all-reduce, all-gather, reduce-scatter (N = 2^k) | 2·log2 N·α + 2(N−1)/N·S/B; half for AG/RS |
+//! | [`hierarchical`] | all-reduce (whole hosts) | intra RS + inter AR(S/g) + intra AG |
+//! | [`alltoall`] | all-to-all | (N−1)·S/(N·B) + α |
+//!
+//! **Timing model** (shared by every closed form and [`critical_path`]): a transfer
+//! that starts at t is *sent* at t + tx_time(bytes) and *done* α later; a rank
+//! posts its next message on a channel when the previous one is sent and forwards
+//! or reduces data once it is done. Closed forms equal the critical path of the
+//! lowered DAG ([`critical_path::idle_critical_path`]) when the sizes divide evenly
+//! and the edges an algorithm uses share one payload rate; ring and tree keep one α
+//! per edge (so hops within a leaf and across a spine differ) and take the slowest
+//! rate, halving-doubling follows every rank exactly, all-to-all takes the worst
+//! edge. Otherwise they are a tight upper bound (tests check both).
+//!
+//! **Edge cases.** A communicator of one rank, or zero bytes, lowers to a single
+//! marker (no transfers) and costs 0. An empty communicator, a GPU listed twice or
+//! absent from the topology, a broadcast root outside the communicator, or a shape
+//! an algorithm cannot use (halving-doubling off powers of two, hierarchical on
+//! partial hosts) is a [`CollectiveError::BadCommunicator`], never a panic.
+//!
+//! [`lower_traced`] also records which buffer bytes each transfer carries and
+//! whether it reduces or copies ([`Carry`]); the tests replay it to check that every
+//! rank ends with the right contributions.
 
 pub mod alltoall;
+pub mod critical_path;
 pub mod halving_doubling;
 pub mod hierarchical;
 pub mod ring;
@@ -22,6 +51,7 @@ pub mod tree;
 use crate::dag::{Dag, Dep, TaskId};
 use crate::topology::{GpuId, Topology};
 use crate::units::{Rate, SimTime};
+use std::collections::HashSet;
 
 /// A collective operation, as nccl-tests names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -224,6 +254,253 @@ pub fn lower(
     }
 }
 
+/// Like [`lower`], and also records in `trace` what every transfer carries (which
+/// bytes of the collective's buffer, and whether the receiver adds them into its
+/// copy or overwrites it), so tests can check the schedule moves the right data.
+///
+/// # Errors
+/// See [`CollectiveError`].
+pub fn lower_traced(
+    spec: &CollectiveSpec,
+    ranks: &[GpuId],
+    topo: &Topology,
+    dag: &mut Dag,
+    after: &[Dep],
+    trace: &mut Vec<Carry>,
+) -> Result<TaskId, CollectiveError> {
+    let mut em = Emitter {
+        dag,
+        trace: Some(trace),
+    };
+    lower_with(spec, ranks, topo, &mut em, after)
+}
+
+/// Dispatch shared by [`lower`] (through each algorithm's `lower`) and [`lower_traced`].
+pub(crate) fn lower_with(
+    spec: &CollectiveSpec,
+    ranks: &[GpuId],
+    topo: &Topology,
+    em: &mut Emitter<'_>,
+    after: &[Dep],
+) -> Result<TaskId, CollectiveError> {
+    if !supports(spec.algorithm, spec.op) {
+        return Err(unsupported(spec.algorithm, spec.op));
+    }
+    check_ranks(ranks, Some(topo))?;
+    check_root(spec, ranks)?;
+    let ends = match spec.algorithm {
+        Algorithm::Ring => ring::emit(spec, ranks, topo, em, after)?,
+        Algorithm::Tree => tree::emit(spec, ranks, topo, em, after)?,
+        Algorithm::HalvingDoubling => halving_doubling::emit(spec, ranks, em, after)?,
+        Algorithm::Hierarchical => hierarchical::emit(spec, ranks, topo, em, after)?,
+        Algorithm::Direct => alltoall::emit(spec, ranks, em, after),
+    };
+    Ok(em.dag.marker(&ends))
+}
+
+/// What one transfer of a lowered collective carries; see [`lower_traced`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Carry {
+    /// The transfer task.
+    pub task: TaskId,
+    /// First byte of the collective's buffer it carries (offset, bytes).
+    pub offset: u64,
+    /// Number of bytes (equals the transfer's size).
+    pub bytes: u64,
+    /// True: the receiver adds the bytes into its buffer (reduction); false: it
+    /// overwrites its buffer with them (copy).
+    pub reduce: bool,
+}
+
+/// Adds transfers to a DAG and, when tracing, records what they carry.
+pub(crate) struct Emitter<'a> {
+    /// The DAG being built.
+    pub dag: &'a mut Dag,
+    /// Where [`Carry`] records go, if anyone asked.
+    pub trace: Option<&'a mut Vec<Carry>>,
+}
+
+impl Emitter<'_> {
+    /// Adds a transfer of the buffer bytes `[offset, offset + bytes)` from `src` to `dst`.
+    pub fn send(
+        &mut self,
+        src: GpuId,
+        dst: GpuId,
+        offset: u64,
+        bytes: u64,
+        reduce: bool,
+        deps: &[Dep],
+    ) -> TaskId {
+        let task = self.dag.transfer(src, dst, bytes, deps);
+        if let Some(t) = self.trace.as_deref_mut() {
+            t.push(Carry {
+                task,
+                offset,
+                bytes,
+                reduce,
+            });
+        }
+        task
+    }
+}
+
+/// Checks a communicator: non-empty, no GPU twice, and (given a topology) every GPU exists.
+///
+/// # Errors
+/// [`CollectiveError::BadCommunicator`] naming the problem.
+pub fn check_ranks(ranks: &[GpuId], topo: Option<&Topology>) -> Result<(), CollectiveError> {
+    if ranks.is_empty() {
+        return Err(CollectiveError::BadCommunicator(
+            "the communicator is empty; it needs at least one GPU".into(),
+        ));
+    }
+    let mut seen = HashSet::with_capacity(ranks.len());
+    for &g in ranks {
+        if !seen.insert(g) {
+            return Err(CollectiveError::BadCommunicator(format!(
+                "GPU {} appears twice in the communicator",
+                g.0
+            )));
+        }
+        if let Some(t) = topo {
+            if g.0 >= t.num_gpus() {
+                return Err(CollectiveError::BadCommunicator(format!(
+                    "GPU {} is not in the topology, which has {} GPUs",
+                    g.0,
+                    t.num_gpus()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks that a broadcast's root indexes the communicator.
+fn check_root(spec: &CollectiveSpec, ranks: &[GpuId]) -> Result<(), CollectiveError> {
+    if spec.op == CollectiveOp::Broadcast && spec.root as usize >= ranks.len() {
+        return Err(CollectiveError::BadCommunicator(format!(
+            "broadcast root {} is outside the communicator of {} ranks",
+            spec.root,
+            ranks.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Common checks of `time`/`traffic`: supported pair, sane communicator.
+pub(crate) fn precheck(
+    spec: &CollectiveSpec,
+    ranks: &[GpuId],
+    topo: Option<&Topology>,
+) -> Result<(), CollectiveError> {
+    if !supports(spec.algorithm, spec.op) {
+        return Err(unsupported(spec.algorithm, spec.op));
+    }
+    check_ranks(ranks, topo)?;
+    check_root(spec, ranks)
+}
+
+/// Splits `total` bytes into `n` contiguous pieces as equal as possible (the first
+/// `total % n` get one byte more); returns `(offset, bytes)` of piece `i`.
+pub fn piece(total: u64, n: u64, i: u64) -> (u64, u64) {
+    let base = total / n;
+    let extra = total % n;
+    (i * base + i.min(extra), base + u64::from(i < extra))
+}
+
+/// The pieces of [`chunk_sizes`] with their offsets from `offset`.
+pub fn chunks_at(offset: u64, bytes: u64, chunk: u64) -> Vec<(u64, u64)> {
+    let mut at = offset;
+    chunk_sizes(bytes, chunk)
+        .map(|b| {
+            let r = (at, b);
+            at += b;
+            r
+        })
+        .collect()
+}
+
+/// Serialization times of the chunks one message of `bytes` is cut into
+/// (`chunk_sizes(bytes, chunk)`), summarized in O(1): count, sum and largest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChunkTimes {
+    /// Number of chunks C.
+    pub count: u64,
+    /// Σ β_c over the chunks, picoseconds.
+    pub sum: SimTime,
+    /// max β_c, picoseconds.
+    pub max: SimTime,
+}
+
+impl ChunkTimes {
+    /// The chunk times of a `bytes` message cut at `chunk` bytes and sent at `rate`.
+    pub fn new(bytes: u64, chunk: u64, rate: Rate) -> ChunkTimes {
+        let chunk = chunk.max(1);
+        let n = bytes.div_ceil(chunk).max(1);
+        let base = bytes / n;
+        let extra = bytes % n;
+        let big = rate.tx_time(base + 1);
+        let small = rate.tx_time(base);
+        ChunkTimes {
+            count: n,
+            sum: times(extra, big).saturating_add(times(n - extra, small)),
+            max: if extra > 0 { big } else { small },
+        }
+    }
+}
+
+/// Worst [`PathCost`] (max α, min rate) over the directed pairs `(a, b)`.
+///
+/// # Errors
+/// [`CollectiveError::Unreachable`] if a pair has no route.
+pub fn worst_cost(
+    topo: &Topology,
+    pairs: impl IntoIterator<Item = (GpuId, GpuId)>,
+) -> Result<PathCost, CollectiveError> {
+    let mut w: Option<PathCost> = None;
+    for (a, b) in pairs {
+        let c = path_cost(topo, a, b)?;
+        w = Some(w.map_or(c, |w| w.worst(c)));
+    }
+    Ok(w.unwrap_or(PathCost {
+        alpha: SimTime::ZERO,
+        rate: Rate(u64::MAX),
+    }))
+}
+
+/// `n · t`, saturating at [`SimTime::MAX`] (closed forms never panic on huge inputs).
+pub fn times(n: u64, t: SimTime) -> SimTime {
+    SimTime(n.saturating_mul(t.0))
+}
+
+/// Critical path of a chained pipeline (see [`ring`]): `k` consecutive steps on one
+/// channel per rank, each step a message cut into chunks with times `ct`, where
+/// chunk c of step k may leave once chunk c of step k−1 has arrived and the rank's
+/// previous chunk has left. Exact on a uniform ring:
+/// `max(k·Σβ + α, Σβ + (k−1)·max β + k·α)`.
+pub fn chained_pipeline_time(k: u64, ct: ChunkTimes, alpha: SimTime) -> SimTime {
+    if k == 0 {
+        return SimTime::ZERO;
+    }
+    let serial = times(k, ct.sum).saturating_add(alpha);
+    let latency = ct
+        .sum
+        .saturating_add(times(k - 1, ct.max))
+        .saturating_add(times(k, alpha));
+    serial.max(latency)
+}
+
+/// Critical path of a store-and-forward chain of `hops` hops where each hop has its
+/// own channel (broadcast chain): `hops·α + Σβ + (hops−1)·max β`.
+pub fn chain_time(hops: u64, ct: ChunkTimes, alpha: SimTime) -> SimTime {
+    if hops == 0 {
+        return SimTime::ZERO;
+    }
+    times(hops, alpha)
+        .saturating_add(ct.sum)
+        .saturating_add(times(hops - 1, ct.max))
+}
+
 /// The closed-form time of `spec` over `ranks` on an idle `topo`.
 ///
 /// # Errors
@@ -235,7 +512,10 @@ pub fn analytical_time(
 ) -> Result<SimTime, CollectiveError> {
     match spec.algorithm {
         Algorithm::Ring => ring::time(spec, ranks, topo),
-        Algorithm::Tree => tree::time(spec, ranks, topo),
+        Algorithm::Tree => {
+            let t = tree::time(spec, ranks, topo)?;
+            Ok(t.max(tree::injection_bound(spec.bytes, ranks, topo)?))
+        }
         Algorithm::HalvingDoubling => halving_doubling::time(spec, ranks, topo),
         Algorithm::Hierarchical => hierarchical::time(spec, ranks, topo),
         Algorithm::Direct => alltoall::time(spec, ranks, topo),
@@ -319,11 +599,68 @@ pub fn auto_select(
             ..spec.clone()
         };
         match analytical_time(&s, ranks, topo) {
-            Ok(t) if best.is_none_or(|(bt, _)| t < bt) => best = Some((t, algo)),
+            Ok(t) if !matches!(best, Some((bt, _)) if bt <= t) => best = Some((t, algo)),
             Ok(_) => {}
             Err(e) => last_err = Some(e),
         }
     }
     best.map(|(_, a)| a)
         .ok_or_else(|| last_err.unwrap_or_else(|| unsupported(spec.algorithm, spec.op)))
+}
+
+/// A single-switch test cluster: `hosts` × `gpus` GPUs, NVLink 3600 Gb/s / 150 ns,
+/// PCIe 512 Gb/s / 200 ns, 400 Gb/s links of 50 ns, 300 ns switch.
+#[cfg(test)]
+pub(crate) fn test_topo(hosts: u32, gpus: u32) -> Topology {
+    use crate::topology::{build, ClusterSpec, FabricLinkSpec, TopologySpec};
+    let c = ClusterSpec {
+        hosts,
+        gpus_per_host: gpus,
+        nics_per_host: gpus,
+        nvlink_rate: Rate::gbps(3600),
+        nvlink_latency: SimTime::from_ns(150),
+        pcie_rate: Rate::gbps(512),
+        pcie_latency: SimTime::from_ns(200),
+    };
+    let f = FabricLinkSpec {
+        link_rate: Rate::gbps(400),
+        link_latency: SimTime::from_ns(50),
+        switch_latency: SimTime::from_ns(300),
+    };
+    build(&c, &f, &TopologySpec::SingleSwitch).expect("test topology")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_and_chunks_cover_the_buffer() {
+        assert_eq!(piece(10, 4, 0), (0, 3));
+        assert_eq!(piece(10, 4, 1), (3, 3));
+        assert_eq!(piece(10, 4, 3), (8, 2));
+        assert_eq!(chunks_at(100, 10, 4), vec![(100, 4), (104, 3), (107, 3)]);
+        assert_eq!(chunks_at(0, 0, 4), vec![(0, 0)]);
+    }
+
+    #[test]
+    fn chunk_times_sum_and_max() {
+        // 10 bytes in chunks of ≤ 4 → 4, 3, 3 bytes at 400 Gb/s (20 ps per byte).
+        let ct = ChunkTimes::new(10, 4, Rate::gbps(400));
+        assert_eq!(ct.count, 3);
+        assert_eq!(ct.sum, SimTime(200));
+        assert_eq!(ct.max, SimTime(80));
+    }
+
+    #[test]
+    fn pipeline_forms_reduce_to_textbook_without_chunking() {
+        let ct = ChunkTimes::new(1000, u64::MAX, Rate::gbps(400));
+        let a = SimTime(7);
+        // K steps of one chunk: K·(α + β).
+        assert_eq!(chained_pipeline_time(6, ct, a), SimTime(6 * (20_000 + 7)));
+        // Chain of h hops, C chunks of β: h·α + (C + h − 1)·β.
+        let ct = ChunkTimes::new(1000, 100, Rate::gbps(400));
+        assert_eq!(chain_time(3, ct, a), SimTime(3 * 7 + 12 * 2000));
+        assert_eq!(chained_pipeline_time(0, ct, a), SimTime::ZERO);
+    }
 }

@@ -256,7 +256,10 @@ mod tests {
         assert_eq!((d.line, d.col), (5, 13));
         assert!(d.snippet.contains("^^^^^^^"), "{}", d.snippet);
         let four = text.find('4').unwrap();
-        assert_eq!(s.path_at(&(four..four + 1)).as_deref(), Some("cluster.nodes"));
+        assert_eq!(
+            s.path_at(&(four..four + 1)).as_deref(),
+            Some("cluster.nodes")
+        );
         let missing = s.diag("cluster.gpus_per_node", "nothing", "a number");
         assert_eq!(missing.line, 2, "points at the [cluster] table");
     }

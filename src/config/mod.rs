@@ -1259,6 +1259,19 @@ impl Scenario {
                 {
                     Some("inter_host applies to the hierarchical algorithm only".into())
                 }
+                "topology.global_links_per_router" if fidelity == Fidelity::Analytical => Some(
+                    "extra global links add parallel paths between groups, which only matter under contention; the analytical fidelity does not model it (use flow or packet)"
+                        .into(),
+                ),
+                "topology.oversubscription" if fidelity == Fidelity::Analytical => Some(
+                    "oversubscription acts through contention on the uplinks, which the analytical fidelity does not model (use flow or packet)"
+                        .into(),
+                ),
+                "cluster.nvlink_bandwidth" | "cluster.nvlink_latency"
+                    if self.cluster.gpus_per_host == 1 =>
+                {
+                    Some("with one GPU per node no traffic crosses NVLink".into())
+                }
                 "cluster.host_copy_bandwidth" | "cluster.host_copy_latency" if self.gpu_direct => {
                     Some("the host-staged copy applies only with gpu_direct = false".into())
                 }

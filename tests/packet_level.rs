@@ -720,3 +720,46 @@ fn every_shape_runs_multi_gpu_hosts_clean() {
         }
     }
 }
+
+#[test]
+fn lowered_ring_allreduce_agrees_with_the_analytical_closed_form() {
+    // The collective layer's ring all-reduce, lowered to a pipelined DAG, against
+    // its own closed form on the same topology with the packet header overhead
+    // counted (Topology::set_network_efficiency(mtu / (mtu + header))).
+    use fabricsim::collective::{self, Algorithm, CollectiveOp, CollectiveSpec};
+    for (name, topo) in [
+        ("single switch", single_switch(8)),
+        ("leaf-spine", leaf_spine(8, 4)),
+    ] {
+        let ranks: Vec<GpuId> = (0..8).map(GpuId).collect();
+        let spec = CollectiveSpec {
+            op: CollectiveOp::AllReduce,
+            algorithm: Algorithm::Ring,
+            bytes: 64 << 20,
+            chunk_bytes: 1 << 20,
+            inter_host: Algorithm::Ring,
+            root: 0,
+        };
+        let mut dag = Dag::new();
+        dag.begin_op("allreduce");
+        collective::lower(&spec, &ranks, &topo, &mut dag, &[]).unwrap();
+        for cut_through in [false, true] {
+            let cfg = PacketConfig {
+                cut_through,
+                ..PacketConfig::default()
+            };
+            let mut t_eff = topo.clone();
+            t_eff.set_network_efficiency(cfg.efficiency());
+            let closed = collective::analytical_time(&spec, &ranks, &t_eff).unwrap();
+            let (out, _) = run(&dag, &topo, &cfg);
+            let err = out.makespan.as_secs_f64() / closed.as_secs_f64() - 1.0;
+            eprintln!(
+                "{name}, cut-through {cut_through}: packet {} closed form {} ({:+.2}%)",
+                out.makespan,
+                closed,
+                err * 100.0
+            );
+            assert!(err.abs() < 0.03, "{name}: {err}");
+        }
+    }
+}

@@ -12,7 +12,10 @@
 //! across active queue pairs without a source queue that could overflow. A
 //! retransmission timer per pair ([`PacketConfig::rto`], doubling on consecutive
 //! timeouts up to 64×, reset by progress) rewinds to the oldest unacknowledged
-//! PSN (go-back-N).
+//! PSN (go-back-N). When several GPUs share one NIC, each GPU's PCIe link does
+//! this round-robin for its own queue pairs and the NIC's uplink serves the
+//! GPUs' packets first come, first served (its PCIe-side buffer is
+//! credit-limited, so no GPU can flood it).
 //!
 //! **Receiver.** Strict go-back-N under ECMP (a flow's packets follow one path, so
 //! a gap means loss): an out-of-order packet is discarded and the first one of a

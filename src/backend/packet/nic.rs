@@ -33,7 +33,7 @@
 
 use super::engine::Event;
 use super::sim::Sim;
-use super::slab::{Packet, PktKind, F_LAST_FIRST_TX, NONE};
+use super::slab::{Packet, PktKind, NONE};
 use super::switch::NEVER;
 use super::{HostPath, PacketError, Transport};
 use crate::topology::{mix64, GpuId, LinkId};
@@ -88,8 +88,6 @@ pub struct Qp {
     pub send_cursor: u32,
     /// Index in `msgs` of the first message not fully acknowledged.
     pub una_cursor: u32,
-    /// Index in `msgs` of the next message whose first transmission will finish.
-    pub sent_cursor: u32,
     /// In its port's round-robin ring.
     pub in_ring: bool,
     /// A wake-up is scheduled at this time (host-path pacing), or [`NEVER`].
@@ -140,8 +138,8 @@ impl Qp {
 
 /// What a source port got from its queue pairs.
 pub enum Pull {
-    /// A packet to transmit now.
-    Packet(u32),
+    /// A packet to transmit now, and the task whose `Sent` its end completes (or NONE).
+    Packet(u32, u32),
     /// A queue pair is ready but the link lacks credits.
     NoCredit,
     /// Nothing can be sent now.
@@ -235,7 +233,6 @@ impl Sim<'_> {
             snd_max: 0,
             send_cursor: 0,
             una_cursor: 0,
-            sent_cursor: 0,
             in_ring: false,
             wake_at: NEVER,
             rto_deadline: 0,
@@ -322,7 +319,7 @@ impl Sim<'_> {
                 dst: qp.dst,
                 kind: PktKind::Data,
                 vl: 0,
-                flags: if first && last { F_LAST_FIRST_TX } else { 0 },
+                flags: 0,
             });
             self.stats.data_sent += 1;
             if !first {
@@ -365,7 +362,10 @@ impl Sim<'_> {
             } else {
                 qp.in_ring = false;
             }
-            return Pull::Packet(pkt);
+            // The first transmission of a message's last packet completes `Dep::Sent`
+            // when its last bit leaves this link.
+            let sent_task = if first && last { m.task } else { NONE };
+            return Pull::Packet(pkt, sent_task);
         }
         Pull::Nothing
     }

@@ -22,8 +22,6 @@ pub enum PktKind {
 
 /// Flag: the packet was corrupted on its current link (bit error).
 pub const F_CORRUPT: u8 = 1;
-/// Flag: first transmission of the last packet of a message (its end fires `Dep::Sent`).
-pub const F_LAST_FIRST_TX: u8 = 2;
 /// Flag: the packet sits in a buffer that is accounted drop-tail (lossy ingress).
 pub const F_LOSSY_HELD: u8 = 4;
 /// Flag: the packet's lane was raised at this node; it arrived (and holds

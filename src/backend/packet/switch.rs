@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use super::engine::Event;
 use super::nic::Pull;
 use super::sim::Sim;
-use super::slab::{PktKind, F_CORRUPT, F_LAST_FIRST_TX, F_LOSSY_HELD, F_VL_RAISED, NONE};
+use super::slab::{PktKind, F_CORRUPT, F_LOSSY_HELD, F_VL_RAISED, NONE};
 use super::{LinkEventKind, Routing};
 use crate::topology::{mix64, GpuId, Link, LinkId, NodeId, NodeKind, Topology};
 use crate::units::{Rate, SimTime};
@@ -35,8 +35,11 @@ pub struct Port {
     pub credit_fc: bool,
     /// Bumped when the link goes down: packets sent in an older epoch are lost.
     pub epoch: u16,
-    /// The packet being serialized.
-    pub current: u32,
+    /// The task whose `Dep::Sent` completes when the current serialization ends
+    /// (the last packet of a message leaving its source), or NONE.
+    pub sent_task: u32,
+    /// A `TxDone` event is scheduled for the current serialization.
+    pub txdone_pending: bool,
     /// Picoseconds per byte when the rate divides 8·10¹² exactly (fast path), else 0.
     pub ps_per_byte: u64,
     /// When the current serialization ends, ps.
@@ -97,7 +100,8 @@ impl Port {
             credit_fc,
             ber: 0.0,
             busy: false,
-            current: NONE,
+            sent_task: NONE,
+            txdone_pending: false,
             tx_end: 0,
             qtotal: 0,
             ring: VecDeque::new(),
@@ -259,7 +263,23 @@ impl RouteCache {
 impl Sim<'_> {
     /// Starts the next transmission on `p` if it is idle and something may go.
     pub(super) fn try_send(&mut self, p: usize) {
-        if self.ports[p].busy || !self.ports[p].up {
+        let now = self.now;
+        let port = &mut self.ports[p];
+        if port.busy {
+            if port.tx_end > now {
+                // Still serializing: come back when it ends (see `start_tx`).
+                if !port.txdone_pending {
+                    port.txdone_pending = true;
+                    let at = port.tx_end;
+                    self.q.push(at, Event::TxDone { port: p as u32 });
+                }
+                return;
+            }
+            // Finished, and its TxDone (if any) has not popped yet: finish it here.
+            self.finish_tx(p);
+        }
+        let port = &mut self.ports[p];
+        if !port.up {
             return;
         }
         let credit_fc = self.ports[p].credit_fc;
@@ -284,13 +304,13 @@ impl Sim<'_> {
             port.account_queue(self.now);
             port.qtotal -= wire as u64;
             self.qbytes[qi] -= wire as u64;
-            self.start_tx(p, pkt);
+            self.start_tx(p, pkt, NONE);
             return;
         }
         if !self.ports[p].ring.is_empty() {
             match self.pull_data(p) {
-                Pull::Packet(pkt) => {
-                    self.start_tx(p, pkt);
+                Pull::Packet(pkt, sent_task) => {
+                    self.start_tx(p, pkt, sent_task);
                     return;
                 }
                 Pull::NoCredit => starved = true,
@@ -309,7 +329,13 @@ impl Sim<'_> {
     }
 
     /// Puts `pkt` on the wire of port `p` (credits already checked).
-    pub(super) fn start_tx(&mut self, p: usize, pkt: u32) {
+    ///
+    /// A `TxDone` event is scheduled only when something must happen at the end
+    /// of this serialization: a `Dep::Sent` to fire, or packets or queue pairs
+    /// already waiting for the port. Otherwise the port is simply busy until
+    /// `tx_end`, and whoever needs it earlier schedules the event then
+    /// (`try_send`). On lightly loaded links this saves one event per packet hop.
+    pub(super) fn start_tx(&mut self, p: usize, pkt: u32, sent_task: u32) {
         let now = self.now;
         let vls = self.vls;
         let (wire, vl, in_link, flags) = {
@@ -345,11 +371,15 @@ impl Sim<'_> {
             port.stall_ps += now - port.stall_since;
             port.stall_since = NEVER;
         }
+        debug_assert!(
+            !port.busy && port.tx_end <= now,
+            "a port serializes one packet at a time"
+        );
         let tx = port.tx_time(wire as u64);
         self.stats.packet_hops += 1;
         self.last_tx = now;
         port.busy = true;
-        port.current = pkt;
+        port.sent_task = sent_task;
         port.tx_end = now + tx;
         port.bytes += wire as u64;
         port.busy_ps += tx;
@@ -368,7 +398,13 @@ impl Sim<'_> {
         k.epoch = epoch;
         k.flags = (flags & !(F_CORRUPT | F_LOSSY_HELD | F_VL_RAISED))
             | if corrupt { F_CORRUPT } else { 0 };
-        self.q.push(now + tx, Event::TxDone { port: p as u32 });
+        let waiting = sent_task != NONE
+            || !self.ports[p].ring.is_empty()
+            || (0..vls).any(|vl| !self.queues[p * vls + vl].is_empty());
+        self.ports[p].txdone_pending = waiting;
+        if waiting {
+            self.q.push(now + tx, Event::TxDone { port: p as u32 });
+        }
         self.q.push(
             arrive,
             Event::Arrive {
@@ -380,20 +416,25 @@ impl Sim<'_> {
 
     /// Port `p` finished serializing.
     pub(super) fn on_tx_done(&mut self, p: usize) {
-        let port = &mut self.ports[p];
-        port.busy = false;
-        let pkt = port.current;
-        port.current = NONE;
-        let k = &mut self.pkts[pkt];
-        if k.flags & F_LAST_FIRST_TX != 0 {
-            k.flags &= !F_LAST_FIRST_TX;
-            let qp = &mut self.qps[k.qp as usize];
-            let m = qp.msgs[qp.sent_cursor as usize];
-            qp.sent_cursor += 1;
-            let task = self.msgs[m as usize].task;
-            self.task_sent(task);
+        let port = &self.ports[p];
+        // A TxDone can be stale: `try_send` may already have finished that
+        // serialization at this very time and started the next one.
+        if port.busy && port.tx_end == self.now {
+            self.finish_tx(p);
         }
         self.try_send(p);
+    }
+
+    /// The serialization on `p` has ended: the port is free, and the last packet
+    /// of a message leaving its source completes the message's `Dep::Sent`.
+    fn finish_tx(&mut self, p: usize) {
+        let port = &mut self.ports[p];
+        port.busy = false;
+        port.txdone_pending = false;
+        let task = std::mem::replace(&mut port.sent_task, NONE);
+        if task != NONE {
+            self.task_sent(task);
+        }
     }
 
     /// Packet `pkt` finished crossing `link` and the receiving node's pipeline.
@@ -536,7 +577,7 @@ impl Sim<'_> {
     #[inline]
     fn load_of(&self, p: usize) -> u64 {
         let port = &self.ports[p];
-        port.qtotal + u64::from(port.busy)
+        port.qtotal + u64::from(port.busy && port.tx_end > self.now)
     }
 
     /// Frees a dropped packet and counts it.
@@ -545,10 +586,6 @@ impl Sim<'_> {
         if k.kind == PktKind::Data {
             self.stats.data_dropped += 1;
             self.stats.payload_bytes_dropped += (k.wire - self.cfg.header_bytes) as u64;
-            if k.flags & F_LAST_FIRST_TX != 0 {
-                // Cannot happen: the flag is cleared when the source finishes sending.
-                debug_assert!(false, "a packet still on its source link was dropped");
-            }
         } else {
             self.stats.ctrl_dropped += 1;
         }

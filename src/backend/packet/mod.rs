@@ -71,12 +71,14 @@
 //!
 //! # Performance
 //!
-//! Measured with `cargo bench --bench packet` on a shared 2-core AMD EPYC VM
-//! (figures in the commit history): 9–12 M events/s (≈ 4 M packet-hops/s) for a
-//! 128-host permutation and 20–24 M events/s for a 64:1 incast, per CPU-second of
-//! one thread. The event queue is a calendar wheel ([`engine`]); packets are
-//! 32-byte records in a slab ([`slab`]); nothing allocates per packet (a test
-//! counts allocations).
+//! Measured with `cargo bench --bench packet` on a shared 2-core AMD EPYC VM,
+//! per CPU-second of the simulating thread (figures in the commit history; the
+//! spread is other jobs' cache pressure): 8–12 M events/s (≈ 4.3 M packet-hops/s)
+//! for a 128-host permutation and 18–24 M events/s for a 64:1 incast. The event
+//! queue is a calendar wheel ([`engine`]); packets are 32-byte records in a slab
+//! ([`slab`]); credit returns wait in per-lane FIFOs and a port schedules its
+//! end-of-serialization event only when someone waits for it, so a packet hop
+//! costs ≈ 1.8 events; nothing allocates per packet (a test counts allocations).
 
 pub mod engine;
 pub mod flow_control;

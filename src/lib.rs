@@ -33,3 +33,4 @@ pub mod report;
 pub mod run;
 pub mod topology;
 pub mod units;
+pub mod workload;

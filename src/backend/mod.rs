@@ -8,6 +8,7 @@
 //! | packet | `packet` | MTU packets, queues, credits / PFC, ECN, CC, retransmission |
 
 pub mod flow;
+pub mod packet;
 
 use crate::dag::{Dag, DagRunner, OpTiming, TaskKind};
 use crate::units::SimTime;

@@ -1,0 +1,153 @@
+//! Packet-level backend throughput in simulated events per wall-clock second.
+//!
+//! `cargo bench --bench packet` runs each scenario 5 times and prints the median
+//! and the spread (min–max) of events per wall-clock second and per CPU-second
+//! of the bench thread (the machine is shared, so wall time includes time spent
+//! descheduled), and packet-hops per second (simulated work, independent of how
+//! many events it took). Target: ≥ 10 M events/s on one core.
+
+use std::time::Instant;
+
+use fabricsim::backend::packet::{self, PacketConfig};
+use fabricsim::dag::Dag;
+use fabricsim::topology::{build, ClusterSpec, FabricLinkSpec, GpuId, Topology, TopologySpec};
+use fabricsim::units::{Rate, SimTime};
+use fabricsim::workload::traffic::{generate, TrafficSpec};
+
+fn topo(hosts: u32, spec: TopologySpec) -> Topology {
+    let c = ClusterSpec {
+        hosts,
+        gpus_per_host: 1,
+        nics_per_host: 1,
+        nvlink_rate: Rate::gbps(3600),
+        nvlink_latency: SimTime::from_ns(100),
+        pcie_rate: Rate::gbps(512),
+        pcie_latency: SimTime::from_ns(250),
+    };
+    let f = FabricLinkSpec {
+        link_rate: Rate::gbps(400),
+        link_latency: SimTime::from_ns(100),
+        switch_latency: SimTime::from_ns(200),
+    };
+    build(&c, &f, &spec).expect("bench topology builds")
+}
+
+/// CPU time this thread has run, ns (`clock_gettime(CLOCK_THREAD_CPUTIME_ID)`,
+/// Linux); `None` elsewhere. On a shared machine wall time includes the time the
+/// bench was descheduled; CPU time is the "one core" figure.
+#[cfg(target_os = "linux")]
+fn cpu_ns() -> Option<u64> {
+    #[repr(C)]
+    struct Timespec {
+        tv_sec: i64,
+        tv_nsec: i64,
+    }
+    extern "C" {
+        fn clock_gettime(clock: i32, tp: *mut Timespec) -> i32;
+    }
+    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
+    let mut ts = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec (two 64-bit fields on 64-bit Linux) to `ts`.
+    let rc = unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn cpu_ns() -> Option<u64> {
+    None
+}
+
+fn bench(name: &str, dag: &Dag, topo: &Topology, cfg: &PacketConfig) {
+    let mut rates = Vec::new();
+    let mut hop_rates = Vec::new();
+    let mut cpu_rates = Vec::new();
+    let mut events = 0;
+    let mut hw = (0, 0);
+    // FABRICSIM_BENCH_RUNS=1 for profiling under callgrind.
+    let runs: usize = std::env::var("FABRICSIM_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
+    for _ in 0..runs.max(1) {
+        let t0 = Instant::now();
+        let c0 = cpu_ns();
+        let (out, st) = packet::run_detailed(dag, topo, cfg).expect("bench run completes");
+        let dt = t0.elapsed().as_secs_f64();
+        if let (Some(a), Some(b)) = (c0, cpu_ns()) {
+            let cpu_s = (b - a) as f64 * 1e-9;
+            cpu_rates.push((
+                out.events as f64 / cpu_s / 1e6,
+                st.packet_hops as f64 / cpu_s / 1e6,
+            ));
+        }
+        hw = (st.event_queue_high_water, st.slab_high_water);
+        hop_rates.push(st.packet_hops as f64 / dt / 1e6);
+        events = out.events;
+        rates.push(out.events as f64 / dt / 1e6);
+    }
+    rates.sort_by(f64::total_cmp);
+    println!(
+        "{name:<40} {events:>10} events  median {:6.2} M events/s  (min {:.2}, max {:.2}, {} runs)",
+        rates[rates.len() / 2],
+        rates[0],
+        rates[rates.len() - 1],
+        rates.len()
+    );
+    hop_rates.sort_by(f64::total_cmp);
+    cpu_rates.sort_by(|a, b| a.0.total_cmp(&b.0));
+    if !cpu_rates.is_empty() {
+        let mid = cpu_rates[cpu_rates.len() / 2];
+        println!(
+            "{:<40} median {:6.2} M events per CPU-second (min {:.2}, max {:.2}), {:.2} M packet-hops per CPU-second",
+            "",
+            mid.0,
+            cpu_rates[0].0,
+            cpu_rates[cpu_rates.len() - 1].0,
+            mid.1
+        );
+    }
+    println!(
+        "{:<40} median {:6.2} M packet-hops/s; event queue ≤ {} entries, ≤ {} packets alive",
+        "",
+        hop_rates[hop_rates.len() / 2],
+        hw.0,
+        hw.1
+    );
+}
+
+fn main() {
+    let cfg = PacketConfig::default();
+    // 128 hosts on a non-blocking leaf-spine (8 leaves × 16 spines), 4 MiB host permutation.
+    let ls = topo(
+        128,
+        TopologySpec::LeafSpine {
+            radix: 32,
+            oversubscription: 1.0,
+        },
+    );
+    let perm = generate(
+        &TrafficSpec::Permutation {
+            bytes: 4 << 20,
+            per_host: true,
+            seed: 1,
+        },
+        &ls,
+    )
+    .unwrap();
+    bench("permutation 128 hosts, 4 MiB, ECMP", &perm, &ls, &cfg);
+    // 64:1 incast on one switch, 1 MiB per sender, InfiniBand credits.
+    let ss = topo(65, TopologySpec::SingleSwitch);
+    let inc = generate(
+        &TrafficSpec::Incast {
+            senders: 64,
+            receiver: GpuId(0),
+            bytes: 1 << 20,
+        },
+        &ss,
+    )
+    .unwrap();
+    bench("incast 64:1, 1 MiB, credits", &inc, &ss, &cfg);
+}

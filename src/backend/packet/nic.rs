@@ -1,0 +1,548 @@
+//! The NIC transport: RDMA reliable-connection queue pairs with go-back-N.
+//!
+//! **Queue pairs.** One per (source GPU, destination GPU), created when the
+//! first transfer between them is posted; every transfer is one message, and a
+//! pair's messages occupy consecutive PSNs in posting order (PSNs are 32-bit and
+//! never wrap within a run; IB's are 24-bit, which only matters for wrap bugs).
+//!
+//! **Sender.** The source GPU's first link (PCIe towards the NIC, or NVLink
+//! inside a host) pulls one packet at a time, round-robin over its queue pairs
+//! that have data, are within their window ([`PacketConfig::window_bytes`]) and
+//! whose host path has the bytes ready: this is the NIC injecting at line rate
+//! across active queue pairs without a source queue that could overflow. A
+//! retransmission timer per pair ([`PacketConfig::rto`], doubling on consecutive
+//! timeouts up to 64×, reset by progress) rewinds to the oldest unacknowledged
+//! PSN (go-back-N). When several GPUs share one NIC, each GPU's PCIe link does
+//! this round-robin for its own queue pairs and the NIC's uplink serves the
+//! GPUs' packets first come, first served (its PCIe-side buffer is
+//! credit-limited, so no GPU can flood it).
+//!
+//! **Receiver.** Strict go-back-N under ECMP (a flow's packets follow one path, so
+//! a gap means loss): an out-of-order packet is discarded and the first one of a
+//! gap triggers one NACK carrying the expected PSN; the sender rewinds to it.
+//! Under adaptive routing or spraying, reordering is normal: the receiver keeps a
+//! bitmap of the PSNs received beyond the expected one (at most one window), never
+//! NACKs, and loss is left to the timeout. Either way ACKs are cumulative
+//! (expected PSN), sent every [`PacketConfig::ack_every`] packets (duplicates
+//! included, so a lost ACK is repaired) and when a message completes, on the
+//! highest virtual lane.
+//!
+//! [`PacketConfig::window_bytes`]: super::PacketConfig::window_bytes
+//! [`PacketConfig::rto`]: super::PacketConfig::rto
+//! [`PacketConfig::ack_every`]: super::PacketConfig::ack_every
+
+use super::engine::Event;
+use super::sim::Sim;
+use super::slab::{Packet, PktKind, NONE};
+use super::switch::NEVER;
+use super::{HostPath, PacketError, Transport};
+use crate::topology::{mix64, GpuId, LinkId};
+
+/// One message (transfer) on a queue pair.
+#[derive(Clone, Copy, Debug)]
+pub struct Msg {
+    /// The transfer task.
+    pub task: u32,
+    /// First PSN.
+    pub start_psn: u32,
+    /// Number of packets (at least 1; a 0-byte transfer sends one header-only packet).
+    pub npkts: u32,
+    /// Payload bytes.
+    pub bytes: u64,
+    /// When it was posted, ps.
+    pub post: u64,
+}
+
+impl Msg {
+    /// One past the last PSN.
+    #[inline]
+    pub fn end(&self) -> u32 {
+        self.start_psn + self.npkts
+    }
+}
+
+/// A reliable-connection queue pair, both ends.
+#[derive(Clone, Debug)]
+pub struct Qp {
+    /// Source GPU.
+    pub src: u32,
+    /// Destination GPU.
+    pub dst: u32,
+    /// First link from the source GPU towards `dst` (the port that pulls data).
+    pub port: u32,
+    /// First link from the destination GPU towards `src` (where ACKs start).
+    pub ack_port: u32,
+    /// Flow hash for ECMP.
+    pub hash: u64,
+    /// Messages, posting order (indices into `Sim::msgs`).
+    pub msgs: Vec<u32>,
+    /// One past the last PSN posted.
+    pub posted_psn: u32,
+    /// Next PSN to send.
+    pub snd_nxt: u32,
+    /// Oldest unacknowledged PSN.
+    pub snd_una: u32,
+    /// One past the highest PSN ever sent.
+    pub snd_max: u32,
+    /// Index in `msgs` of the message holding `snd_nxt`.
+    pub send_cursor: u32,
+    /// Index in `msgs` of the first message not fully acknowledged.
+    pub una_cursor: u32,
+    /// In its port's round-robin ring.
+    pub in_ring: bool,
+    /// A wake-up is scheduled at this time (host-path pacing), or [`NEVER`].
+    pub wake_at: u64,
+    /// Retransmission deadline, ps.
+    pub rto_deadline: u64,
+    /// An `Rto` event is pending.
+    pub rto_pending: bool,
+    /// Consecutive timeouts (backoff exponent).
+    pub rto_backoff: u32,
+    /// TCP path: when the CPU has the next packet ready, ps.
+    pub cpu_ready: u64,
+    /// Receiver: next expected PSN.
+    pub epsn: u32,
+    /// Receiver: index in `msgs` of the first incomplete message.
+    pub rcv_cursor: u32,
+    /// Receiver: a NACK for the current gap was sent.
+    pub nack_sent: bool,
+    /// Receiver: packets since the last ACK.
+    pub since_ack: u32,
+    /// Receiver (reordering mode): PSNs received beyond `epsn`, ring bitmap.
+    pub ooo_bits: Vec<u64>,
+}
+
+impl Qp {
+    #[inline]
+    fn has_work(&self) -> bool {
+        self.snd_nxt < self.posted_psn
+    }
+    #[inline]
+    fn bit(&self, psn: u32) -> bool {
+        let cap = self.ooo_bits.len() as u32 * 64;
+        let i = psn & (cap - 1);
+        self.ooo_bits[(i / 64) as usize] & (1 << (i % 64)) != 0
+    }
+    #[inline]
+    fn set_bit(&mut self, psn: u32, v: bool) {
+        let cap = self.ooo_bits.len() as u32 * 64;
+        let i = psn & (cap - 1);
+        let w = &mut self.ooo_bits[(i / 64) as usize];
+        if v {
+            *w |= 1 << (i % 64);
+        } else {
+            *w &= !(1 << (i % 64));
+        }
+    }
+}
+
+/// What a source port got from its queue pairs.
+pub enum Pull {
+    /// A packet to transmit now, and the task whose `Sent` its end completes (or NONE).
+    Packet(u32, u32),
+    /// A queue pair is ready but the link lacks credits.
+    NoCredit,
+    /// Nothing can be sent now.
+    Nothing,
+}
+
+impl Sim<'_> {
+    /// Posts transfer `task` of `bytes` from GPU `src` to GPU `dst`.
+    pub(super) fn post(
+        &mut self,
+        task: u32,
+        src: u32,
+        dst: u32,
+        bytes: u64,
+    ) -> Result<(), PacketError> {
+        let qpi = match self.qp_index.get(&(src, dst)) {
+            Some(&q) => q,
+            None => self.new_qp(task, src, dst)?,
+        };
+        let mtu = self.cfg.mtu as u64;
+        let npkts = bytes.div_ceil(mtu).max(1) as u32;
+        let m = self.msgs.len() as u32;
+        let qp = &mut self.qps[qpi as usize];
+        let idle = !qp.has_work();
+        self.msgs.push(Msg {
+            task,
+            start_psn: qp.posted_psn,
+            npkts,
+            bytes,
+            post: self.now,
+        });
+        self.msg_of_task[task as usize] = m;
+        qp.msgs.push(m);
+        qp.posted_psn += npkts;
+        if idle {
+            // The cursor may have run past the end; point it at the new message.
+            qp.send_cursor = qp.msgs.len() as u32 - 1;
+        }
+        self.fabric.bytes_sent += bytes;
+        if idle {
+            if let Transport::Tcp {
+                per_packet_overhead,
+                jitter,
+            } = self.cfg.transport
+            {
+                let j = if jitter.0 > 0 {
+                    self.rand_below(jitter.0)
+                } else {
+                    0
+                };
+                let qp = &mut self.qps[qpi as usize];
+                qp.cpu_ready = qp.cpu_ready.max(self.now + per_packet_overhead.0 + j);
+            }
+        }
+        self.activate(qpi);
+        Ok(())
+    }
+
+    fn new_qp(&mut self, task: u32, src: u32, dst: u32) -> Result<u32, PacketError> {
+        let unreachable = PacketError::Unreachable { task, src, dst };
+        let mut hops: Vec<LinkId> = Vec::new();
+        self.topo
+            .next_hops(self.topo.gpus[src as usize].node, GpuId(dst), &mut hops);
+        let port = hops.first().ok_or(unreachable.clone())?.0;
+        let mut path = Vec::new();
+        if !self.topo.route(GpuId(src), GpuId(dst), 0, &mut path)
+            || !self.topo.route(GpuId(dst), GpuId(src), 0, &mut path)
+        {
+            return Err(unreachable);
+        }
+        hops.clear();
+        self.topo
+            .next_hops(self.topo.gpus[dst as usize].node, GpuId(src), &mut hops);
+        let ack_port = hops.first().ok_or(unreachable)?.0;
+        let words = if self.ooo {
+            (self.window_pkts as usize).next_power_of_two().div_ceil(64)
+        } else {
+            0
+        };
+        let qpi = self.qps.len() as u32;
+        self.qps.push(Qp {
+            src,
+            dst,
+            port,
+            ack_port,
+            hash: mix64(self.cfg.seed ^ mix64(((src as u64) << 32) | dst as u64)),
+            msgs: Vec::new(),
+            posted_psn: 0,
+            snd_nxt: 0,
+            snd_una: 0,
+            snd_max: 0,
+            send_cursor: 0,
+            una_cursor: 0,
+            in_ring: false,
+            wake_at: NEVER,
+            rto_deadline: 0,
+            rto_pending: false,
+            rto_backoff: 0,
+            cpu_ready: 0,
+            epsn: 0,
+            rcv_cursor: 0,
+            nack_sent: false,
+            since_ack: 0,
+            ooo_bits: vec![0; words.max(1)],
+        });
+        self.qp_index.insert((src, dst), qpi);
+        Ok(qpi)
+    }
+
+    /// Puts a queue pair with work in its port's ring and kicks the port.
+    fn activate(&mut self, qpi: u32) {
+        let qp = &mut self.qps[qpi as usize];
+        if qp.in_ring || !qp.has_work() {
+            return;
+        }
+        qp.in_ring = true;
+        let port = qp.port as usize;
+        self.ports[port].ring.push_back(qpi);
+        self.try_send(port);
+    }
+
+    /// Source port `p` is idle: builds the next data packet, round-robin over its
+    /// queue pairs. Pairs that cannot send (window full, bytes not yet staged) leave
+    /// the ring and come back on an ACK or a wake-up.
+    pub(super) fn pull_data(&mut self, p: usize) -> Pull {
+        let n = self.ports[p].ring.len();
+        let mtu = self.cfg.mtu as u64;
+        for _ in 0..n {
+            let Some(qpi) = self.ports[p].ring.pop_front() else {
+                break;
+            };
+            let qp = &self.qps[qpi as usize];
+            if !qp.has_work() || qp.snd_nxt - qp.snd_una >= self.window_pkts {
+                self.qps[qpi as usize].in_ring = false;
+                continue;
+            }
+            let m = self.msgs[qp.msgs[qp.send_cursor as usize] as usize];
+            let idx = qp.snd_nxt - m.start_psn;
+            let off = idx as u64 * mtu;
+            let payload = mtu.min(m.bytes - off.min(m.bytes));
+            let first = qp.snd_nxt >= qp.snd_max;
+            let mut ready_at = 0;
+            if first {
+                if let HostPath::HostStaged {
+                    copy_rate,
+                    copy_latency,
+                } = self.cfg.host_path
+                {
+                    ready_at = m.post + copy_latency.0 + copy_rate.tx_time(off + payload).0;
+                }
+            }
+            if let Transport::Tcp { .. } = self.cfg.transport {
+                ready_at = ready_at.max(qp.cpu_ready);
+            }
+            if ready_at > self.now {
+                let qp = &mut self.qps[qpi as usize];
+                qp.in_ring = false;
+                if qp.wake_at == NEVER || qp.wake_at > ready_at || qp.wake_at < self.now {
+                    qp.wake_at = ready_at;
+                    self.q.push(ready_at, Event::QpWake { qp: qpi });
+                }
+                continue;
+            }
+            let wire = (payload + self.cfg.header_bytes as u64) as u32;
+            if self.ports[p].credit_fc && self.credits[p * self.vls] < self.blk(wire) as i64 {
+                self.ports[p].ring.push_front(qpi);
+                return Pull::NoCredit;
+            }
+            let last = idx + 1 == m.npkts;
+            let pkt = self.pkts.alloc(Packet {
+                qp: qpi,
+                psn: qp.snd_nxt,
+                wire,
+                hash: qp.hash as u32,
+                link: NONE,
+                epoch: 0,
+                dst: qp.dst,
+                kind: PktKind::Data,
+                vl: 0,
+                flags: 0,
+            });
+            self.stats.data_sent += 1;
+            if !first {
+                self.stats.retransmitted_packets += 1;
+            }
+            let cpu_cost = match self.cfg.transport {
+                Transport::Tcp {
+                    per_packet_overhead,
+                    jitter,
+                } => {
+                    per_packet_overhead.0
+                        + if jitter.0 > 0 {
+                            self.rand_below(jitter.0)
+                        } else {
+                            0
+                        }
+                }
+                Transport::Rdma => 0,
+            };
+            let now = self.now;
+            let rto = self.cfg.rto.0;
+            let qp = &mut self.qps[qpi as usize];
+            let nothing_outstanding = qp.snd_una >= qp.snd_max;
+            qp.snd_nxt += 1;
+            qp.snd_max = qp.snd_max.max(qp.snd_nxt);
+            if last {
+                qp.send_cursor += 1;
+            }
+            qp.cpu_ready = now + cpu_cost;
+            if nothing_outstanding {
+                qp.rto_deadline = now + (rto << qp.rto_backoff);
+            }
+            if !qp.rto_pending {
+                qp.rto_pending = true;
+                let at = qp.rto_deadline.max(now);
+                self.q.push(at, Event::Rto { qp: qpi });
+            }
+            if qp.has_work() {
+                self.ports[p].ring.push_back(qpi);
+            } else {
+                qp.in_ring = false;
+            }
+            // The first transmission of a message's last packet completes `Dep::Sent`
+            // when its last bit leaves this link.
+            let sent_task = if first && last { m.task } else { NONE };
+            return Pull::Packet(pkt, sent_task);
+        }
+        Pull::Nothing
+    }
+
+    /// A packet reached its destination GPU.
+    pub(super) fn deliver(&mut self, pkt: u32) {
+        let k = self.pkts[pkt];
+        self.pkts.free(pkt);
+        match k.kind {
+            PktKind::Data => self.receive_data(&k),
+            PktKind::Ack | PktKind::Nack => {
+                self.stats.ctrl_received += 1;
+                self.on_ack(k.qp, k.psn, k.kind == PktKind::Nack);
+            }
+        }
+    }
+
+    fn receive_data(&mut self, k: &Packet) {
+        let qpi = k.qp as usize;
+        let ooo = self.ooo;
+        let qp = &mut self.qps[qpi];
+        let accepted = if k.psn < qp.epsn || (ooo && k.psn != qp.epsn && qp.bit(k.psn)) {
+            self.stats.data_duplicate += 1;
+            false
+        } else if k.psn == qp.epsn {
+            qp.epsn += 1;
+            qp.nack_sent = false;
+            if ooo {
+                while qp.bit(qp.epsn) {
+                    let e = qp.epsn;
+                    qp.set_bit(e, false);
+                    qp.epsn += 1;
+                }
+            }
+            true
+        } else if ooo {
+            debug_assert!(
+                k.psn - qp.epsn < qp.ooo_bits.len() as u32 * 64,
+                "PSN beyond the window"
+            );
+            qp.set_bit(k.psn, true);
+            true
+        } else {
+            self.stats.data_out_of_order += 1;
+            if !qp.nack_sent {
+                qp.nack_sent = true;
+                let e = qp.epsn;
+                self.send_ctrl(k.qp, PktKind::Nack, e);
+            }
+            return;
+        };
+        if accepted {
+            self.stats.data_accepted += 1;
+            self.fabric.bytes_delivered += (k.wire - self.cfg.header_bytes) as u64;
+        }
+        self.qps[qpi].since_ack += 1;
+        let mut completed = false;
+        loop {
+            let qp = &mut self.qps[qpi];
+            let Some(&mi) = qp.msgs.get(qp.rcv_cursor as usize) else {
+                break;
+            };
+            let m = self.msgs[mi as usize];
+            if qp.epsn < m.end() {
+                break;
+            }
+            qp.rcv_cursor += 1;
+            completed = true;
+            self.task_done(m.task);
+        }
+        let qp = &mut self.qps[qpi];
+        if completed || qp.since_ack >= self.cfg.ack_every {
+            qp.since_ack = 0;
+            let e = qp.epsn;
+            self.send_ctrl(k.qp, PktKind::Ack, e);
+        }
+    }
+
+    /// Queues an ACK/NACK at the receiver's first link.
+    fn send_ctrl(&mut self, qpi: u32, kind: PktKind, psn: u32) {
+        let qp = &self.qps[qpi as usize];
+        let port = qp.ack_port as usize;
+        let vl = (self.vls - 1) as u8;
+        let wire = self.cfg.ack_bytes;
+        let pkt = self.pkts.alloc(Packet {
+            qp: qpi,
+            psn,
+            wire,
+            // ACKs hash differently from their data so the reverse path is independent.
+            hash: (qp.hash >> 32) as u32,
+            link: NONE,
+            epoch: 0,
+            dst: qp.src,
+            kind,
+            vl,
+            flags: 0,
+        });
+        if kind == PktKind::Nack {
+            self.stats.nacks_sent += 1;
+        }
+        self.stats.ctrl_sent += 1;
+        self.enqueue(port, port * self.vls + vl as usize, pkt, wire as u64);
+    }
+
+    /// Moves `send_cursor` to the message holding `snd_nxt`.
+    fn seek_send_cursor(&mut self, qpi: usize) {
+        let qp = &mut self.qps[qpi];
+        let mut c = qp.una_cursor;
+        while (c as usize) < qp.msgs.len()
+            && self.msgs[qp.msgs[c as usize] as usize].end() <= qp.snd_nxt
+        {
+            c += 1;
+        }
+        qp.send_cursor = c;
+    }
+
+    /// The sender gets a cumulative ACK (or a NACK) for PSNs below `a`.
+    fn on_ack(&mut self, qpi: u32, a: u32, nack: bool) {
+        let i = qpi as usize;
+        let now = self.now;
+        let rto = self.cfg.rto.0;
+        let qp = &mut self.qps[i];
+        if a > qp.snd_una {
+            qp.snd_una = a;
+            qp.rto_backoff = 0;
+            qp.rto_deadline = now + rto;
+            while (qp.una_cursor as usize) < qp.msgs.len()
+                && self.msgs[qp.msgs[qp.una_cursor as usize] as usize].end() <= a
+            {
+                qp.una_cursor += 1;
+            }
+            if qp.snd_nxt < a {
+                qp.snd_nxt = a;
+                self.seek_send_cursor(i);
+            }
+        }
+        let qp = &mut self.qps[i];
+        if nack && a == qp.snd_una && a < qp.snd_nxt {
+            qp.snd_nxt = a;
+            self.stats.nack_rewinds += 1;
+            self.seek_send_cursor(i);
+        }
+        self.activate(qpi);
+    }
+
+    /// Retransmission timer of queue pair `qpi`.
+    pub(super) fn on_rto(&mut self, qpi: u32) {
+        let i = qpi as usize;
+        let now = self.now;
+        let qp = &mut self.qps[i];
+        qp.rto_pending = false;
+        if qp.snd_una >= qp.snd_max {
+            return;
+        }
+        if now < qp.rto_deadline {
+            qp.rto_pending = true;
+            let at = qp.rto_deadline;
+            self.q.push(at, Event::Rto { qp: qpi });
+            return;
+        }
+        self.stats.timeouts += 1;
+        qp.snd_nxt = qp.snd_una;
+        qp.rto_backoff = (qp.rto_backoff + 1).min(6);
+        qp.rto_deadline = now + (self.cfg.rto.0 << qp.rto_backoff);
+        qp.rto_pending = true;
+        let at = qp.rto_deadline;
+        self.q.push(at, Event::Rto { qp: qpi });
+        self.seek_send_cursor(i);
+        self.activate(qpi);
+    }
+
+    /// A paced queue pair's bytes are ready.
+    pub(super) fn on_qp_wake(&mut self, qpi: u32) {
+        let qp = &mut self.qps[qpi as usize];
+        if qp.wake_at == self.now {
+            qp.wake_at = NEVER;
+            self.activate(qpi);
+        }
+    }
+}

@@ -1,0 +1,380 @@
+//! The simulator state and its main loop: flat vectors indexed by ids, one
+//! event queue, one generator, the DAG runner.
+
+use std::collections::{HashMap, VecDeque};
+
+use rand_chacha::ChaCha8Rng;
+use rand_core::{Rng, SeedableRng};
+
+use super::engine::{Event, EventQueue};
+use super::nic::{Msg, Qp};
+use super::slab::{Slab, NONE};
+use super::stats::{PacketStats, Sampler};
+use super::switch::{Port, RouteCache};
+use super::{FlowControl, PacketConfig, PacketError, Routing};
+use crate::backend::{FabricCounters, LinkCounters, RunOutput};
+use crate::dag::{Dag, DagRunner, TaskId, TaskKind};
+use crate::topology::{LinkId, LinkKind, NodeKind, Topology};
+use crate::units::SimTime;
+
+/// Everything a run touches.
+pub(super) struct Sim<'a> {
+    pub dag: &'a Dag,
+    pub cfg: &'a PacketConfig,
+    /// Own copy: link faults change its routes.
+    pub topo: Topology,
+    pub now: u64,
+    pub q: EventQueue,
+    pub rng: ChaCha8Rng,
+    pub pkts: Slab,
+    /// One per directed link, same index.
+    pub ports: Vec<Port>,
+    pub vls: usize,
+    /// Per port and lane (`port * vls + vl`): FIFO of packet indices.
+    pub queues: Vec<VecDeque<u32>>,
+    /// Per port and lane: queued wire bytes.
+    pub qbytes: Vec<u64>,
+    /// Per port and lane: credit blocks the port's sender holds.
+    pub credits: Vec<i64>,
+    /// Per port and lane: credits on their way back, (arrival time, blocks), FIFO.
+    pub credit_fifo: Vec<VecDeque<(u64, u32)>>,
+    /// Per port: time of the pending credit wake-up, or NEVER.
+    pub credit_wake: Vec<u64>,
+    /// log2 of the credit block when it is a power of two, else u32::MAX.
+    pub block_shift: u32,
+    /// Per port: credit blocks of the receiver's full buffer (debug checks).
+    pub credit_cap: Vec<i64>,
+    /// Per node: shared-buffer bytes in use (lossy, shared buffer only).
+    pub shared_used: Vec<u64>,
+    /// Per node: the GPU it is, or NONE.
+    pub gpu_of_node: Vec<u32>,
+    pub routes: RouteCache,
+    /// Scratch for next-hop candidates.
+    pub cands: Vec<u32>,
+    /// Scratch for `Topology::next_hops`.
+    pub tmp_links: Vec<LinkId>,
+    /// Ideal completion time per task (transfers), from the unfaulted topology.
+    pub ideal: Vec<SimTime>,
+    pub qps: Vec<Qp>,
+    pub qp_index: HashMap<(u32, u32), u32>,
+    pub msgs: Vec<Msg>,
+    /// Task → message index (NONE for non-transfers).
+    pub msg_of_task: Vec<u32>,
+    pub window_pkts: u32,
+    /// Receiver accepts reordering (adaptive routing / spraying).
+    pub ooo: bool,
+    pub runner: DagRunner,
+    pub ready: Vec<TaskId>,
+    pub batch: Vec<TaskId>,
+    pub done_at: Vec<SimTime>,
+    pub last_done: u64,
+    pub fabric: FabricCounters,
+    pub stats: PacketStats,
+    pub sampler: Sampler,
+    pub events: u64,
+    /// When a packet last started transmission anywhere, ps (deadlock watchdog).
+    pub last_tx: u64,
+    /// Highest lane data may be raised to (ACKs keep the top lane).
+    pub max_data_vl: u8,
+}
+
+impl<'a> Sim<'a> {
+    pub fn new(dag: &'a Dag, topo: &Topology, cfg: &'a PacketConfig) -> Sim<'a> {
+        let vls = cfg.vls as usize;
+        let nl = topo.links.len();
+        let block = cfg.credit_block_bytes as u64;
+        let mut gpu_of_node = vec![NONE; topo.nodes.len()];
+        for (i, n) in topo.nodes.iter().enumerate() {
+            if let NodeKind::Gpu { gpu } = n.kind {
+                gpu_of_node[i] = gpu.0;
+            }
+        }
+        let ports: Vec<Port> = topo
+            .links
+            .iter()
+            .map(|l| {
+                let credit_fc =
+                    l.kind != LinkKind::Network || cfg.flow_control == FlowControl::Credit;
+                Port::new(l, topo.nodes[l.to.0 as usize].latency, credit_fc)
+            })
+            .collect();
+        let credit_cap: Vec<i64> = topo
+            .links
+            .iter()
+            .map(|l| {
+                let buf = if l.kind == LinkKind::Network {
+                    cfg.port_buffer_bytes
+                } else {
+                    cfg.host_buffer_bytes
+                };
+                (buf / block) as i64
+            })
+            .collect();
+        let credits: Vec<i64> = credit_cap
+            .iter()
+            .flat_map(|&c| std::iter::repeat_n(c, vls))
+            .collect();
+        let n_tasks = dag.tasks.len();
+        let mut s = Sim {
+            dag,
+            cfg,
+            topo: topo.clone(),
+            now: 0,
+            q: EventQueue::default(),
+            rng: ChaCha8Rng::seed_from_u64(cfg.seed),
+            pkts: Slab::default(),
+            ports,
+            vls,
+            queues: (0..nl * vls).map(|_| VecDeque::new()).collect(),
+            qbytes: vec![0; nl * vls],
+            credits,
+            credit_fifo: (0..nl * vls).map(|_| VecDeque::new()).collect(),
+            credit_wake: vec![u64::MAX; nl],
+            block_shift: if cfg.credit_block_bytes.is_power_of_two() {
+                cfg.credit_block_bytes.trailing_zeros()
+            } else {
+                u32::MAX
+            },
+            credit_cap,
+            shared_used: vec![0; topo.nodes.len()],
+            gpu_of_node,
+            routes: RouteCache::default(),
+            cands: Vec::with_capacity(64),
+            tmp_links: Vec::with_capacity(64),
+            ideal: dag
+                .tasks
+                .iter()
+                .map(|t| match t.kind {
+                    TaskKind::Transfer { src, dst, bytes } if src != dst => {
+                        match topo.path_cost(src, dst) {
+                            Some((lat, rate)) => lat + rate.tx_time(cfg.message_wire_bytes(bytes)),
+                            None => SimTime::ZERO,
+                        }
+                    }
+                    _ => SimTime::ZERO,
+                })
+                .collect(),
+            qps: Vec::new(),
+            qp_index: HashMap::new(),
+            msgs: Vec::new(),
+            msg_of_task: vec![NONE; n_tasks],
+            window_pkts: (cfg.window_bytes.div_ceil(cfg.mtu as u64)).clamp(1, u32::MAX as u64 / 4)
+                as u32,
+            ooo: cfg.routing != Routing::Ecmp,
+            runner: DagRunner::new(dag),
+            ready: Vec::new(),
+            batch: Vec::new(),
+            done_at: vec![SimTime::ZERO; n_tasks],
+            last_done: 0,
+            fabric: FabricCounters::default(),
+            stats: PacketStats::default(),
+            sampler: Sampler::new(nl, cfg.sample_interval.0, cfg.series_max_samples),
+            events: 0,
+            last_tx: 0,
+            max_data_vl: cfg.vls.saturating_sub(2),
+        };
+        for (p, l) in s.ports.iter_mut().zip(&topo.links) {
+            let sw = |n: crate::topology::NodeId| {
+                matches!(topo.nodes[n.0 as usize].kind, NodeKind::Switch { .. })
+            };
+            p.sw2sw = sw(l.from) && sw(l.to);
+        }
+        s.routes.rebuild(&s.topo);
+        s.update_cut_through();
+        s
+    }
+
+    /// Executes the DAG until every task is done and every packet has drained.
+    pub fn run(&mut self) -> Result<(), PacketError> {
+        for (i, e) in self.cfg.link_events.iter().enumerate() {
+            self.q.push(e.at.0, Event::Link { index: i as u32 });
+        }
+        if self.cfg.sample_interval.0 > 0 {
+            self.q.push(0, Event::Sample);
+        }
+        let mut ready = std::mem::take(&mut self.ready);
+        self.runner.start(&mut ready);
+        self.ready = ready;
+        self.start_ready()?;
+        let limit = self.cfg.time_limit.0;
+        while let Some((t, ev)) = self.q.pop() {
+            debug_assert!(t >= self.now, "time went backwards");
+            if t > limit {
+                return Err(PacketError::TimeLimit {
+                    at: self.cfg.time_limit,
+                    done: self.runner.completed(),
+                    total: self.dag.tasks.len(),
+                });
+            }
+            if t > self.last_tx.saturating_add(self.cfg.deadlock_timeout.0) && self.pkts.live() > 0
+            {
+                return Err(PacketError::Deadlock {
+                    at: SimTime(t),
+                    since: SimTime(self.last_tx),
+                    packets: self.pkts.live() as u64,
+                });
+            }
+            self.now = t;
+            self.events += 1;
+            match ev {
+                Event::TxDone { port } => self.on_tx_done(port as usize),
+                Event::Arrive { pkt, link } => self.on_arrive(pkt, link),
+                Event::Credit { link, .. } => self.on_credit(link),
+                Event::QpWake { qp } => self.on_qp_wake(qp),
+                Event::Rto { qp } => self.on_rto(qp),
+                Event::TaskDone { task } => self.task_done(task),
+                Event::Link { index } => self.on_link_event(index as usize),
+                Event::Sample => self.on_sample(),
+            }
+            if !self.ready.is_empty() {
+                self.start_ready()?;
+            }
+        }
+        if !self.runner.finished() {
+            return Err(PacketError::Stalled {
+                at: SimTime(self.now),
+                done: self.runner.completed(),
+                total: self.dag.tasks.len(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Starts every ready task (posting transfers, scheduling compute).
+    fn start_ready(&mut self) -> Result<(), PacketError> {
+        while !self.ready.is_empty() {
+            std::mem::swap(&mut self.ready, &mut self.batch);
+            let mut batch = std::mem::take(&mut self.batch);
+            for &t in &batch {
+                match self.dag.tasks[t.0 as usize].kind {
+                    TaskKind::Transfer { src, dst, bytes } => {
+                        if src == dst {
+                            self.fabric.bytes_sent += bytes;
+                            self.fabric.bytes_delivered += bytes;
+                            self.task_done(t.0);
+                        } else {
+                            self.post(t.0, src.0, dst.0, bytes)?;
+                        }
+                    }
+                    TaskKind::Compute { duration, .. } => {
+                        self.q
+                            .push(self.now + duration.0, Event::TaskDone { task: t.0 });
+                    }
+                    TaskKind::Marker => self.task_done(t.0),
+                }
+            }
+            batch.clear();
+            self.batch = batch;
+        }
+        Ok(())
+    }
+
+    /// Task `t` completed now.
+    pub fn task_done(&mut self, t: u32) {
+        self.done_at[t as usize] = SimTime(self.now);
+        self.last_done = self.last_done.max(self.now);
+        self.runner
+            .done(TaskId(t), SimTime(self.now), &mut self.ready);
+    }
+
+    /// Task `t`'s last byte left its source now.
+    pub fn task_sent(&mut self, t: u32) {
+        self.runner
+            .sent(TaskId(t), SimTime(self.now), &mut self.ready);
+    }
+
+    /// A uniform integer in `[0, n)` from the run's generator.
+    #[inline]
+    pub fn rand_below(&mut self, n: u64) -> u64 {
+        ((self.rng.next_u64() as u128 * n as u128) >> 64) as u64
+    }
+    /// A uniform float in `[0, 1)`.
+    #[inline]
+    pub fn rand_f64(&mut self) -> f64 {
+        (self.rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
+    fn on_sample(&mut self) {
+        self.sampler.record(self.now, &self.ports);
+        if !self.runner.finished() {
+            self.q
+                .push(self.now + self.sampler.interval(), Event::Sample);
+        }
+    }
+
+    /// Builds the results (after [`Sim::run`]).
+    pub fn finish(mut self) -> (RunOutput, PacketStats) {
+        let makespan = self.last_done;
+        let end = self.now.max(makespan);
+        let mut links = Vec::new();
+        let mut max_q = 0;
+        let mut stall = 0;
+        for (i, p) in self.ports.iter_mut().enumerate() {
+            p.account_queue(end);
+            max_q = max_q.max(p.max_q);
+            stall += p.stall_ps;
+            if p.bytes > 0 || p.drops > 0 {
+                links.push(LinkCounters {
+                    link: i as u32,
+                    bytes: p.bytes,
+                    utilization: if makespan > 0 {
+                        (p.busy_ps as f64 / makespan as f64).min(1.0)
+                    } else {
+                        0.0
+                    },
+                    drops: p.drops,
+                    max_queue_bytes: p.max_q,
+                    avg_queue_bytes: if end > 0 {
+                        p.q_area as f64 / end as f64
+                    } else {
+                        0.0
+                    },
+                    stall_ps: p.stall_ps,
+                });
+            }
+        }
+        self.fabric.max_queue_bytes = max_q;
+        self.fabric.credit_stall_ps = stall;
+        self.fabric.retransmitted_packets = self.stats.retransmitted_packets;
+        self.fabric.timeouts = self.stats.timeouts;
+        self.fabric.drops = self.stats.drops_total();
+        self.fabric.bytes_dropped = self.stats.payload_bytes_dropped;
+        self.stats.packets_alive_at_end = self.pkts.live() as u64;
+        self.stats.slab_high_water = self.pkts.capacity_used() as u64;
+        self.stats.event_queue_high_water = self.q.high_water() as u64;
+        for (p, port) in self.ports.iter().enumerate() {
+            if !port.credit_fc {
+                continue;
+            }
+            for vl in 0..self.vls {
+                let qi = p * self.vls + vl;
+                let pending: i64 = self.credit_fifo[qi].iter().map(|&(_, b)| b as i64).sum();
+                if self.credits[qi] + pending != self.credit_cap[p] {
+                    self.stats.credit_leaks += 1;
+                }
+            }
+        }
+        let mut fct = Vec::new();
+        let mut ideal = Vec::new();
+        for (i, t) in self.dag.tasks.iter().enumerate() {
+            if let TaskKind::Transfer { .. } = t.kind {
+                fct.push(self.done_at[i] - self.runner.started_at[i]);
+                ideal.push(self.ideal[i]);
+            }
+        }
+        let series = self
+            .sampler
+            .series(&self.ports, &self.topo, self.cfg.series_ports as usize);
+        let out = RunOutput {
+            makespan: SimTime(makespan),
+            op_timing: self.runner.op_timing.clone(),
+            transfer_fct: fct,
+            transfer_ideal: ideal,
+            fabric: self.fabric,
+            links,
+            series,
+            events: self.events,
+        };
+        (out, self.stats)
+    }
+}

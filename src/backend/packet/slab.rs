@@ -1,0 +1,110 @@
+//! Packet storage: a slab of fixed-size records with a free list.
+//!
+//! Packets are created at the source NIC and destroyed when delivered or dropped;
+//! between the two they are referred to by a `u32` index, so events stay small and
+//! `Copy` and a run allocates only while the slab grows to its high-water mark
+//! (bounded by the windows and buffers), never per packet in steady state.
+
+/// Sentinel for "no link / no packet".
+pub const NONE: u32 = u32::MAX;
+
+/// What a packet carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum PktKind {
+    /// Payload of a message, sequence number `psn`.
+    #[default]
+    Data,
+    /// Cumulative acknowledgement: every PSN below `psn` was received.
+    Ack,
+    /// Negative acknowledgement: expected `psn`, saw a later one (go-back-N).
+    Nack,
+}
+
+/// Flag: the packet was corrupted on its current link (bit error).
+pub const F_CORRUPT: u8 = 1;
+/// Flag: the packet sits in a buffer that is accounted drop-tail (lossy ingress).
+pub const F_LOSSY_HELD: u8 = 4;
+/// Flag: the packet's lane was raised at this node; it arrived (and holds
+/// credits) on lane `vl − 1`.
+pub const F_VL_RAISED: u8 = 8;
+
+/// One packet in flight or in a buffer.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Packet {
+    /// Queue pair the packet belongs to.
+    pub qp: u32,
+    /// Packet sequence number (data) or acknowledged PSN (ACK/NACK).
+    pub psn: u32,
+    /// Bytes on the wire: payload plus headers (the payload of a data packet is
+    /// `wire − header_bytes`; ACK/NACK carry none). Kept as the one size field
+    /// so a packet fits in 32 bytes.
+    pub wire: u32,
+    /// Flow hash for ECMP (kept in the packet so routing a hop does not touch
+    /// the queue pair: one cache miss less per hop).
+    pub hash: u32,
+    /// Link the packet arrived on or is travelling on ([`NONE`] at its source).
+    pub link: u32,
+    /// Epoch of `link` when transmission started (a link-down bumps it: the
+    /// packet is lost). 16 bits: only equality matters, and 65 536 flaps of one
+    /// link during one packet's flight do not happen.
+    pub epoch: u16,
+    /// Destination GPU.
+    pub dst: u32,
+    /// Data, ACK or NACK.
+    pub kind: PktKind,
+    /// Virtual lane / priority.
+    pub vl: u8,
+    /// `F_*` bits.
+    pub flags: u8,
+}
+
+/// The slab.
+#[derive(Default)]
+pub struct Slab {
+    slots: Vec<Packet>,
+    free: Vec<u32>,
+    live: u32,
+}
+
+impl Slab {
+    /// Stores `p`, reusing a freed slot when there is one.
+    #[inline]
+    pub fn alloc(&mut self, p: Packet) -> u32 {
+        self.live += 1;
+        if let Some(i) = self.free.pop() {
+            self.slots[i as usize] = p;
+            i
+        } else {
+            self.slots.push(p);
+            self.slots.len() as u32 - 1
+        }
+    }
+    /// Releases slot `i`.
+    #[inline]
+    pub fn free(&mut self, i: u32) {
+        self.live -= 1;
+        self.free.push(i);
+    }
+    /// Packets currently alive.
+    pub fn live(&self) -> u32 {
+        self.live
+    }
+    /// High-water mark of simultaneously alive packets.
+    pub fn capacity_used(&self) -> usize {
+        self.slots.len()
+    }
+}
+
+impl std::ops::Index<u32> for Slab {
+    type Output = Packet;
+    #[inline]
+    fn index(&self, i: u32) -> &Packet {
+        &self.slots[i as usize]
+    }
+}
+impl std::ops::IndexMut<u32> for Slab {
+    #[inline]
+    fn index_mut(&mut self, i: u32) -> &mut Packet {
+        &mut self.slots[i as usize]
+    }
+}

@@ -1,0 +1,227 @@
+//! Packet-level counters and the bounded time-series sampler.
+
+use super::switch::Port;
+use crate::backend::{Sample, Series};
+use crate::topology::{NodeKind, Topology};
+
+/// Packet-level counters of a run; see [`PacketStats::check_conservation`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PacketStats {
+    /// Data packets put on the wire by sources (first transmissions and retransmissions).
+    pub data_sent: u64,
+    /// Data packets accepted by receivers (each PSN once).
+    pub data_accepted: u64,
+    /// Data packets discarded by receivers as duplicates (PSN already held).
+    pub data_duplicate: u64,
+    /// Data packets discarded by strict go-back-N receivers as out of order.
+    pub data_out_of_order: u64,
+    /// Data packets dropped in the fabric (buffer, corruption, link down, no route).
+    pub data_dropped: u64,
+    /// Packet transmissions on all links (one per packet per hop): the simulated
+    /// work, independent of how many events it took.
+    pub packet_hops: u64,
+    /// ACK/NACK packets sent by receivers.
+    pub ctrl_sent: u64,
+    /// ACK/NACK packets that reached their sender.
+    pub ctrl_received: u64,
+    /// ACK/NACK packets dropped in the fabric.
+    pub ctrl_dropped: u64,
+    /// NACKs sent.
+    pub nacks_sent: u64,
+    /// Rewinds caused by NACKs.
+    pub nack_rewinds: u64,
+    /// Retransmission timeouts that fired.
+    pub timeouts: u64,
+    /// Data packets sent more than once.
+    pub retransmitted_packets: u64,
+    /// Drops because an egress buffer was full (lossy only; zero with credits).
+    pub drops_buffer: u64,
+    /// Drops because a bit error corrupted the packet.
+    pub drops_corrupt: u64,
+    /// Drops because the link went down under or before the packet.
+    pub drops_link_down: u64,
+    /// Drops because no route existed.
+    pub drops_unroutable: u64,
+    /// Payload bytes in dropped data packets.
+    pub payload_bytes_dropped: u64,
+    /// Packets still alive when the run ended (0 after a drained run).
+    pub packets_alive_at_end: u64,
+    /// Most packets alive at once (slab size).
+    pub slab_high_water: u64,
+    /// Capacity the event queue grew to (≥ most events pending at once).
+    pub event_queue_high_water: u64,
+    /// Credit-controlled (link, lane) pairs whose sender does not hold the
+    /// receiver's whole buffer in credits after the run (a credit leak; must be 0).
+    pub credit_leaks: u64,
+}
+
+impl PacketStats {
+    /// All packet drops (data and control).
+    pub fn drops_total(&self) -> u64 {
+        self.drops_buffer + self.drops_corrupt + self.drops_link_down + self.drops_unroutable
+    }
+
+    /// Checks that every packet is accounted for: data sent = accepted +
+    /// duplicates + out-of-order discards + dropped; control sent = received +
+    /// dropped; drops by cause add up; every credit came home; nothing left alive.
+    ///
+    /// # Errors
+    /// A message naming the first balance that does not hold.
+    pub fn check_conservation(&self) -> Result<(), String> {
+        let data_out =
+            self.data_accepted + self.data_duplicate + self.data_out_of_order + self.data_dropped;
+        if self.data_sent != data_out {
+            return Err(format!(
+                "data packets: sent {} != accounted {data_out} ({self:?})",
+                self.data_sent
+            ));
+        }
+        if self.ctrl_sent != self.ctrl_received + self.ctrl_dropped {
+            return Err(format!(
+                "control packets: sent {} != received {} + dropped {}",
+                self.ctrl_sent, self.ctrl_received, self.ctrl_dropped
+            ));
+        }
+        if self.drops_total() != self.data_dropped + self.ctrl_dropped {
+            return Err(format!(
+                "drops by cause {} != drops by kind {}",
+                self.drops_total(),
+                self.data_dropped + self.ctrl_dropped
+            ));
+        }
+        if self.credit_leaks != 0 {
+            return Err(format!(
+                "{} link lanes did not get all their credits back",
+                self.credit_leaks
+            ));
+        }
+        if self.packets_alive_at_end != 0 {
+            return Err(format!(
+                "{} packets alive at the end",
+                self.packets_alive_at_end
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Samples every port's queue depth and cumulative busy time at a fixed interval;
+/// when `max_rows` samples are held, drops every other one and doubles the
+/// interval, so memory is bounded by ports × `max_rows`. At the end the ports
+/// with the largest queues are turned into [`Series`].
+pub struct Sampler {
+    interval: u64,
+    max_rows: usize,
+    nports: usize,
+    times: Vec<u64>,
+    queue: Vec<f32>,
+    busy: Vec<u64>,
+}
+
+impl Sampler {
+    /// A sampler for `nports` ports every `interval` ps (0 = off).
+    pub fn new(nports: usize, interval: u64, max_rows: u32) -> Sampler {
+        Sampler {
+            interval,
+            max_rows: (max_rows.max(2) as usize) & !1,
+            nports,
+            times: Vec::new(),
+            queue: Vec::new(),
+            busy: Vec::new(),
+        }
+    }
+
+    /// Current interval, ps.
+    pub fn interval(&self) -> u64 {
+        self.interval
+    }
+
+    /// Records one row at `now`.
+    pub fn record(&mut self, now: u64, ports: &[Port]) {
+        if self.times.len() == self.max_rows {
+            let n = self.nports;
+            let rows = self.times.len();
+            for r in 0..rows / 2 {
+                self.times[r] = self.times[2 * r];
+                self.queue.copy_within(2 * r * n..(2 * r + 1) * n, r * n);
+                self.busy.copy_within(2 * r * n..(2 * r + 1) * n, r * n);
+            }
+            self.times.truncate(rows / 2);
+            self.queue.truncate(rows / 2 * n);
+            self.busy.truncate(rows / 2 * n);
+            self.interval *= 2;
+        }
+        self.times.push(now);
+        for p in ports {
+            self.queue.push(p.qtotal as f32);
+            let unfinished = if p.busy && p.tx_end > now {
+                p.tx_end - now
+            } else {
+                0
+            };
+            self.busy.push(p.busy_ps - unfinished);
+        }
+    }
+
+    /// Queue-depth and utilization series of the `k` ports with the largest queues.
+    pub fn series(&self, ports: &[Port], topo: &Topology, k: usize) -> Vec<Series> {
+        if self.times.is_empty() || k == 0 {
+            return Vec::new();
+        }
+        let mut order: Vec<usize> = (0..ports.len()).filter(|&i| ports[i].bytes > 0).collect();
+        order.sort_by(|&a, &b| {
+            ports[b]
+                .max_q
+                .cmp(&ports[a].max_q)
+                .then(ports[b].bytes.cmp(&ports[a].bytes))
+                .then(a.cmp(&b))
+        });
+        order.truncate(k);
+        let n = self.nports;
+        let mut out = Vec::new();
+        for &p in &order {
+            let name = format!(
+                "link {p} ({} -> {})",
+                node_name(topo, ports[p].from),
+                node_name(topo, ports[p].to)
+            );
+            let mut q = Vec::with_capacity(self.times.len());
+            let mut u = Vec::with_capacity(self.times.len());
+            let (mut pt, mut pb) = (0u64, 0u64);
+            for (r, &t) in self.times.iter().enumerate() {
+                let t_us = t as f64 / 1e6;
+                q.push(Sample {
+                    t_us,
+                    value: self.queue[r * n + p] as f64,
+                });
+                let b = self.busy[r * n + p];
+                if t > pt {
+                    u.push(Sample {
+                        t_us,
+                        value: ((b - pb) as f64 / (t - pt) as f64).min(1.0),
+                    });
+                }
+                pt = t;
+                pb = b;
+            }
+            out.push(Series {
+                name: format!("queue_bytes {name}"),
+                samples: q,
+            });
+            out.push(Series {
+                name: format!("utilization {name}"),
+                samples: u,
+            });
+        }
+        out
+    }
+}
+
+fn node_name(topo: &Topology, n: u32) -> String {
+    match topo.nodes[n as usize].kind {
+        NodeKind::Gpu { gpu } => format!("gpu {}", gpu.0),
+        NodeKind::NvSwitch { host } => format!("nvswitch {host}"),
+        NodeKind::Nic { host, index } => format!("nic {host}.{index}"),
+        NodeKind::Switch { tier } => format!("switch {n} (tier {tier})"),
+    }
+}

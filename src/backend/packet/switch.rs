@@ -1,0 +1,672 @@
+//! Ports and forwarding points (switches, NVSwitch, NICs): routing, egress
+//! queues per virtual lane, transmission, arrival, link faults.
+//!
+//! Every directed link is the egress port of its sending node. A port serves its
+//! lanes with strict priority, highest lane first, skipping a lane whose head
+//! packet lacks credits. Source GPUs' ports additionally pull data packets from
+//! their queue pairs when no queued (control) packet can go (see [`super::nic`]).
+
+use std::collections::VecDeque;
+
+use super::engine::Event;
+use super::nic::Pull;
+use super::sim::Sim;
+use super::slab::{PktKind, F_CORRUPT, F_LOSSY_HELD, F_VL_RAISED, NONE};
+use super::{LinkEventKind, Routing};
+use crate::topology::{mix64, GpuId, Link, LinkId, NodeId, NodeKind, Topology};
+use crate::units::{Rate, SimTime};
+
+/// Sentinel time: "not set".
+pub const NEVER: u64 = u64::MAX;
+
+/// The sending side of one directed link, with its counters.
+///
+/// `repr(C)` with the fields every packet hop touches first: they share the
+/// first cache line (the counters the second), so a port costs one or two
+/// cache misses per hop instead of up to four (measured with callgrind's cache
+/// simulation; see the commit that introduced it).
+#[repr(C)]
+pub struct Port {
+    /// Serializing a packet.
+    pub busy: bool,
+    /// Link usable.
+    pub up: bool,
+    /// The sender of this link obeys credits (else arrivals are drop-tail admitted).
+    pub credit_fc: bool,
+    /// Bumped when the link goes down: packets sent in an older epoch are lost.
+    pub epoch: u16,
+    /// The task whose `Dep::Sent` completes when the current serialization ends
+    /// (the last packet of a message leaving its source), or NONE.
+    pub sent_task: u32,
+    /// A `TxDone` event is scheduled for the current serialization.
+    pub txdone_pending: bool,
+    /// Picoseconds per byte when the rate divides 8·10¹² exactly (fast path), else 0.
+    pub ps_per_byte: u64,
+    /// When the current serialization ends, ps.
+    pub tx_end: u64,
+    /// Propagation latency, ps.
+    pub latency: u64,
+    /// Forwarding latency of the receiving node, ps (folded into the arrival time).
+    pub fwd_latency: u64,
+    /// Both ends are switches (lane escalation counts these hops).
+    pub sw2sw: bool,
+    /// Cut-through at the receiving node: the packet is routed once its header
+    /// (`header_bytes`) is in, not its last bit (see `PacketConfig::cut_through`).
+    pub cut_through: bool,
+    /// Queued wire bytes over all lanes.
+    pub qtotal: u64,
+    /// Since when the port has been waiting for credits, or [`NEVER`].
+    pub stall_since: u64,
+    /// Last time `q_area` was brought up to date.
+    pub q_last: u64,
+    /// Wire bytes sent.
+    pub bytes: u64,
+    /// Serialization time, ps.
+    pub busy_ps: u64,
+    /// Largest queue, bytes.
+    pub max_q: u64,
+    /// ∫ queue dt, byte·ps.
+    pub q_area: u128,
+    /// Sending node.
+    pub from: u32,
+    /// Receiving node.
+    pub to: u32,
+    /// Line rate.
+    pub rate: Rate,
+    /// Bit-error rate.
+    pub ber: f64,
+    /// Packets dropped at this egress (buffer full, link down).
+    pub drops: u64,
+    /// Credit-stall time, ps.
+    pub stall_ps: u64,
+    /// Queue pairs with data to send (source GPU ports only), round-robin order.
+    pub ring: VecDeque<u32>,
+}
+
+impl Port {
+    /// A port for `link`, whose receiver forwards in `fwd_latency`.
+    pub fn new(link: &Link, fwd_latency: SimTime, credit_fc: bool) -> Port {
+        let mut p = Port {
+            from: link.from.0,
+            to: link.to.0,
+            rate: link.rate,
+            ps_per_byte: 0,
+            latency: link.latency.0,
+            fwd_latency: fwd_latency.0,
+            cut_through: false,
+            sw2sw: false,
+            up: true,
+            epoch: 0,
+            credit_fc,
+            ber: 0.0,
+            busy: false,
+            sent_task: NONE,
+            txdone_pending: false,
+            tx_end: 0,
+            qtotal: 0,
+            ring: VecDeque::new(),
+            stall_since: NEVER,
+            bytes: 0,
+            busy_ps: 0,
+            drops: 0,
+            max_q: 0,
+            q_area: 0,
+            q_last: 0,
+            stall_ps: 0,
+        };
+        p.set_rate(link.rate);
+        p
+    }
+
+    /// Changes the line rate (takes effect from the next packet).
+    pub fn set_rate(&mut self, r: Rate) {
+        self.rate = r;
+        const BITS_PS: u64 = 8 * 1_000_000_000_000;
+        self.ps_per_byte = if r.0 > 0 && BITS_PS % r.0 == 0 {
+            BITS_PS / r.0
+        } else {
+            0
+        };
+    }
+
+    /// Serialization time of `wire` bytes, ps (the division is avoided for common rates).
+    #[inline]
+    pub fn tx_time(&self, wire: u64) -> u64 {
+        if self.ps_per_byte != 0 {
+            wire * self.ps_per_byte
+        } else {
+            self.rate.tx_time(wire).0
+        }
+    }
+
+    /// Brings the queue-depth integral up to `now` (before the queue changes).
+    #[inline]
+    pub fn account_queue(&mut self, now: u64) {
+        if now > self.q_last {
+            self.q_area += self.qtotal as u128 * (now - self.q_last) as u128;
+            self.q_last = now;
+        }
+    }
+}
+
+/// Equal-cost next hops of every switch towards every edge switch, cached in CSR
+/// form so routing a packet is a slice lookup instead of a scan of the switch's
+/// links; rebuilt when a link changes state.
+#[derive(Default)]
+pub struct RouteCache {
+    /// Dense switch index per node (NONE for other nodes).
+    sw_index: Vec<u32>,
+    /// Leaf index of every GPU's NIC's edge switch.
+    leaf_of_gpu: Vec<u32>,
+    /// Node of each leaf.
+    leaf_node: Vec<u32>,
+    n_leaves: usize,
+    start: Vec<u32>,
+    links: Vec<u32>,
+    /// Per node: the uplink of a NIC (NONE if not a NIC or the link is down).
+    nic_uplink: Vec<u32>,
+    /// Per node: true for an NVSwitch.
+    is_nvswitch: Vec<bool>,
+    /// Per GPU: its NIC node, PCIe down link and NVLink down link.
+    gpu_nic: Vec<u32>,
+    gpu_pcie_down: Vec<u32>,
+    gpu_nvlink_down: Vec<u32>,
+}
+
+impl RouteCache {
+    /// Recomputes the table from the topology's current routes.
+    pub fn rebuild(&mut self, topo: &Topology) {
+        self.sw_index = vec![NONE; topo.nodes.len()];
+        let mut switches = Vec::new();
+        for (i, n) in topo.nodes.iter().enumerate() {
+            if matches!(n.kind, NodeKind::Switch { .. }) {
+                self.sw_index[i] = switches.len() as u32;
+                switches.push(i as u32);
+            }
+        }
+        self.leaf_node.clear();
+        let mut rep_gpu = Vec::new();
+        self.leaf_of_gpu = vec![NONE; topo.gpus.len()];
+        for (g, gp) in topo.gpus.iter().enumerate() {
+            let leaf = topo.nic_of_node(gp.nic).map(|n| n.leaf.0).unwrap_or(NONE);
+            let li = match self.leaf_node.iter().position(|&l| l == leaf) {
+                Some(i) => i,
+                None => {
+                    self.leaf_node.push(leaf);
+                    rep_gpu.push(g as u32);
+                    self.leaf_node.len() - 1
+                }
+            };
+            self.leaf_of_gpu[g] = li as u32;
+        }
+        self.n_leaves = self.leaf_node.len();
+        self.nic_uplink = vec![NONE; topo.nodes.len()];
+        for nic in &topo.nics {
+            if topo.is_link_up(nic.uplink) {
+                self.nic_uplink[nic.node.0 as usize] = nic.uplink.0;
+            }
+        }
+        self.is_nvswitch = topo
+            .nodes
+            .iter()
+            .map(|n| matches!(n.kind, NodeKind::NvSwitch { .. }))
+            .collect();
+        self.gpu_nic = topo.gpus.iter().map(|g| g.nic.0).collect();
+        self.gpu_pcie_down = topo.gpus.iter().map(|g| g.pcie_down.0).collect();
+        self.gpu_nvlink_down = topo.gpus.iter().map(|g| g.nvlink_down.0).collect();
+        self.start.clear();
+        self.links.clear();
+        self.start.push(0);
+        let mut tmp = Vec::new();
+        for &s in &switches {
+            for (&leaf, &rep) in self.leaf_node.iter().zip(&rep_gpu) {
+                if leaf != s {
+                    tmp.clear();
+                    topo.next_hops(NodeId(s), GpuId(rep), &mut tmp);
+                    self.links.extend(tmp.iter().map(|l| l.0));
+                }
+                self.start.push(self.links.len() as u32);
+            }
+        }
+    }
+
+    /// Appends the next hops from `node` towards GPU `dst` to `out`.
+    #[inline]
+    pub fn next_hops(
+        &self,
+        topo: &Topology,
+        node: u32,
+        dst: u32,
+        out: &mut Vec<u32>,
+        tmp: &mut Vec<LinkId>,
+    ) {
+        let si = self.sw_index[node as usize];
+        let li = self.leaf_of_gpu[dst as usize];
+        if si != NONE && self.leaf_node[li as usize] != node {
+            let k = si as usize * self.n_leaves + li as usize;
+            out.extend_from_slice(&self.links[self.start[k] as usize..self.start[k + 1] as usize]);
+        } else if self.gpu_nic[dst as usize] == node {
+            // The destination's own NIC: down the PCIe link (never faulted here).
+            out.push(self.gpu_pcie_down[dst as usize]);
+        } else if self.nic_uplink[node as usize] != NONE {
+            out.push(self.nic_uplink[node as usize]);
+        } else if self.is_nvswitch[node as usize] {
+            out.push(self.gpu_nvlink_down[dst as usize]);
+        } else {
+            tmp.clear();
+            topo.next_hops(NodeId(node), GpuId(dst), tmp);
+            out.extend(tmp.iter().map(|l| l.0));
+        }
+    }
+}
+
+impl Sim<'_> {
+    /// Starts the next transmission on `p` if it is idle and something may go.
+    pub(super) fn try_send(&mut self, p: usize) {
+        let now = self.now;
+        let port = &mut self.ports[p];
+        if port.busy {
+            if port.tx_end > now {
+                // Still serializing: come back when it ends (see `start_tx`).
+                if !port.txdone_pending {
+                    port.txdone_pending = true;
+                    let at = port.tx_end;
+                    self.q.push(at, Event::TxDone { port: p as u32 });
+                }
+                return;
+            }
+            // Finished, and its TxDone (if any) has not popped yet: finish it here.
+            self.finish_tx(p);
+        }
+        let port = &mut self.ports[p];
+        if !port.up {
+            return;
+        }
+        let credit_fc = self.ports[p].credit_fc;
+        let next_credit = if credit_fc {
+            self.absorb_credits(p)
+        } else {
+            NEVER
+        };
+        let mut starved = false;
+        for vl in (0..self.vls).rev() {
+            let qi = p * self.vls + vl;
+            let Some(&pkt) = self.queues[qi].front() else {
+                continue;
+            };
+            let wire = self.pkts[pkt].wire;
+            if credit_fc && self.credits[qi] < self.blk(wire) as i64 {
+                starved = true;
+                continue;
+            }
+            self.queues[qi].pop_front();
+            let port = &mut self.ports[p];
+            port.account_queue(self.now);
+            port.qtotal -= wire as u64;
+            self.qbytes[qi] -= wire as u64;
+            self.start_tx(p, pkt, NONE);
+            return;
+        }
+        if !self.ports[p].ring.is_empty() {
+            match self.pull_data(p) {
+                Pull::Packet(pkt, sent_task) => {
+                    self.start_tx(p, pkt, sent_task);
+                    return;
+                }
+                Pull::NoCredit => starved = true,
+                Pull::Nothing => {}
+            }
+        }
+        if starved {
+            let port = &mut self.ports[p];
+            if port.stall_since == NEVER {
+                port.stall_since = self.now;
+            }
+            if next_credit != NEVER {
+                self.schedule_credit_wake(p, next_credit);
+            }
+        }
+    }
+
+    /// Puts `pkt` on the wire of port `p` (credits already checked).
+    ///
+    /// A `TxDone` event is scheduled only when something must happen at the end
+    /// of this serialization: a `Dep::Sent` to fire, or packets or queue pairs
+    /// already waiting for the port. Otherwise the port is simply busy until
+    /// `tx_end`, and whoever needs it earlier schedules the event then
+    /// (`try_send`). On lightly loaded links this saves one event per packet hop.
+    pub(super) fn start_tx(&mut self, p: usize, pkt: u32, sent_task: u32) {
+        let now = self.now;
+        let vls = self.vls;
+        let (wire, vl, in_link, flags) = {
+            let k = &self.pkts[pkt];
+            (k.wire, k.vl, k.link, k.flags)
+        };
+        // The packet leaves this node's buffer: free what it held upstream (on
+        // the lane it arrived on).
+        if in_link != NONE {
+            if flags & F_LOSSY_HELD != 0 {
+                let node = self.ports[p].from as usize;
+                self.shared_used[node] -= wire as u64;
+            } else {
+                let in_vl = vl - u8::from(flags & F_VL_RAISED != 0);
+                self.return_credit(in_link, in_vl, self.blk(wire));
+            }
+        }
+        let ber = self.ports[p].ber;
+        let corrupt = ber > 0.0 && {
+            let pc = 1.0 - (1.0 - ber).powf(wire as f64 * 8.0);
+            self.rand_f64() < pc
+        };
+        let nblk = self.blk(wire) as i64;
+        let port = &mut self.ports[p];
+        if port.credit_fc {
+            self.credits[p * vls + vl as usize] -= nblk;
+            debug_assert!(
+                self.credits[p * vls + vl as usize] >= 0,
+                "sent without credits"
+            );
+        }
+        if port.stall_since != NEVER {
+            port.stall_ps += now - port.stall_since;
+            port.stall_since = NEVER;
+        }
+        debug_assert!(
+            !port.busy && port.tx_end <= now,
+            "a port serializes one packet at a time"
+        );
+        let tx = port.tx_time(wire as u64);
+        self.stats.packet_hops += 1;
+        self.last_tx = now;
+        port.busy = true;
+        port.sent_task = sent_task;
+        port.tx_end = now + tx;
+        port.bytes += wire as u64;
+        port.busy_ps += tx;
+        // Store-and-forward: the next node routes the packet once its last bit is
+        // in. Cut-through: once its header is in; the egress cannot overtake the
+        // tail because cut-through is only enabled where no out-link is faster.
+        let in_time = if port.cut_through {
+            port.tx_time(self.cfg.header_bytes as u64).min(tx)
+        } else {
+            tx
+        };
+        let arrive = now + in_time + port.latency + port.fwd_latency;
+        let epoch = port.epoch;
+        let k = &mut self.pkts[pkt];
+        k.link = p as u32;
+        k.epoch = epoch;
+        k.flags = (flags & !(F_CORRUPT | F_LOSSY_HELD | F_VL_RAISED))
+            | if corrupt { F_CORRUPT } else { 0 };
+        let waiting = sent_task != NONE
+            || !self.ports[p].ring.is_empty()
+            || (0..vls).any(|vl| !self.queues[p * vls + vl].is_empty());
+        self.ports[p].txdone_pending = waiting;
+        if waiting {
+            self.q.push(now + tx, Event::TxDone { port: p as u32 });
+        }
+        self.q.push(
+            arrive,
+            Event::Arrive {
+                pkt,
+                link: p as u32,
+            },
+        );
+    }
+
+    /// Port `p` finished serializing.
+    pub(super) fn on_tx_done(&mut self, p: usize) {
+        let port = &self.ports[p];
+        // A TxDone can be stale: `try_send` may already have finished that
+        // serialization at this very time and started the next one.
+        if port.busy && port.tx_end == self.now {
+            self.finish_tx(p);
+        }
+        self.try_send(p);
+    }
+
+    /// The serialization on `p` has ended: the port is free, and the last packet
+    /// of a message leaving its source completes the message's `Dep::Sent`.
+    fn finish_tx(&mut self, p: usize) {
+        let port = &mut self.ports[p];
+        port.busy = false;
+        port.txdone_pending = false;
+        let task = std::mem::replace(&mut port.sent_task, NONE);
+        if task != NONE {
+            self.task_sent(task);
+        }
+    }
+
+    /// Packet `pkt` finished crossing `link` and the receiving node's pipeline.
+    pub(super) fn on_arrive(&mut self, pkt: u32, link: u32) {
+        let port = &self.ports[link as usize];
+        let k = self.pkts[pkt];
+        if k.epoch != port.epoch || !port.up {
+            // Lost on a link that went down; the receiver never held it, so the
+            // sender's credits come back at once.
+            let credit_fc = port.credit_fc;
+            self.ports[link as usize].drops += 1;
+            self.stats.drops_link_down += 1;
+            self.drop_packet(pkt);
+            if credit_fc {
+                self.credits[link as usize * self.vls + k.vl as usize] += self.blk(k.wire) as i64;
+                // The link may be up again and starved for exactly these credits.
+                self.try_send(link as usize);
+            }
+            return;
+        }
+        if k.flags & F_CORRUPT != 0 {
+            self.return_credit(link, k.vl, self.blk(k.wire));
+            self.ports[link as usize].drops += 1;
+            self.stats.drops_corrupt += 1;
+            self.drop_packet(pkt);
+            return;
+        }
+        let node = port.to;
+        if self.gpu_of_node[node as usize] != NONE {
+            debug_assert_eq!(
+                self.gpu_of_node[node as usize], k.dst,
+                "delivered to the wrong GPU"
+            );
+            self.return_credit(link, k.vl, self.blk(k.wire));
+            self.deliver(pkt);
+            return;
+        }
+        self.forward(node, pkt, link);
+    }
+
+    /// Routes `pkt` (arrived at `node` over `in_link`) to an egress queue.
+    fn forward(&mut self, node: u32, pkt: u32, in_link: u32) {
+        let k = self.pkts[pkt];
+        let Some(out) = self.pick_next_hop(node, &k) else {
+            self.return_credit(in_link, k.vl, self.blk(k.wire));
+            self.stats.drops_unroutable += 1;
+            self.drop_packet(pkt);
+            return;
+        };
+        let mut vl = k.vl;
+        if self.cfg.vl_escalation
+            && k.kind == PktKind::Data
+            && self.ports[in_link as usize].sw2sw
+            && vl < self.max_data_vl
+        {
+            // One lane up per switch-to-switch hop: a packet's lane only rises
+            // along its path, so buffers of different hop stages never wait on
+            // each other in a cycle (Dally & Seitz, IEEE TC 1987).
+            vl += 1;
+            let kp = &mut self.pkts[pkt];
+            kp.vl = vl;
+            kp.flags |= F_VL_RAISED;
+        }
+        let qi = out * self.vls + vl as usize;
+        let lossy_in = !self.ports[in_link as usize].credit_fc;
+        if lossy_in {
+            if !self.admit_lossy(out, qi, k.wire as u64) {
+                self.ports[out].drops += 1;
+                self.stats.drops_buffer += 1;
+                self.drop_packet(pkt);
+                return;
+            }
+            self.shared_used[node as usize] += k.wire as u64;
+            self.pkts[pkt].flags |= F_LOSSY_HELD;
+        }
+        self.enqueue(out, qi, pkt, k.wire as u64);
+    }
+
+    /// Appends `pkt` to queue `qi` of port `out` and kicks the port.
+    pub(super) fn enqueue(&mut self, out: usize, qi: usize, pkt: u32, wire: u64) {
+        self.queues[qi].push_back(pkt);
+        self.qbytes[qi] += wire;
+        let port = &mut self.ports[out];
+        port.account_queue(self.now);
+        port.qtotal += wire;
+        if port.qtotal > port.max_q {
+            port.max_q = port.qtotal;
+        }
+        self.try_send(out);
+    }
+
+    /// Chooses the egress link at `node` for packet `k` per the routing mode.
+    fn pick_next_hop(&mut self, node: u32, k: &super::slab::Packet) -> Option<usize> {
+        self.cands.clear();
+        let mut tmp = std::mem::take(&mut self.tmp_links);
+        self.routes
+            .next_hops(&self.topo, node, k.dst, &mut self.cands, &mut tmp);
+        self.tmp_links = tmp;
+        let n = self.cands.len();
+        match n {
+            0 => None,
+            1 => Some(self.cands[0] as usize),
+            _ => Some(match self.cfg.routing {
+                Routing::Ecmp => {
+                    let salt = if k.kind == PktKind::Data {
+                        0
+                    } else {
+                        0x5bd1_e995
+                    };
+                    let h = mix64(self.qps[k.qp as usize].hash ^ salt ^ ((node as u64) << 32));
+                    // Multiply-shift instead of `h % n`: no division per hop.
+                    self.cands[((h as u128 * n as u128) >> 64) as usize] as usize
+                }
+                Routing::Spray => {
+                    let i = self.rand_below(n as u64) as usize;
+                    self.cands[i] as usize
+                }
+                Routing::Adaptive => {
+                    let start = self.rand_below(n as u64) as usize;
+                    let mut best = self.cands[start] as usize;
+                    let mut best_q = self.load_of(best);
+                    for j in 1..n {
+                        let c = self.cands[(start + j) % n] as usize;
+                        let q = self.load_of(c);
+                        if q < best_q {
+                            best = c;
+                            best_q = q;
+                        }
+                    }
+                    best
+                }
+            }),
+        }
+    }
+
+    /// Occupancy of an egress port as adaptive routing sees it: queued bytes,
+    /// plus one byte if a packet is on the wire, so an idle port beats a busy one
+    /// with an empty queue (switch ASICs expose queue depth, not the remaining
+    /// serialization time).
+    #[inline]
+    fn load_of(&self, p: usize) -> u64 {
+        let port = &self.ports[p];
+        port.qtotal + u64::from(port.busy && port.tx_end > self.now)
+    }
+
+    /// Frees a dropped packet and counts it.
+    pub(super) fn drop_packet(&mut self, pkt: u32) {
+        let k = self.pkts[pkt];
+        if k.kind == PktKind::Data {
+            self.stats.data_dropped += 1;
+            self.stats.payload_bytes_dropped += (k.wire - self.cfg.header_bytes) as u64;
+        } else {
+            self.stats.ctrl_dropped += 1;
+        }
+        self.pkts.free(pkt);
+    }
+
+    /// Applies `PacketConfig::link_events[i]`.
+    pub(super) fn on_link_event(&mut self, i: usize) {
+        let e = self.cfg.link_events[i];
+        let l = e.link.0 as usize;
+        match e.kind {
+            LinkEventKind::Down | LinkEventKind::Up => {
+                let up = e.kind == LinkEventKind::Up;
+                let pair = [l, self.topo.reverse(e.link).0 as usize];
+                if self.ports[l].up == up {
+                    return;
+                }
+                self.topo.set_link_up(e.link, up);
+                self.routes.rebuild(&self.topo);
+                for p in pair {
+                    self.ports[p].up = up;
+                    if !up {
+                        self.ports[p].epoch = self.ports[p].epoch.wrapping_add(1);
+                        self.flush_port(p);
+                    }
+                }
+                for p in pair {
+                    self.try_send(p);
+                }
+            }
+            LinkEventKind::Rate(r) => {
+                self.ports[l].set_rate(r);
+                self.update_cut_through();
+            }
+            LinkEventKind::Ber(b) => self.ports[l].ber = b,
+        }
+    }
+
+    /// Decides per link whether its receiver cuts through
+    /// ([`PacketConfig::cut_through`](super::PacketConfig::cut_through)): only a
+    /// forwarding node (not a GPU) none of whose out-links is faster than the link,
+    /// so a packet forwarded on its header can never finish leaving before it has
+    /// finished arriving (no underrun). Elsewhere, e.g. a NIC feeding a faster PCIe
+    /// link, the node stores and forwards.
+    pub(super) fn update_cut_through(&mut self) {
+        let n = self.topo.nodes.len();
+        let mut max_out = vec![0u64; n];
+        for p in &self.ports {
+            max_out[p.from as usize] = max_out[p.from as usize].max(p.rate.0);
+        }
+        let on = self.cfg.cut_through;
+        for p in &mut self.ports {
+            let to = p.to as usize;
+            p.cut_through = on && self.gpu_of_node[to] == NONE && max_out[to] <= p.rate.0;
+        }
+    }
+
+    /// Drops everything queued at a port whose link went down. The packet on the
+    /// wire is lost when it "arrives" (its epoch is stale).
+    fn flush_port(&mut self, p: usize) {
+        self.ports[p].account_queue(self.now);
+        for vl in 0..self.vls {
+            let qi = p * self.vls + vl;
+            while let Some(pkt) = self.queues[qi].pop_front() {
+                let k = self.pkts[pkt];
+                self.qbytes[qi] -= k.wire as u64;
+                self.ports[p].qtotal -= k.wire as u64;
+                if k.link != NONE {
+                    if k.flags & F_LOSSY_HELD != 0 {
+                        let node = self.ports[p].from as usize;
+                        self.shared_used[node] -= k.wire as u64;
+                    } else {
+                        let in_vl = k.vl - u8::from(k.flags & F_VL_RAISED != 0);
+                        self.return_credit(k.link, in_vl, self.blk(k.wire));
+                    }
+                }
+                self.ports[p].drops += 1;
+                self.stats.drops_link_down += 1;
+                self.drop_packet(pkt);
+            }
+        }
+        self.ports[p].stall_since = NEVER;
+    }
+}

@@ -1,0 +1,3 @@
+//! Workloads that are not collectives: synthetic network traffic patterns.
+
+pub mod traffic;

@@ -25,7 +25,7 @@ struct Cli {
 
 #[derive(clap::Args, Clone)]
 struct Output {
-    /// Fidelity: analytical, flow (packet is on its way).
+    /// Fidelity: analytical, flow or packet.
     #[arg(long, value_parser = parse_fidelity)]
     fidelity: Option<Fidelity>,
     /// Seed of the random generator (overrides the scenario's).
@@ -268,10 +268,22 @@ fn collective(
             return usage(&format!("--nodes {n}: {e}"));
         }
     }
-    let WorkloadSpec::Collective(w) = &mut s.workload;
-    w.op = op;
-    w.algorithm = algorithm;
-    w.sizes = config::size_sweep(minb, maxb, factor);
+    // The command line sets the workload, whatever the file had.
+    s.workload = WorkloadSpec::Collective(config::CollectiveWorkload {
+        op,
+        algorithm,
+        inter_host: fabricsim::collective::Algorithm::Ring,
+        sizes: config::size_sweep(minb, maxb, factor),
+        chunk_bytes: match &s.workload {
+            WorkloadSpec::Collective(w) => w.chunk_bytes,
+            _ => 512 << 10,
+        },
+        dtype: config::Dtype {
+            name: "float",
+            size: 4,
+        },
+        root: 0,
+    });
     // The command line sets the workload: no file key applies to it any more.
     s.keys_set.retain(|k| !k.starts_with("workload."));
     execute(&s, out)

@@ -9,6 +9,7 @@ use crate::dag::Dag;
 use crate::metrics::FlowAccumulator;
 use crate::report::{CollectiveRow, Report, SimStats, TopologySummary};
 use crate::topology::{GpuId, Topology};
+use crate::units::SimTime;
 
 /// Choices made on the command line that override the scenario file.
 #[derive(Clone, Debug, Default)]
@@ -33,9 +34,12 @@ pub enum RunError {
     /// The topology could not be built.
     #[error("topology: {0}")]
     Topology(#[from] crate::topology::TopologyError),
-    /// The fidelity is not available for this workload.
+    /// The workload cannot run as configured.
     #[error("{0}")]
     Unsupported(String),
+    /// The packet backend stopped (deadlock, time limit, unreachable destination).
+    #[error("packet backend: {0}")]
+    Packet(String),
 }
 
 /// Runs `scenario` and returns its report.
@@ -46,10 +50,18 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
     let wall = Instant::now();
     let fidelity = opts.fidelity.unwrap_or(scenario.fidelity);
     let seed = opts.seed.unwrap_or(scenario.seed);
-    let topo = scenario.build_topology()?;
+    let topo = scenario.build_topology_for(fidelity)?;
     let mut acc = Accumulated::default();
+    let exec = Executor {
+        scenario,
+        topo: &topo,
+        fidelity,
+        seed,
+        opts,
+    };
     match &scenario.workload {
-        WorkloadSpec::Collective(w) => run_collectives(w, &topo, fidelity, seed, opts, &mut acc)?,
+        WorkloadSpec::Collective(w) => run_collectives(w, &exec, &mut acc)?,
+        WorkloadSpec::Traffic(t) => run_traffic(t, &exec, &mut acc)?,
     }
     let wall_s = wall.elapsed().as_secs_f64();
     let mut links = acc.links;
@@ -68,6 +80,7 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
             links: topo.links.len(),
         },
         collectives: acc.rows,
+        makespan_us: acc.makespan.as_us(),
         flows: acc.flows.stats(),
         fabric: acc.fabric,
         links,
@@ -87,6 +100,7 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
 #[derive(Default)]
 struct Accumulated {
     rows: Vec<CollectiveRow>,
+    makespan: SimTime,
     flows: FlowAccumulator,
     fabric: FabricCounters,
     links: Vec<LinkCounters>,
@@ -95,6 +109,7 @@ struct Accumulated {
 
 impl Accumulated {
     fn absorb(&mut self, out: &RunOutput, collect_links: bool) {
+        self.makespan += out.makespan;
         self.flows.add_all(&out.transfer_fct, &out.transfer_ideal);
         let f = &mut self.fabric;
         let o = &out.fabric;
@@ -165,51 +180,143 @@ pub fn spec_for(
     Ok(spec)
 }
 
-fn run_collectives(
-    w: &CollectiveWorkload,
-    topo: &Topology,
+/// Everything needed to execute a DAG at the chosen fidelity.
+struct Executor<'a> {
+    scenario: &'a Scenario,
+    topo: &'a Topology,
     fidelity: Fidelity,
     seed: u64,
-    opts: &RunOptions,
+    opts: &'a RunOptions,
+}
+
+impl Executor<'_> {
+    /// Runs one DAG at this fidelity.
+    fn run_dag(&self, dag: &Dag) -> Result<RunOutput, RunError> {
+        Ok(match self.fidelity {
+            Fidelity::Analytical => backend::analytical::run(dag, self.topo),
+            Fidelity::Flow => backend::flow::run(
+                dag,
+                self.topo,
+                &backend::flow::FlowConfig {
+                    seed: self.seed,
+                    ..Default::default()
+                },
+            )?,
+            Fidelity::Packet => {
+                let cfg = packet_config(self.scenario, self.seed);
+                backend::packet::run(dag, self.topo, &cfg)
+                    .map_err(|e| RunError::Packet(e.to_string()))?
+            }
+        })
+    }
+}
+
+fn run_collectives(
+    w: &CollectiveWorkload,
+    exec: &Executor<'_>,
     acc: &mut Accumulated,
 ) -> Result<(), RunError> {
+    let topo = exec.topo;
     let ranks = all_ranks(topo);
     let n = ranks.len() as u32;
     for &bytes in &w.sizes {
         let spec = spec_for(w, bytes, &ranks, topo)?;
-        let time = match fidelity {
-            Fidelity::Analytical => {
-                let t = collective::analytical_time(&spec, &ranks, topo)?;
-                let moved = collective::traffic_bytes(&spec, &ranks)?;
-                acc.fabric.bytes_delivered += moved;
-                acc.fabric.bytes_sent += moved;
-                t
-            }
-            Fidelity::Flow => {
-                let mut dag = Dag::new();
-                dag.begin_op(spec.op.name());
-                collective::lower(&spec, &ranks, topo, &mut dag, &[])?;
-                let out = backend::flow::run(
-                    &dag,
-                    topo,
-                    &backend::flow::FlowConfig {
-                        seed,
-                        ..Default::default()
-                    },
-                )?;
-                acc.absorb(&out, opts.collect_links);
-                let t = out.op_timing[0];
-                t.end - t.start
-            }
-            Fidelity::Packet => {
-                return Err(RunError::Unsupported(
-                    "the packet fidelity is not built yet; use analytical or flow".into(),
-                ))
-            }
+        let time = if exec.fidelity == Fidelity::Analytical {
+            // closed forms: no DAG, so 100k+ GPUs cost O(N)
+            let t = collective::analytical_time(&spec, &ranks, topo)?;
+            let moved = collective::traffic_bytes(&spec, &ranks)?;
+            acc.fabric.bytes_delivered += moved;
+            acc.fabric.bytes_sent += moved;
+            acc.makespan += t;
+            t
+        } else {
+            let mut dag = Dag::new();
+            dag.begin_op(spec.op.name());
+            collective::lower(&spec, &ranks, topo, &mut dag, &[])?;
+            let out = exec.run_dag(&dag)?;
+            acc.absorb(&out, exec.opts.collect_links);
+            let t = out.op_timing[0];
+            t.end - t.start
         };
         acc.rows.push(row(w, &spec, n, time.as_secs_f64()));
     }
     Ok(())
+}
+
+fn run_traffic(
+    spec: &crate::workload::traffic::TrafficSpec,
+    exec: &Executor<'_>,
+    acc: &mut Accumulated,
+) -> Result<(), RunError> {
+    use crate::workload::traffic::{generate, TrafficSpec};
+    // The scenario's seed drives the pattern; the source rate is the NIC's.
+    let mut spec = spec.clone();
+    match &mut spec {
+        TrafficSpec::Permutation { seed, .. } => *seed = exec.seed,
+        TrafficSpec::RandomPairs {
+            seed, source_rate, ..
+        } => {
+            *seed = exec.seed;
+            *source_rate = exec.scenario.fabric.links.link_rate;
+        }
+        _ => {}
+    }
+    let dag = generate(&spec, exec.topo)
+        .map_err(|e| RunError::Unsupported(format!("workload.{}: {}", e.field, e.message)))?;
+    let out = exec.run_dag(&dag)?;
+    acc.absorb(&out, exec.opts.collect_links);
+    Ok(())
+}
+
+/// The packet level's settings for a scenario.
+pub fn packet_config(s: &Scenario, seed: u64) -> backend::packet::PacketConfig {
+    use crate::backend::packet::{
+        FlowControl, HostPath, PacketConfig, Routing as PRouting, Transport,
+    };
+    use crate::config::{FabricKind, Routing};
+    let p = &s.packet;
+    PacketConfig {
+        seed,
+        mtu: s.fabric.mtu as u32,
+        header_bytes: s.fabric.header_bytes as u32,
+        vls: p.virtual_lanes.max(if p.vl_escalation { 3 } else { 1 }),
+        flow_control: match s.fabric.kind {
+            FabricKind::InfiniBand => FlowControl::Credit,
+            FabricKind::Roce | FabricKind::Ethernet => FlowControl::Lossy,
+        },
+        port_buffer_bytes: p.buffer,
+        shared_buffer_bytes: p.shared_buffer,
+        shared_buffer_alpha: p.shared_buffer_alpha,
+        routing: match s.fabric.routing {
+            Routing::Ecmp => PRouting::Ecmp,
+            Routing::Adaptive => PRouting::Adaptive,
+            Routing::Spray => PRouting::Spray,
+        },
+        window_bytes: p.window,
+        ack_every: p.ack_every,
+        rto: p.rto,
+        host_path: if s.gpu_direct {
+            HostPath::GpuDirect
+        } else {
+            HostPath::HostStaged {
+                copy_rate: s.host_copy_rate,
+                copy_latency: s.host_copy_latency,
+            }
+        },
+        transport: if p.tcp {
+            Transport::Tcp {
+                per_packet_overhead: p.tcp_packet_overhead,
+                jitter: p.tcp_jitter,
+            }
+        } else {
+            Transport::Rdma
+        },
+        vl_escalation: p.vl_escalation,
+        cut_through: p.cut_through,
+        sample_interval: p.sample_interval,
+        time_limit: p.time_limit,
+        ..PacketConfig::default()
+    }
 }
 
 /// One nccl-tests row: algbw = S / t, busbw = algbw × factor (nccl-tests PERFORMANCE.md).

@@ -7,6 +7,7 @@
 //! | flow | [`flow`] | max-min fair sharing of links, events at flow start/end |
 //! | packet | `packet` | MTU packets, queues, credits / PFC, ECN, CC, retransmission |
 
+pub mod analytical;
 pub mod flow;
 pub mod packet;
 

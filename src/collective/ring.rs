@@ -221,13 +221,26 @@ pub(crate) fn time_of(
     }
     // Edge i: position i → i+1. Per-edge α, worst rate.
     let mut alphas = Vec::with_capacity(n);
+    let mut rates = Vec::with_capacity(n);
     let mut rate = crate::units::Rate(u64::MAX);
     for i in 0..n {
         let c = super::path_cost(topo, ranks[i], ranks[(i + 1) % n])?;
         alphas.push(c.alpha);
+        rates.push(c.rate);
         rate = rate.min(c.rate);
     }
     let nn = n as u64;
+    if op != CollectiveOp::Broadcast && rates.iter().any(|&r| r != rate) {
+        let k = if op == CollectiveOp::AllReduce {
+            2 * nn - 2
+        } else {
+            nn - 1
+        };
+        let chunks = bytes.div_ceil(nn).div_ceil(chunk.max(1)).max(1);
+        if k.saturating_mul(nn).saturating_mul(chunks) <= EXACT_RECURRENCE_LIMIT {
+            return Ok(mixed_edge_time(op, bytes, chunk, &alphas, &rates));
+        }
+    }
     Ok(match op {
         CollectiveOp::Broadcast => {
             // The chain crosses every edge but the one into the root.
@@ -295,6 +308,59 @@ pub fn ring_pipeline_time(k: u64, ct: ChunkTimes, alphas: &[SimTime]) -> SimTime
     }
     let t = i128::from(k) * i128::from(ct.sum.0) + delta + best;
     SimTime(t.clamp(0, i128::from(u64::MAX)) as u64)
+}
+
+/// Largest K·N·C (steps × ranks × chunks) for which a ring whose edges run at
+/// different rates (NVLink inside a host, the network between hosts) is timed by
+/// its exact recurrence; larger rings use the worst-edge form, an upper bound.
+const EXACT_RECURRENCE_LIMIT: u64 = 50_000_000;
+
+/// Exact idle time of a ring (all-reduce, reduce-scatter, all-gather) whose edges
+/// differ in rate: the recurrence of the lowered DAG itself. Rank i sends step k,
+/// chunk c once its previous message is *sent* and its upstream neighbour's step
+/// k−1, chunk c is *done*: start = max(sent(k, i, c−1), done(k−1, i−1, c)),
+/// sent = start + β_i(c), done = sent + α_i. O(K·N·C) time, O(N·C) memory.
+fn mixed_edge_time(
+    op: CollectiveOp,
+    bytes: u64,
+    chunk: u64,
+    alphas: &[SimTime],
+    rates: &[crate::units::Rate],
+) -> SimTime {
+    let n = alphas.len();
+    let nn = n as u64;
+    let (steps, shift) = match op {
+        CollectiveOp::AllReduce => (2 * (n - 1), 1),
+        CollectiveOp::ReduceScatter => (n - 1, 1),
+        _ => (n - 1, 0),
+    };
+    // done of what each rank received at the previous step, per chunk
+    let mut recv_done: Vec<Vec<u64>> = vec![Vec::new(); n];
+    let mut next_done: Vec<Vec<u64>> = vec![Vec::new(); n];
+    let mut channel_free = vec![0u64; n];
+    let mut end = 0u64;
+    for k in 0..steps {
+        for i in 0..n {
+            let seg = ((i + 2 * n - k % n - shift) % n) as u64;
+            let (_, len) = super::piece(bytes, nn, seg);
+            let dst = (i + 1) % n;
+            let out = &mut next_done[dst];
+            out.clear();
+            for (c, b) in super::chunk_sizes(len, chunk).enumerate() {
+                let mut start = channel_free[i];
+                if k > 0 {
+                    start = start.max(recv_done[i][c]);
+                }
+                let sent = start + rates[i].tx_time(b).0;
+                channel_free[i] = sent;
+                let done = sent + alphas[i].0;
+                out.push(done);
+                end = end.max(done);
+            }
+        }
+        std::mem::swap(&mut recv_done, &mut next_done);
+    }
+    SimTime(end)
 }
 
 /// Total payload bytes moved: 2(N−1)·S for all-reduce, (N−1)·S otherwise.

@@ -149,6 +149,30 @@ pub struct RawFabric {
     pub switch_latency: Option<RawQuantity>,
     /// `ecmp`, `adaptive` or `spray`.
     pub routing: Option<String>,
+    /// Packet level: buffer per port and virtual lane (credits advertise it; drop-tail limit).
+    pub buffer: Option<RawQuantity>,
+    /// Packet level, lossy fabrics: shared buffer per switch (0 = per-port buffers).
+    pub shared_buffer: Option<RawQuantity>,
+    /// Packet level: dynamic-threshold α of the shared buffer.
+    pub shared_buffer_alpha: Option<RawNumber>,
+    /// Packet level: virtual lanes (priorities) per port.
+    pub virtual_lanes: Option<i64>,
+    /// Packet level: raise a packet's virtual lane at each switch hop (deadlock freedom on dragonflies).
+    pub vl_escalation: Option<bool>,
+    /// Packet level: cut-through forwarding instead of store-and-forward.
+    pub cut_through: Option<bool>,
+    /// Packet level: `rdma` or `tcp` (default: tcp on ethernet, rdma otherwise).
+    pub transport: Option<String>,
+    /// Packet level, TCP: CPU time per packet.
+    pub tcp_packet_overhead: Option<RawQuantity>,
+    /// Packet level, TCP: upper bound of the uniform per-packet jitter.
+    pub tcp_jitter: Option<RawQuantity>,
+    /// Packet level: unacknowledged bytes per queue pair.
+    pub window: Option<RawQuantity>,
+    /// Packet level: ACK every this many packets.
+    pub ack_every: Option<i64>,
+    /// Packet level: retransmission timeout.
+    pub rto: Option<RawQuantity>,
 }
 
 /// `[workload]` as written.
@@ -177,6 +201,22 @@ pub struct RawWorkload {
     pub dtype: Option<String>,
     /// Root rank of a broadcast.
     pub root: Option<i64>,
+    /// Traffic: `incast`, `permutation`, `alltoall` or `random`.
+    pub pattern: Option<String>,
+    /// Traffic: bytes per flow (incast, permutation, all-to-all).
+    pub bytes: Option<RawQuantity>,
+    /// Traffic, incast: number of senders.
+    pub senders: Option<i64>,
+    /// Traffic, incast: receiving GPU.
+    pub receiver: Option<i64>,
+    /// Traffic, permutation: permute hosts (rail-aligned) rather than GPUs.
+    pub per_host: Option<bool>,
+    /// Traffic, random: flow-size CDF, `web_search`, `fb_hadoop` or a file path.
+    pub cdf: Option<String>,
+    /// Traffic, random: offered load per source, fraction of the link rate.
+    pub load: Option<RawNumber>,
+    /// Traffic, random: arrivals stop after this long.
+    pub duration: Option<RawQuantity>,
 }
 
 /// `[simulation]` as written.
@@ -187,6 +227,10 @@ pub struct RawSimulation {
     pub fidelity: Option<String>,
     /// Seed of the one random generator.
     pub seed: Option<i64>,
+    /// Packet level: time-series sampling interval (0 = off).
+    pub sample_interval: Option<RawQuantity>,
+    /// Packet level: stop when simulated time passes this.
+    pub time_limit: Option<RawQuantity>,
 }
 
 /// A whole scenario file as written.
@@ -366,6 +410,41 @@ pub struct CollectiveWorkload {
 pub enum WorkloadSpec {
     /// A collective size sweep.
     Collective(CollectiveWorkload),
+    /// A synthetic traffic pattern (incast, permutation, all-to-all, random).
+    Traffic(crate::workload::traffic::TrafficSpec),
+}
+
+/// Settings only the packet level uses.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PacketSettings {
+    /// Buffer per port and virtual lane, bytes.
+    pub buffer: u64,
+    /// Shared buffer per switch, bytes (0 = per-port).
+    pub shared_buffer: u64,
+    /// Dynamic-threshold α.
+    pub shared_buffer_alpha: f64,
+    /// Virtual lanes per port.
+    pub virtual_lanes: u8,
+    /// Escalate lanes per hop.
+    pub vl_escalation: bool,
+    /// Cut-through forwarding.
+    pub cut_through: bool,
+    /// TCP-like transport (else RDMA).
+    pub tcp: bool,
+    /// TCP CPU time per packet.
+    pub tcp_packet_overhead: SimTime,
+    /// TCP jitter bound.
+    pub tcp_jitter: SimTime,
+    /// Window per queue pair, bytes.
+    pub window: u64,
+    /// ACK coalescing.
+    pub ack_every: u32,
+    /// Retransmission timeout.
+    pub rto: SimTime,
+    /// Sampling interval (0 = off).
+    pub sample_interval: SimTime,
+    /// Simulated-time limit.
+    pub time_limit: SimTime,
 }
 
 /// A setting present in the scenario that the chosen fidelity does not use.
@@ -402,6 +481,8 @@ pub struct Scenario {
     pub fidelity: Fidelity,
     /// Seed.
     pub seed: u64,
+    /// Settings of the packet level.
+    pub packet: PacketSettings,
     /// Every key the file sets, dotted (for `ignored_settings`).
     pub keys_set: Vec<String>,
 }
@@ -811,6 +892,7 @@ impl Validator<'_> {
             }
         };
 
+        let packet = self.packet_settings(raw, kind);
         let topology = self.topology(&raw.topology);
         let workload = self.workload(
             &raw.workload,
@@ -886,6 +968,7 @@ impl Validator<'_> {
             workload: workload?,
             fidelity: fidelity?,
             seed: seed?,
+            packet: packet?,
             keys_set: keys_set(self.src.text),
         })
     }
@@ -1023,9 +1106,32 @@ impl Validator<'_> {
     fn workload(&mut self, w: &RawWorkload, total_gpus: Option<u64>) -> Option<WorkloadSpec> {
         match w.kind.as_deref().unwrap_or("collective") {
             "collective" => {}
+            "traffic" => return self.traffic(w, total_gpus),
             other => {
-                self.err("workload.kind", format!("{other:?}"), "\"collective\"");
+                self.err(
+                    "workload.kind",
+                    format!("{other:?}"),
+                    "\"collective\" or \"traffic\"",
+                );
                 return None;
+            }
+        }
+        for (key, set) in [
+            ("pattern", w.pattern.is_some()),
+            ("bytes", w.bytes.is_some()),
+            ("senders", w.senders.is_some()),
+            ("receiver", w.receiver.is_some()),
+            ("per_host", w.per_host.is_some()),
+            ("cdf", w.cdf.is_some()),
+            ("load", w.load.is_some()),
+            ("duration", w.duration.is_some()),
+        ] {
+            if set {
+                self.err(
+                    &format!("workload.{key}"),
+                    format!("`{key}` in a collective workload"),
+                    "it only with kind = \"traffic\"",
+                );
             }
         }
         let op = match w.op.as_deref() {
@@ -1186,6 +1292,280 @@ impl Validator<'_> {
     }
 }
 
+impl Validator<'_> {
+    fn traffic(&mut self, w: &RawWorkload, total_gpus: Option<u64>) -> Option<WorkloadSpec> {
+        use crate::topology::GpuId;
+        use crate::workload::traffic::{FlowSizeCdf, TrafficSpec};
+        for (key, set) in [
+            ("op", w.op.is_some()),
+            ("algorithm", w.algorithm.is_some()),
+            ("inter_host", w.inter_host.is_some()),
+            ("sizes", w.sizes.is_some()),
+            ("min_bytes", w.min_bytes.is_some()),
+            ("max_bytes", w.max_bytes.is_some()),
+            ("step_factor", w.step_factor.is_some()),
+            ("chunk", w.chunk.is_some()),
+            ("dtype", w.dtype.is_some()),
+            ("root", w.root.is_some()),
+        ] {
+            if set {
+                self.err(
+                    &format!("workload.{key}"),
+                    format!("`{key}` in a traffic workload"),
+                    "it only with kind = \"collective\"",
+                );
+            }
+        }
+        let n = total_gpus.unwrap_or(u64::MAX);
+        let pattern = w.pattern.as_deref().unwrap_or("");
+        let patterns = "one of \"incast\", \"permutation\", \"alltoall\", \"random\"";
+        let allowed: &[&str] = match pattern {
+            "incast" => &["bytes", "senders", "receiver"],
+            "permutation" => &["bytes", "per_host"],
+            "alltoall" => &["bytes"],
+            "random" => &["cdf", "load", "duration"],
+            "" => {
+                self.err("workload.pattern", "nothing", patterns);
+                return None;
+            }
+            other => {
+                self.err("workload.pattern", format!("{other:?}"), patterns);
+                return None;
+            }
+        };
+        for (key, set) in [
+            ("bytes", w.bytes.is_some()),
+            ("senders", w.senders.is_some()),
+            ("receiver", w.receiver.is_some()),
+            ("per_host", w.per_host.is_some()),
+            ("cdf", w.cdf.is_some()),
+            ("load", w.load.is_some()),
+            ("duration", w.duration.is_some()),
+        ] {
+            if set && !allowed.contains(&key) {
+                self.err(
+                    &format!("workload.{key}"),
+                    format!("`{key}` with pattern {pattern:?}"),
+                    format!("only {} for pattern {pattern:?}", allowed.join(", ")),
+                );
+            }
+        }
+        match pattern {
+            "incast" => {
+                let bytes = self.size("workload.bytes", w.bytes.as_ref(), Some("1MiB"), 1);
+                let senders = self.count(
+                    "workload.senders",
+                    w.senders,
+                    None,
+                    1,
+                    "the number of senders (N of N:1)",
+                );
+                let receiver = match w.receiver.unwrap_or(0) {
+                    r if r < 0 || r as u64 >= n => {
+                        self.err(
+                            "workload.receiver",
+                            r.to_string(),
+                            format!("a GPU between 0 and {}", n.saturating_sub(1)),
+                        );
+                        None
+                    }
+                    r => Some(r as u32),
+                };
+                if let Some(s) = senders {
+                    if s as u64 >= n {
+                        self.err(
+                            "workload.senders",
+                            s.to_string(),
+                            format!("fewer senders than GPUs ({n})"),
+                        );
+                        return None;
+                    }
+                }
+                Some(WorkloadSpec::Traffic(TrafficSpec::Incast {
+                    senders: senders?,
+                    receiver: GpuId(receiver?),
+                    bytes: bytes?,
+                }))
+            }
+            "permutation" => {
+                let bytes = self.size("workload.bytes", w.bytes.as_ref(), Some("1MiB"), 1)?;
+                Some(WorkloadSpec::Traffic(TrafficSpec::Permutation {
+                    bytes,
+                    per_host: w.per_host.unwrap_or(false),
+                    seed: 0,
+                }))
+            }
+            "alltoall" => {
+                let bytes = self.size("workload.bytes", w.bytes.as_ref(), Some("1MiB"), 1)?;
+                Some(WorkloadSpec::Traffic(TrafficSpec::AllToAll { bytes }))
+            }
+            _ => {
+                let cdf = match w.cdf.as_deref().unwrap_or("web_search") {
+                    "web_search" => Some(FlowSizeCdf::web_search()),
+                    "fb_hadoop" => Some(FlowSizeCdf::fb_hadoop()),
+                    path => {
+                        let base = std::path::Path::new(self.src.file)
+                            .parent()
+                            .unwrap_or(std::path::Path::new("."));
+                        match std::fs::read_to_string(base.join(path)) {
+                            Err(e) => {
+                                self.err("workload.cdf", format!("{path:?} ({e})"), "web_search, fb_hadoop, or a readable CDF file (size and cumulative probability per line), relative to the scenario");
+                                None
+                            }
+                            Ok(text) => match FlowSizeCdf::parse(&text) {
+                                Ok(c) => Some(c),
+                                Err(e) => {
+                                    self.err("workload.cdf", format!("{path:?}: {}", e.message), "lines of `size_bytes cumulative_probability`, increasing, ending at 1");
+                                    None
+                                }
+                            },
+                        }
+                    }
+                };
+                let load = w.load.map_or(0.5, RawNumber::as_f64);
+                if !(load > 0.0 && load <= 1.0) {
+                    self.err(
+                        "workload.load",
+                        load.to_string(),
+                        "an offered load in (0, 1] of the link rate",
+                    );
+                    return None;
+                }
+                let duration =
+                    self.time("workload.duration", w.duration.as_ref(), Some("100us"))?;
+                if duration == SimTime::ZERO {
+                    self.err("workload.duration", "0", "a duration above zero");
+                    return None;
+                }
+                Some(WorkloadSpec::Traffic(TrafficSpec::RandomPairs {
+                    cdf: cdf?,
+                    load,
+                    source_rate: Rate(0),
+                    duration,
+                    seed: 0,
+                }))
+            }
+        }
+    }
+
+    fn packet_settings(
+        &mut self,
+        raw: &RawScenario,
+        kind: Option<FabricKind>,
+    ) -> Option<PacketSettings> {
+        let f = &raw.fabric;
+        let buffer = self.size("fabric.buffer", f.buffer.as_ref(), Some("128KiB"), 1);
+        let shared_buffer = self.size(
+            "fabric.shared_buffer",
+            f.shared_buffer.as_ref(),
+            Some("0"),
+            0,
+        );
+        let alpha = f.shared_buffer_alpha.map_or(1.0, RawNumber::as_f64);
+        if !(alpha.is_finite() && alpha > 0.0) {
+            self.err(
+                "fabric.shared_buffer_alpha",
+                alpha.to_string(),
+                "a positive dynamic-threshold factor such as 1.0",
+            );
+        }
+        if shared_buffer.is_some_and(|b| b > 0) && kind == Some(FabricKind::InfiniBand) {
+            self.err("fabric.shared_buffer", "a shared buffer on an InfiniBand fabric", "per-port buffers (credits advertise a port's own buffer); omit shared_buffer or use kind = \"roce\" or \"ethernet\"");
+        }
+        let lanes = match f.virtual_lanes.unwrap_or(2) {
+            v if !(1..=8).contains(&v) => {
+                self.err(
+                    "fabric.virtual_lanes",
+                    v.to_string(),
+                    "between 1 and 8 virtual lanes",
+                );
+                None
+            }
+            v => Some(v as u8),
+        };
+        let tcp = match f.transport.as_deref() {
+            None => Some(kind == Some(FabricKind::Ethernet)),
+            Some("rdma") => Some(false),
+            Some("tcp") => Some(true),
+            Some(other) => {
+                self.err(
+                    "fabric.transport",
+                    format!("{other:?}"),
+                    "\"rdma\" or \"tcp\"",
+                );
+                None
+            }
+        };
+        let tcp_packet_overhead = self.time(
+            "fabric.tcp_packet_overhead",
+            f.tcp_packet_overhead.as_ref(),
+            Some("1us"),
+        );
+        let tcp_jitter = self.time("fabric.tcp_jitter", f.tcp_jitter.as_ref(), Some("500ns"));
+        let window = self.size("fabric.window", f.window.as_ref(), Some("512KiB"), 1);
+        let ack_every = self.count(
+            "fabric.ack_every",
+            f.ack_every,
+            Some(4),
+            1,
+            "packets per ACK",
+        );
+        let rto = self.time("fabric.rto", f.rto.as_ref(), Some("1.048576ms"));
+        if rto == Some(SimTime::ZERO) {
+            self.err(
+                "fabric.rto",
+                "0",
+                "a retransmission timeout above zero, such as \"1ms\"",
+            );
+        }
+        let sim = &raw.simulation;
+        let sample_interval = self.time(
+            "simulation.sample_interval",
+            sim.sample_interval.as_ref(),
+            Some("0"),
+        );
+        let time_limit = self.time("simulation.time_limit", sim.time_limit.as_ref(), Some("1s"));
+        // A buffer must hold at least one full packet, or nothing can ever move.
+        let mtu = match &f.mtu {
+            Some(RawQuantity::Str(m)) => parse_size(m).ok(),
+            Some(RawQuantity::Int(i)) if *i > 0 => Some(*i as u64),
+            _ => f
+                .preset
+                .as_deref()
+                .and_then(presets::fabric)
+                .and_then(|p| parse_size(p.mtu).ok())
+                .or(Some(4096)),
+        };
+        if let (Some(b), Some(m)) = (buffer, mtu) {
+            let need = m + f.header_bytes.unwrap_or(0).max(0) as u64;
+            if b < need {
+                self.err(
+                    "fabric.buffer",
+                    crate::units::format_bytes(b),
+                    format!("a buffer of at least one packet ({need} bytes: MTU + header)"),
+                );
+                return None;
+            }
+        }
+        Some(PacketSettings {
+            buffer: buffer?,
+            shared_buffer: shared_buffer?,
+            shared_buffer_alpha: alpha,
+            virtual_lanes: lanes?,
+            vl_escalation: f.vl_escalation.unwrap_or(false),
+            cut_through: f.cut_through.unwrap_or(false),
+            tcp: tcp?,
+            tcp_packet_overhead: tcp_packet_overhead?,
+            tcp_jitter: tcp_jitter?,
+            window: window?,
+            ack_every: ack_every?,
+            rto: rto?,
+            sample_interval: sample_interval?,
+            time_limit: time_limit?,
+        })
+    }
+}
+
 fn supporting(op: CollectiveOp) -> String {
     Algorithm::ALL
         .into_iter()
@@ -1238,8 +1618,50 @@ impl Scenario {
     /// The settings this scenario sets that `fidelity` does not use, with the reason.
     pub fn ignored_settings(&self, fidelity: Fidelity) -> Vec<IgnoredSetting> {
         let mut out = Vec::new();
-        let WorkloadSpec::Collective(w) = &self.workload;
+        let collective = match &self.workload {
+            WorkloadSpec::Collective(w) => Some(w),
+            WorkloadSpec::Traffic(_) => None,
+        };
+        const PACKET_ONLY: [&str; 14] = [
+            "fabric.buffer",
+            "fabric.shared_buffer",
+            "fabric.shared_buffer_alpha",
+            "fabric.virtual_lanes",
+            "fabric.vl_escalation",
+            "fabric.cut_through",
+            "fabric.transport",
+            "fabric.tcp_packet_overhead",
+            "fabric.tcp_jitter",
+            "fabric.window",
+            "fabric.ack_every",
+            "fabric.rto",
+            "simulation.sample_interval",
+            "simulation.time_limit",
+        ];
         for key in &self.keys_set {
+            if fidelity != Fidelity::Packet && PACKET_ONLY.contains(&key.as_str()) {
+                out.push(IgnoredSetting {
+                    key: key.clone(),
+                    reason: format!(
+                        "buffers, lanes, transport and timers exist only at the packet fidelity, not {}",
+                        fidelity.name()
+                    ),
+                });
+                continue;
+            }
+            if fidelity == Fidelity::Packet
+                && !self.packet.tcp
+                && matches!(
+                    key.as_str(),
+                    "fabric.tcp_packet_overhead" | "fabric.tcp_jitter"
+                )
+            {
+                out.push(IgnoredSetting {
+                    key: key.clone(),
+                    reason: "the transport is RDMA (fabric.transport = \"rdma\"); TCP costs apply to \"tcp\" only".into(),
+                });
+                continue;
+            }
             let reason: Option<String> = match key.as_str() {
                 "simulation.seed" if fidelity == Fidelity::Analytical => {
                     Some("the analytical fidelity has no randomness (ECMP paths of one length cost the same)".into())
@@ -1251,14 +1673,17 @@ impl Scenario {
                     "the flow fidelity keeps each flow on one ECMP path; {} routing is modeled at the packet fidelity",
                     self.fabric.routing.name()
                 )),
-                "workload.root" if w.op != CollectiveOp::Broadcast => {
-                    Some(format!("a root applies to broadcast only, not {}", w.op.name()))
+                "workload.root" if collective.is_some_and(|w| w.op != CollectiveOp::Broadcast) => {
+                    Some("a root applies to broadcast only".into())
                 }
                 "workload.inter_host"
-                    if !matches!(w.algorithm, AlgoChoice::Auto | AlgoChoice::Fixed(Algorithm::Hierarchical)) =>
+                    if collective.is_some_and(|w| {
+                        !matches!(w.algorithm, AlgoChoice::Auto | AlgoChoice::Fixed(Algorithm::Hierarchical))
+                    }) =>
                 {
                     Some("inter_host applies to the hierarchical algorithm only".into())
                 }
+                "fabric.routing" if fidelity == Fidelity::Packet => None,
                 "topology.global_links_per_router" if fidelity == Fidelity::Analytical => Some(
                     "extra global links add parallel paths between groups, which only matter under contention; the analytical fidelity does not model it (use flow or packet)"
                         .into(),
@@ -1297,6 +1722,23 @@ impl Scenario {
             c.pcie_latency += self.host_copy_latency;
         }
         c
+    }
+
+    /// Builds the topology `fidelity` runs on: the packet level models the
+    /// host-staged path itself, the others fold it into the PCIe hop.
+    ///
+    /// # Errors
+    /// Cannot fail for a validated scenario; the error is kept for API honesty.
+    pub fn build_topology_for(
+        &self,
+        fidelity: Fidelity,
+    ) -> Result<crate::topology::Topology, crate::topology::TopologyError> {
+        if fidelity != Fidelity::Packet {
+            return self.build_topology();
+        }
+        let mut t = crate::topology::build(&self.cluster, &self.fabric.links, &self.topology)?;
+        t.set_network_efficiency(self.fabric.efficiency());
+        Ok(t)
     }
 
     /// Builds the topology of this scenario, with header overhead applied.

@@ -102,6 +102,8 @@ pub struct Report {
     pub topology: TopologySummary,
     /// One row per collective run.
     pub collectives: Vec<CollectiveRow>,
+    /// Simulated time of the whole run (sum over a sweep's sizes), microseconds.
+    pub makespan_us: f64,
     /// Flow completion statistics.
     pub flows: FlowStats,
     /// Fabric counters (sum over the runs).

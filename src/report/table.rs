@@ -21,6 +21,18 @@ pub fn render(r: &Report) -> String {
     if !r.collectives.is_empty() {
         s.push_str(&collective_table(r));
     }
+    if r.collectives.is_empty() {
+        let gbps = if r.makespan_us > 0.0 {
+            r.fabric.bytes_delivered as f64 * 8.0 / (r.makespan_us * 1e-6) / 1e9
+        } else {
+            0.0
+        };
+        let _ = writeln!(
+            s,
+            "# makespan {:.2} us; aggregate goodput {:.1} Gb/s",
+            r.makespan_us, gbps
+        );
+    }
     if r.flows.count > 0 {
         let f = &r.flows;
         let _ = writeln!(

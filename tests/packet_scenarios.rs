@@ -1,0 +1,160 @@
+//! The packet fidelity through scenario files: lossless versus lossy incast,
+//! agreement with the analytical fidelity on an idle fabric, determinism.
+
+use fabricsim::config::{self, Fidelity};
+use fabricsim::report::Report;
+use fabricsim::run::{run, RunOptions};
+
+fn example(name: &str) -> String {
+    std::fs::read_to_string(format!("{}/examples/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+fn run_text(text: &str, fidelity: Option<Fidelity>) -> Report {
+    let s = config::parse("test.toml", text).unwrap_or_else(|e| panic!("{e}"));
+    run(
+        &s,
+        &RunOptions {
+            fidelity,
+            ..RunOptions::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn incast_32_to_1_on_infiniband_drops_nothing_and_fills_the_link() {
+    let r = run_text(&example("incast-infiniband.toml"), None);
+    // Credits (IBA vol. 1 §7.9): lossless by construction.
+    assert_eq!(r.fabric.drops, 0);
+    assert_eq!(r.fabric.retransmitted_packets, 0);
+    assert_eq!(r.fabric.bytes_delivered, 32 << 20);
+    // The receiver's 400 Gb/s link carries 32 MiB (+26 B per 4 KiB packet): at line
+    // rate that is 677 us; the run may not take more than 5% longer than that plus
+    // the first packet's path latency.
+    let line_us = (32u64 << 20) as f64 * (4096.0 + 26.0) / 4096.0 * 8.0 / 400e9 * 1e6;
+    assert!(
+        r.makespan_us < line_us * 1.05 + 5.0,
+        "makespan {} us vs line {line_us} us",
+        r.makespan_us
+    );
+}
+
+#[test]
+fn incast_on_lossy_ethernet_drops_and_recovers_every_byte() {
+    let ib = run_text(&example("incast-infiniband.toml"), None);
+    let eth = run_text(&example("incast-lossy-ethernet.toml"), None);
+    assert!(
+        eth.fabric.drops > 0,
+        "drop-tail must overflow under a 32:1 incast"
+    );
+    assert!(eth.fabric.retransmitted_packets > 0);
+    // go-back-N recovers everything: sent = delivered, and the drops are counted.
+    assert_eq!(eth.fabric.bytes_delivered, 32 << 20);
+    assert_eq!(eth.fabric.bytes_sent, eth.fabric.bytes_delivered);
+    // goodput measurably lower than the lossless run
+    assert!(
+        eth.makespan_us > 2.0 * ib.makespan_us,
+        "{} vs {}",
+        eth.makespan_us,
+        ib.makespan_us
+    );
+}
+
+/// 4 hosts × 4 GPUs on a non-blocking k = 4 fat-tree (16 NICs), NDR. Packets are
+/// sprayed: with per-flow ECMP the four rails' flows collide on the fat-tree's
+/// uplinks (measured: hierarchical 16 MiB takes 441 us with ECMP against 194 us
+/// idle), which is contention, not disagreement.
+fn allreduce_on_fat_tree(algorithm: &str, sizes: &str) -> String {
+    format!(
+        r#"
+[cluster]
+preset = "dgx-h100-node"
+nodes = 4
+gpus_per_node = 4
+nics_per_node = 4
+[topology]
+kind = "fat_tree"
+k = 4
+[fabric]
+preset = "ib-ndr-400"
+cut_through = true
+routing = "spray"
+[workload]
+op = "allreduce"
+algorithm = "{algorithm}"
+sizes = {sizes}
+chunk = "4MiB"
+"#
+    )
+}
+
+#[test]
+fn uncongested_allreduce_agrees_with_the_analytical_fidelity() {
+    // Issue 3: ring and hierarchical all-reduce on a non-blocking fat-tree against
+    // the analytical α-β time, header overhead (26 B per 4 KiB packet) charged the
+    // same way at both levels. Measured (packet / analytical): ring 16 MiB 0.97-1.0;
+    // hierarchical 16 MiB 1.078, 64 MiB 1.043, 256 MiB 1.023. The gap at small
+    // sizes is per-message cost the α-β model has no term for (ACK clocking of the
+    // window, pipeline start of each 4 MiB chunk); it shrinks as 1/S.
+    for (algo, sizes, tol) in [
+        ("ring", "[\"16MiB\", \"64MiB\"]", 0.03),
+        ("hierarchical", "[\"64MiB\"]", 0.05),
+        ("hierarchical", "[\"256MiB\"]", 0.03),
+    ] {
+        let text = allreduce_on_fat_tree(algo, sizes);
+        let ana = run_text(&text, Some(Fidelity::Analytical));
+        let pkt = run_text(&text, Some(Fidelity::Packet));
+        for (a, p) in ana.collectives.iter().zip(&pkt.collectives) {
+            let err = (p.time_us - a.time_us).abs() / a.time_us;
+            assert!(
+                err < tol,
+                "{algo} {} B: packet {} us vs analytical {} us",
+                a.bytes,
+                p.time_us,
+                a.time_us
+            );
+        }
+        assert_eq!(pkt.fabric.drops, 0);
+        assert_eq!(pkt.fabric.bytes_sent, pkt.fabric.bytes_delivered);
+    }
+}
+
+#[test]
+fn packet_runs_are_deterministic() {
+    let text = example("permutation-fat-tree.toml").replace("4MiB", "256KiB");
+    let strip = |mut r: Report| {
+        r.sim = Default::default();
+        r.to_json()
+    };
+    assert_eq!(strip(run_text(&text, None)), strip(run_text(&text, None)));
+    let other_seed = text.replace("seed = 7", "seed = 8");
+    assert_ne!(
+        strip(run_text(&text, None)),
+        strip(run_text(&other_seed, None)),
+        "the seed must matter"
+    );
+}
+
+#[test]
+fn ecmp_collides_where_spraying_does_not() {
+    // Permutation on a k = 8 fat-tree: ECMP hash collisions halve some flows
+    // (Al-Fares et al., Hedera, NSDI 2010); spraying spreads every flow's packets
+    // over all paths. Mean slowdown must drop clearly.
+    let text = example("permutation-fat-tree.toml").replace("4MiB", "1MiB");
+    let ecmp = run_text(&text, None);
+    let spray = run_text(
+        &text.replace("routing = \"ecmp\"", "routing = \"spray\""),
+        None,
+    );
+    assert!(
+        ecmp.flows.slowdown.p99 > 1.5,
+        "ECMP p99 slowdown {}",
+        ecmp.flows.slowdown.p99
+    );
+    assert!(
+        spray.flows.slowdown.p99 < ecmp.flows.slowdown.p99 * 0.75,
+        "spray {} vs ecmp {}",
+        spray.flows.slowdown.p99,
+        ecmp.flows.slowdown.p99
+    );
+}

@@ -6,7 +6,9 @@
 //! - `demo`: the built-in demo (512 GPUs, 10 sizes) at flow level;
 //! - `flow16k`: hierarchical all-reduce of 1 GiB over 16,384 GPUs (2,048 DGX H100
 //!   nodes, rail-optimized NDR) at flow level — target < 2 min and < 8 GiB;
-//! - `ana131k`: the same over 131,072 GPUs at the analytical level — target < 1 s.
+//! - `ana131k`: the same over 131,072 GPUs at the analytical level — target < 1 s;
+//! - `pkt1k`: hierarchical all-reduce of 256 MiB over 1,024 GPUs (128 nodes × 8,
+//!   rail-optimized, 400 Gb/s, 4 KiB MTU) at packet level — target < 60 s, < 4 GiB.
 
 use std::process::Command;
 use std::time::Instant;
@@ -66,7 +68,7 @@ fn run_case(case: &str) {
             "131,072 GPUs, hierarchical (ring between nodes), 1 GiB, analytical",
         ),
         other => {
-            eprintln!("unknown case {other}; cases: demo flow16k flow16k-tree ana131k");
+            eprintln!("unknown case {other}; cases: demo flow16k flow16k-tree ana131k pkt1k");
             std::process::exit(2);
         }
     };
@@ -95,7 +97,7 @@ fn main() {
         return;
     }
     let exe = std::env::current_exe().expect("own path");
-    for case in ["demo", "ana131k", "flow16k-tree", "flow16k"] {
+    for case in ["demo", "ana131k", "pkt1k", "flow16k-tree", "flow16k"] {
         let status = Command::new(&exe).arg(case).status().expect("spawn case");
         if !status.success() {
             eprintln!("case {case} failed");

@@ -67,6 +67,10 @@ fn run_case(case: &str) {
             scenario(16384, 4096, "ring", "analytical"),
             "131,072 GPUs, hierarchical (ring between nodes), 1 GiB, analytical",
         ),
+        "pkt1k" => (
+            scenario(128, 128, "ring", "packet").replace("1GiB", "256MiB"),
+            "1,024 GPUs, hierarchical (ring between nodes), 256 MiB, packet",
+        ),
         other => {
             eprintln!("unknown case {other}; cases: demo flow16k flow16k-tree ana131k pkt1k");
             std::process::exit(2);

@@ -268,7 +268,9 @@ fn collective(
             return usage(&format!("--nodes {n}: {e}"));
         }
     }
-    let WorkloadSpec::Collective(w) = &mut s.workload;
+    let WorkloadSpec::Collective(w) = &mut s.workload else {
+        return usage("the `collective` command needs a collective scenario");
+    };
     w.op = op;
     w.algorithm = algorithm;
     w.sizes = config::size_sweep(minb, maxb, factor);

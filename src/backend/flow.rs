@@ -11,14 +11,22 @@
 //! byte leaves the source (S / rate, integrated over its changing rate) and
 //! *done* α later, the same convention as the analytical backend, so the two
 //! agree exactly on an idle fabric.
+//!
+//! **Link events** ([`FlowConfig::link_events`]): at a given time a link (one
+//! direction; name both for a cable) goes down or changes rate. A link going down
+//! takes its reverse down too ([`Topology::set_link_up`], on the backend's own copy
+//! of the topology), routes are recomputed, and every flow crossing it is moved to
+//! a new ECMP path with the bytes it still has to send (bytes already sent are
+//! delivered). A rate change rescales the link's capacity and re-shares it.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 use super::{FabricCounters, LinkCounters, RunOutput};
 use crate::dag::{Dag, DagRunner, TaskId, TaskKind};
 use crate::topology::{mix64, LinkId, Topology};
-use crate::units::SimTime;
+use crate::units::{Rate, SimTime};
 
 /// Longest path a flow may take, in links (the shipped shapes use at most 10).
 const MAX_PATH: usize = 16;
@@ -28,6 +36,28 @@ const MAX_PATH: usize = 16;
 pub struct FlowConfig {
     /// Seed of the ECMP hash (the only randomness at this fidelity).
     pub seed: u64,
+    /// Timed link changes (faults), in any order.
+    pub link_events: Vec<LinkEvent>,
+}
+
+/// What happens to a link at a [`LinkEvent`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkChange {
+    /// The link and its reverse stop; flows on them reroute.
+    Down,
+    /// The link's line rate becomes this.
+    Rate(Rate),
+}
+
+/// A timed change of one directed link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkEvent {
+    /// When, picoseconds from the start of the run.
+    pub at: SimTime,
+    /// Which link.
+    pub link: LinkId,
+    /// What changes.
+    pub change: LinkChange,
 }
 
 /// Why the flow backend stopped.
@@ -57,6 +87,8 @@ enum EvKind {
     FlowSent,
     /// A task completed (transfer delivered, compute finished).
     TaskDone,
+    /// `cfg.link_events[id]` happens.
+    Link,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -93,6 +125,10 @@ struct Flow {
     version: u32,
     latency: u64,
     bytes: u64,
+    /// Bytes left when the flow took its current path (for per-link byte counts).
+    path_bytes: f64,
+    /// Times the flow was moved to a new path.
+    reroutes: u32,
     /// Rate before the current recomputation.
     old_rate: f64,
     /// A completion event for the current version is in the heap.
@@ -112,7 +148,8 @@ pub fn run(dag: &Dag, topo: &Topology, cfg: &FlowConfig) -> Result<RunOutput, Fl
 
 struct Sim<'a> {
     dag: &'a Dag,
-    topo: &'a Topology,
+    /// The fabric; copied on the first link event that changes its routes.
+    topo: Cow<'a, Topology>,
     cfg: &'a FlowConfig,
     runner: DagRunner,
     heap: BinaryHeap<Event>,
@@ -147,7 +184,7 @@ impl<'a> Sim<'a> {
             .collect();
         Sim {
             dag,
-            topo,
+            topo: Cow::Borrowed(topo),
             cfg,
             runner: DagRunner::new(dag),
             heap: BinaryHeap::new(),
@@ -186,6 +223,10 @@ impl<'a> Sim<'a> {
         let mut ready = Vec::new();
         self.runner.start(&mut ready);
         let mut now = 0u64;
+        for i in 0..self.cfg.link_events.len() {
+            let at = self.cfg.link_events[i].at.ps();
+            self.push(at, EvKind::Link, i as u32, 0);
+        }
         self.start_ready(&mut ready, now)?;
         self.recompute(now);
         while let Some(ev) = self.heap.pop() {
@@ -202,6 +243,10 @@ impl<'a> Sim<'a> {
                 EvKind::TaskDone => {
                     self.events += 1;
                     self.runner.done(TaskId(ev.id), SimTime(now), &mut ready);
+                }
+                EvKind::Link => {
+                    self.events += 1;
+                    self.link_event(ev.id as usize, now)?;
                 }
             }
             self.start_ready(&mut ready, now)?;
@@ -220,12 +265,13 @@ impl<'a> Sim<'a> {
         let (task, latency, bytes) = (f.task, f.latency, f.bytes);
         let path = f.path;
         let plen = f.path_len as usize;
+        let path_bytes = f.path_bytes.round() as u64;
         for &l in &path[..plen] {
             let list = &mut self.on_link[l as usize];
             if let Some(pos) = list.iter().position(|&x| x == fid) {
                 list.swap_remove(pos);
             }
-            self.link_bytes[l as usize] += bytes;
+            self.link_bytes[l as usize] += path_bytes;
             self.dirty.push(l);
         }
         self.delivered += bytes;
@@ -283,6 +329,8 @@ impl<'a> Sim<'a> {
                                 version: 0,
                                 latency: 0,
                                 bytes: 0,
+                                path_bytes: 0.0,
+                                reroutes: 0,
                                 old_rate: 0.0,
                                 scheduled: false,
                                 frozen: false,
@@ -303,6 +351,8 @@ impl<'a> Sim<'a> {
                     f.last = now;
                     f.latency = latency;
                     f.bytes = bytes;
+                    f.path_bytes = bytes as f64;
+                    f.reroutes = 0;
                     for i in 0..self.path_buf.len() {
                         let l = self.path_buf[i].0;
                         self.on_link[l as usize].push(fid);
@@ -310,6 +360,95 @@ impl<'a> Sim<'a> {
                     }
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Applies `cfg.link_events[i]` at `now` (see the module doc).
+    fn link_event(&mut self, i: usize, now: u64) -> Result<(), FlowError> {
+        let ev = self.cfg.link_events[i];
+        let l = ev.link;
+        if l.0 as usize >= self.topo.links.len() {
+            return Ok(()); // validated scenarios never name a missing link
+        }
+        let rev = self.topo.reverse(l);
+        match ev.change {
+            LinkChange::Rate(r) => {
+                let t = self.topo.to_mut();
+                t.links[l.0 as usize].rate = r;
+                self.cap[l.0 as usize] = self.topo.effective_rate(l).bps() as f64 / 8e12;
+                self.dirty.push(l.0);
+            }
+            LinkChange::Down => {
+                if !self.topo.is_link_up(l) {
+                    return Ok(());
+                }
+                self.topo.to_mut().set_link_up(l, false);
+                let mut victims: Vec<u32> = self.on_link[l.0 as usize].clone();
+                for &f in &self.on_link[rev.0 as usize] {
+                    if !victims.contains(&f) {
+                        victims.push(f);
+                    }
+                }
+                victims.sort_unstable();
+                for fid in victims {
+                    self.reroute(fid, now)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves flow `fid` to a new path, keeping its remaining bytes.
+    fn reroute(&mut self, fid: u32, now: u64) -> Result<(), FlowError> {
+        let f = &mut self.flows[fid as usize];
+        f.remaining = (f.remaining - f.rate * (now - f.last) as f64).max(0.0);
+        f.last = now;
+        let sent_here = (f.path_bytes - f.remaining).max(0.0).round() as u64;
+        f.path_bytes = f.remaining;
+        f.reroutes += 1;
+        let (task, reroutes, plen, path) = (f.task, f.reroutes, f.path_len as usize, f.path);
+        for &l in &path[..plen] {
+            let list = &mut self.on_link[l as usize];
+            if let Some(pos) = list.iter().position(|&x| x == fid) {
+                list.swap_remove(pos);
+            }
+            self.link_bytes[l as usize] += sent_here;
+            self.dirty.push(l);
+        }
+        let TaskKind::Transfer { src, dst, .. } = self.dag.tasks[task as usize].kind else {
+            return Ok(());
+        };
+        let hash = mix64(
+            self.cfg.seed
+                ^ (task as u64).wrapping_mul(0x2545_F491_4F6C_DD1D)
+                ^ (reroutes as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        );
+        if !self.topo.route(src, dst, hash, &mut self.path_buf) {
+            return Err(FlowError::Unreachable {
+                task,
+                src: src.0,
+                dst: dst.0,
+            });
+        }
+        if self.path_buf.len() > MAX_PATH {
+            return Err(FlowError::PathTooLong(self.path_buf.len()));
+        }
+        let latency = self.topo.path_latency(&self.path_buf).ps();
+        let f = &mut self.flows[fid as usize];
+        f.path_len = self.path_buf.len() as u8;
+        for (i, l) in self.path_buf.iter().enumerate() {
+            f.path[i] = l.0;
+        }
+        f.latency = latency;
+        // Force a new completion event: the old one is for the old path.
+        f.version = f.version.wrapping_add(1);
+        f.scheduled = false;
+        f.rate = 0.0;
+        for i in 0..self.path_buf.len() {
+            let l = self.path_buf[i].0;
+            self.on_link[l as usize].push(fid);
+            self.dirty.push(l);
         }
         Ok(())
     }

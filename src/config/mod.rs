@@ -28,10 +28,12 @@
 
 pub mod diagnostic;
 pub mod presets;
+pub mod workload;
 
 use serde::Deserialize;
 
 pub use diagnostic::{ConfigError, Diagnostic, Source};
+pub use workload::{FaultSpec, InferenceSpec, TrainingSpec};
 
 use crate::collective::{Algorithm, CollectiveOp};
 use crate::topology::{ClusterSpec, FabricLinkSpec, TopologySpec};
@@ -177,6 +179,16 @@ pub struct RawWorkload {
     pub dtype: Option<String>,
     /// Root rank of a broadcast.
     pub root: Option<i64>,
+    /// Training / inference: a model preset (see [`workload::MODEL_PRESETS`]).
+    pub preset: Option<String>,
+    /// Training / inference: `[workload.model]`.
+    pub model: Option<workload::RawModel>,
+    /// Training / inference: `[workload.parallel]`.
+    pub parallel: Option<workload::RawParallel>,
+    /// Training / inference: `[workload.gpu]`.
+    pub gpu: Option<workload::RawGpu>,
+    /// Inference: `[workload.inference]`.
+    pub inference: Option<workload::RawInference>,
 }
 
 /// `[simulation]` as written.
@@ -212,6 +224,9 @@ pub struct RawScenario {
     /// How it is simulated.
     #[serde(default)]
     pub simulation: RawSimulation,
+    /// Stragglers and failures (`[[faults]]`).
+    #[serde(default)]
+    pub faults: Vec<workload::RawFault>,
 }
 
 // ---------------------------------------------------------------- checked model
@@ -366,6 +381,10 @@ pub struct CollectiveWorkload {
 pub enum WorkloadSpec {
     /// A collective size sweep.
     Collective(CollectiveWorkload),
+    /// One training step of a transformer under a parallel plan.
+    Training(Box<TrainingSpec>),
+    /// Prefill and decode of a batch of requests.
+    Inference(Box<InferenceSpec>),
 }
 
 /// A setting present in the scenario that the chosen fidelity does not use.
@@ -404,6 +423,8 @@ pub struct Scenario {
     pub seed: u64,
     /// Every key the file sets, dotted (for `ignored_settings`).
     pub keys_set: Vec<String>,
+    /// Stragglers and failures, in file order.
+    pub faults: Vec<FaultSpec>,
 }
 
 // ---------------------------------------------------------------- validation
@@ -816,6 +837,7 @@ impl Validator<'_> {
             &raw.workload,
             hosts.zip(gpus).map(|(h, g)| h as u64 * g as u64),
         );
+        let faults = self.faults(&raw.faults);
         let fidelity = {
             let s = raw.simulation.fidelity.as_deref().unwrap_or("flow");
             match Fidelity::parse(s) {
@@ -861,14 +883,21 @@ impl Validator<'_> {
         let topology = topology?;
         // The shape must hold the cluster: build it once now so the error is
         // reported before any run, on the field at fault.
-        if let Err(e) = crate::topology::build(&cluster, &fabric.links, &topology) {
-            let found = self
-                .src
-                .text_of(e.field)
-                .map(str::to_string)
-                .unwrap_or_else(|| "this cluster".into());
-            self.err(e.field, found, e.message);
-            return None;
+        match crate::topology::build(&cluster, &fabric.links, &topology) {
+            Err(e) => {
+                let found = self
+                    .src
+                    .text_of(e.field)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| "this cluster".into());
+                self.err(e.field, found, e.message);
+                return None;
+            }
+            Ok(t) => {
+                if let Some(f) = &faults {
+                    self.check_faults(f, &t);
+                }
+            }
         }
         Some(Scenario {
             name: raw.name.clone().unwrap_or_else(|| {
@@ -887,6 +916,7 @@ impl Validator<'_> {
             fidelity: fidelity?,
             seed: seed?,
             keys_set: keys_set(self.src.text),
+            faults: faults?,
         })
     }
 
@@ -1023,9 +1053,38 @@ impl Validator<'_> {
     fn workload(&mut self, w: &RawWorkload, total_gpus: Option<u64>) -> Option<WorkloadSpec> {
         match w.kind.as_deref().unwrap_or("collective") {
             "collective" => {}
+            "training" => {
+                return self
+                    .training(w, total_gpus)
+                    .map(|t| WorkloadSpec::Training(Box::new(t)))
+            }
+            "inference" => {
+                return self
+                    .inference(w, total_gpus)
+                    .map(|t| WorkloadSpec::Inference(Box::new(t)))
+            }
             other => {
-                self.err("workload.kind", format!("{other:?}"), "\"collective\"");
+                self.err(
+                    "workload.kind",
+                    format!("{other:?}"),
+                    "\"collective\", \"training\" or \"inference\"",
+                );
                 return None;
+            }
+        }
+        for (k, set) in [
+            ("preset", w.preset.is_some()),
+            ("model", w.model.is_some()),
+            ("parallel", w.parallel.is_some()),
+            ("gpu", w.gpu.is_some()),
+            ("inference", w.inference.is_some()),
+        ] {
+            if set {
+                self.err(
+                    &format!("workload.{k}"),
+                    format!("`{k}` with kind = \"collective\""),
+                    "kind = \"training\" or \"inference\" to describe a model",
+                );
             }
         }
         let op = match w.op.as_deref() {
@@ -1238,8 +1297,19 @@ impl Scenario {
     /// The settings this scenario sets that `fidelity` does not use, with the reason.
     pub fn ignored_settings(&self, fidelity: Fidelity) -> Vec<IgnoredSetting> {
         let mut out = Vec::new();
-        let WorkloadSpec::Collective(w) = &self.workload;
+        let w = match &self.workload {
+            WorkloadSpec::Collective(w) => Some(w),
+            _ => None,
+        };
+        out.extend(workload::fault_notes(self, fidelity));
         for key in &self.keys_set {
+            if let Some(reason) = workload::ignored(self, key, fidelity) {
+                out.push(IgnoredSetting {
+                    key: key.clone(),
+                    reason,
+                });
+                continue;
+            }
             let reason: Option<String> = match key.as_str() {
                 "simulation.seed" if fidelity == Fidelity::Analytical => {
                     Some("the analytical fidelity has no randomness (ECMP paths of one length cost the same)".into())
@@ -1251,11 +1321,11 @@ impl Scenario {
                     "the flow fidelity keeps each flow on one ECMP path; {} routing is modeled at the packet fidelity",
                     self.fabric.routing.name()
                 )),
-                "workload.root" if w.op != CollectiveOp::Broadcast => {
-                    Some(format!("a root applies to broadcast only, not {}", w.op.name()))
+                "workload.root" if w.is_some_and(|w| w.op != CollectiveOp::Broadcast) => {
+                    w.map(|w| format!("a root applies to broadcast only, not {}", w.op.name()))
                 }
                 "workload.inter_host"
-                    if !matches!(w.algorithm, AlgoChoice::Auto | AlgoChoice::Fixed(Algorithm::Hierarchical)) =>
+                    if w.is_some_and(|w| !matches!(w.algorithm, AlgoChoice::Auto | AlgoChoice::Fixed(Algorithm::Hierarchical))) =>
                 {
                     Some("inter_host applies to the hierarchical algorithm only".into())
                 }

@@ -21,6 +21,12 @@ pub fn render(r: &Report) -> String {
     if !r.collectives.is_empty() {
         s.push_str(&collective_table(r));
     }
+    if let Some(t) = &r.training {
+        s.push_str(&super::workload::render_training(t));
+    }
+    if let Some(i) = &r.inference {
+        s.push_str(&super::workload::render_inference(i));
+    }
     if r.flows.count > 0 {
         let f = &r.flows;
         let _ = writeln!(

@@ -640,7 +640,8 @@ impl Validator<'_> {
             self,
             "kv_heads",
             m.kv_heads,
-            d(4).or(m.heads),
+            // heads set in the file without kv_heads: multi-head attention
+            if m.heads.is_some() { m.heads } else { d(4) },
             "key/value heads",
         );
         let vocab = c(self, "vocab", m.vocab, d(5), "the vocabulary size");
@@ -800,8 +801,13 @@ impl Validator<'_> {
         if let (Some(d), Some(t), Some(pp_), Some(n)) = (dp, tp, pp, total_gpus) {
             let want = d as u64 * t as u64 * pp_ as u64;
             if want != n {
-                let field = if p.data.is_some() || inference {
+                // point at a degree the file sets, data first
+                let field = if p.data.is_some() && !inference {
+                    "workload.parallel.data"
+                } else if p.tensor.is_some() {
                     "workload.parallel.tensor"
+                } else if p.pipeline.is_some() {
+                    "workload.parallel.pipeline"
                 } else {
                     "workload.parallel.data"
                 };

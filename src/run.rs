@@ -277,6 +277,16 @@ pub fn run_training(
 ) -> Result<TrainingReport, RunError> {
     use crate::workload::faults::Applied;
     let step = training::build(t, topo)?;
+    for f in &scenario.faults {
+        if let crate::config::workload::FaultKind::SlowGpu { gpu, .. } = f.kind {
+            if !step.gpus_simulated.contains(&GpuId(gpu)) {
+                return Err(RunError::Unsupported(format!(
+                    "fault {:?}: GPU {gpu} is outside the data-parallel replica that replicas = \"one\" builds (GPUs of data rank 0); use replicas = \"all\"",
+                    f.name
+                )));
+            }
+        }
+    }
     let step_with = |faults: &Applied| -> Result<(crate::dag::Dag, RunOutput), RunError> {
         let dag = faults.slow_dag(&step.dag, topo).into_owned();
         let out = crate::workload::evaluate(&dag, topo, fidelity, seed, faults)?;
@@ -402,13 +412,8 @@ pub fn training_report(
             op: k.name().into(),
             count: count[i],
             time_per_gpu_s: time[i],
+            bytes: bytes[i],
         })
-        .collect();
-    let comm_bytes = kinds
-        .iter()
-        .enumerate()
-        .filter(|&(i, k)| k.is_comm() && count[i] > 0)
-        .map(|(i, k)| (k.name().to_string(), bytes[i]))
         .collect();
     let peak = t.gpu.peak(t.model.precision);
     TrainingReport {
@@ -439,7 +444,6 @@ pub fn training_report(
             0.0
         },
         breakdown,
-        comm_bytes,
         faults: Vec::new(),
     }
 }

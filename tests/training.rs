@@ -391,3 +391,40 @@ fn training_presets_validate_and_the_70b_one_runs() {
     assert!(r.mfu > 0.2 && r.mfu < 0.5, "{}", r.mfu);
     assert!((r.params / 1e9 - 69.0).abs() < 1.0, "{}", r.params);
 }
+
+#[test]
+fn moe_preset_adds_expert_all_to_all_on_the_critical_path() {
+    // Mixtral-8x7B preset (TP=2, DP=32, EP=8 on 64 GPUs), 32 sequences = 1
+    // micro-batch per replica. Per MoE layer and micro-batch each EP group runs 4
+    // all-to-alls (dispatch and combine, forward and backward) per tensor rank:
+    // 32 layers × 4 × (32/8 groups × 2 ranks) = 1024. Each GPU sends
+    // s·top_k·h·2 B / TP = 4096·2·4096·2/2 B = 32 MiB per all-to-all, 7/8 of it
+    // to its 7 peers.
+    let text = r#"
+[cluster]
+preset = "dgx-h100-node"
+nodes = 8
+[topology]
+kind = "rail_optimized"
+[fabric]
+preset = "ib-ndr-400"
+[workload]
+kind = "training"
+preset = "mixtral-8x7b"
+[workload.model]
+global_batch = 32
+[simulation]
+fidelity = "analytical"
+"#;
+    let s = config::parse("moe.toml", text).unwrap();
+    let r = train(&s, Fidelity::Analytical);
+    let a2a = r
+        .breakdown
+        .iter()
+        .find(|o| o.op == "ep_alltoall")
+        .expect("all-to-all");
+    assert_eq!(a2a.count, 1024);
+    assert_eq!(a2a.bytes, 1024 * 8 * (32 << 20) * 7 / 8);
+    assert!((r.params / 1e9 - 46.7).abs() < 0.5, "{}", r.params);
+    assert!(r.exposed_comm_s > 0.0 && r.mfu > 0.0);
+}

@@ -58,7 +58,8 @@
 //! data-parallel collectives, assuming they run the same schedule: exact at the
 //! analytical fidelity when no fault breaks the symmetry, and what makes a
 //! 512-GPU step cheap to simulate. It is refused with expert parallelism
-//! (all-to-all couples replicas) and with a `slow_gpu` fault.
+//! (all-to-all couples replicas) and with a `slow_gpu` fault outside replica 0;
+//! link faults then only see the built replica's tensor and pipeline traffic.
 
 use serde::Deserialize;
 
@@ -1263,6 +1264,19 @@ pub fn ignored(s: &super::Scenario, key: &str, _fidelity: super::Fidelity) -> Op
         "workload.root",
         "workload.inter_host",
     ];
+    let model = match &s.workload {
+        WorkloadSpec::Training(t) => Some(&t.model),
+        WorkloadSpec::Inference(i) => Some(&i.model),
+        WorkloadSpec::Collective(_) => None,
+    };
+    if let Some(m) = model {
+        if key == "workload.model.heads" && m.kv_heads == m.heads {
+            return Some(
+                "with multi-head attention (kv_heads = heads) the head count changes no FLOP or byte (attention costs 4h² weights and 4·s·h FLOPs per token whatever the split); it only constrains the tensor-parallel degree"
+                    .into(),
+            );
+        }
+    }
     match &s.workload {
         WorkloadSpec::Collective(_) => (key == "faults").then(|| {
             "faults apply to training and inference workloads; a collective sweep runs on the healthy fabric".into()

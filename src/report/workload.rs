@@ -16,6 +16,8 @@ pub struct OpTime {
     /// Σ over instances of (duration × GPUs taking part) / GPUs simulated, seconds:
     /// the time one GPU spends in it on average (communication may overlap compute).
     pub time_per_gpu_s: f64,
+    /// Payload bytes the step's transfers of this kind move (0 for compute).
+    pub bytes: u64,
 }
 
 /// What one fault does to the step.
@@ -69,8 +71,6 @@ pub struct TrainingReport {
     pub mfu: f64,
     /// Time per operation kind.
     pub breakdown: Vec<OpTime>,
-    /// Payload bytes moved per kind of communication (op, bytes).
-    pub comm_bytes: Vec<(String, u64)>,
     /// Each fault of the scenario alone.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<FaultEffect>,
@@ -158,12 +158,19 @@ pub fn render_training(t: &TrainingReport) -> String {
         100.0 * t.mfu,
         100.0 * t.gpu_idle_fraction
     );
-    let _ = writeln!(s, "#   {:<22} {:>8} {:>14}", "op", "count", "s per GPU");
+    let _ = writeln!(
+        s,
+        "#   {:<22} {:>8} {:>14} {:>12}",
+        "op", "count", "s per GPU", "bytes"
+    );
     for o in &t.breakdown {
         let _ = writeln!(
             s,
-            "#   {:<22} {:>8} {:>14.6}",
-            o.op, o.count, o.time_per_gpu_s
+            "#   {:<22} {:>8} {:>14.6} {:>12}",
+            o.op,
+            o.count,
+            o.time_per_gpu_s,
+            crate::units::format_bytes(o.bytes)
         );
     }
     for f in &t.faults {

@@ -70,7 +70,7 @@ pub fn build(
                 i.requests,
             )
         } else {
-            let a = outputs.iter().filter(|&&o| o - 1 >= k).count() as u64;
+            let a = outputs.iter().filter(|&&o| o > k).count() as u64;
             (a, (i.prompt_tokens + k) as f64, a)
         };
         dag.begin_op(if k == 0 {

@@ -374,6 +374,9 @@ pub fn one_f_one_b(p: u32, stages: u32, m: u64) -> Vec<(bool, u64)> {
     v
 }
 
+/// Per micro-batch: the p2p transfer (or last task) of each (data rank, tensor rank).
+type Sends = HashMap<u64, HashMap<(u32, u32), TaskId>>;
+
 /// Builds the step DAG of `s` on `topo`.
 ///
 /// # Errors
@@ -411,10 +414,8 @@ pub fn build(s: &TrainingSpec, topo: &Topology) -> Result<StepDag, CollectiveErr
     let (h, v) = (s.model.hidden as f64, s.model.vocab as f64);
 
     // sends[p][j] per (d, t): the p2p transfer into stage p+1 (fwd) / p−1 (bwd).
-    let mut fwd_sent: Vec<HashMap<u64, HashMap<(u32, u32), TaskId>>> =
-        vec![HashMap::new(); plan.pp as usize];
-    let mut bwd_sent: Vec<HashMap<u64, HashMap<(u32, u32), TaskId>>> =
-        vec![HashMap::new(); plan.pp as usize];
+    let mut fwd_sent: Vec<Sends> = vec![HashMap::new(); plan.pp as usize];
+    let mut bwd_sent: Vec<Sends> = vec![HashMap::new(); plan.pp as usize];
     let orders: Vec<Vec<(bool, u64)>> = (0..plan.pp).map(|p| one_f_one_b(p, plan.pp, m)).collect();
     let mut pos = vec![0usize; plan.pp as usize];
     let mut final_grads: Vec<Vec<TaskId>> = Vec::new();

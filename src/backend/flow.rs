@@ -730,6 +730,53 @@ mod tests {
     }
 
     #[test]
+    fn a_rate_change_mid_flow_rescales_the_rest_of_it() {
+        // 1 MiB at 400 Gb/s takes 20.97152 us; at half of it the sender's uplink
+        // drops to 200 Gb/s, so the second half takes 20.97152 us more:
+        // 730 ns + 10.48576 us + 20.97152 us.
+        let topo = single_switch(2);
+        let mut dag = Dag::new();
+        dag.begin_op("p2p");
+        dag.transfer(GpuId(0), GpuId(1), 1 << 20, &[]);
+        let cfg = FlowConfig {
+            seed: 0,
+            link_events: vec![LinkEvent {
+                at: SimTime(10_485_760),
+                link: topo.nics[0].uplink,
+                change: LinkChange::Rate(Rate::gbps(200)),
+            }],
+        };
+        let out = run(&dag, &topo, &cfg).unwrap();
+        let expected = 730_000 + 10_485_760 + 20_971_520;
+        assert!(
+            out.makespan.ps().abs_diff(expected) <= 4,
+            "{} vs {expected}",
+            out.makespan.ps()
+        );
+        assert_eq!(out.fabric.bytes_delivered, 1 << 20);
+    }
+
+    #[test]
+    fn a_flow_whose_only_path_dies_is_an_error_not_a_hang() {
+        let topo = single_switch(2);
+        let mut dag = Dag::new();
+        dag.begin_op("p2p");
+        dag.transfer(GpuId(0), GpuId(1), 1 << 20, &[]);
+        let cfg = FlowConfig {
+            seed: 0,
+            link_events: vec![LinkEvent {
+                at: SimTime(1_000_000),
+                link: topo.nics[1].downlink,
+                change: LinkChange::Down,
+            }],
+        };
+        assert!(matches!(
+            run(&dag, &topo, &cfg),
+            Err(FlowError::Unreachable { .. })
+        ));
+    }
+
+    #[test]
     fn unreachable_destination_is_an_error_not_a_panic() {
         let mut topo = single_switch(2);
         let up = topo.nics[1].uplink;

@@ -1270,6 +1270,15 @@ pub fn ignored(s: &super::Scenario, key: &str, _fidelity: super::Fidelity) -> Op
         WorkloadSpec::Collective(_) => None,
     };
     if let Some(m) = model {
+        if let Some(p) = key.strip_prefix("workload.gpu.peak_tflops_") {
+            if p != m.precision.name() {
+                return Some(format!(
+                    "the model computes in {} (workload.model.precision), so only peak_tflops_{} is used",
+                    m.precision.name(),
+                    m.precision.name()
+                ));
+            }
+        }
         if key == "workload.model.heads" && m.kv_heads == m.heads {
             return Some(
                 "with multi-head attention (kv_heads = heads) the head count changes no FLOP or byte (attention costs 4h² weights and 4·s·h FLOPs per token whatever the split); it only constrains the tensor-parallel degree"

@@ -276,6 +276,13 @@ pub fn run_training(
     acc: &mut Accumulated,
 ) -> Result<TrainingReport, RunError> {
     use crate::workload::faults::Applied;
+    let est = training::estimated_tasks(t);
+    if est > training::MAX_TASKS {
+        return Err(RunError::Unsupported(format!(
+            "this step would build about {est:.1e} tasks (more than {:.0e}); use replicas = \"one\", fewer micro-batches or fewer layers",
+            training::MAX_TASKS
+        )));
+    }
     let step = training::build(t, topo)?;
     for f in &scenario.faults {
         if let crate::config::workload::FaultKind::SlowGpu { gpu, .. } = f.kind {
@@ -460,6 +467,13 @@ pub fn run_inference(
     opts: &RunOptions,
     acc: &mut Accumulated,
 ) -> Result<InferenceReport, RunError> {
+    let est = inference::estimated_tasks(i);
+    if est > training::MAX_TASKS {
+        return Err(RunError::Unsupported(format!(
+            "this batch would build about {est:.1e} tasks (more than {:.0e}); use fewer output tokens or layers",
+            training::MAX_TASKS
+        )));
+    }
     let b = inference::build(i, topo, seed)?;
     let none = crate::workload::faults::Applied::none();
     let out = crate::workload::evaluate(&b.dag, topo, fidelity, seed, &none)?;

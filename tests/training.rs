@@ -471,3 +471,29 @@ fn every_plan_shape_runs_at_both_fidelities() {
         }
     }
 }
+
+#[test]
+fn a_step_too_large_to_build_is_refused_not_attempted() {
+    // 2^24 sequences of the 70B preset with every replica built would be ~10^13
+    // tasks: the run says so instead of exhausting memory.
+    let text = r#"
+[cluster]
+preset = "dgx-h100-node"
+nodes = 64
+[topology]
+kind = "rail_optimized"
+[fabric]
+preset = "ib-ndr-400"
+[workload]
+kind = "training"
+preset = "llama2-70b"
+[workload.model]
+global_batch = 16777216
+"#;
+    let s = config::parse("huge.toml", text).unwrap();
+    let e = run(&s, &RunOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("replicas = \"one\""), "{e}");
+    // sizes beyond the model bounds are validation errors on the field
+    let e = config::parse("huge.toml", &text.replace("16777216", "16777217")).unwrap_err();
+    assert_eq!(e.diagnostics[0].field, "workload.model.global_batch", "{e}");
+}

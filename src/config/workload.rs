@@ -713,6 +713,25 @@ impl Validator<'_> {
                 );
             }
         }
+        // Upper bounds keep every byte and FLOP count far inside u64 / f64.
+        for (f, v, max) in [
+            ("layers", layers, 100_000u64),
+            ("hidden", hidden, 1 << 20),
+            ("ffn", ffn, 1 << 22),
+            ("vocab", vocab, 1 << 24),
+            ("seq_len", seq_len, 1 << 24),
+            ("global_batch", global_batch, 1 << 24),
+            ("micro_batch", micro_batch, 1 << 20),
+            ("experts", experts, 4096),
+        ] {
+            if let Some(x) = v.filter(|&x| x > max) {
+                self.err(
+                    &format!("workload.model.{f}"),
+                    x.to_string(),
+                    format!("at most {max}"),
+                );
+            }
+        }
         let precision = self.precision("workload.model.precision", m.precision.as_deref(), "bf16");
 
         // plan

@@ -39,6 +39,13 @@ pub fn output_lengths(i: &InferenceSpec, seed: u64) -> Vec<u64> {
         .collect()
 }
 
+/// Rough number of tasks [`build`] creates.
+pub fn estimated_tasks(i: &InferenceSpec) -> f64 {
+    let tp = i.plan.tp as f64;
+    let comm = if i.plan.tp > 1 { 4.0 * tp * tp } else { 0.0 };
+    i.output_max as f64 * i.model.layers as f64 * (2.0 * tp + comm)
+}
+
 /// Builds the batch's DAG.
 ///
 /// # Errors
@@ -103,7 +110,7 @@ pub fn build(
                         cs.push(Dep::Done(x));
                     }
                     let ranks: Vec<GpuId> = (0..tp).map(|t| gpu(t, p)).collect();
-                    let bytes = tokens * m.hidden * prec;
+                    let bytes = (tokens as f64 * (m.hidden * prec) as f64) as u64;
                     pre = match comm.lower(
                         &mut dag,
                         CollectiveOp::AllReduce,
@@ -118,7 +125,7 @@ pub fn build(
                 }
             }
             if p + 1 < pp {
-                let bytes = tokens * m.hidden * prec / tp as u64;
+                let bytes = (tokens as f64 * (m.hidden * prec) as f64 / tp as f64) as u64;
                 let sends: Vec<Dep> = (0..tp)
                     .map(|t| Dep::Done(dag.transfer(gpu(t, p), gpu(t, p + 1), bytes, &pre)))
                     .collect();

@@ -178,7 +178,11 @@ impl Builder<'_> {
             return Ok(after);
         }
         let ranks: Vec<GpuId> = (0..s.plan.tp).map(|t| gpu_of(s, t, d, p)).collect();
-        let bytes = s.micro_batch * s.model.seq_len * s.model.hidden * s.model.precision.bytes();
+        // f64 then a saturating cast: no overflow on extreme (validated) sizes
+        let bytes = (s.micro_batch as f64
+            * s.model.seq_len as f64
+            * s.model.hidden as f64
+            * s.model.precision.bytes() as f64) as u64;
         let algo = s.plan.tp_algorithm;
         let m = if s.plan.sequence_parallel {
             let rs = self.coll(
@@ -241,10 +245,10 @@ impl Builder<'_> {
     ) -> Result<HashMap<u32, Vec<Dep>>, CollectiveError> {
         let s = self.s;
         let ep = s.plan.ep;
-        let tokens = s.micro_batch * s.model.seq_len;
+        let tokens = s.micro_batch as f64 * s.model.seq_len as f64;
         // Each tensor rank dispatches its share of the tokens' top-k copies.
-        let bytes =
-            tokens * s.model.top_k * s.model.hidden * s.model.precision.bytes() / s.plan.tp as u64;
+        let bytes = (tokens * (s.model.top_k * s.model.hidden * s.model.precision.bytes()) as f64
+            / s.plan.tp as f64) as u64;
         let mut out: HashMap<u32, Vec<Dep>> = HashMap::new();
         for k in 0..s.plan.dp / ep {
             let ds: Vec<u32> = (0..ep).map(|e| k * ep + e).collect();
@@ -325,7 +329,7 @@ fn merge(a: &HashMap<u32, Vec<Dep>>, b: &HashMap<u32, Vec<Dep>>) -> HashMap<u32,
 /// attn) on one GPU for one micro-batch (see [`super::LayerCost`]).
 pub fn layer_times(s: &TrainingSpec, l: u64) -> [SimTime; 4] {
     let m = &s.model;
-    let tokens = (s.micro_batch * m.seq_len) as f64;
+    let tokens = s.micro_batch as f64 * m.seq_len as f64;
     let c = layer_cost(m, l, tokens, m.seq_len as f64, s.plan.tp);
     let g = &s.gpu;
     [
@@ -340,7 +344,7 @@ pub fn layer_times(s: &TrainingSpec, l: u64) -> [SimTime; 4] {
 /// for one micro-batch on one GPU of the last stage.
 pub fn head_time(s: &TrainingSpec) -> SimTime {
     let m = &s.model;
-    let tokens = (s.micro_batch * m.seq_len) as f64;
+    let tokens = s.micro_batch as f64 * m.seq_len as f64;
     let flops = tokens * 2.0 * (m.hidden * m.vocab) as f64 / s.plan.tp as f64;
     let bytes = (m.hidden * m.vocab * m.precision.bytes()) as f64 / s.plan.tp as f64;
     compute_time(&s.gpu, m, flops, bytes)
@@ -374,6 +378,32 @@ pub fn one_f_one_b(p: u32, stages: u32, m: u64) -> Vec<(bool, u64)> {
     v
 }
 
+/// Rough number of tasks [`build`] creates (within a factor of about 2), so a
+/// run can refuse a step too large to hold in memory before building it.
+pub fn estimated_tasks(s: &TrainingSpec) -> f64 {
+    let p = &s.plan;
+    let tp = p.tp as f64;
+    let reps = match p.replicas {
+        Replicas::All => p.dp as f64,
+        Replicas::One => 1.0,
+    };
+    let tp_comm = if p.tp > 1 { 8.0 * tp * tp } else { 0.0 };
+    let moe = if s.model.experts > 1 && p.ep > 1 {
+        4.0 * tp * p.ep as f64
+    } else {
+        0.0
+    };
+    let zero3 = if p.zero == 3 {
+        4.0 * tp * p.dp as f64
+    } else {
+        0.0
+    };
+    s.micro_batches() as f64 * s.model.layers as f64 * reps * (4.0 * tp + tp_comm + moe + zero3)
+}
+
+/// Largest step DAG a run builds, in tasks (about 100 bytes each with the runner).
+pub const MAX_TASKS: f64 = 4e8;
+
 /// Per micro-batch: the p2p transfer (or last task) of each (data rank, tensor rank).
 type Sends = HashMap<u64, HashMap<(u32, u32), TaskId>>;
 
@@ -406,8 +436,11 @@ pub fn build(s: &TrainingSpec, topo: &Topology) -> Result<StepDag, CollectiveErr
     let layers_per_stage = s.model.layers / plan.pp as u64;
     let times: Vec<[SimTime; 4]> = (0..s.model.layers).map(|l| layer_times(s, l)).collect();
     let head = head_time(s);
-    let act_bytes = s.micro_batch * s.model.seq_len * s.model.hidden * s.model.precision.bytes()
-        / plan.tp as u64;
+    let act_bytes = (s.micro_batch as f64
+        * s.model.seq_len as f64
+        * s.model.hidden as f64
+        * s.model.precision.bytes() as f64
+        / plan.tp as f64) as u64;
     let grad_bytes = |params: f64| -> u64 {
         (params * plan.grad_precision.bytes() as f64 / plan.grad_compression) as u64
     };

@@ -62,7 +62,9 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
             )?)
         }
         WorkloadSpec::Inference(i) => {
-            inference = Some(run_inference(i, &topo, fidelity, seed, opts, &mut acc)?)
+            inference = Some(run_inference(
+                i, scenario, &topo, fidelity, seed, opts, &mut acc,
+            )?)
         }
     }
     let wall_s = wall.elapsed().as_secs_f64();
@@ -294,42 +296,70 @@ pub fn run_training(
             }
         }
     }
-    let step_with = |faults: &Applied| -> Result<(crate::dag::Dag, RunOutput), RunError> {
-        let dag = faults.slow_dag(&step.dag, topo).into_owned();
-        let out = crate::workload::evaluate(&dag, topo, fidelity, seed, faults)?;
-        Ok((dag, out))
-    };
     let all = Applied::new(&scenario.faults, topo);
-    let (dag, out) = step_with(&all)?;
+    let (dag, out) = run_dag_with(&step.dag, topo, fidelity, seed, &all)?;
     acc.absorb(&out, opts.collect_links);
     let mut report = training_report(t, &step, &dag, &out);
-    if !scenario.faults.is_empty() {
-        let (_, healthy) = step_with(&Applied::none())?;
-        acc.events += healthy.events;
-        for f in &scenario.faults {
-            let alone = if scenario.faults.len() == 1 {
-                out.makespan
-            } else {
-                let (_, o) = step_with(&Applied::new(std::slice::from_ref(f), topo))?;
-                acc.events += o.events;
-                o.makespan
-            };
-            let h = healthy.makespan.as_secs_f64();
-            report.faults.push(FaultEffect {
-                name: f.name.clone(),
-                kind: fault_kind_name(&f.kind).into(),
-                at_us: f.at.as_us(),
-                step_time_s: alone.as_secs_f64(),
-                healthy_step_time_s: h,
-                slowdown: if h > 0.0 {
-                    alone.as_secs_f64() / h
-                } else {
-                    0.0
-                },
-            });
-        }
-    }
+    report.faults = fault_effects(&step.dag, scenario, topo, fidelity, seed, out.makespan, acc)?;
     Ok(report)
+}
+
+/// Runs `dag` with `faults`: slow GPUs stretch its compute, link changes go to
+/// the backend. Returns the DAG that ran and its output.
+fn run_dag_with(
+    dag: &crate::dag::Dag,
+    topo: &Topology,
+    fidelity: Fidelity,
+    seed: u64,
+    faults: &crate::workload::faults::Applied,
+) -> Result<(crate::dag::Dag, RunOutput), RunError> {
+    let d = faults.slow_dag(dag, topo).into_owned();
+    let out = crate::workload::evaluate(&d, topo, fidelity, seed, faults)?;
+    Ok((d, out))
+}
+
+/// Each fault of the scenario alone against the healthy run of `dag` (`with_all`:
+/// the makespan with every fault, reused when there is only one).
+fn fault_effects(
+    dag: &crate::dag::Dag,
+    scenario: &Scenario,
+    topo: &Topology,
+    fidelity: Fidelity,
+    seed: u64,
+    with_all: crate::units::SimTime,
+    acc: &mut Accumulated,
+) -> Result<Vec<FaultEffect>, RunError> {
+    use crate::workload::faults::Applied;
+    let mut out = Vec::new();
+    if scenario.faults.is_empty() {
+        return Ok(out);
+    }
+    let (_, healthy) = run_dag_with(dag, topo, fidelity, seed, &Applied::none())?;
+    acc.events += healthy.events;
+    let h = healthy.makespan.as_secs_f64();
+    for f in &scenario.faults {
+        let alone = if scenario.faults.len() == 1 {
+            with_all
+        } else {
+            let one = Applied::new(std::slice::from_ref(f), topo);
+            let (_, o) = run_dag_with(dag, topo, fidelity, seed, &one)?;
+            acc.events += o.events;
+            o.makespan
+        };
+        out.push(FaultEffect {
+            name: f.name.clone(),
+            kind: fault_kind_name(&f.kind).into(),
+            at_us: f.at.as_us(),
+            step_time_s: alone.as_secs_f64(),
+            healthy_step_time_s: h,
+            slowdown: if h > 0.0 {
+                alone.as_secs_f64() / h
+            } else {
+                0.0
+            },
+        });
+    }
+    Ok(out)
 }
 
 fn fault_kind_name(k: &crate::config::workload::FaultKind) -> &'static str {
@@ -455,12 +485,14 @@ pub fn training_report(
     }
 }
 
-/// Runs one inference batch of `i`.
+/// Runs one inference batch of `i` (with the scenario's faults, each also alone
+/// against the healthy batch).
 ///
 /// # Errors
 /// When a collective cannot run, or the backend fails.
 pub fn run_inference(
     i: &crate::config::InferenceSpec,
+    scenario: &Scenario,
     topo: &Topology,
     fidelity: Fidelity,
     seed: u64,
@@ -475,8 +507,10 @@ pub fn run_inference(
         )));
     }
     let b = inference::build(i, topo, seed)?;
-    let none = crate::workload::faults::Applied::none();
-    let out = crate::workload::evaluate(&b.dag, topo, fidelity, seed, &none)?;
+    let all = crate::workload::faults::Applied::new(&scenario.faults, topo);
+    let (dag, out) = run_dag_with(&b.dag, topo, fidelity, seed, &all)?;
     acc.absorb(&out, opts.collect_links);
-    Ok(inference::report(i, &b, &out))
+    let mut report = inference::report(i, &b, &dag, &out);
+    report.faults = fault_effects(&b.dag, scenario, topo, fidelity, seed, out.makespan, acc)?;
+    Ok(report)
 }

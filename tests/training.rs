@@ -497,3 +497,32 @@ global_batch = 16777216
     let e = config::parse("huge.toml", &text.replace("16777216", "16777217")).unwrap_err();
     assert_eq!(e.diagnostics[0].field, "workload.model.global_batch", "{e}");
 }
+
+#[test]
+fn a_slow_gpu_slows_every_decode_step_of_a_tensor_parallel_batch() {
+    // TP = 8 decode: every layer ends in an all-reduce over all 8 GPUs, so one GPU
+    // at half speed sets the pace: the batch takes close to 2× (communication
+    // does not slow down, so a little less).
+    let base = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/inference-llama2-70b.toml"
+    ))
+    .unwrap();
+    let text = format!("{base}\n[[faults]]\nkind = \"slow_gpu\"\ngpu = 5\nfactor = 2.0\n")
+        .replace("output_tokens = 32", "output_tokens = 4")
+        .replace("output_tokens_max = 64", "output_tokens_max = 8");
+    let s = config::parse("inf.toml", &text).unwrap();
+    let r = run(
+        &s,
+        &RunOptions {
+            fidelity: Some(Fidelity::Analytical),
+            ..RunOptions::default()
+        },
+    )
+    .unwrap();
+    let i = r.inference.unwrap();
+    assert_eq!(i.faults.len(), 1);
+    let f = &i.faults[0];
+    assert!(f.slowdown > 1.5 && f.slowdown <= 2.0, "{f:?}");
+    assert!((i.total_ms / 1e3 - f.step_time_s).abs() < 1e-9);
+}

@@ -1350,7 +1350,6 @@ pub fn ignored(s: &super::Scenario, key: &str, _fidelity: super::Fidelity) -> Op
                 | "workload.parallel.replicas" => Some(
                     "inference has no gradients, optimizer state or data-parallel replicas".into(),
                 ),
-                "faults" => Some("faults are applied to training steps only (inference runs on the healthy fabric)".into()),
                 _ => None,
             }
         }
@@ -1362,7 +1361,7 @@ pub fn ignored(s: &super::Scenario, key: &str, _fidelity: super::Fidelity) -> Op
 /// faults (applied from time zero: the idle critical path has no time-varying fabric).
 pub fn fault_notes(s: &super::Scenario, fidelity: super::Fidelity) -> Vec<super::IgnoredSetting> {
     let mut out = Vec::new();
-    if !matches!(s.workload, super::WorkloadSpec::Training(_)) {
+    if matches!(s.workload, super::WorkloadSpec::Collective(_)) {
         return out;
     }
     for (i, f) in s.faults.iter().enumerate() {

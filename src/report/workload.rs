@@ -29,9 +29,9 @@ pub struct FaultEffect {
     pub kind: String,
     /// When it starts, microseconds.
     pub at_us: f64,
-    /// Step time with this fault alone, seconds.
+    /// Step time (inference: the whole batch) with this fault alone, seconds.
     pub step_time_s: f64,
-    /// Step time without any fault, seconds.
+    /// The same without any fault, seconds.
     pub healthy_step_time_s: f64,
     /// step_time_s / healthy_step_time_s.
     pub slowdown: f64,
@@ -127,6 +127,9 @@ pub struct InferenceReport {
     pub total_ms: f64,
     /// Total time minus its value with free communication, milliseconds.
     pub exposed_comm_ms: f64,
+    /// Each fault of the scenario alone (`step_time_s`: the whole batch).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<FaultEffect>,
 }
 
 /// Renders the training section.
@@ -199,5 +202,12 @@ pub fn render_inference(r: &InferenceReport) -> String {
         r.exposed_comm_ms,
         r.total_ms
     );
+    for f in &r.faults {
+        let _ = writeln!(
+            s,
+            "#   fault {:?} ({} at {:.1} us): batch {:.4} s vs {:.4} s healthy ({:.3}×)",
+            f.name, f.kind, f.at_us, f.step_time_s, f.healthy_step_time_s, f.slowdown
+        );
+    }
     s
 }

@@ -152,10 +152,12 @@ pub fn build(
     Ok(InferenceDag { dag, outputs })
 }
 
-/// The inference section from a run of `b`.
+/// The inference section from a run of `b` (`dag`: the DAG that ran, with slow
+/// GPUs stretched).
 pub fn report(
     i: &InferenceSpec,
     b: &InferenceDag,
+    dag: &Dag,
     out: &crate::backend::RunOutput,
 ) -> InferenceReport {
     let end = |op: usize| out.op_timing.get(op).map_or(0.0, |t| t.end.as_secs_f64());
@@ -167,7 +169,7 @@ pub fn report(
         .map(|&o| 1e3 * (end(o as usize - 1) - prefill) / (o - 1) as f64)
         .collect();
     let total = out.makespan.as_secs_f64();
-    let free = super::free_comm_makespan(&b.dag).as_secs_f64();
+    let free = super::free_comm_makespan(dag).as_secs_f64();
     let tokens: u64 = b.outputs.iter().sum();
     InferenceReport {
         preset: i.preset.clone(),
@@ -182,5 +184,6 @@ pub fn report(
         },
         total_ms: 1e3 * total,
         exposed_comm_ms: 1e3 * (total - free).max(0.0),
+        faults: Vec::new(),
     }
 }

@@ -653,7 +653,8 @@ fn dp_buckets(
     // (dense params, expert params, tasks) accumulated in the open bucket
     let mut acc_dense = 0.0f64;
     let mut acc_expert = 0.0f64;
-    let mut launched_param_bytes: Vec<u64> = Vec::new();
+    // (dense, expert) parameter bytes of each launched bucket
+    let mut launched_param_bytes: Vec<(u64, u64)> = Vec::new();
     let n = ready.len();
     for (i, (l, cs)) in ready.iter().enumerate() {
         if *l == u64::MAX {
@@ -695,13 +696,15 @@ fn dp_buckets(
                 &after,
             )?;
             if acc_expert > 0.0 && plan.dp / plan.ep > 1 {
-                let dep: Vec<Dep> = last_m.map(Dep::Done).into_iter().collect();
+                // expert gradients over each expert-data-parallel group (disjoint
+                // groups, in parallel), after the dense ones on the same stream
+                let mut a = after.clone();
+                a.extend(last_m.map(Dep::Done));
+                let mut joined: Vec<Dep> = last_m.map(Dep::Done).into_iter().collect();
                 for e in 0..plan.ep {
                     let ranks: Vec<GpuId> = (0..plan.dp / plan.ep)
                         .map(|k| gpu_of(s, t, k * plan.ep + e, p))
                         .collect();
-                    let mut a = after.clone();
-                    a.extend(dep.iter().copied());
                     if let Some(x) = b.coll(
                         OpKind::DataParallelGrad,
                         op,
@@ -710,8 +713,11 @@ fn dp_buckets(
                         plan.dp_algorithm,
                         &a,
                     )? {
-                        last_m = Some(x);
+                        joined.push(Dep::Done(x));
                     }
+                }
+                if !joined.is_empty() {
+                    last_m = Some(b.dag.marker(&joined));
                 }
             }
             if let Some(x) = last_m {
@@ -719,28 +725,55 @@ fn dp_buckets(
                 ends.push(x);
             }
         }
-        launched_param_bytes
-            .push(((acc_dense + acc_expert) * s.model.precision.bytes() as f64) as u64);
+        let pb = s.model.precision.bytes() as f64;
+        launched_param_bytes.push(((acc_dense * pb) as u64, (acc_expert * pb) as u64));
         acc_dense = 0.0;
         acc_expert = 0.0;
     }
     // ZeRO 1/2: gather the updated parameters after the optimizer step.
     if matches!(plan.zero, 1 | 2) {
-        for bytes in launched_param_bytes {
+        for (dense, expert) in launched_param_bytes {
             for t in 0..plan.tp {
-                let mut after = Vec::new();
-                if let Some(&prev) = b.dp_stream.get(&(p, t)) {
-                    after.push(Dep::Done(prev));
-                }
+                // dense parameters over the data-parallel group, then expert
+                // parameters over each expert-data-parallel group (disjoint
+                // groups, in parallel)
+                let after: Vec<Dep> = b
+                    .dp_stream
+                    .get(&(p, t))
+                    .map(|&x| Dep::Done(x))
+                    .into_iter()
+                    .collect();
                 let dp_ranks: Vec<GpuId> = (0..plan.dp).map(|d| gpu_of(s, t, d, p)).collect();
-                if let Some(x) = b.coll(
+                let dense_m = b.coll(
                     OpKind::ZeroParamGather,
                     CollectiveOp::AllGather,
-                    bytes,
+                    dense,
                     &dp_ranks,
                     plan.dp_algorithm,
                     &after,
-                )? {
+                )?;
+                let after: Vec<Dep> = match dense_m {
+                    Some(x) => vec![Dep::Done(x)],
+                    None => after,
+                };
+                let mut joined = after.clone();
+                for e in 0..plan.ep {
+                    let ranks: Vec<GpuId> = (0..plan.dp / plan.ep)
+                        .map(|k| gpu_of(s, t, k * plan.ep + e, p))
+                        .collect();
+                    if let Some(x) = b.coll(
+                        OpKind::ZeroParamGather,
+                        CollectiveOp::AllGather,
+                        expert,
+                        &ranks,
+                        plan.dp_algorithm,
+                        &after,
+                    )? {
+                        joined.push(Dep::Done(x));
+                    }
+                }
+                if !joined.is_empty() {
+                    let x = b.dag.marker(&joined);
                     b.dp_stream.insert((p, t), x);
                     ends.push(x);
                 }

@@ -184,13 +184,16 @@ fn exposed_communication_is_the_part_overlap_cannot_hide() {
     let c0 = ar(layer + 1024); // + input embedding h·V = 1024
     assert!(c1 > b0, "the hand case needs C1 > B0");
     let want = (c1 + c0 - b0).as_secs_f64();
-    let r = train(&s, Fidelity::Analytical);
-    assert!(
-        (r.exposed_comm_s - want).abs() < 1e-10,
-        "exposed {} s vs hand {} s",
-        r.exposed_comm_s,
-        want
-    );
+    // the flow fidelity agrees: two hosts on one switch, nothing to contend for
+    for (f, tol) in [(Fidelity::Analytical, 1e-10), (Fidelity::Flow, 1e-8)] {
+        let r = train(&s, f);
+        assert!(
+            (r.exposed_comm_s - want).abs() < tol,
+            "{f:?}: exposed {} s vs hand {} s",
+            r.exposed_comm_s,
+            want
+        );
+    }
 }
 
 fn dp_bytes(s: &Scenario) -> (u64, usize) {

@@ -105,6 +105,15 @@ impl Dag {
         self.current_op
     }
 
+    /// Makes tasks added from now on belong to the existing operation `op`
+    /// (a workload that interleaves several operations, e.g. compute and
+    /// collectives of a training step). Out-of-range indices are ignored.
+    pub fn set_op(&mut self, op: u32) {
+        if (op as usize) < self.ops.len() {
+            self.current_op = op;
+        }
+    }
+
     /// Number of tasks.
     pub fn len(&self) -> usize {
         self.tasks.len()

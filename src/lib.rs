@@ -15,6 +15,7 @@
 //!   a collective into a [`dag::Dag`] of transfers and gives its closed-form α-β time.
 //! - [`topology`]: the cluster graph and its ECMP routes.
 //! - [`backend`]: executes a DAG at one fidelity and returns one [`backend::RunOutput`].
+//! - [`workload`]: training steps and inference batches as DAGs; stragglers and faults.
 //! - [`metrics`], [`report`]: flow statistics and the result schema (JSON, table, CSV).
 //!
 //! ```

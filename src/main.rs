@@ -151,6 +151,17 @@ fn main() -> ExitCode {
             for p in config::presets::FABRIC_PRESETS {
                 println!("  {:<16} {}", p.name, p.about);
             }
+            println!("model presets ([workload] kind = \"training\" | \"inference\", preset = …):");
+            for p in config::workload::MODEL_PRESETS {
+                println!("  {:<16} {}", p.name, p.about);
+            }
+            println!("GPU presets ([workload.gpu] preset = …):");
+            for p in config::workload::GPU_PRESETS {
+                println!(
+                    "  {:<16} dense bf16 {} TFLOP/s, fp8 {} TFLOP/s, HBM {}",
+                    p.name, p.tflops[0], p.tflops[2], p.hbm
+                );
+            }
             println!("built-in clusters (fabricsim collective --preset …):");
             for (name, about, _) in CLUSTERS {
                 println!("  {name:<16} {about}");

@@ -7,9 +7,11 @@ use crate::collective::{self, CollectiveError, CollectiveSpec};
 use crate::config::{AlgoChoice, CollectiveWorkload, Fidelity, Scenario, WorkloadSpec};
 use crate::dag::Dag;
 use crate::metrics::FlowAccumulator;
+use crate::report::workload::{FaultEffect, InferenceReport, OpTime, TrainingReport};
 use crate::report::{CollectiveRow, Report, SimStats, TopologySummary};
 use crate::topology::{GpuId, Topology};
 use crate::units::SimTime;
+use crate::workload::{inference, training};
 
 /// Choices made on the command line that override the scenario file.
 #[derive(Clone, Debug, Default)]
@@ -25,7 +27,7 @@ pub struct RunOptions {
 /// Why a valid scenario could not run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RunError {
-    /// The collective cannot run on this communicator.
+    /// A collective cannot run on its communicator.
     #[error("collective: {0}")]
     Collective(#[from] CollectiveError),
     /// The flow backend stopped.
@@ -40,6 +42,9 @@ pub enum RunError {
     /// The packet backend stopped (deadlock, time limit, unreachable destination).
     #[error("packet backend: {0}")]
     Packet(String),
+    /// A training or inference workload could not run.
+    #[error("{0}")]
+    Workload(#[from] crate::workload::WorkloadError),
 }
 
 /// Runs `scenario` and returns its report.
@@ -52,6 +57,7 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
     let seed = opts.seed.unwrap_or(scenario.seed);
     let topo = scenario.build_topology_for(fidelity)?;
     let mut acc = Accumulated::default();
+    let (mut training, mut inference) = (None, None);
     let exec = Executor {
         scenario,
         topo: &topo,
@@ -62,6 +68,16 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
     match &scenario.workload {
         WorkloadSpec::Collective(w) => run_collectives(w, &exec, &mut acc)?,
         WorkloadSpec::Traffic(t) => run_traffic(t, &exec, &mut acc)?,
+        WorkloadSpec::Training(t) => {
+            training = Some(run_training(
+                t, scenario, &topo, fidelity, seed, opts, &mut acc,
+            )?)
+        }
+        WorkloadSpec::Inference(i) => {
+            inference = Some(run_inference(
+                i, scenario, &topo, fidelity, seed, opts, &mut acc,
+            )?)
+        }
     }
     let wall_s = wall.elapsed().as_secs_f64();
     let mut links = acc.links;
@@ -84,6 +100,8 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
         flows: acc.flows.stats(),
         fabric: acc.fabric,
         links,
+        training,
+        inference,
         ignored_settings: scenario.ignored_settings(fidelity),
         sim: SimStats {
             events: acc.events,
@@ -97,8 +115,9 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
     })
 }
 
+/// What the runs of one scenario add up to (flows, counters, events).
 #[derive(Default)]
-struct Accumulated {
+pub struct Accumulated {
     rows: Vec<CollectiveRow>,
     makespan: SimTime,
     flows: FlowAccumulator,
@@ -347,4 +366,260 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     h
+}
+
+// ---------------------------------------------------------------- training and inference
+
+/// Runs one training step of `t` (with the scenario's faults) and, when there
+/// are faults, the healthy step and each fault alone, to name each one's effect.
+///
+/// # Errors
+/// When a collective of the plan cannot run, or the backend fails.
+pub fn run_training(
+    t: &crate::config::TrainingSpec,
+    scenario: &Scenario,
+    topo: &Topology,
+    fidelity: Fidelity,
+    seed: u64,
+    opts: &RunOptions,
+    acc: &mut Accumulated,
+) -> Result<TrainingReport, RunError> {
+    use crate::workload::faults::Applied;
+    let est = training::estimated_tasks(t);
+    if est > training::MAX_TASKS {
+        return Err(RunError::Unsupported(format!(
+            "this step would build about {est:.1e} tasks (more than {:.0e}); use replicas = \"one\", fewer micro-batches or fewer layers",
+            training::MAX_TASKS
+        )));
+    }
+    let step = training::build(t, topo)?;
+    for f in &scenario.faults {
+        if let crate::config::workload::FaultKind::SlowGpu { gpu, .. } = f.kind {
+            if !step.gpus_simulated.contains(&GpuId(gpu)) {
+                return Err(RunError::Unsupported(format!(
+                    "fault {:?}: GPU {gpu} is outside the data-parallel replica that replicas = \"one\" builds (GPUs of data rank 0); use replicas = \"all\"",
+                    f.name
+                )));
+            }
+        }
+    }
+    let all = Applied::new(&scenario.faults, topo);
+    let (dag, out) = run_dag_with(&step.dag, scenario, topo, fidelity, seed, &all)?;
+    acc.absorb(&out, opts.collect_links);
+    let mut report = training_report(t, &step, &dag, &out);
+    report.faults = fault_effects(&step.dag, scenario, topo, fidelity, seed, out.makespan, acc)?;
+    Ok(report)
+}
+
+/// Runs `dag` with `faults`: slow GPUs stretch its compute, link changes go to
+/// the backend. Returns the DAG that ran and its output.
+fn run_dag_with(
+    dag: &crate::dag::Dag,
+    scenario: &Scenario,
+    topo: &Topology,
+    fidelity: Fidelity,
+    seed: u64,
+    faults: &crate::workload::faults::Applied,
+) -> Result<(crate::dag::Dag, RunOutput), RunError> {
+    let d = faults.slow_dag(dag, topo).into_owned();
+    let packet = (fidelity == Fidelity::Packet).then(|| packet_config(scenario, seed));
+    let out = crate::workload::evaluate(&d, topo, fidelity, seed, faults, packet.as_ref())?;
+    Ok((d, out))
+}
+
+/// Each fault of the scenario alone against the healthy run of `dag` (`with_all`:
+/// the makespan with every fault, reused when there is only one).
+fn fault_effects(
+    dag: &crate::dag::Dag,
+    scenario: &Scenario,
+    topo: &Topology,
+    fidelity: Fidelity,
+    seed: u64,
+    with_all: crate::units::SimTime,
+    acc: &mut Accumulated,
+) -> Result<Vec<FaultEffect>, RunError> {
+    use crate::workload::faults::Applied;
+    let mut out = Vec::new();
+    if scenario.faults.is_empty() {
+        return Ok(out);
+    }
+    let (_, healthy) = run_dag_with(dag, scenario, topo, fidelity, seed, &Applied::none())?;
+    acc.events += healthy.events;
+    let h = healthy.makespan.as_secs_f64();
+    for f in &scenario.faults {
+        let alone = if scenario.faults.len() == 1 {
+            with_all
+        } else {
+            let one = Applied::new(std::slice::from_ref(f), topo);
+            let (_, o) = run_dag_with(dag, scenario, topo, fidelity, seed, &one)?;
+            acc.events += o.events;
+            o.makespan
+        };
+        out.push(FaultEffect {
+            name: f.name.clone(),
+            kind: fault_kind_name(&f.kind).into(),
+            at_us: f.at.as_us(),
+            step_time_s: alone.as_secs_f64(),
+            healthy_step_time_s: h,
+            slowdown: if h > 0.0 {
+                alone.as_secs_f64() / h
+            } else {
+                0.0
+            },
+        });
+    }
+    Ok(out)
+}
+
+fn fault_kind_name(k: &crate::config::workload::FaultKind) -> &'static str {
+    use crate::config::workload::FaultKind as K;
+    match k {
+        K::SlowGpu { .. } => "slow_gpu",
+        K::LinkDown { .. } => "link_down",
+        K::LinkDegraded { .. } => "link_degraded",
+        K::SwitchDown { .. } => "switch_down",
+    }
+}
+
+/// The training section from a step DAG (`dag`: the DAG that ran, with slow
+/// GPUs stretched) and its run.
+pub fn training_report(
+    t: &crate::config::TrainingSpec,
+    step: &training::StepDag,
+    dag: &crate::dag::Dag,
+    out: &RunOutput,
+) -> TrainingReport {
+    use crate::dag::TaskKind;
+    use training::OpKind;
+    let plan = &t.plan;
+    let n_total = plan.dp * plan.tp * plan.pp;
+    let busy = crate::workload::busy_per_gpu(dag, n_total);
+    let sim: Vec<f64> = step
+        .gpus_simulated
+        .iter()
+        .map(|g| busy[g.0 as usize].as_secs_f64())
+        .collect();
+    let n_sim = sim.len().max(1) as f64;
+    let compute = sim.iter().copied().fold(0.0, f64::max);
+    let mean_busy = sim.iter().sum::<f64>() / n_sim;
+    let step_s = out.makespan.as_secs_f64();
+    let free = crate::workload::free_comm_makespan(dag).as_secs_f64();
+    let kinds = [
+        OpKind::ComputeForward,
+        OpKind::ComputeBackward,
+        OpKind::TensorParallel,
+        OpKind::PipelineP2p,
+        OpKind::ExpertAllToAll,
+        OpKind::DataParallelGrad,
+        OpKind::ZeroParamGather,
+    ];
+    let mut count = [0u64; 7];
+    let mut time = [0f64; 7];
+    let mut bytes = [0u64; 7];
+    let idx = |k: OpKind| kinds.iter().position(|&x| x == k).unwrap_or(0);
+    for task in &dag.tasks {
+        let Some(meta) = step.ops.get(task.op as usize) else {
+            continue;
+        };
+        let i = idx(meta.kind);
+        match task.kind {
+            TaskKind::Compute { duration, .. } => {
+                count[i] += 1;
+                time[i] += duration.as_secs_f64() / n_sim;
+            }
+            TaskKind::Transfer { bytes: b, .. } => bytes[i] += b,
+            TaskKind::Marker => {}
+        }
+    }
+    for (o, meta) in step.ops.iter().enumerate() {
+        if !meta.kind.is_comm() {
+            continue;
+        }
+        let Some(tm) = out.op_timing.get(o) else {
+            continue;
+        };
+        let i = idx(meta.kind);
+        let denom = if matches!(
+            meta.kind,
+            OpKind::DataParallelGrad | OpKind::ZeroParamGather
+        ) {
+            n_total as f64
+        } else {
+            n_sim
+        };
+        count[i] += 1;
+        time[i] += (tm.end - tm.start).as_secs_f64() * meta.gpus as f64 / denom;
+    }
+    let breakdown = kinds
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| count[i] > 0)
+        .map(|(i, k)| OpTime {
+            op: k.name().into(),
+            count: count[i],
+            time_per_gpu_s: time[i],
+            bytes: bytes[i],
+        })
+        .collect();
+    let peak = t.gpu.peak(t.model.precision);
+    TrainingReport {
+        preset: t.preset.clone(),
+        params: crate::workload::total_params(&t.model),
+        plan: [plan.dp, plan.tp, plan.pp, plan.ep],
+        zero: plan.zero,
+        micro_batches: step.micro_batches,
+        gpus_simulated: step.gpus_simulated.len() as u32,
+        step_time_s: step_s,
+        compute_time_s: compute,
+        free_comm_step_s: free,
+        bubble_s: (free - compute).max(0.0),
+        exposed_comm_s: (step_s - free).max(0.0),
+        gpu_idle_fraction: if step_s > 0.0 {
+            (1.0 - mean_busy / step_s).max(0.0)
+        } else {
+            0.0
+        },
+        tokens_per_s: if step_s > 0.0 {
+            step.tokens as f64 / step_s
+        } else {
+            0.0
+        },
+        mfu: if step_s > 0.0 {
+            step.model_flops / (step_s * n_total as f64 * peak)
+        } else {
+            0.0
+        },
+        breakdown,
+        faults: Vec::new(),
+    }
+}
+
+/// Runs one inference batch of `i` (with the scenario's faults, each also alone
+/// against the healthy batch).
+///
+/// # Errors
+/// When a collective cannot run, or the backend fails.
+pub fn run_inference(
+    i: &crate::config::InferenceSpec,
+    scenario: &Scenario,
+    topo: &Topology,
+    fidelity: Fidelity,
+    seed: u64,
+    opts: &RunOptions,
+    acc: &mut Accumulated,
+) -> Result<InferenceReport, RunError> {
+    let est = inference::estimated_tasks(i);
+    if est > training::MAX_TASKS {
+        return Err(RunError::Unsupported(format!(
+            "this batch would build about {est:.1e} tasks (more than {:.0e}); use fewer output tokens or layers",
+            training::MAX_TASKS
+        )));
+    }
+    let b = inference::build(i, topo, seed)?;
+    let all = crate::workload::faults::Applied::new(&scenario.faults, topo);
+    let (dag, out) = run_dag_with(&b.dag, scenario, topo, fidelity, seed, &all)?;
+    acc.absorb(&out, opts.collect_links);
+    let mut report = inference::report(i, &b, &dag, &out);
+    report.faults = fault_effects(&b.dag, scenario, topo, fidelity, seed, out.makespan, acc)?;
+    Ok(report)
 }

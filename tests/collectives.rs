@@ -804,6 +804,7 @@ fn tree_allreduce_is_bounded_by_nic_injection() {
     let global = fabricsim::backend::flow::FlowConfig {
         seed: 0,
         full_recompute: true,
+        ..Default::default()
     };
     let reference = fabricsim::backend::flow::run(&dag, &t, &global).unwrap();
     // The localized recomputation reaches the same max-min rates, but rounds them

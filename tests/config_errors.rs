@@ -235,3 +235,124 @@ fn cli_exits_2_with_the_diagnostic_on_stderr() {
         );
     }
 }
+
+// ---------------------------------------------------------------- training, inference, faults
+
+const TRAIN: &str = r#"name = "t"
+[cluster]
+preset = "dgx-h100-node"
+nodes = 4
+[topology]
+kind = "leaf_spine"
+radix = 16
+[fabric]
+preset = "ib-ndr-400"
+[workload]
+kind = "training"
+[workload.model]
+layers = 4
+hidden = 1024
+ffn = 4096
+heads = 16
+vocab = 1000
+seq_len = 512
+global_batch = 8
+[workload.parallel]
+data = 4
+tensor = 8
+"#;
+
+fn train_with(old: &str, new: &str) -> String {
+    assert!(TRAIN.contains(old), "{old}");
+    TRAIN.replacen(old, new, 1)
+}
+
+#[test]
+fn the_reference_training_scenario_is_valid() {
+    let s = config::parse("t.toml", TRAIN).unwrap();
+    assert_eq!(s.num_gpus(), 32);
+    let p = config::parse(
+        "p.toml",
+        &train_with(
+            "[workload.model]\nlayers = 4",
+            "preset = \"llama2-7b\"\n[workload.model]\nlayers = 4",
+        ),
+    )
+    .unwrap();
+    let config::WorkloadSpec::Training(t) = &p.workload else {
+        panic!()
+    };
+    assert_eq!(t.model.layers, 4); // the file overrides the preset
+    assert_eq!(t.model.vocab, 1000);
+}
+
+#[test]
+fn a_plan_that_does_not_fill_the_cluster_is_located() {
+    let d = one(&train_with("data = 4", "data = 2"));
+    assert_eq!(d.field, "workload.parallel.data", "{d}");
+    assert_eq!(d.line, 21, "{d}");
+    assert!(d.expected.contains("32 GPUs"), "{d}");
+}
+
+#[test]
+fn tensor_degree_must_divide_heads() {
+    let d = one(&train_with("heads = 16", "heads = 4"));
+    assert_eq!(d.field, "workload.parallel.tensor", "{d}");
+    assert!(d.expected.contains("heads"), "{d}");
+}
+
+#[test]
+fn unknown_model_key_is_named() {
+    let d = one(&train_with("ffn = 4096", "ffn = 4096\nfnn = 1"));
+    assert!(d.found.contains("fnn"), "{d}");
+    assert_eq!(d.line, 16, "{d}");
+}
+
+#[test]
+fn unknown_model_preset_is_listed() {
+    let d = one(&train_with(
+        "[workload.model]",
+        "preset = \"gpt5\"\n[workload.model]",
+    ));
+    assert_eq!(d.field, "workload.preset");
+    assert!(d.expected.contains("llama2-70b"), "{d}");
+}
+
+#[test]
+fn global_batch_must_split_into_micro_batches() {
+    let d = one(&train_with("global_batch = 8", "global_batch = 6"));
+    assert_eq!(d.field, "workload.model.global_batch", "{d}");
+    assert_eq!(d.line, 19);
+}
+
+#[test]
+fn bad_faults_are_located_in_the_array() {
+    let text = format!(
+        "{TRAIN}[[faults]]\nkind = \"slow_gpu\"\ngpu = 99\nfactor = 2.0\n[[faults]]\nkind = \"meteor\"\n[[faults]]\nkind = \"link_down\"\n"
+    );
+    let e = errors(&text);
+    let fields: Vec<&str> = e.diagnostics.iter().map(|d| d.field.as_str()).collect();
+    assert!(fields.contains(&"faults.1.kind"), "{e}");
+    assert!(fields.contains(&"faults.2.nic"), "{e}");
+    let gpu = e.diagnostics.iter().find(|d| d.field == "faults.0.gpu");
+    // the range check needs the built topology, which runs once the rest is valid
+    assert!(gpu.is_none() || gpu.is_some_and(|d| d.line == 25), "{e}");
+    let d = one(&format!(
+        "{TRAIN}[[faults]]\nkind = \"slow_gpu\"\ngpu = 99\nfactor = 2.0\n"
+    ));
+    assert_eq!(d.field, "faults.0.gpu", "{d}");
+    assert_eq!(d.line, 25, "{d}");
+    let d = one(&format!(
+        "{TRAIN}[[faults]]\nkind = \"slow_gpu\"\ngpu = 1\nfactor = 0.5\n"
+    ));
+    assert_eq!(d.field, "faults.0.factor", "{d}");
+}
+
+#[test]
+fn collective_keys_do_not_take_a_model() {
+    let d = one(&with(
+        "op = \"allreduce\"",
+        "op = \"allreduce\"\npreset = \"llama2-7b\"",
+    ));
+    assert_eq!(d.field, "workload.preset", "{d}");
+}

@@ -26,13 +26,27 @@ fn headline(text: &str, file: &str, f: Fidelity) -> Option<Vec<u64>> {
         },
     )
     .ok()?;
-    // time in ns per collective row: the figure of merit of a collective sweep
-    Some(
-        r.collectives
-            .iter()
-            .map(|c| (c.time_us * 1e3).round() as u64)
-            .collect(),
-    )
+    // time in ns per collective row: the figure of merit of a collective sweep;
+    // a training step's time, an inference batch's prefill, TPOT and total
+    let mut h: Vec<u64> = r
+        .collectives
+        .iter()
+        .map(|c| (c.time_us * 1e3).round() as u64)
+        .collect();
+    if let Some(t) = &r.training {
+        h.push((t.step_time_s * 1e9).round() as u64);
+        h.extend(
+            t.faults
+                .iter()
+                .map(|f| (f.step_time_s * 1e9).round() as u64),
+        );
+    }
+    if let Some(i) = &r.inference {
+        h.push((i.prefill_ms * 1e6).round() as u64);
+        h.push((i.tpot_ms.p50 * 1e6).round() as u64);
+        h.push((i.total_ms * 1e6).round() as u64);
+    }
+    Some(h)
 }
 
 #[test]
@@ -48,7 +62,10 @@ fn every_example_validates_and_runs_analytically() {
         )
         .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         assert!(
-            !r.collectives.is_empty() || r.flows.count > 0,
+            !r.collectives.is_empty()
+                || r.flows.count > 0
+                || r.training.is_some()
+                || r.inference.is_some(),
             "{}",
             p.display()
         );

@@ -11,14 +11,22 @@
 //! byte leaves the source (S / rate, integrated over its changing rate) and
 //! *done* α later, the same convention as the analytical backend, so the two
 //! agree exactly on an idle fabric.
+//!
+//! **Link events** ([`FlowConfig::link_events`]): at a given time a link (one
+//! direction; name both for a cable) goes down or changes rate. A link going down
+//! takes its reverse down too ([`Topology::set_link_up`], on the backend's own copy
+//! of the topology), routes are recomputed, and every flow crossing it is moved to
+//! a new ECMP path with the bytes it still has to send (bytes already sent are
+//! delivered). A rate change rescales the link's capacity and re-shares it.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 use super::{FabricCounters, LinkCounters, RunOutput};
 use crate::dag::{Dag, DagRunner, TaskId, TaskKind};
 use crate::topology::{mix64, LinkId, Topology};
-use crate::units::SimTime;
+use crate::units::{Rate, SimTime};
 
 /// Longest path a flow may take, in links (the shipped shapes use at most 10).
 const MAX_PATH: usize = 16;
@@ -33,6 +41,28 @@ pub struct FlowConfig {
     /// textbook global component) instead of only through saturated links. Same
     /// results, much slower; kept as the reference the tests compare against.
     pub full_recompute: bool,
+    /// Timed link changes (faults), in any order.
+    pub link_events: Vec<LinkEvent>,
+}
+
+/// What happens to a link at a [`LinkEvent`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkChange {
+    /// The link and its reverse stop; flows on them reroute.
+    Down,
+    /// The link's line rate becomes this.
+    Rate(Rate),
+}
+
+/// A timed change of one directed link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkEvent {
+    /// When, picoseconds from the start of the run.
+    pub at: SimTime,
+    /// Which link.
+    pub link: LinkId,
+    /// What changes.
+    pub change: LinkChange,
 }
 
 /// Why the flow backend stopped.
@@ -62,6 +92,8 @@ enum EvKind {
     FlowSent,
     /// A task completed (transfer delivered, compute finished).
     TaskDone,
+    /// `cfg.link_events[id]` happens.
+    Link,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -98,6 +130,10 @@ struct Flow {
     version: u32,
     latency: u64,
     bytes: u64,
+    /// Bytes left when the flow took its current path (for per-link byte counts).
+    path_bytes: f64,
+    /// Times the flow was moved to a new path.
+    reroutes: u32,
     /// Rate before the current recomputation.
     old_rate: f64,
     /// A completion event for the current version is in the heap.
@@ -117,7 +153,8 @@ pub fn run(dag: &Dag, topo: &Topology, cfg: &FlowConfig) -> Result<RunOutput, Fl
 
 struct Sim<'a> {
     dag: &'a Dag,
-    topo: &'a Topology,
+    /// The fabric; copied on the first link event that changes its routes.
+    topo: Cow<'a, Topology>,
     cfg: &'a FlowConfig,
     runner: DagRunner,
     heap: BinaryHeap<Event>,
@@ -134,6 +171,8 @@ struct Sim<'a> {
     vacated_index: std::collections::HashMap<u64, Vec<u32>>,
     /// Flows started since the last recomputation.
     new_flows: Vec<u32>,
+    /// Links whose every flow must be recomputed (rate changes, rerouting).
+    forced: Vec<u32>,
     /// Sum of the rates of the flows on each link, bytes per picosecond.
     load: Vec<f64>,
     link_mark: Vec<u32>,
@@ -163,7 +202,7 @@ impl<'a> Sim<'a> {
             .collect();
         Sim {
             dag,
-            topo,
+            topo: Cow::Borrowed(topo),
             cfg,
             runner: DagRunner::new(dag),
             heap: BinaryHeap::new(),
@@ -176,6 +215,7 @@ impl<'a> Sim<'a> {
             vacated: Vec::new(),
             vacated_index: std::collections::HashMap::new(),
             new_flows: Vec::new(),
+            forced: Vec::new(),
             load: vec![0.0; nl],
             link_mark: vec![0; nl],
             cons_mark: vec![0; nl],
@@ -209,6 +249,10 @@ impl<'a> Sim<'a> {
         let mut ready = Vec::new();
         self.runner.start(&mut ready);
         let mut now = 0u64;
+        for i in 0..self.cfg.link_events.len() {
+            let at = self.cfg.link_events[i].at.ps();
+            self.push(at, EvKind::Link, i as u32, 0);
+        }
         self.start_ready(&mut ready, now)?;
         self.recompute(now);
         while let Some(ev) = self.heap.pop() {
@@ -225,6 +269,10 @@ impl<'a> Sim<'a> {
                 EvKind::TaskDone => {
                     self.events += 1;
                     self.runner.done(TaskId(ev.id), SimTime(now), &mut ready);
+                }
+                EvKind::Link => {
+                    self.events += 1;
+                    self.link_event(ev.id as usize, now)?;
                 }
             }
             self.start_ready(&mut ready, now)?;
@@ -245,6 +293,7 @@ impl<'a> Sim<'a> {
         let path = f.path;
         let plen = f.path_len as usize;
         let rate = f.rate;
+        let path_bytes = f.path_bytes.round() as u64;
         let mut tight_mask = 0u16;
         for (j, &l) in path[..plen].iter().enumerate() {
             let li = l as usize;
@@ -257,7 +306,7 @@ impl<'a> Sim<'a> {
             if let Some(pos) = list.iter().position(|&x| x == fid) {
                 list.swap_remove(pos);
             }
-            self.link_bytes[li] += bytes;
+            self.link_bytes[li] += path_bytes;
             self.load[li] = (self.load[li] - rate).max(0.0);
         }
         // Whether the freed capacity changes anyone's rate is decided at the end of
@@ -324,6 +373,8 @@ impl<'a> Sim<'a> {
                                 version: 0,
                                 latency: 0,
                                 bytes: 0,
+                                path_bytes: 0.0,
+                                reroutes: 0,
                                 old_rate: 0.0,
                                 scheduled: false,
                                 frozen: false,
@@ -344,6 +395,8 @@ impl<'a> Sim<'a> {
                     f.last = now;
                     f.latency = latency;
                     f.bytes = bytes;
+                    f.path_bytes = bytes as f64;
+                    f.reroutes = 0;
                     for i in 0..self.path_buf.len() {
                         let l = self.path_buf[i].0;
                         self.on_link[l as usize].push(fid);
@@ -352,6 +405,103 @@ impl<'a> Sim<'a> {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Applies `cfg.link_events[i]` at `now` (see the module doc).
+    fn link_event(&mut self, i: usize, now: u64) -> Result<(), FlowError> {
+        let ev = self.cfg.link_events[i];
+        let l = ev.link;
+        if l.0 as usize >= self.topo.links.len() {
+            return Ok(()); // validated scenarios never name a missing link
+        }
+        let rev = self.topo.reverse(l);
+        match ev.change {
+            LinkChange::Rate(r) => {
+                let t = self.topo.to_mut();
+                t.links[l.0 as usize].rate = r;
+                self.cap[l.0 as usize] = self.topo.effective_rate(l).bps() as f64 / 8e12;
+                // every flow on the link may change rate
+                self.forced.push(l.0);
+            }
+            LinkChange::Down => {
+                if !self.topo.is_link_up(l) {
+                    return Ok(());
+                }
+                self.topo.to_mut().set_link_up(l, false);
+                let mut victims: Vec<u32> = self.on_link[l.0 as usize].clone();
+                for &f in &self.on_link[rev.0 as usize] {
+                    if !victims.contains(&f) {
+                        victims.push(f);
+                    }
+                }
+                victims.sort_unstable();
+                for fid in victims {
+                    self.reroute(fid, now)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves flow `fid` to a new path, keeping its remaining bytes.
+    fn reroute(&mut self, fid: u32, now: u64) -> Result<(), FlowError> {
+        let f = &mut self.flows[fid as usize];
+        f.remaining = (f.remaining - f.rate * (now - f.last) as f64).max(0.0);
+        f.last = now;
+        let sent_here = (f.path_bytes - f.remaining).max(0.0).round() as u64;
+        f.path_bytes = f.remaining;
+        f.reroutes += 1;
+        let (task, reroutes, plen, path, rate) =
+            (f.task, f.reroutes, f.path_len as usize, f.path, f.rate);
+        for &l in &path[..plen] {
+            let li = l as usize;
+            // the flows held back on a saturated link it leaves may speed up
+            if self.tight(li) {
+                self.forced.push(l);
+            }
+            let list = &mut self.on_link[li];
+            if let Some(pos) = list.iter().position(|&x| x == fid) {
+                list.swap_remove(pos);
+            }
+            self.link_bytes[li] += sent_here;
+            self.load[li] = (self.load[li] - rate).max(0.0);
+        }
+        let TaskKind::Transfer { src, dst, .. } = self.dag.tasks[task as usize].kind else {
+            return Ok(());
+        };
+        let hash = mix64(
+            self.cfg.seed
+                ^ (task as u64).wrapping_mul(0x2545_F491_4F6C_DD1D)
+                ^ (reroutes as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        );
+        if !self.topo.route(src, dst, hash, &mut self.path_buf) {
+            return Err(FlowError::Unreachable {
+                task,
+                src: src.0,
+                dst: dst.0,
+            });
+        }
+        if self.path_buf.len() > MAX_PATH {
+            return Err(FlowError::PathTooLong(self.path_buf.len()));
+        }
+        let latency = self.topo.path_latency(&self.path_buf).ps();
+        let f = &mut self.flows[fid as usize];
+        f.path_len = self.path_buf.len() as u8;
+        for (i, l) in self.path_buf.iter().enumerate() {
+            f.path[i] = l.0;
+        }
+        f.latency = latency;
+        // A new start on the new path: the old completion event is stale.
+        f.version = f.version.wrapping_add(1);
+        f.scheduled = false;
+        f.rate = 0.0;
+        f.old_rate = 0.0;
+        for i in 0..self.path_buf.len() {
+            let l = self.path_buf[i].0;
+            self.on_link[l as usize].push(fid);
+        }
+        self.new_flows.push(fid);
         Ok(())
     }
 
@@ -459,7 +609,7 @@ impl<'a> Sim<'a> {
     /// spine with them (profile of a 16,384-GPU all-reduce: 63% of the time was
     /// water-filling one component of every flow in the fabric).
     fn recompute(&mut self, now: u64) {
-        if self.vacated.is_empty() && self.new_flows.is_empty() {
+        if self.vacated.is_empty() && self.new_flows.is_empty() && self.forced.is_empty() {
             return;
         }
         self.epoch = self.epoch.wrapping_add(1);
@@ -473,6 +623,14 @@ impl<'a> Sim<'a> {
         self.comp_links.clear();
         self.cons_links.clear();
         self.comp_flows.clear();
+        for i in 0..self.forced.len() {
+            let l = self.forced[i] as usize;
+            if self.link_mark[l] != epoch {
+                self.link_mark[l] = epoch;
+                self.comp_links.push(l as u32);
+            }
+        }
+        self.forced.clear();
         let new_flows = std::mem::take(&mut self.new_flows);
         self.hand_over(&new_flows, now);
         for &fid in &new_flows {
@@ -835,6 +993,55 @@ mod tests {
     }
 
     #[test]
+    fn a_rate_change_mid_flow_rescales_the_rest_of_it() {
+        // 1 MiB at 400 Gb/s takes 20.97152 us; at half of it the sender's uplink
+        // drops to 200 Gb/s, so the second half takes 20.97152 us more:
+        // 730 ns + 10.48576 us + 20.97152 us.
+        let topo = single_switch(2);
+        let mut dag = Dag::new();
+        dag.begin_op("p2p");
+        dag.transfer(GpuId(0), GpuId(1), 1 << 20, &[]);
+        let cfg = FlowConfig {
+            seed: 0,
+            full_recompute: false,
+            link_events: vec![LinkEvent {
+                at: SimTime(10_485_760),
+                link: topo.nics[0].uplink,
+                change: LinkChange::Rate(Rate::gbps(200)),
+            }],
+        };
+        let out = run(&dag, &topo, &cfg).unwrap();
+        let expected = 730_000 + 10_485_760 + 20_971_520;
+        assert!(
+            out.makespan.ps().abs_diff(expected) <= 4,
+            "{} vs {expected}",
+            out.makespan.ps()
+        );
+        assert_eq!(out.fabric.bytes_delivered, 1 << 20);
+    }
+
+    #[test]
+    fn a_flow_whose_only_path_dies_is_an_error_not_a_hang() {
+        let topo = single_switch(2);
+        let mut dag = Dag::new();
+        dag.begin_op("p2p");
+        dag.transfer(GpuId(0), GpuId(1), 1 << 20, &[]);
+        let cfg = FlowConfig {
+            seed: 0,
+            full_recompute: false,
+            link_events: vec![LinkEvent {
+                at: SimTime(1_000_000),
+                link: topo.nics[1].downlink,
+                change: LinkChange::Down,
+            }],
+        };
+        assert!(matches!(
+            run(&dag, &topo, &cfg),
+            Err(FlowError::Unreachable { .. })
+        ));
+    }
+
+    #[test]
     fn unreachable_destination_is_an_error_not_a_panic() {
         let mut topo = single_switch(2);
         let up = topo.nics[1].uplink;
@@ -906,8 +1113,8 @@ mod local_vs_global {
                 };
                 ids.push(dag.transfer(GpuId(s), GpuId(d), bytes, &deps));
             }
-            let local = run(&dag, &topo, &FlowConfig { seed, full_recompute: false }).unwrap();
-            let global = run(&dag, &topo, &FlowConfig { seed, full_recompute: true }).unwrap();
+            let local = run(&dag, &topo, &FlowConfig { seed, full_recompute: false, link_events: vec![] }).unwrap();
+            let global = run(&dag, &topo, &FlowConfig { seed, full_recompute: true, link_events: vec![] }).unwrap();
             for (a, b) in local.transfer_fct.iter().zip(&global.transfer_fct) {
                 let tol = (b.ps() as f64 * 1e-6).max(4.0);
                 prop_assert!((a.ps() as f64 - b.ps() as f64).abs() <= tol, "{} vs {}", a.ps(), b.ps());

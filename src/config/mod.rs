@@ -28,10 +28,12 @@
 
 pub mod diagnostic;
 pub mod presets;
+pub mod workload;
 
 use serde::Deserialize;
 
 pub use diagnostic::{ConfigError, Diagnostic, Source};
+pub use workload::{FaultSpec, InferenceSpec, TrainingSpec};
 
 use crate::collective::{Algorithm, CollectiveOp};
 use crate::topology::{ClusterSpec, FabricLinkSpec, TopologySpec};
@@ -217,6 +219,16 @@ pub struct RawWorkload {
     pub load: Option<RawNumber>,
     /// Traffic, random: arrivals stop after this long.
     pub duration: Option<RawQuantity>,
+    /// Training / inference: a model preset (see [`workload::MODEL_PRESETS`]).
+    pub preset: Option<String>,
+    /// Training / inference: `[workload.model]`.
+    pub model: Option<workload::RawModel>,
+    /// Training / inference: `[workload.parallel]`.
+    pub parallel: Option<workload::RawParallel>,
+    /// Training / inference: `[workload.gpu]`.
+    pub gpu: Option<workload::RawGpu>,
+    /// Inference: `[workload.inference]`.
+    pub inference: Option<workload::RawInference>,
 }
 
 /// `[simulation]` as written.
@@ -256,6 +268,9 @@ pub struct RawScenario {
     /// How it is simulated.
     #[serde(default)]
     pub simulation: RawSimulation,
+    /// Stragglers and failures (`[[faults]]`).
+    #[serde(default)]
+    pub faults: Vec<workload::RawFault>,
 }
 
 // ---------------------------------------------------------------- checked model
@@ -412,6 +427,10 @@ pub enum WorkloadSpec {
     Collective(CollectiveWorkload),
     /// A synthetic traffic pattern (incast, permutation, all-to-all, random).
     Traffic(crate::workload::traffic::TrafficSpec),
+    /// One training step of a transformer under a parallel plan.
+    Training(Box<TrainingSpec>),
+    /// Prefill and decode of a batch of requests.
+    Inference(Box<InferenceSpec>),
 }
 
 /// Settings only the packet level uses.
@@ -485,6 +504,8 @@ pub struct Scenario {
     pub packet: PacketSettings,
     /// Every key the file sets, dotted (for `ignored_settings`).
     pub keys_set: Vec<String>,
+    /// Stragglers and failures, in file order.
+    pub faults: Vec<FaultSpec>,
 }
 
 // ---------------------------------------------------------------- validation
@@ -898,6 +919,7 @@ impl Validator<'_> {
             &raw.workload,
             hosts.zip(gpus).map(|(h, g)| h as u64 * g as u64),
         );
+        let faults = self.faults(&raw.faults);
         let fidelity = {
             let s = raw.simulation.fidelity.as_deref().unwrap_or("flow");
             match Fidelity::parse(s) {
@@ -943,14 +965,21 @@ impl Validator<'_> {
         let topology = topology?;
         // The shape must hold the cluster: build it once now so the error is
         // reported before any run, on the field at fault.
-        if let Err(e) = crate::topology::build(&cluster, &fabric.links, &topology) {
-            let found = self
-                .src
-                .text_of(e.field)
-                .map(str::to_string)
-                .unwrap_or_else(|| "this cluster".into());
-            self.err(e.field, found, e.message);
-            return None;
+        match crate::topology::build(&cluster, &fabric.links, &topology) {
+            Err(e) => {
+                let found = self
+                    .src
+                    .text_of(e.field)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| "this cluster".into());
+                self.err(e.field, found, e.message);
+                return None;
+            }
+            Ok(t) => {
+                if let Some(f) = &faults {
+                    self.check_faults(f, &t);
+                }
+            }
         }
         Some(Scenario {
             name: raw.name.clone().unwrap_or_else(|| {
@@ -970,6 +999,7 @@ impl Validator<'_> {
             seed: seed?,
             packet: packet?,
             keys_set: keys_set(self.src.text),
+            faults: faults?,
         })
     }
 
@@ -1107,11 +1137,21 @@ impl Validator<'_> {
         match w.kind.as_deref().unwrap_or("collective") {
             "collective" => {}
             "traffic" => return self.traffic(w, total_gpus),
+            "training" => {
+                return self
+                    .training(w, total_gpus)
+                    .map(|t| WorkloadSpec::Training(Box::new(t)))
+            }
+            "inference" => {
+                return self
+                    .inference(w, total_gpus)
+                    .map(|t| WorkloadSpec::Inference(Box::new(t)))
+            }
             other => {
                 self.err(
                     "workload.kind",
                     format!("{other:?}"),
-                    "\"collective\" or \"traffic\"",
+                    "\"collective\", \"traffic\", \"training\" or \"inference\"",
                 );
                 return None;
             }
@@ -1131,6 +1171,21 @@ impl Validator<'_> {
                     &format!("workload.{key}"),
                     format!("`{key}` in a collective workload"),
                     "it only with kind = \"traffic\"",
+                );
+            }
+        }
+        for (k, set) in [
+            ("preset", w.preset.is_some()),
+            ("model", w.model.is_some()),
+            ("parallel", w.parallel.is_some()),
+            ("gpu", w.gpu.is_some()),
+            ("inference", w.inference.is_some()),
+        ] {
+            if set {
+                self.err(
+                    &format!("workload.{k}"),
+                    format!("`{k}` with kind = \"collective\""),
+                    "kind = \"training\" or \"inference\" to describe a model",
                 );
             }
         }
@@ -1620,8 +1675,9 @@ impl Scenario {
         let mut out = Vec::new();
         let collective = match &self.workload {
             WorkloadSpec::Collective(w) => Some(w),
-            WorkloadSpec::Traffic(_) => None,
+            _ => None,
         };
+        out.extend(workload::fault_notes(self, fidelity));
         const PACKET_ONLY: [&str; 14] = [
             "fabric.buffer",
             "fabric.shared_buffer",
@@ -1639,6 +1695,13 @@ impl Scenario {
             "simulation.time_limit",
         ];
         for key in &self.keys_set {
+            if let Some(reason) = workload::ignored(self, key, fidelity) {
+                out.push(IgnoredSetting {
+                    key: key.clone(),
+                    reason,
+                });
+                continue;
+            }
             if fidelity != Fidelity::Packet && PACKET_ONLY.contains(&key.as_str()) {
                 out.push(IgnoredSetting {
                     key: key.clone(),

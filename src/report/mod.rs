@@ -3,6 +3,7 @@
 
 pub mod csv;
 pub mod table;
+pub mod workload;
 
 use serde::Serialize;
 
@@ -111,6 +112,12 @@ pub struct Report {
     /// Per-link counters, busiest first (only with `--links`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub links: Vec<LinkCounters>,
+    /// One training step (training workloads only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training: Option<workload::TrainingReport>,
+    /// One inference batch (inference workloads only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inference: Option<workload::InferenceReport>,
     /// Settings present in the scenario that this fidelity does not use, and why.
     pub ignored_settings: Vec<IgnoredSetting>,
     /// Cost of the simulation.

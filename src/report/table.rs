@@ -21,7 +21,13 @@ pub fn render(r: &Report) -> String {
     if !r.collectives.is_empty() {
         s.push_str(&collective_table(r));
     }
-    if r.collectives.is_empty() {
+    if let Some(t) = &r.training {
+        s.push_str(&super::workload::render_training(t));
+    }
+    if let Some(i) = &r.inference {
+        s.push_str(&super::workload::render_inference(i));
+    }
+    if r.collectives.is_empty() && r.training.is_none() && r.inference.is_none() {
         let gbps = if r.makespan_us > 0.0 {
             r.fabric.bytes_delivered as f64 * 8.0 / (r.makespan_us * 1e-6) / 1e9
         } else {

@@ -1,0 +1,125 @@
+//! Stragglers and failures applied to a workload DAG and its fabric.
+//!
+//! - `slow_gpu`: every compute task of the GPU that starts at or after `at` takes
+//!   `factor` times longer. Whether a task starts after `at` is decided on the
+//!   healthy idle schedule (the analytical critical path), so the DAG stays
+//!   static and the same slowed DAG runs at every fidelity.
+//! - `link_down`, `switch_down`: at the flow fidelity, timed events of the flow
+//!   backend ([`crate::backend::flow::LinkEvent`]): the links stop at `at`, routes
+//!   are recomputed and flows on them move to a new path with their remaining
+//!   bytes. At the analytical fidelity the links are down for the whole step.
+//! - `link_degraded`: the link's line rate drops to `rate` at `at` (flow) or for
+//!   the whole step (analytical). The bit-error rate is kept for the packet
+//!   fidelity and listed in `ignored_settings` elsewhere.
+
+use std::borrow::Cow;
+
+use crate::backend::flow::{LinkChange, LinkEvent};
+use crate::collective::critical_path;
+use crate::config::workload::{links_of, switch_links, FaultKind, FaultSpec};
+use crate::dag::{Dag, TaskKind};
+use crate::topology::Topology;
+use crate::units::SimTime;
+
+/// Faults turned into what the DAG and the backends consume.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Applied {
+    /// Timed link changes, for the flow backend (sorted by time).
+    pub link_events: Vec<LinkEvent>,
+    /// (GPU, slowdown factor, from time).
+    pub slow_gpus: Vec<(u32, f64, SimTime)>,
+}
+
+impl Applied {
+    /// No fault.
+    pub fn none() -> Applied {
+        Applied::default()
+    }
+
+    /// The faults of `faults` on `topo`.
+    pub fn new(faults: &[FaultSpec], topo: &Topology) -> Applied {
+        let mut a = Applied::default();
+        for f in faults {
+            match &f.kind {
+                FaultKind::SlowGpu { gpu, factor } => a.slow_gpus.push((*gpu, *factor, f.at)),
+                FaultKind::LinkDown { link } => {
+                    for l in links_of(*link, topo) {
+                        a.link_events.push(LinkEvent {
+                            at: f.at,
+                            link: l,
+                            change: LinkChange::Down,
+                        });
+                    }
+                }
+                FaultKind::LinkDegraded { link, rate, .. } => {
+                    for l in links_of(*link, topo) {
+                        a.link_events.push(LinkEvent {
+                            at: f.at,
+                            link: l,
+                            change: LinkChange::Rate(*rate),
+                        });
+                    }
+                }
+                FaultKind::SwitchDown { switch } => {
+                    for l in switch_links(*switch, topo) {
+                        a.link_events.push(LinkEvent {
+                            at: f.at,
+                            link: l,
+                            change: LinkChange::Down,
+                        });
+                    }
+                }
+            }
+        }
+        a.link_events.sort_by_key(|e| e.at);
+        a
+    }
+
+    /// `topo` with every link change applied from the start (the analytical view).
+    pub fn static_topology<'t>(&self, topo: &'t Topology) -> Cow<'t, Topology> {
+        if self.link_events.is_empty() {
+            return Cow::Borrowed(topo);
+        }
+        let mut t = topo.clone();
+        for e in &self.link_events {
+            match e.change {
+                LinkChange::Down => {
+                    if t.is_link_up(e.link) {
+                        t.set_link_up(e.link, false);
+                    }
+                }
+                LinkChange::Rate(r) => {
+                    if let Some(l) = t.links.get_mut(e.link.0 as usize) {
+                        l.rate = r;
+                    }
+                }
+            }
+        }
+        Cow::Owned(t)
+    }
+
+    /// `dag` with the compute of slow GPUs stretched (see the module doc);
+    /// borrowed unchanged when no GPU is slow.
+    pub fn slow_dag<'d>(&self, dag: &'d Dag, topo: &Topology) -> Cow<'d, Dag> {
+        if self.slow_gpus.is_empty() {
+            return Cow::Borrowed(dag);
+        }
+        let starts = if self.slow_gpus.iter().any(|s| s.2 > SimTime::ZERO) {
+            Some(critical_path::idle_schedule(dag, topo))
+        } else {
+            None
+        };
+        let mut d = dag.clone();
+        for (i, task) in d.tasks.iter_mut().enumerate() {
+            if let TaskKind::Compute { gpu, duration } = &mut task.kind {
+                for &(g, factor, at) in &self.slow_gpus {
+                    let after = starts.as_ref().is_none_or(|s| s[i].start >= at);
+                    if g == gpu.0 && after {
+                        *duration = SimTime::from_secs_f64(duration.as_secs_f64() * factor);
+                    }
+                }
+            }
+        }
+        Cow::Owned(d)
+    }
+}

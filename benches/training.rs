@@ -36,15 +36,7 @@ fidelity = "{fidelity}"
     )
 }
 
-fn peak_rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|kb| kb.parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
-}
+use fabricsim::metrics::peak_rss_mib;
 
 fn run_case(case: &str) {
     let (fid, rep) = match case {

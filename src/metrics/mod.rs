@@ -5,6 +5,17 @@ use hdrhistogram::Histogram;
 use crate::report::{FlowStats, Percentiles};
 use crate::units::SimTime;
 
+/// Peak resident memory of this process so far, MiB (Linux `VmHWM`; 0 elsewhere).
+pub fn peak_rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
 /// Accumulates flow completion times and slowdowns in HDR histograms (3 significant
 /// digits), so a run with millions of flows keeps constant memory.
 pub struct FlowAccumulator {

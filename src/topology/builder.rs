@@ -356,3 +356,25 @@ pub fn build(
     }
     Ok(b.finish())
 }
+
+/// A small reference fabric for unit tests: `hosts` hosts of `gpus` GPUs and one
+/// NIC each on one switch; NVLink 3.6 Tb/s (100 ns), PCIe 512 Gb/s (250 ns),
+/// network 400 Gb/s (100 ns links, 200 ns switch).
+#[cfg(test)]
+pub(crate) fn small_single_switch(hosts: u32, gpus: u32) -> Topology {
+    let c = ClusterSpec {
+        hosts,
+        gpus_per_host: gpus,
+        nics_per_host: 1,
+        nvlink_rate: Rate::gbps(3600),
+        nvlink_latency: SimTime::from_ns(100),
+        pcie_rate: Rate::gbps(512),
+        pcie_latency: SimTime::from_ns(250),
+    };
+    let f = FabricLinkSpec {
+        link_rate: Rate::gbps(400),
+        link_latency: SimTime::from_ns(100),
+        switch_latency: SimTime::from_ns(200),
+    };
+    build(&c, &f, &TopologySpec::SingleSwitch).expect("reference fabric builds")
+}

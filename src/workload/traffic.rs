@@ -332,24 +332,9 @@ pub fn generate(spec: &TrafficSpec, topo: &Topology) -> Result<Dag, TrafficError
 mod tests {
     use super::*;
     use crate::dag::TaskKind;
-    use crate::topology::{build, ClusterSpec, FabricLinkSpec, TopologySpec};
 
     fn topo(hosts: u32, gpus: u32) -> Topology {
-        let c = ClusterSpec {
-            hosts,
-            gpus_per_host: gpus,
-            nics_per_host: 1,
-            nvlink_rate: Rate::gbps(3600),
-            nvlink_latency: SimTime::from_ns(100),
-            pcie_rate: Rate::gbps(512),
-            pcie_latency: SimTime::from_ns(250),
-        };
-        let f = FabricLinkSpec {
-            link_rate: Rate::gbps(400),
-            link_latency: SimTime::from_ns(100),
-            switch_latency: SimTime::from_ns(200),
-        };
-        build(&c, &f, &TopologySpec::SingleSwitch).unwrap()
+        crate::topology::builder::small_single_switch(hosts, gpus)
     }
 
     #[test]

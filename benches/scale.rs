@@ -55,6 +55,10 @@ fn run_case(case: &str) {
             scenario(2048, 512, "tree", "flow"),
             "16,384 GPUs, hierarchical (tree between nodes), 1 GiB, flow",
         ),
+        "flow16k-tree-4m" => (
+            scenario(2048, 512, "tree", "flow").replace("sizes = [\"1GiB\"]", "sizes = [\"1GiB\"]\nchunk = \"4MiB\""),
+            "16,384 GPUs, hierarchical (tree between nodes), 1 GiB, 4 MiB chunks, flow",
+        ),
         "ana131k" => (
             scenario(16384, 4096, "ring", "analytical"),
             "131,072 GPUs, hierarchical (ring between nodes), 1 GiB, analytical",
@@ -64,7 +68,7 @@ fn run_case(case: &str) {
             "1,024 GPUs, hierarchical (ring between nodes), 256 MiB, packet",
         ),
         other => {
-            eprintln!("unknown case {other}; cases: demo flow16k flow16k-tree ana131k pkt1k");
+            eprintln!("unknown case {other}; cases: demo flow16k flow16k-tree flow16k-tree-4m ana131k pkt1k");
             std::process::exit(2);
         }
     };

@@ -1,17 +1,37 @@
 //! Runs a validated [`Scenario`] at one fidelity and assembles its [`Report`].
+//!
+//! With [`RunOptions::detail`] it also derives the report's chart data from the
+//! DAGs and the backend outputs: the FCT CDF, the host × host traffic matrix, the
+//! utilization timeline of the busiest links and the backend's sampled series.
 
+use std::collections::BTreeMap;
+use std::fmt;
 use std::time::Instant;
 
-use crate::backend::{self, FabricCounters, LinkCounters, RunOutput};
+use crate::backend::flow::ProgressHook;
+use crate::backend::{self, FabricCounters, LinkCounters, RunOutput, Sample, Series};
 use crate::collective::{self, CollectiveError, CollectiveSpec};
 use crate::config::{AlgoChoice, CollectiveWorkload, Fidelity, Scenario, WorkloadSpec};
 use crate::dag::Dag;
 use crate::metrics::FlowAccumulator;
-use crate::report::{CollectiveRow, Report, SimStats, TopologySummary};
-use crate::topology::{GpuId, Topology};
+use crate::report::{
+    CollectiveRow, FlowRecord, FlowRecords, LinkTimelineReport, LinkUtilization, Report, SimStats,
+    TimelineSegment, TopologySummary, TrafficMatrix,
+};
+use crate::topology::{GpuId, LinkId, NodeKind, Topology};
+use crate::units::{format_bytes, SimTime};
+
+/// Most cells per side of the traffic matrix.
+pub const MATRIX_MAX: u32 = 64;
+/// Links kept in the utilization timeline.
+pub const TIMELINE_LINKS: usize = 32;
+/// Time buckets of the utilization timeline.
+pub const TIMELINE_BUCKETS: usize = 100;
+/// Series kept, and points per series.
+pub const SERIES_MAX: (usize, usize) = (8, 400);
 
 /// Choices made on the command line that override the scenario file.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct RunOptions {
     /// Fidelity to run instead of the file's.
     pub fidelity: Option<Fidelity>,
@@ -19,6 +39,25 @@ pub struct RunOptions {
     pub seed: Option<u64>,
     /// Keep per-link counters in the report.
     pub collect_links: bool,
+    /// Fill the report's chart sections (FCT CDF, traffic matrix, link timeline, series).
+    pub detail: bool,
+    /// Keep per-transfer records for `flows.csv` (capped, see [`FlowRecords`]).
+    pub flow_records: bool,
+    /// Called every few tens of thousands of backend events (never per event).
+    pub progress: Option<ProgressHook>,
+}
+
+impl fmt::Debug for RunOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("fidelity", &self.fidelity)
+            .field("seed", &self.seed)
+            .field("collect_links", &self.collect_links)
+            .field("detail", &self.detail)
+            .field("flow_records", &self.flow_records)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
 }
 
 /// Why a valid scenario could not run.
@@ -52,6 +91,11 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
         WorkloadSpec::Collective(w) => run_collectives(w, &topo, fidelity, seed, opts, &mut acc)?,
     }
     let wall_s = wall.elapsed().as_secs_f64();
+    let detail = opts.detail && fidelity != Fidelity::Analytical;
+    let fct_cdf = (detail && acc.flows.stats().count > 0).then(|| acc.flows.cdf());
+    let traffic_matrix = acc.matrix.take().map(|m| m.finish());
+    let link_timeline = acc.timeline.finish(&topo);
+    let series = top_series(std::mem::take(&mut acc.series));
     let mut links = acc.links;
     links.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.link.cmp(&b.link)));
     Ok(Report {
@@ -72,6 +116,11 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
         fabric: acc.fabric,
         links,
         ignored_settings: scenario.ignored_settings(fidelity),
+        fct_cdf,
+        traffic_matrix,
+        link_timeline,
+        series,
+        flow_records: acc.records,
         sim: SimStats {
             events: acc.events,
             wall_s,
@@ -91,6 +140,10 @@ struct Accumulated {
     fabric: FabricCounters,
     links: Vec<LinkCounters>,
     events: u64,
+    matrix: Option<MatrixAcc>,
+    timeline: TimelineAcc,
+    series: Vec<Series>,
+    records: FlowRecords,
 }
 
 impl Accumulated {
@@ -175,6 +228,12 @@ fn run_collectives(
 ) -> Result<(), RunError> {
     let ranks = all_ranks(topo);
     let n = ranks.len() as u32;
+    if opts.detail && fidelity != Fidelity::Analytical {
+        acc.matrix = Some(MatrixAcc::new(topo.hosts));
+    }
+    if opts.flow_records {
+        acc.records.stride = 1;
+    }
     for &bytes in &w.sizes {
         let spec = spec_for(w, bytes, &ranks, topo)?;
         let time = match fidelity {
@@ -189,8 +248,28 @@ fn run_collectives(
                 let mut dag = Dag::new();
                 dag.begin_op(spec.op.name());
                 collective::lower(&spec, &ranks, topo, &mut dag, &[])?;
-                let out = backend::flow::run(&dag, topo, &backend::flow::FlowConfig { seed })?;
+                let cfg = backend::flow::FlowConfig {
+                    seed,
+                    link_timeline: opts.detail,
+                    progress: opts.progress.clone(),
+                };
+                let out = backend::flow::run(&dag, topo, &cfg)?;
                 acc.absorb(&out, opts.collect_links);
+                let label = format!("{} {}", spec.op.name(), format_bytes(bytes));
+                if let Some(m) = &mut acc.matrix {
+                    m.add(&dag, topo);
+                }
+                if opts.detail {
+                    let offset = acc.timeline.end;
+                    for s in &out.series {
+                        acc.series
+                            .push(shift(s, offset.as_secs_f64() * 1e6, &label));
+                    }
+                    acc.timeline.add(&label, &out);
+                }
+                if opts.flow_records {
+                    record_flows(&mut acc.records, &dag, &out, bytes);
+                }
                 let t = out.op_timing[0];
                 t.end - t.start
             }
@@ -233,4 +312,234 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     h
+}
+
+/// Keeps every transfer of a run in `rec`, halving the kept rows (doubling the
+/// stride) whenever they would exceed [`FlowRecords::CAP`].
+fn record_flows(rec: &mut FlowRecords, dag: &Dag, out: &RunOutput, collective_bytes: u64) {
+    let transfers = dag
+        .tasks
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| match t.kind {
+            crate::dag::TaskKind::Transfer { src, dst, bytes } => Some((i, src, dst, bytes)),
+            _ => None,
+        });
+    for ((task, src, dst, bytes), (fct, ideal)) in
+        transfers.zip(out.transfer_fct.iter().zip(&out.transfer_ideal))
+    {
+        let keep = rec.total % rec.stride.max(1) == 0;
+        rec.total += 1;
+        if !keep {
+            continue;
+        }
+        rec.rows.push(FlowRecord {
+            collective_bytes,
+            task: task as u32,
+            src: src.0,
+            dst: dst.0,
+            bytes,
+            fct_us: fct.as_secs_f64() * 1e6,
+            ideal_us: ideal.as_secs_f64() * 1e6,
+        });
+        if rec.rows.len() >= FlowRecords::CAP {
+            // Keep every other row: the kept rows stay a uniform sample.
+            let mut i = 0;
+            rec.rows.retain(|_| {
+                i += 1;
+                i % 2 == 1
+            });
+            rec.stride = rec.stride.max(1) * 2;
+        }
+    }
+}
+
+/// Host × host bytes, grouped so the matrix has at most [`MATRIX_MAX`] cells a side.
+struct MatrixAcc {
+    hosts: u32,
+    per_cell: u32,
+    side: usize,
+    bytes: Vec<u64>,
+}
+
+impl MatrixAcc {
+    fn new(hosts: u32) -> MatrixAcc {
+        let per_cell = hosts.div_ceil(MATRIX_MAX).max(1);
+        let side = hosts.div_ceil(per_cell).max(1) as usize;
+        MatrixAcc {
+            hosts,
+            per_cell,
+            side,
+            bytes: vec![0; side * side],
+        }
+    }
+
+    fn add(&mut self, dag: &Dag, topo: &Topology) {
+        for t in &dag.tasks {
+            if let crate::dag::TaskKind::Transfer { src, dst, bytes } = t.kind {
+                let a = (topo.host_of(src) / self.per_cell) as usize;
+                let b = (topo.host_of(dst) / self.per_cell) as usize;
+                if a < self.side && b < self.side {
+                    self.bytes[a * self.side + b] += bytes;
+                }
+            }
+        }
+    }
+
+    fn finish(self) -> TrafficMatrix {
+        TrafficMatrix {
+            hosts: self.hosts,
+            hosts_per_cell: self.per_cell,
+            bytes: self.bytes.chunks(self.side).map(<[u64]>::to_vec).collect(),
+        }
+    }
+}
+
+/// The per-run link timelines laid end to end.
+#[derive(Default)]
+struct TimelineAcc {
+    /// End of the last run added.
+    end: SimTime,
+    /// (label, start, bucket width, per-link buckets) of each run.
+    runs: Vec<(String, SimTime, SimTime, Vec<(u32, Vec<f64>)>)>,
+}
+
+impl TimelineAcc {
+    fn add(&mut self, label: &str, out: &RunOutput) {
+        if let Some(tl) = &out.link_timeline {
+            self.runs
+                .push((label.to_string(), self.end, tl.bucket, tl.links.clone()));
+        }
+        self.end = self.end + out.makespan;
+    }
+
+    /// Resamples every run onto [`TIMELINE_BUCKETS`] buckets over the whole run and
+    /// keeps the [`TIMELINE_LINKS`] links that carried the most bytes.
+    fn finish(&self, topo: &Topology) -> Option<LinkTimelineReport> {
+        if self.runs.is_empty() || self.end.ps() == 0 {
+            return None;
+        }
+        let total = self.end.ps() as f64;
+        let width = total / TIMELINE_BUCKETS as f64;
+        // BTreeMap: link order is deterministic.
+        let mut per_link: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+        for (_, start, bucket, links) in &self.runs {
+            let (start, bucket) = (start.ps() as f64, bucket.ps() as f64);
+            for (l, row) in links {
+                let dst = per_link
+                    .entry(*l)
+                    .or_insert_with(|| vec![0.0; TIMELINE_BUCKETS]);
+                for (b, &v) in row.iter().enumerate() {
+                    if v <= 0.0 {
+                        continue;
+                    }
+                    let lo = start + b as f64 * bucket;
+                    let hi = lo + bucket;
+                    spread(dst, lo, hi, v, width);
+                }
+            }
+        }
+        let mut ranked: Vec<(u32, Vec<f64>, f64)> = per_link
+            .into_iter()
+            .map(|(l, v)| {
+                let sum = v.iter().sum();
+                (l, v, sum)
+            })
+            .collect();
+        ranked.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
+        ranked.truncate(TIMELINE_LINKS);
+        let width_s = width / 1e12;
+        let links = ranked
+            .into_iter()
+            .map(|(l, v, sum)| {
+                let rate = topo.effective_rate(LinkId(l)).bps() as f64 / 8.0;
+                LinkUtilization {
+                    link: l,
+                    name: link_name(topo, l),
+                    bytes: sum.round() as u64,
+                    utilization: v
+                        .iter()
+                        .map(|&b| (b / (rate * width_s)).clamp(0.0, 1.0))
+                        .collect(),
+                }
+            })
+            .collect();
+        Some(LinkTimelineReport {
+            bucket_us: width / 1e6,
+            segments: self
+                .runs
+                .iter()
+                .map(|(label, start, _, _)| TimelineSegment {
+                    label: label.clone(),
+                    start_us: start.as_secs_f64() * 1e6,
+                })
+                .collect(),
+            links,
+        })
+    }
+}
+
+/// Adds `v` spread uniformly over `[lo, hi)` into buckets of `width`.
+fn spread(dst: &mut [f64], lo: f64, hi: f64, v: f64, width: f64) {
+    let n = dst.len();
+    let b0 = ((lo / width) as usize).min(n - 1);
+    let b1 = (((hi / width).ceil() as usize).max(b0 + 1)).min(n);
+    let span = hi - lo;
+    for (b, cell) in dst.iter_mut().enumerate().take(b1).skip(b0) {
+        let overlap = (hi.min((b + 1) as f64 * width) - lo.max(b as f64 * width)).max(0.0);
+        *cell += v * overlap / span;
+    }
+}
+
+/// `from -> to` of a link, e.g. `nic h3.0 -> sw0 #130`.
+pub fn link_name(topo: &Topology, l: u32) -> String {
+    let link = topo.link(LinkId(l));
+    let node = |n: crate::topology::NodeId| match topo.node(n).kind {
+        NodeKind::Gpu { gpu } => format!("gpu {}", gpu.0),
+        NodeKind::NvSwitch { host } => format!("nvswitch h{host}"),
+        NodeKind::Nic { host, index } => format!("nic h{host}.{index}"),
+        NodeKind::Switch { tier } => format!("sw{tier} #{}", n.0),
+    };
+    format!("{} -> {}", node(link.from), node(link.to))
+}
+
+/// A series moved `offset_us` later and named after its run.
+fn shift(s: &Series, offset_us: f64, label: &str) -> Series {
+    Series {
+        name: format!("{} ({label})", s.name),
+        samples: s
+            .samples
+            .iter()
+            .map(|p| Sample {
+                t_us: p.t_us + offset_us,
+                value: p.value,
+            })
+            .collect(),
+    }
+}
+
+/// The [`SERIES_MAX`] series with the highest peaks (ties by name), each
+/// downsampled to at most the point budget by keeping each window's maximum.
+fn top_series(mut all: Vec<Series>) -> Vec<Series> {
+    let peak = |s: &Series| s.samples.iter().map(|p| p.value).fold(0.0, f64::max);
+    all.sort_by(|a, b| peak(b).total_cmp(&peak(a)).then(a.name.cmp(&b.name)));
+    all.truncate(SERIES_MAX.0);
+    for s in &mut all {
+        let n = s.samples.len();
+        if n > SERIES_MAX.1 {
+            let per = n.div_ceil(SERIES_MAX.1);
+            s.samples = s
+                .samples
+                .chunks(per)
+                .map(|c| {
+                    let m = c
+                        .iter()
+                        .max_by(|a, b| a.value.total_cmp(&b.value))
+                        .expect("chunks are never empty");
+                    m.clone()
+                })
+                .collect();
+        }
+    }
+    all
 }

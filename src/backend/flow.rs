@@ -11,11 +11,19 @@
 //! byte leaves the source (S / rate, integrated over its changing rate) and
 //! *done* α later, the same convention as the analytical backend, so the two
 //! agree exactly on an idle fabric.
+//!
+//! Two opt-in observers cost nothing when off and never change results:
+//! [`FlowConfig::link_timeline`] records the bytes each link carries per time
+//! bucket (a fixed, preallocated table whose buckets double in width as the run
+//! grows), and [`FlowConfig::progress`] is called every [`PROGRESS_EVERY`] events.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use super::{FabricCounters, LinkCounters, RunOutput};
+use std::fmt;
+use std::sync::Arc;
+
+use super::{FabricCounters, LinkCounters, LinkTimeline, RunOutput};
 use crate::dag::{Dag, DagRunner, TaskId, TaskKind};
 use crate::topology::{mix64, LinkId, Topology};
 use crate::units::SimTime;
@@ -23,11 +31,106 @@ use crate::units::SimTime;
 /// Longest path a flow may take, in links (the shipped shapes use at most 10).
 const MAX_PATH: usize = 16;
 
+/// Events between two calls of [`FlowConfig::progress`].
+pub const PROGRESS_EVERY: u64 = 65_536;
+
+/// Buckets per link of the link timeline (their width doubles as the run grows).
+pub const TIMELINE_BUCKETS: usize = 128;
+
+/// Where a run is, passed to the progress hook.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ProgressTick {
+    /// Events processed so far in this backend run.
+    pub events: u64,
+    /// Simulated time reached.
+    pub sim_time: SimTime,
+}
+
+/// A progress callback; called every [`PROGRESS_EVERY`] events, never per event.
+pub type ProgressHook = Arc<dyn Fn(ProgressTick) + Send + Sync>;
+
 /// Settings of the flow backend.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct FlowConfig {
     /// Seed of the ECMP hash (the only randomness at this fidelity).
     pub seed: u64,
+    /// Record the bytes each link carries per time bucket ([`RunOutput::link_timeline`]).
+    /// Off by default; results are identical either way.
+    pub link_timeline: bool,
+    /// Called every [`PROGRESS_EVERY`] events with the simulated time reached.
+    pub progress: Option<ProgressHook>,
+}
+
+impl fmt::Debug for FlowConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FlowConfig")
+            .field("seed", &self.seed)
+            .field("link_timeline", &self.link_timeline)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
+}
+
+/// Per-link bytes per time bucket, preallocated once: `bytes[link * buckets + b]`
+/// holds what `link` carried during `[b·width, (b+1)·width)`. When the run passes
+/// the last bucket, adjacent buckets are merged and the width doubles.
+struct Timeline {
+    width: u64,
+    bytes: Vec<f64>,
+}
+
+impl Timeline {
+    fn new(links: usize) -> Timeline {
+        Timeline {
+            width: 1_000, // 1 ns; grows by doubling
+            bytes: vec![0.0; links * TIMELINE_BUCKETS],
+        }
+    }
+
+    /// Widens the buckets until time `t` falls inside the table.
+    fn cover(&mut self, t: u64) {
+        let nb = TIMELINE_BUCKETS as u64;
+        if t < self.width * nb {
+            return;
+        }
+        let mut factor = 1usize;
+        while t >= self.width * factor as u64 * nb {
+            factor *= 2;
+        }
+        for row in self.bytes.chunks_exact_mut(TIMELINE_BUCKETS) {
+            for b in 0..TIMELINE_BUCKETS {
+                let lo = b * factor;
+                let v = if lo < TIMELINE_BUCKETS {
+                    row[lo..(lo + factor).min(TIMELINE_BUCKETS)].iter().sum()
+                } else {
+                    0.0
+                };
+                row[b] = v;
+            }
+        }
+        self.width *= factor as u64;
+    }
+
+    /// Spreads `bytes` sent uniformly during `[from, to)` over `link`'s buckets.
+    fn add(&mut self, link: u32, from: u64, to: u64, bytes: f64) {
+        if bytes <= 0.0 {
+            return;
+        }
+        self.cover(to);
+        let row = &mut self.bytes[link as usize * TIMELINE_BUCKETS..][..TIMELINE_BUCKETS];
+        let w = self.width;
+        if to <= from {
+            row[(from / w) as usize] += bytes;
+            return;
+        }
+        let per_ps = bytes / (to - from) as f64;
+        let (b0, b1) = ((from / w) as usize, ((to - 1) / w) as usize);
+        for (b, cell) in row.iter_mut().enumerate().take(b1 + 1).skip(b0) {
+            let lo = from.max(b as u64 * w);
+            let hi = to.min((b as u64 + 1) * w);
+            *cell += per_ps * (hi - lo) as f64;
+        }
+    }
 }
 
 /// Why the flow backend stopped.
@@ -137,6 +240,9 @@ struct Sim<'a> {
     cap_left: Vec<f64>,
     unfrozen: Vec<u32>,
     path_buf: Vec<LinkId>,
+    /// Opt-in per-link bytes per time bucket.
+    timeline: Option<Timeline>,
+    next_progress: u64,
 }
 
 impl<'a> Sim<'a> {
@@ -168,6 +274,8 @@ impl<'a> Sim<'a> {
             cap_left: vec![0.0; nl],
             unfrozen: vec![0; nl],
             path_buf: Vec::with_capacity(MAX_PATH),
+            timeline: cfg.link_timeline.then(|| Timeline::new(nl)),
+            next_progress: PROGRESS_EVERY,
         }
     }
 
@@ -208,6 +316,15 @@ impl<'a> Sim<'a> {
             if self.heap.peek().is_none_or(|e| e.time > now) {
                 self.recompute(now);
             }
+            if self.events >= self.next_progress {
+                self.next_progress = self.events + PROGRESS_EVERY;
+                if let Some(hook) = &self.cfg.progress {
+                    hook(ProgressTick {
+                        events: self.events,
+                        sim_time: SimTime(now),
+                    });
+                }
+            }
         }
         if !self.runner.finished() {
             return Err(FlowError::Stalled(self.dag.len() - self.runner.completed()));
@@ -220,6 +337,12 @@ impl<'a> Sim<'a> {
         let (task, latency, bytes) = (f.task, f.latency, f.bytes);
         let path = f.path;
         let plen = f.path_len as usize;
+        if let Some(tl) = &mut self.timeline {
+            let (from, rem) = (f.last, f.remaining);
+            for &l in &path[..plen] {
+                tl.add(l, from, now, rem);
+            }
+        }
         for &l in &path[..plen] {
             let list = &mut self.on_link[l as usize];
             if let Some(pos) = list.iter().position(|&x| x == fid) {
@@ -363,7 +486,13 @@ impl<'a> Sim<'a> {
         // rescheduling flows whose rate does not change.
         for &fid in &self.comp_flows {
             let f = &mut self.flows[fid as usize];
-            f.remaining = (f.remaining - f.rate * (now - f.last) as f64).max(0.0);
+            let remaining = (f.remaining - f.rate * (now - f.last) as f64).max(0.0);
+            if let Some(tl) = &mut self.timeline {
+                for &l in &f.path[..f.path_len as usize] {
+                    tl.add(l, f.last, now, f.remaining - remaining);
+                }
+            }
+            f.remaining = remaining;
             f.last = now;
             f.frozen = false;
             f.old_rate = f.rate;
@@ -464,6 +593,19 @@ impl<'a> Sim<'a> {
             },
             links,
             series: Vec::new(),
+            link_timeline: self.timeline.map(|tl| {
+                let links = tl
+                    .bytes
+                    .chunks_exact(TIMELINE_BUCKETS)
+                    .enumerate()
+                    .filter(|(_, row)| row.iter().any(|&b| b > 0.0))
+                    .map(|(l, row)| (l as u32, row.to_vec()))
+                    .collect();
+                LinkTimeline {
+                    bucket: SimTime(tl.width),
+                    links,
+                }
+            }),
             events: self.events,
         }
     }

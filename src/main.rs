@@ -553,8 +553,11 @@ fn sweep_cmd(
     let total: usize = axes.iter().map(|a| a.values.len()).product();
     let done = AtomicUsize::new(0);
     let show = !quiet && std::io::stderr().is_terminal();
-    let on_done = |n: usize| {
-        let d = done.fetch_add(n, Ordering::Relaxed) + n;
+    let on_done = |ev: sweep::SweepEvent| {
+        if !matches!(ev, sweep::SweepEvent::Finished(_)) {
+            return;
+        }
+        let d = done.fetch_add(1, Ordering::Relaxed) + 1;
         if show {
             eprint!("\r\x1b[K[fabricsim] sweep: {d}/{total} runs done");
         }

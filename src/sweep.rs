@@ -192,9 +192,19 @@ pub struct SweepRun {
     pub result: Result<Report, String>,
 }
 
+/// What a sweep reports as it goes (from the worker threads).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SweepEvent {
+    /// Run `i` (in [`combinations`] order) started.
+    Started(usize),
+    /// Run `i` finished.
+    Finished(usize),
+}
+
 /// Validates every combination first (so a bad value stops the sweep before anything
-/// runs), then runs them on `jobs` threads (0 = all cores). `on_done` is called as
-/// each run finishes, from its worker thread. Results are in [`combinations`] order.
+/// runs), then runs them on `jobs` threads (0 = all cores). `on_event` is called as
+/// each run starts and finishes, from its worker thread. Results are in
+/// [`combinations`] order, whatever the thread timing.
 ///
 /// # Errors
 /// The diagnostics of the first combination that does not validate.
@@ -204,7 +214,7 @@ pub fn run(
     axes: &[Axis],
     opts: &RunOptions,
     jobs: usize,
-    on_done: &(dyn Fn(usize) + Sync),
+    on_event: &(dyn Fn(SweepEvent) + Sync),
 ) -> Result<Vec<SweepRun>, ConfigError> {
     let combos = combinations(axes);
     let mut scenarios = Vec::with_capacity(combos.len());
@@ -220,9 +230,11 @@ pub fn run(
     let work = || {
         scenarios
             .par_iter()
-            .map(|(values, s)| {
+            .enumerate()
+            .map(|(i, (values, s))| {
+                on_event(SweepEvent::Started(i));
                 let result = run::run(s, opts).map_err(|e| e.to_string());
-                on_done(1);
+                on_event(SweepEvent::Finished(i));
                 SweepRun {
                     values: values.clone(),
                     result,
@@ -391,4 +403,65 @@ pub fn html(title: &str, axes: &[Axis], runs: &[SweepRun]) -> String {
     b.push_str(&esc(&csv(axes, runs)));
     b.push_str("</pre></section>\n");
     html::page(&format!("fabricsim sweep: {title}"), &b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = "name = \"t\" # x\n\n[cluster]\nnodes = 4 # four\n\n[fabric]  # net\nlink_rate = \"100Gbps\"\n";
+
+    #[test]
+    fn set_replaces_the_value_at_its_span_and_keeps_comments() {
+        let t = rewrite(TEXT, "cluster.nodes", "8");
+        assert!(t.contains("nodes = 8 # four\n"), "{t}");
+        let t = rewrite(TEXT, "fabric.link_rate", &toml_value("200Gbps"));
+        assert!(t.contains("link_rate = \"200Gbps\"\n"), "{t}");
+    }
+
+    #[test]
+    fn set_inserts_an_absent_key_in_its_table_or_appends_the_table() {
+        let t = rewrite(TEXT, "fabric.link_latency", "\"1us\"");
+        assert!(
+            t.contains("[fabric]  # net\nlink_latency = \"1us\"\nlink_rate"),
+            "{t}"
+        );
+        let t = rewrite(TEXT, "simulation.seed", "7");
+        assert!(t.ends_with("\n[simulation]\nseed = 7\n"), "{t}");
+        let t: toml::Table = toml::from_str(&t).unwrap();
+        assert_eq!(t["simulation"]["seed"].as_integer(), Some(7));
+    }
+
+    #[test]
+    fn values_are_kept_when_toml_and_quoted_otherwise() {
+        assert_eq!(toml_value("8"), "8");
+        assert_eq!(toml_value("3.0"), "3.0");
+        assert_eq!(toml_value("true"), "true");
+        assert_eq!(toml_value("100ns"), "\"100ns\"");
+        assert_eq!(toml_value("[\"1MiB\", \"2MiB\"]"), "[\"1MiB\", \"2MiB\"]");
+        assert_eq!(toml_value("a\"b"), "\"a\\\"b\"");
+    }
+
+    #[test]
+    fn set_arguments_split_on_top_level_commas_only() {
+        let a = parse_set("workload.sizes=[\"1MiB\",\"2MiB\"],[\"4MiB\"]").unwrap();
+        assert_eq!(a.values, vec!["[\"1MiB\",\"2MiB\"]", "[\"4MiB\"]"]);
+        assert!(parse_set("nodes").is_err());
+        assert!(parse_set("=4").is_err());
+        assert!(parse_set("cluster.nodes=4,").is_err());
+        assert!(parse_set("cluster..nodes=4").is_err());
+    }
+
+    #[test]
+    fn combinations_run_first_axis_slowest() {
+        let ax = |k: &str, n: usize| Axis {
+            key: k.into(),
+            values: (0..n).map(|i| i.to_string()).collect(),
+        };
+        let c = combinations(&[ax("a", 2), ax("b", 3)]);
+        assert_eq!(c.len(), 6);
+        assert_eq!(c[0], vec![0, 0]);
+        assert_eq!(c[1], vec![0, 1]);
+        assert_eq!(c[3], vec![1, 0]);
+    }
 }

@@ -733,6 +733,57 @@ mod tests {
     }
 
     #[test]
+    fn the_link_timeline_changes_nothing_and_accounts_for_every_byte() {
+        let topo = single_switch(4);
+        let mut dag = Dag::new();
+        dag.begin_op("x");
+        let s = 1u64 << 20;
+        dag.transfer(GpuId(0), GpuId(2), s, &[]);
+        dag.transfer(GpuId(1), GpuId(2), s, &[]);
+        dag.transfer(GpuId(1), GpuId(3), 2 * s, &[]);
+        let calls = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let c2 = calls.clone();
+        let on = FlowConfig {
+            link_timeline: true,
+            progress: Some(std::sync::Arc::new(move |_| {
+                c2.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            })),
+            ..FlowConfig::default()
+        };
+        let a = run(&dag, &topo, &FlowConfig::default()).unwrap();
+        let b = run(&dag, &topo, &on).unwrap();
+        assert_eq!(a.makespan, b.makespan);
+        assert_eq!(a.transfer_fct, b.transfer_fct);
+        assert_eq!(a.links, b.links);
+        assert!(a.link_timeline.is_none());
+        // fewer events than PROGRESS_EVERY: the hook is never called
+        assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 0);
+        let tl = b.link_timeline.unwrap();
+        assert!(tl.bucket.ps() * TIMELINE_BUCKETS as u64 > b.makespan.ps());
+        for l in &b.links {
+            let row = &tl.links.iter().find(|(id, _)| *id == l.link).unwrap().1;
+            let sum: f64 = row.iter().sum();
+            assert!(
+                (sum - l.bytes as f64).abs() < 1e-6 * l.bytes as f64 + 1.0,
+                "link {}: {sum} vs {}",
+                l.link,
+                l.bytes
+            );
+        }
+    }
+
+    #[test]
+    fn timeline_buckets_double_without_losing_bytes() {
+        let mut tl = Timeline::new(1);
+        tl.add(0, 0, 500, 10.0);
+        tl.add(0, 500, 1_000_000, 90.0);
+        assert!(tl.width * TIMELINE_BUCKETS as u64 > 1_000_000);
+        let sum: f64 = tl.bytes.iter().sum();
+        assert!((sum - 100.0).abs() < 1e-9, "{sum}");
+        assert!((tl.bytes[0] - 10.0 - 90.0 * (tl.width - 500) as f64 / 999_500.0).abs() < 1e-6);
+    }
+
+    #[test]
     fn unreachable_destination_is_an_error_not_a_panic() {
         let mut topo = single_switch(2);
         let up = topo.nics[1].uplink;

@@ -100,10 +100,10 @@ pub fn table(reports: &[Report], labels: &[String]) -> String {
         s.push('\n');
     }
     let mut line = |name: &str, f: &dyn Fn(&Report) -> f64, prec: usize| {
-        let _ = write!(s, "# {name:<26}");
+        let _ = write!(s, "# {name:<25}");
         let vals: Vec<f64> = reports.iter().map(f).collect();
         for v in &vals {
-            let _ = write!(s, " {:>14}", format!("{v:.prec$}"));
+            let _ = write!(s, " {:>14} {:>12}", "", format!("{v:.prec$}"));
         }
         for v in vals.iter().skip(1) {
             let _ = write!(s, " {:>10}", fmt_ratio(ratio(*v, vals[0])));

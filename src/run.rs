@@ -395,13 +395,17 @@ impl MatrixAcc {
     }
 }
 
+/// One run's link timeline: label, start on the concatenated axis, bucket width,
+/// per-link buckets.
+type TimelineRun = (String, SimTime, SimTime, Vec<(u32, Vec<f64>)>);
+
 /// The per-run link timelines laid end to end.
 #[derive(Default)]
 struct TimelineAcc {
     /// End of the last run added.
     end: SimTime,
-    /// (label, start, bucket width, per-link buckets) of each run.
-    runs: Vec<(String, SimTime, SimTime, Vec<(u32, Vec<f64>)>)>,
+    /// Each run added, in order.
+    runs: Vec<TimelineRun>,
 }
 
 impl TimelineAcc {
@@ -410,7 +414,7 @@ impl TimelineAcc {
             self.runs
                 .push((label.to_string(), self.end, tl.bucket, tl.links.clone()));
         }
-        self.end = self.end + out.makespan;
+        self.end += out.makespan;
     }
 
     /// Resamples every run onto [`TIMELINE_BUCKETS`] buckets over the whole run and

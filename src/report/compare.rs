@@ -32,8 +32,8 @@ fn fmt_ratio(v: f64) -> String {
     }
 }
 
-/// The comparison table. Rows are matched by (op, size); a size only some runs
-/// have shows `-` for the others. Columns: per run `X time(us)` and `X busbw`,
+/// The comparison table. Rows are matched by (op, size), sizes ascending; a size
+/// only some runs have shows `-` for the others. Columns: per run `X time(us)` and `X busbw`,
 /// then `X/A` = busbw of run X over busbw of run A for every run after the first.
 pub fn table(reports: &[Report], labels: &[String]) -> String {
     let mut s = String::new();
@@ -56,6 +56,14 @@ pub fn table(reports: &[Report], labels: &[String]) -> String {
             }
         }
     }
+    // ops in first-seen order, sizes ascending within an op
+    let op_rank = |op: &str| keys.iter().position(|k| k.0 == op).unwrap_or(0);
+    let mut keys = {
+        let mut k = keys.clone();
+        k.sort_by_key(|&(op, b)| (op_rank(op), b));
+        k
+    };
+    keys.dedup();
     let _ = write!(s, "# {:>12} {:>12}", "op", "size(B)");
     for i in 0..reports.len() {
         let l = letter(i);

@@ -489,7 +489,7 @@ pub fn heatmap(hm: &Heatmap) -> String {
         let y = top + ch * r as f64;
         let rl = hm.row_labels.get(r).map(String::as_str).unwrap_or("");
         for (c, &v) in row.iter().enumerate() {
-            if !(v > 0.0) {
+            if v.is_nan() || v <= 0.0 {
                 continue;
             }
             let t = if vmax > 0.0 { v / vmax } else { 0.0 };

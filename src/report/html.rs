@@ -91,6 +91,14 @@ pub fn render(r: &Report, scenario: Option<&Scenario>) -> String {
             scale_label: "utilization".into(),
             max: Some(1.0),
             fmt: |v| format!("{:.0}%", v * 100.0),
+            col_marks: if tl.segments.len() > 1 && tl.bucket_us > 0.0 {
+                tl.segments
+                    .iter()
+                    .map(|s| (s.start_us / tl.bucket_us, s.label.clone()))
+                    .collect()
+            } else {
+                Vec::new()
+            },
         }));
         b.push_str("</section>\n");
     }
@@ -125,6 +133,7 @@ pub fn render(r: &Report, scenario: Option<&Scenario>) -> String {
             scale_label: "bytes".into(),
             max: None,
             fmt: |v| format_bytes(v as u64),
+            col_marks: Vec::new(),
         }));
         b.push_str("</section>\n");
     }

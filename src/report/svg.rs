@@ -273,18 +273,21 @@ pub fn line_chart(c: &LineChart) -> String {
         (y0 + y1) / 2.0,
         esc(&c.y_label)
     );
-    // markers
-    for m in &c.markers {
+    // markers: a dashed line each, labelled in the legend column under the lines
+    for (k, m) in c.markers.iter().enumerate() {
         if log && m.x <= 0.0 {
             continue;
         }
         let x = xs.at(m.x);
         let col = PALETTE[m.color % PALETTE.len()];
+        let ly = M_TOP + 8.0 + 18.0 * (c.lines.len() + k) as f64 + 6.0;
         let _ = write!(
             s,
-            r#"<line class="marker" x1="{x:.1}" x2="{x:.1}" y1="{y1}" y2="{y0}" stroke="{col}" stroke-dasharray="4 3"/><text x="{:.1}" y="{:.1}" class="mk" fill="{col}">{}</text>"#,
-            x + 3.0,
-            y1 + 10.0 + 12.0 * (c.markers.iter().position(|o| o == m).unwrap_or(0) % 3) as f64,
+            r#"<g class="marker"><line x1="{x:.1}" x2="{x:.1}" y1="{y1}" y2="{y0}" stroke="{col}" stroke-dasharray="4 3"/><line x1="{:.1}" x2="{:.1}" y1="{ly:.1}" y2="{ly:.1}" stroke="{col}" stroke-dasharray="4 3" stroke-width="2"/><text x="{:.1}" y="{:.1}" class="lg" fill="{col}">{}</text></g>"#,
+            x1 + 14.0,
+            x1 + 34.0,
+            x1 + 40.0,
+            ly + 4.0,
             esc(&m.label)
         );
     }
@@ -419,6 +422,9 @@ pub struct Heatmap {
     pub max: Option<f64>,
     /// Formats a value for tooltips and the colour bar.
     pub fmt: fn(f64) -> String,
+    /// Vertical separators at fractional column positions, with a label (e.g. where
+    /// each run of a concatenated timeline starts).
+    pub col_marks: Vec<(f64, String)>,
 }
 
 const VIRIDIS: [(f64, f64, f64); 5] = [
@@ -462,7 +468,8 @@ pub fn heatmap(hm: &Heatmap) -> String {
     } else {
         0.0
     };
-    let (top, plot_h) = (40.0, ch * rows as f64);
+    let top = if hm.col_marks.is_empty() { 40.0 } else { 64.0 };
+    let plot_h = ch * rows as f64;
     let h = top + plot_h + 60.0;
     let vmax = hm.max.unwrap_or_else(|| {
         hm.values
@@ -506,6 +513,18 @@ pub fn heatmap(hm: &Heatmap) -> String {
                 (hm.fmt)(v)
             );
         }
+    }
+    for (k, (pos, label)) in hm.col_marks.iter().enumerate() {
+        let x = left + cw * pos;
+        let _ = write!(
+            s,
+            r##"<g class="colmark"><line x1="{x:.1}" x2="{x:.1}" y1="{:.1}" y2="{:.1}" stroke="#fff" stroke-width="1.5" stroke-dasharray="3 2"/><text x="{:.1}" y="{:.1}" class="mk">{}</text></g>"##,
+            top - 4.0 - 10.0 * (k % 2) as f64,
+            top + plot_h,
+            x + 2.0,
+            top - 6.0 - 10.0 * (k % 2) as f64,
+            esc(label)
+        );
     }
     // row labels, thinned to fit
     let every = ((10.0 / ch).ceil() as usize).max(1);
@@ -620,6 +639,7 @@ mod tests {
             scale_label: String::new(),
             max: None,
             fmt: fmt_num,
+            col_marks: vec![],
         });
         assert!(h.ends_with("</svg>"));
         assert_eq!(color(0.0), "#440154");

@@ -72,63 +72,98 @@ impl fmt::Debug for FlowConfig {
 }
 
 /// Per-link bytes per time bucket, preallocated once: `bytes[link * buckets + b]`
-/// holds what `link` carried during `[b·width, (b+1)·width)`. When the run passes
-/// the last bucket, adjacent buckets are merged and the width doubles.
+/// holds what `link` carried during `[b·w, (b+1)·w)`, `w` being that row's width.
+/// When the run passes the last bucket the global width doubles; a row is brought
+/// to the global width (adjacent buckets merged) only when it is next written or
+/// at the end, so idle links cost nothing.
 struct Timeline {
     width: u64,
+    row_width: Vec<u64>,
     bytes: Vec<f64>,
 }
 
 impl Timeline {
     fn new(links: usize) -> Timeline {
+        const INITIAL: u64 = 100_000; // 100 ns; grows by doubling
         Timeline {
-            width: 1_000, // 1 ns; grows by doubling
+            width: INITIAL,
+            row_width: vec![INITIAL; links],
             bytes: vec![0.0; links * TIMELINE_BUCKETS],
         }
     }
 
-    /// Widens the buckets until time `t` falls inside the table.
-    fn cover(&mut self, t: u64) {
-        let nb = TIMELINE_BUCKETS as u64;
-        if t < self.width * nb {
+    /// Brings `link`'s row to the global width.
+    fn sync(&mut self, link: usize) {
+        let rw = self.row_width[link];
+        if rw == self.width {
             return;
         }
-        let mut factor = 1usize;
-        while t >= self.width * factor as u64 * nb {
-            factor *= 2;
+        let factor = (self.width / rw) as usize;
+        let row = &mut self.bytes[link * TIMELINE_BUCKETS..][..TIMELINE_BUCKETS];
+        for b in 0..TIMELINE_BUCKETS {
+            let lo = b * factor;
+            row[b] = if lo < TIMELINE_BUCKETS {
+                row[lo..(lo + factor).min(TIMELINE_BUCKETS)].iter().sum()
+            } else {
+                0.0
+            };
         }
-        for row in self.bytes.chunks_exact_mut(TIMELINE_BUCKETS) {
-            for b in 0..TIMELINE_BUCKETS {
-                let lo = b * factor;
-                let v = if lo < TIMELINE_BUCKETS {
-                    row[lo..(lo + factor).min(TIMELINE_BUCKETS)].iter().sum()
-                } else {
-                    0.0
-                };
-                row[b] = v;
-            }
-        }
-        self.width *= factor as u64;
+        self.row_width[link] = self.width;
     }
 
-    /// Spreads `bytes` sent uniformly during `[from, to)` over `link`'s buckets.
-    fn add(&mut self, link: u32, from: u64, to: u64, bytes: f64) {
+    /// Spreads `bytes` sent uniformly during `[from, to)` over the buckets of every
+    /// link of `path`. The bucket split is computed once for the whole path; a flow
+    /// shorter than a bucket (the common case) costs one addition per link.
+    fn add(&mut self, path: &[u32], from: u64, to: u64, bytes: f64) {
         if bytes <= 0.0 {
             return;
         }
-        self.cover(to);
-        let row = &mut self.bytes[link as usize * TIMELINE_BUCKETS..][..TIMELINE_BUCKETS];
+        while to >= self.width * TIMELINE_BUCKETS as u64 {
+            self.width *= 2;
+        }
         let w = self.width;
-        if to <= from {
-            row[(from / w) as usize] += bytes;
+        let (b0, b1) = if to <= from {
+            let b = (from / w) as usize;
+            (b, b)
+        } else {
+            ((from / w) as usize, ((to - 1) / w) as usize)
+        };
+        for &l in path {
+            self.sync(l as usize);
+        }
+        if b0 == b1 {
+            for &l in path {
+                self.bytes[l as usize * TIMELINE_BUCKETS + b0] += bytes;
+            }
             return;
         }
         let per_ps = bytes / (to - from) as f64;
-        let (b0, b1) = ((from / w) as usize, ((to - 1) / w) as usize);
-        for (b, cell) in row.iter_mut().enumerate().take(b1 + 1).skip(b0) {
+        for b in b0..=b1 {
             let lo = from.max(b as u64 * w);
             let hi = to.min((b as u64 + 1) * w);
-            *cell += per_ps * (hi - lo) as f64;
+            let v = per_ps * (hi - lo) as f64;
+            for &l in path {
+                self.bytes[l as usize * TIMELINE_BUCKETS + b] += v;
+            }
+        }
+    }
+
+    /// Every row at the final width: `(link, buckets)` for links that carried bytes.
+    fn finish(mut self) -> LinkTimeline {
+        let mut links = Vec::new();
+        for l in 0..self.row_width.len() {
+            let row = &self.bytes[l * TIMELINE_BUCKETS..][..TIMELINE_BUCKETS];
+            if row.iter().any(|&b| b > 0.0) {
+                self.sync(l);
+                links.push((
+                    l as u32,
+                    self.bytes[l * TIMELINE_BUCKETS..][..TIMELINE_BUCKETS].to_vec(),
+                ));
+            }
+        }
+        LinkTimeline {
+            bucket: SimTime(self.width),
+            links,
         }
     }
 }
@@ -200,6 +235,10 @@ struct Flow {
     old_rate: f64,
     /// A completion event for the current version is in the heap.
     scheduled: bool,
+    /// Link timeline: bytes not yet recorded, and since when the flow has sent at
+    /// its current rate (recorded only when the rate changes or the flow ends).
+    tl_left: f64,
+    tl_from: u64,
     // scratch for water-filling
     frozen: bool,
     visit: u32,
@@ -338,10 +377,7 @@ impl<'a> Sim<'a> {
         let path = f.path;
         let plen = f.path_len as usize;
         if let Some(tl) = &mut self.timeline {
-            let (from, rem) = (f.last, f.remaining);
-            for &l in &path[..plen] {
-                tl.add(l, from, now, rem);
-            }
+            tl.add(&path[..plen], f.tl_from, now, f.tl_left);
         }
         for &l in &path[..plen] {
             let list = &mut self.on_link[l as usize];
@@ -408,6 +444,8 @@ impl<'a> Sim<'a> {
                                 bytes: 0,
                                 old_rate: 0.0,
                                 scheduled: false,
+                                tl_left: 0.0,
+                                tl_from: 0,
                                 frozen: false,
                                 visit: 0,
                             });
@@ -426,6 +464,8 @@ impl<'a> Sim<'a> {
                     f.last = now;
                     f.latency = latency;
                     f.bytes = bytes;
+                    f.tl_left = bytes as f64;
+                    f.tl_from = now;
                     for i in 0..self.path_buf.len() {
                         let l = self.path_buf[i].0;
                         self.on_link[l as usize].push(fid);
@@ -486,13 +526,7 @@ impl<'a> Sim<'a> {
         // rescheduling flows whose rate does not change.
         for &fid in &self.comp_flows {
             let f = &mut self.flows[fid as usize];
-            let remaining = (f.remaining - f.rate * (now - f.last) as f64).max(0.0);
-            if let Some(tl) = &mut self.timeline {
-                for &l in &f.path[..f.path_len as usize] {
-                    tl.add(l, f.last, now, f.remaining - remaining);
-                }
-            }
-            f.remaining = remaining;
+            f.remaining = (f.remaining - f.rate * (now - f.last) as f64).max(0.0);
             f.last = now;
             f.frozen = false;
             f.old_rate = f.rate;
@@ -546,6 +580,15 @@ impl<'a> Sim<'a> {
         for i in 0..self.comp_flows.len() {
             let fid = self.comp_flows[i];
             let f = &mut self.flows[fid as usize];
+            if f.rate != f.old_rate {
+                if let Some(tl) = &mut self.timeline {
+                    // bytes sent at the old rate since it was set
+                    let sent = f.tl_left - f.remaining;
+                    tl.add(&f.path[..f.path_len as usize], f.tl_from, now, sent);
+                    f.tl_left = f.remaining;
+                    f.tl_from = now;
+                }
+            }
             if f.rate == f.old_rate && f.scheduled {
                 continue;
             }
@@ -593,19 +636,7 @@ impl<'a> Sim<'a> {
             },
             links,
             series: Vec::new(),
-            link_timeline: self.timeline.map(|tl| {
-                let links = tl
-                    .bytes
-                    .chunks_exact(TIMELINE_BUCKETS)
-                    .enumerate()
-                    .filter(|(_, row)| row.iter().any(|&b| b > 0.0))
-                    .map(|(l, row)| (l as u32, row.to_vec()))
-                    .collect();
-                LinkTimeline {
-                    bucket: SimTime(tl.width),
-                    links,
-                }
-            }),
+            link_timeline: self.timeline.map(Timeline::finish),
             events: self.events,
         }
     }
@@ -776,13 +807,20 @@ mod tests {
 
     #[test]
     fn timeline_buckets_double_without_losing_bytes() {
-        let mut tl = Timeline::new(1);
-        tl.add(0, 0, 500, 10.0);
-        tl.add(0, 500, 1_000_000, 90.0);
-        assert!(tl.width * TIMELINE_BUCKETS as u64 > 1_000_000);
-        let sum: f64 = tl.bytes.iter().sum();
-        assert!((sum - 100.0).abs() < 1e-9, "{sum}");
-        assert!((tl.bytes[0] - 10.0 - 90.0 * (tl.width - 500) as f64 / 999_500.0).abs() < 1e-6);
+        let mut tl = Timeline::new(2);
+        tl.add(&[0], 0, 500, 10.0);
+        tl.add(&[1], 0, 500, 5.0);
+        tl.add(&[0], 500, 100_000_000, 90.0);
+        let w = tl.width;
+        assert!(w * TIMELINE_BUCKETS as u64 > 100_000_000);
+        let out = tl.finish();
+        assert_eq!(out.bucket.ps(), w);
+        let (r0, r1) = (&out.links[0].1, &out.links[1].1);
+        assert!((r0.iter().sum::<f64>() - 100.0).abs() < 1e-9);
+        assert!((r0[0] - 10.0 - 90.0 * (w - 500) as f64 / 99_999_500.0).abs() < 1e-6);
+        // the idle row was merged only at the end, to the same width
+        assert_eq!(r1[0], 5.0);
+        assert_eq!(r1[1..].iter().sum::<f64>(), 0.0);
     }
 
     #[test]

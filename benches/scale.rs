@@ -6,7 +6,11 @@
 //! - `demo`: the built-in demo (512 GPUs, 10 sizes) at flow level;
 //! - `flow16k`: hierarchical all-reduce of 1 GiB over 16,384 GPUs (2,048 DGX H100
 //!   nodes, rail-optimized NDR) at flow level — target < 2 min and < 8 GiB;
-//! - `ana131k`: the same over 131,072 GPUs at the analytical level — target < 1 s.
+//! - `ana131k`: the same over 131,072 GPUs at the analytical level — target < 1 s;
+//! - `report1k`: the cost of `--report` on a 1,024-GPU run (128 DGX H100 nodes, the
+//!   demo's sweep at flow level): simulation with and without the report's data
+//!   path (best of 3 each, interleaved), HTML rendering time and size — target
+//!   < 10% of the simulation and < 10 MB.
 
 use std::process::Command;
 use std::time::Instant;
@@ -47,7 +51,44 @@ fn peak_rss_mib() -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
+/// Simulation with and without the report's data, interleaved; best of `reps`.
+fn report_overhead() {
+    let text = fabricsim::demo::SCENARIO.replace("nodes = 64", "nodes = 128");
+    let s = config::parse("report1k", &text).unwrap_or_else(|e| panic!("{e}"));
+    let detail = RunOptions {
+        detail: true,
+        ..RunOptions::default()
+    };
+    let (mut plain, mut with) = (f64::INFINITY, f64::INFINITY);
+    let (mut render, mut size) = (f64::INFINITY, 0);
+    for _ in 0..3 {
+        let t = Instant::now();
+        run(&s, &RunOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+        plain = plain.min(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        let r = run(&s, &detail).unwrap_or_else(|e| panic!("{e}"));
+        with = with.min(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        let html = fabricsim::report::html::render(&r, Some(&s));
+        render = render.min(t.elapsed().as_secs_f64());
+        size = html.len();
+    }
+    println!(
+        "report1k      1,024 GPUs, demo sweep, flow: simulation {plain:.3} s, with report data {with:.3} s \
+         (+{:.1}%), HTML rendered in {:.1} ms ({:.2}% of the simulation), {:.0} KiB; total overhead {:.1}%",
+        (with / plain - 1.0) * 100.0,
+        render * 1e3,
+        render / plain * 100.0,
+        size as f64 / 1024.0,
+        ((with + render) / plain - 1.0) * 100.0
+    );
+}
+
 fn run_case(case: &str) {
+    if case == "report1k" {
+        report_overhead();
+        return;
+    }
     let (text, label) = match case {
         "demo" => (
             fabricsim::demo::SCENARIO.to_string(),
@@ -66,7 +107,7 @@ fn run_case(case: &str) {
             "131,072 GPUs, hierarchical (ring between nodes), 1 GiB, analytical",
         ),
         other => {
-            eprintln!("unknown case {other}; cases: demo flow16k flow16k-tree ana131k");
+            eprintln!("unknown case {other}; cases: demo flow16k flow16k-tree ana131k report1k");
             std::process::exit(2);
         }
     };
@@ -95,7 +136,7 @@ fn main() {
         return;
     }
     let exe = std::env::current_exe().expect("own path");
-    for case in ["demo", "ana131k", "flow16k-tree", "flow16k"] {
+    for case in ["demo", "ana131k", "report1k", "flow16k-tree", "flow16k"] {
         let status = Command::new(&exe).arg(case).status().expect("spawn case");
         if !status.success() {
             eprintln!("case {case} failed");

@@ -251,9 +251,19 @@ fn run_collectives(
                 let cfg = backend::flow::FlowConfig {
                     seed,
                     link_timeline: opts.detail,
+                    // the closed form is a cheap guess of the run's length (contention
+                    // only stretches it, which the timeline absorbs by doubling)
+                    timeline_horizon: if opts.detail {
+                        collective::analytical_time(&spec, &ranks, topo).unwrap_or_default()
+                    } else {
+                        SimTime::ZERO
+                    },
+                    // the report shows the TIMELINE_LINKS busiest over all runs; each run
+                    // keeps 4x that many candidates
+                    timeline_links: 4 * TIMELINE_LINKS,
                     progress: opts.progress.clone(),
                 };
-                let out = backend::flow::run(&dag, topo, &cfg)?;
+                let mut out = backend::flow::run(&dag, topo, &cfg)?;
                 acc.absorb(&out, opts.collect_links);
                 let label = format!("{} {}", spec.op.name(), format_bytes(bytes));
                 if let Some(m) = &mut acc.matrix {
@@ -265,7 +275,7 @@ fn run_collectives(
                         acc.series
                             .push(shift(s, offset.as_secs_f64() * 1e6, &label));
                     }
-                    acc.timeline.add(&label, &out);
+                    acc.timeline.add(&label, &mut out);
                 }
                 if opts.flow_records {
                     record_flows(&mut acc.records, &dag, &out, bytes);
@@ -409,16 +419,21 @@ struct TimelineAcc {
 }
 
 impl TimelineAcc {
-    fn add(&mut self, label: &str, out: &RunOutput) {
-        if let Some(tl) = &out.link_timeline {
-            self.runs
-                .push((label.to_string(), self.end, tl.bucket, tl.links.clone()));
+    fn add(&mut self, label: &str, out: &mut RunOutput) {
+        if let Some(tl) = &mut out.link_timeline {
+            self.runs.push((
+                label.to_string(),
+                self.end,
+                tl.bucket,
+                std::mem::take(&mut tl.links),
+            ));
         }
         self.end += out.makespan;
     }
 
     /// Resamples every run onto [`TIMELINE_BUCKETS`] buckets over the whole run and
-    /// keeps the [`TIMELINE_LINKS`] links that carried the most bytes.
+    /// keeps the [`TIMELINE_LINKS`] links that carried the most bytes (chosen among
+    /// the busiest `4 × TIMELINE_LINKS` of each run).
     fn finish(&self, topo: &Topology) -> Option<LinkTimelineReport> {
         if self.runs.is_empty() || self.end.ps() == 0 {
             return None;

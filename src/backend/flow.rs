@@ -57,6 +57,11 @@ pub struct FlowConfig {
     /// Record the bytes each link carries per time bucket ([`RunOutput::link_timeline`]).
     /// Off by default; results are identical either way.
     pub link_timeline: bool,
+    /// A guess of how long the run sends (e.g. the analytical time), used to size the
+    /// timeline's buckets; zero when unknown. Any value gives the same totals.
+    pub timeline_horizon: SimTime,
+    /// Keep the timeline rows of only this many links, the busiest by bytes (0 = all).
+    pub timeline_links: usize,
     /// Called every [`PROGRESS_EVERY`] events with the simulated time reached.
     pub progress: Option<ProgressHook>,
 }
@@ -66,49 +71,50 @@ impl fmt::Debug for FlowConfig {
         f.debug_struct("FlowConfig")
             .field("seed", &self.seed)
             .field("link_timeline", &self.link_timeline)
+            .field("timeline_horizon", &self.timeline_horizon)
+            .field("timeline_links", &self.timeline_links)
             .field("progress", &self.progress.is_some())
             .finish()
     }
 }
 
-/// Per-link bytes per time bucket, preallocated once: `bytes[link * buckets + b]`
-/// holds what `link` carried during `[b·w, (b+1)·w)`, `w` being that row's width.
-/// When the run passes the last bucket the global width doubles; a row is brought
-/// to the global width (adjacent buckets merged) only when it is next written or
-/// at the end, so idle links cost nothing.
+/// Per-link bytes per time bucket, stored bucket-major: `cols[b][link]` is what
+/// `link` carried during `[b·width, (b+1)·width)`. Most additions land in the
+/// current bucket, whose column is one contiguous array over all links, so they
+/// stay in cache; a column is allocated when first touched. When the run passes
+/// the last bucket, adjacent columns are summed and the width doubles — rare when
+/// [`FlowConfig::timeline_horizon`] is a fair guess of the run's length.
 struct Timeline {
     width: u64,
-    row_width: Vec<u64>,
-    bytes: Vec<f64>,
+    links: usize,
+    cols: Vec<Vec<f64>>,
 }
 
 impl Timeline {
-    fn new(links: usize) -> Timeline {
-        const INITIAL: u64 = 100_000; // 100 ns; grows by doubling
+    fn new(links: usize, horizon: SimTime) -> Timeline {
+        // 100 ns minimum; with a horizon, wide enough to hold it in the buckets.
+        let width = (horizon.ps().div_ceil(TIMELINE_BUCKETS as u64)).max(100_000);
         Timeline {
-            width: INITIAL,
-            row_width: vec![INITIAL; links],
-            bytes: vec![0.0; links * TIMELINE_BUCKETS],
+            width,
+            links,
+            cols: vec![Vec::new(); TIMELINE_BUCKETS],
         }
     }
 
-    /// Brings `link`'s row to the global width.
-    fn sync(&mut self, link: usize) {
-        let rw = self.row_width[link];
-        if rw == self.width {
-            return;
+    /// Doubles the bucket width, summing adjacent columns.
+    fn double(&mut self) {
+        let mut old = std::mem::replace(&mut self.cols, vec![Vec::new(); TIMELINE_BUCKETS]);
+        for b in 0..TIMELINE_BUCKETS / 2 {
+            let hi = std::mem::take(&mut old[2 * b + 1]);
+            let mut lo = std::mem::take(&mut old[2 * b]);
+            if lo.is_empty() {
+                lo = hi;
+            } else if !hi.is_empty() {
+                lo.iter_mut().zip(&hi).for_each(|(a, b)| *a += b);
+            }
+            self.cols[b] = lo;
         }
-        let factor = (self.width / rw) as usize;
-        let row = &mut self.bytes[link * TIMELINE_BUCKETS..][..TIMELINE_BUCKETS];
-        for b in 0..TIMELINE_BUCKETS {
-            let lo = b * factor;
-            row[b] = if lo < TIMELINE_BUCKETS {
-                row[lo..(lo + factor).min(TIMELINE_BUCKETS)].iter().sum()
-            } else {
-                0.0
-            };
-        }
-        self.row_width[link] = self.width;
+        self.width *= 2;
     }
 
     /// Spreads `bytes` sent uniformly during `[from, to)` over the buckets of every
@@ -119,7 +125,7 @@ impl Timeline {
             return;
         }
         while to >= self.width * TIMELINE_BUCKETS as u64 {
-            self.width *= 2;
+            self.double();
         }
         let w = self.width;
         let (b0, b1) = if to <= from {
@@ -128,39 +134,53 @@ impl Timeline {
         } else {
             ((from / w) as usize, ((to - 1) / w) as usize)
         };
-        for &l in path {
-            self.sync(l as usize);
-        }
-        if b0 == b1 {
-            for &l in path {
-                self.bytes[l as usize * TIMELINE_BUCKETS + b0] += bytes;
-            }
-            return;
-        }
-        let per_ps = bytes / (to - from) as f64;
+        let per_ps = if to > from {
+            bytes / (to - from) as f64
+        } else {
+            0.0
+        };
         for b in b0..=b1 {
-            let lo = from.max(b as u64 * w);
-            let hi = to.min((b as u64 + 1) * w);
-            let v = per_ps * (hi - lo) as f64;
+            let v = if b0 == b1 {
+                bytes
+            } else {
+                let lo = from.max(b as u64 * w);
+                let hi = to.min((b as u64 + 1) * w);
+                per_ps * (hi - lo) as f64
+            };
+            let col = &mut self.cols[b];
+            if col.is_empty() {
+                col.resize(self.links, 0.0);
+            }
             for &l in path {
-                self.bytes[l as usize * TIMELINE_BUCKETS + b] += v;
+                col[l as usize] += v;
             }
         }
     }
 
-    /// Every row at the final width: `(link, buckets)` for links that carried bytes.
-    fn finish(mut self) -> LinkTimeline {
-        let mut links = Vec::new();
-        for l in 0..self.row_width.len() {
-            let row = &self.bytes[l * TIMELINE_BUCKETS..][..TIMELINE_BUCKETS];
-            if row.iter().any(|&b| b > 0.0) {
-                self.sync(l);
-                links.push((
-                    l as u32,
-                    self.bytes[l * TIMELINE_BUCKETS..][..TIMELINE_BUCKETS].to_vec(),
-                ));
-            }
+    /// The rows of the `keep` links with the most `bytes` (all links that carried
+    /// traffic when `keep` is 0), by link index.
+    fn finish(self, bytes: &[u64], keep: usize) -> LinkTimeline {
+        let mut busy: Vec<u32> = (0..bytes.len() as u32)
+            .filter(|&l| bytes[l as usize] > 0)
+            .collect();
+        if keep > 0 && busy.len() > keep {
+            busy.sort_unstable_by(|&a, &b| {
+                bytes[b as usize].cmp(&bytes[a as usize]).then(a.cmp(&b))
+            });
+            busy.truncate(keep);
+            busy.sort_unstable();
         }
+        let links = busy
+            .into_iter()
+            .map(|l| {
+                let row = self
+                    .cols
+                    .iter()
+                    .map(|c| c.get(l as usize).copied().unwrap_or(0.0))
+                    .collect();
+                (l, row)
+            })
+            .collect();
         LinkTimeline {
             bucket: SimTime(self.width),
             links,
@@ -313,7 +333,9 @@ impl<'a> Sim<'a> {
             cap_left: vec![0.0; nl],
             unfrozen: vec![0; nl],
             path_buf: Vec::with_capacity(MAX_PATH),
-            timeline: cfg.link_timeline.then(|| Timeline::new(nl)),
+            timeline: cfg
+                .link_timeline
+                .then(|| Timeline::new(nl, cfg.timeline_horizon)),
             next_progress: PROGRESS_EVERY,
         }
     }
@@ -636,7 +658,9 @@ impl<'a> Sim<'a> {
             },
             links,
             series: Vec::new(),
-            link_timeline: self.timeline.map(Timeline::finish),
+            link_timeline: self
+                .timeline
+                .map(|tl| tl.finish(&self.link_bytes, self.cfg.timeline_links)),
             events: self.events,
         }
     }
@@ -807,20 +831,29 @@ mod tests {
 
     #[test]
     fn timeline_buckets_double_without_losing_bytes() {
-        let mut tl = Timeline::new(2);
+        let mut tl = Timeline::new(3, SimTime::ZERO);
         tl.add(&[0], 0, 500, 10.0);
         tl.add(&[1], 0, 500, 5.0);
-        tl.add(&[0], 500, 100_000_000, 90.0);
+        tl.add(&[0, 2], 500, 100_000_000, 90.0);
         let w = tl.width;
         assert!(w * TIMELINE_BUCKETS as u64 > 100_000_000);
-        let out = tl.finish();
+        let out = tl.finish(&[100, 5, 90], 0);
         assert_eq!(out.bucket.ps(), w);
         let (r0, r1) = (&out.links[0].1, &out.links[1].1);
         assert!((r0.iter().sum::<f64>() - 100.0).abs() < 1e-9);
         assert!((r0[0] - 10.0 - 90.0 * (w - 500) as f64 / 99_999_500.0).abs() < 1e-6);
-        // the idle row was merged only at the end, to the same width
         assert_eq!(r1[0], 5.0);
         assert_eq!(r1[1..].iter().sum::<f64>(), 0.0);
+        // keep = 2: the two busiest links, by index
+        let mut tl = Timeline::new(3, SimTime::from_us(1));
+        tl.add(&[0, 1, 2], 0, 10, 1.0);
+        let ids: Vec<u32> = tl
+            .finish(&[100, 5, 90], 2)
+            .links
+            .iter()
+            .map(|l| l.0)
+            .collect();
+        assert_eq!(ids, [0, 2]);
     }
 
     #[test]

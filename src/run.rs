@@ -432,8 +432,8 @@ impl TimelineAcc {
     }
 
     /// Resamples every run onto [`TIMELINE_BUCKETS`] buckets over the whole run and
-    /// keeps the [`TIMELINE_LINKS`] links that carried the most bytes (chosen among
-    /// the busiest `4 × TIMELINE_LINKS` of each run).
+    /// keeps the [`TIMELINE_LINKS`] busiest links — the longest busy time, bytes over
+    /// rate — chosen among the busiest `4 × TIMELINE_LINKS` of each run.
     fn finish(&self, topo: &Topology) -> Option<LinkTimelineReport> {
         if self.runs.is_empty() || self.end.ps() == 0 {
             return None;
@@ -458,20 +458,24 @@ impl TimelineAcc {
                 }
             }
         }
-        let mut ranked: Vec<(u32, Vec<f64>, f64)> = per_link
+        let rate = |l: u32| topo.effective_rate(LinkId(l)).bps() as f64 / 8.0;
+        // busiest = longest busy time (bytes / rate), so a saturated 400G port
+        // outranks a half-idle NVLink that moved more bytes
+        let mut ranked: Vec<(u32, Vec<f64>, f64, f64)> = per_link
             .into_iter()
             .map(|(l, v)| {
-                let sum = v.iter().sum();
-                (l, v, sum)
+                let sum: f64 = v.iter().sum();
+                let busy = sum / rate(l).max(1.0);
+                (l, v, sum, busy)
             })
             .collect();
-        ranked.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
+        ranked.sort_by(|a, b| b.3.total_cmp(&a.3).then(a.0.cmp(&b.0)));
         ranked.truncate(TIMELINE_LINKS);
         let width_s = width / 1e12;
         let links = ranked
             .into_iter()
-            .map(|(l, v, sum)| {
-                let rate = topo.effective_rate(LinkId(l)).bps() as f64 / 8.0;
+            .map(|(l, v, sum, _)| {
+                let rate = rate(l);
                 LinkUtilization {
                     link: l,
                     name: link_name(topo, l),

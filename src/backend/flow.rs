@@ -157,16 +157,15 @@ impl Timeline {
         }
     }
 
-    /// The rows of the `keep` links with the most `bytes` (all links that carried
-    /// traffic when `keep` is 0), by link index.
-    fn finish(self, bytes: &[u64], keep: usize) -> LinkTimeline {
+    /// The rows of the `keep` busiest links — longest busy time, `bytes / cap` —
+    /// (all links that carried traffic when `keep` is 0), by link index.
+    fn finish(self, bytes: &[u64], cap: &[f64], keep: usize) -> LinkTimeline {
         let mut busy: Vec<u32> = (0..bytes.len() as u32)
             .filter(|&l| bytes[l as usize] > 0)
             .collect();
         if keep > 0 && busy.len() > keep {
-            busy.sort_unstable_by(|&a, &b| {
-                bytes[b as usize].cmp(&bytes[a as usize]).then(a.cmp(&b))
-            });
+            let t = |l: u32| bytes[l as usize] as f64 / cap[l as usize];
+            busy.sort_unstable_by(|&a, &b| t(b).total_cmp(&t(a)).then(a.cmp(&b)));
             busy.truncate(keep);
             busy.sort_unstable();
         }
@@ -660,7 +659,7 @@ impl<'a> Sim<'a> {
             series: Vec::new(),
             link_timeline: self
                 .timeline
-                .map(|tl| tl.finish(&self.link_bytes, self.cfg.timeline_links)),
+                .map(|tl| tl.finish(&self.link_bytes, &self.cap, self.cfg.timeline_links)),
             events: self.events,
         }
     }
@@ -837,7 +836,7 @@ mod tests {
         tl.add(&[0, 2], 500, 100_000_000, 90.0);
         let w = tl.width;
         assert!(w * TIMELINE_BUCKETS as u64 > 100_000_000);
-        let out = tl.finish(&[100, 5, 90], 0);
+        let out = tl.finish(&[100, 5, 90], &[1.0; 3], 0);
         assert_eq!(out.bucket.ps(), w);
         let (r0, r1) = (&out.links[0].1, &out.links[1].1);
         assert!((r0.iter().sum::<f64>() - 100.0).abs() < 1e-9);

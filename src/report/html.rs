@@ -63,7 +63,7 @@ pub fn render(r: &Report, scenario: Option<&Scenario>) -> String {
         b.push_str("<section id=\"sec-links\"><h2>Link utilization over time</h2>\n");
         let _ = writeln!(
             b,
-            "<p class=\"note\">The {} busiest links (by bytes), {} time buckets of {} us; runs laid end to end: {}.</p>",
+            "<p class=\"note\">The {} busiest links (longest busy time, bytes over rate), {} time buckets of {} us; runs laid end to end: {}.</p>",
             tl.links.len(),
             tl.links.first().map_or(0, |l| l.utilization.len()),
             fmt_num(tl.bucket_us),
@@ -99,6 +99,7 @@ pub fn render(r: &Report, scenario: Option<&Scenario>) -> String {
             } else {
                 Vec::new()
             },
+            log_scale: false,
         }));
         b.push_str("</section>\n");
     }
@@ -123,7 +124,7 @@ pub fn render(r: &Report, scenario: Option<&Scenario>) -> String {
             title: format!("Bytes sent, source {unit} → destination {unit}"),
             x_label: format!("destination {unit}"),
             y_label: format!("source {unit}"),
-            row_labels: (0..n).map(|i| format!("from {}", label(i))).collect(),
+            row_labels: (0..n).map(label).collect(),
             col_labels: (0..n).map(|i| format!("to {}", label(i))).collect(),
             values: m
                 .bytes
@@ -134,6 +135,8 @@ pub fn render(r: &Report, scenario: Option<&Scenario>) -> String {
             max: None,
             fmt: |v| format_bytes(v as u64),
             col_marks: Vec::new(),
+            // intra-host (NVLink) traffic on the diagonal can dwarf the network's
+            log_scale: true,
         }));
         b.push_str("</section>\n");
     }

@@ -117,14 +117,14 @@ pub struct TrafficMatrix {
     pub bytes: Vec<Vec<u64>>,
 }
 
-/// Utilization of the busiest links over time.
+/// Utilization of the busiest links (longest busy time: bytes over rate) over time.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct LinkTimelineReport {
     /// Width of one time bucket, microseconds.
     pub bucket_us: f64,
     /// The runs (one per collective size) laid end to end: label and start, microseconds.
     pub segments: Vec<TimelineSegment>,
-    /// The busiest links, busiest first.
+    /// The busiest links, busiest (longest busy time) first.
     pub links: Vec<LinkUtilization>,
 }
 

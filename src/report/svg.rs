@@ -425,6 +425,9 @@ pub struct Heatmap {
     /// Vertical separators at fractional column positions, with a label (e.g. where
     /// each run of a concatenated timeline starts).
     pub col_marks: Vec<(f64, String)>,
+    /// Colour on a logarithmic scale (from the smallest positive value to the
+    /// largest), for values spanning orders of magnitude.
+    pub log_scale: bool,
 }
 
 const VIRIDIS: [(f64, f64, f64); 5] = [
@@ -460,7 +463,7 @@ pub fn color(t: f64) -> String {
 pub fn heatmap(hm: &Heatmap) -> String {
     let rows = hm.values.len();
     let cols = hm.values.iter().map(Vec::len).max().unwrap_or(0);
-    let left = if rows <= 40 { 190.0 } else { 70.0 };
+    let left = if rows <= 40 { 190.0 } else { 110.0 };
     let plot_w = WIDTH - left - 120.0;
     let cw = if cols > 0 { plot_w / cols as f64 } else { 0.0 };
     let ch = if rows > 0 {
@@ -479,6 +482,24 @@ pub fn heatmap(hm: &Heatmap) -> String {
             .filter(|v| v.is_finite())
             .fold(0.0, f64::max)
     });
+    let vmin = hm
+        .values
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let log = hm.log_scale && vmin.is_finite() && vmax > vmin;
+    let scale = |v: f64| {
+        if log {
+            // the smallest positive value still gets a visible colour
+            0.08 + 0.92 * (v.max(vmin) / vmin).log10() / (vmax / vmin).log10()
+        } else if vmax > 0.0 {
+            v / vmax
+        } else {
+            0.0
+        }
+    };
     let mut s = String::new();
     let _ = write!(
         s,
@@ -499,7 +520,7 @@ pub fn heatmap(hm: &Heatmap) -> String {
             if v.is_nan() || v <= 0.0 {
                 continue;
             }
-            let t = if vmax > 0.0 { v / vmax } else { 0.0 };
+            let t = scale(v);
             let cl = hm.col_labels.get(c).map(String::as_str).unwrap_or("");
             let _ = write!(
                 s,
@@ -514,17 +535,29 @@ pub fn heatmap(hm: &Heatmap) -> String {
             );
         }
     }
-    for (k, (pos, label)) in hm.col_marks.iter().enumerate() {
+    // separators; a label only where it does not collide with the previous one
+    let mut last_label = f64::NEG_INFINITY;
+    let mut row = 0;
+    for (pos, label) in &hm.col_marks {
         let x = left + cw * pos;
         let _ = write!(
             s,
-            r##"<g class="colmark"><line x1="{x:.1}" x2="{x:.1}" y1="{:.1}" y2="{:.1}" stroke="#fff" stroke-width="1.5" stroke-dasharray="3 2"/><text x="{:.1}" y="{:.1}" class="mk">{}</text></g>"##,
-            top - 4.0 - 10.0 * (k % 2) as f64,
+            r##"<line class="colmark" x1="{x:.1}" x2="{x:.1}" y1="{:.1}" y2="{:.1}" stroke="#fff" stroke-width="1.5" stroke-dasharray="3 2"/>"##,
+            top - 4.0,
             top + plot_h,
-            x + 2.0,
-            top - 6.0 - 10.0 * (k % 2) as f64,
-            esc(label)
         );
+        let width = 5.5 * label.chars().count() as f64;
+        if x >= last_label {
+            let _ = write!(
+                s,
+                r#"<text x="{:.1}" y="{:.1}" class="mk">{}</text>"#,
+                x + 2.0,
+                top - 6.0 - 10.0 * (row % 2) as f64,
+                esc(label)
+            );
+            row += 1;
+            last_label = if row % 2 == 0 { x + width } else { x + 20.0 };
+        }
     }
     // row labels, thinned to fit
     let every = ((10.0 / ch).ceil() as usize).max(1);
@@ -578,12 +611,17 @@ pub fn heatmap(hm: &Heatmap) -> String {
     }
     let _ = write!(
         s,
-        r#"<text x="{:.1}" y="{:.1}" class="tk">{}</text><text x="{:.1}" y="{:.1}" class="tk">0</text><text x="{:.1}" y="{:.1}" class="tk">{}</text></g>"#,
+        r#"<text x="{:.1}" y="{:.1}" class="tk">{}</text><text x="{:.1}" y="{:.1}" class="tk">{}</text><text x="{:.1}" y="{:.1}" class="tk">{}</text></g>"#,
         bx + 18.0,
         top + 8.0,
         esc(&(hm.fmt)(vmax)),
         bx + 18.0,
         top + bh,
+        if log {
+            format!("{} (log)", esc(&(hm.fmt)(vmin)))
+        } else {
+            "0".to_string()
+        },
         bx - 10.0,
         top + bh + 16.0,
         esc(&hm.scale_label)
@@ -640,6 +678,7 @@ mod tests {
             max: None,
             fmt: fmt_num,
             col_marks: vec![],
+            log_scale: true,
         });
         assert!(h.ends_with("</svg>"));
         assert_eq!(color(0.0), "#440154");

@@ -847,12 +847,22 @@ mod tests {
         let mut tl = Timeline::new(3, SimTime::from_us(1));
         tl.add(&[0, 1, 2], 0, 10, 1.0);
         let ids: Vec<u32> = tl
-            .finish(&[100, 5, 90], 2)
+            .finish(&[100, 5, 90], &[1.0; 3], 2)
             .links
             .iter()
             .map(|l| l.0)
             .collect();
         assert_eq!(ids, [0, 2]);
+        // busiest = longest busy time: a slow link with fewer bytes can win
+        let mut tl = Timeline::new(3, SimTime::from_us(1));
+        tl.add(&[0, 1, 2], 0, 10, 1.0);
+        let ids: Vec<u32> = tl
+            .finish(&[100, 5, 90], &[10.0, 0.01, 10.0], 2)
+            .links
+            .iter()
+            .map(|l| l.0)
+            .collect();
+        assert_eq!(ids, [0, 1]);
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! HTML reports: each expected chart is present, sections the run did not model are
 //! absent, the file is self-contained and small; and, where a Chromium binary exists,
 //! the page loads in headless Chromium without errors with every chart in its DOM.
+//! Without Chromium that test prints why and passes, unless
+//! `FABRICSIM_REQUIRE_CHROMIUM` is set (CI), when it fails.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -149,6 +151,26 @@ fn sweep_report_plots_the_figure_of_merit_per_parameter() {
     assert!(!has_chart(&page, "chart-fct-cdf"));
 }
 
+fn compare_page() -> String {
+    let (_, a) = detailed("examples/alltoall-oversubscribed.toml", None);
+    let (_, b) = detailed(
+        "examples/dragonfly-alltoall.toml",
+        Some(Fidelity::Analytical),
+    );
+    html::render_compare(&[a, b], &["A.toml".into(), "B.toml".into()])
+}
+
+#[test]
+fn compare_report_overlays_busbw_and_the_cdfs_that_exist() {
+    let page = compare_page();
+    assert_self_contained(&page);
+    assert!(has_chart(&page, "chart-busbw"));
+    // only A (flow) has a CDF; the chart is there, with one line
+    assert!(has_chart(&page, "chart-fct-cdf"));
+    assert!(page.contains("<title>A.toml</title>") && !page.contains("<title>B.toml</title>"));
+    assert!(page.contains("B/A busbw"));
+}
+
 #[test]
 fn the_cli_writes_the_report_for_run_demo_and_collective() {
     let dir = scratch("cli");
@@ -280,6 +302,11 @@ fn headless(bin: &Path, url: &str, extra: &[String], profile: &Path) -> (String,
 #[test]
 fn the_report_loads_in_headless_chromium_with_every_chart() {
     let Some(bin) = chromium() else {
+        // CI sets FABRICSIM_REQUIRE_CHROMIUM=1 so a missing browser fails loudly there.
+        assert!(
+            std::env::var_os("FABRICSIM_REQUIRE_CHROMIUM").is_none(),
+            "FABRICSIM_REQUIRE_CHROMIUM is set but no Chromium binary was found"
+        );
         eprintln!(
             "SKIPPED: no Chromium binary found (set CHROMIUM or install Debian's `chromium`)"
         );
@@ -304,6 +331,11 @@ fn the_report_loads_in_headless_chromium_with_every_chart() {
             "sweep",
             sweep,
             vec!["chart-sweep-fabric-link-rate", "chart-busbw"],
+        ),
+        (
+            "compare",
+            compare_page(),
+            vec!["chart-busbw", "chart-fct-cdf"],
         ),
     ];
     for (name, page, ids) in cases {

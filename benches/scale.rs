@@ -9,7 +9,7 @@
 //! - `ana131k`: the same over 131,072 GPUs at the analytical level — target < 1 s;
 //! - `report1k`: the cost of `--report` on a 1,024-GPU run (128 DGX H100 nodes, the
 //!   demo's sweep at flow level): simulation with and without the report's data
-//!   path (best of 3 each, interleaved), HTML rendering time and size — target
+//!   path (best of 6 each, interleaved), HTML rendering time and size — target
 //!   < 10% of the simulation and < 10 MB.
 
 use std::process::Command;
@@ -51,7 +51,7 @@ fn peak_rss_mib() -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
-/// Simulation with and without the report's data, interleaved; best of `reps`.
+/// Simulation with and without the report's data, interleaved; best of 6 each.
 fn report_overhead() {
     let text = fabricsim::demo::SCENARIO.replace("nodes = 64", "nodes = 128");
     let s = config::parse("report1k", &text).unwrap_or_else(|e| panic!("{e}"));
@@ -61,13 +61,22 @@ fn report_overhead() {
     };
     let (mut plain, mut with) = (f64::INFINITY, f64::INFINITY);
     let (mut render, mut size) = (f64::INFINITY, 0);
-    for _ in 0..3 {
-        let t = Instant::now();
-        run(&s, &RunOptions::default()).unwrap_or_else(|e| panic!("{e}"));
-        plain = plain.min(t.elapsed().as_secs_f64());
-        let t = Instant::now();
-        let r = run(&s, &detail).unwrap_or_else(|e| panic!("{e}"));
-        with = with.min(t.elapsed().as_secs_f64());
+    let mut last = None;
+    for i in 0..6 {
+        // alternate which goes first, so neither always inherits a warm allocator
+        for with_detail in [i % 2 == 0, i % 2 == 1] {
+            let t = Instant::now();
+            if with_detail {
+                last = Some(run(&s, &detail).unwrap_or_else(|e| panic!("{e}")));
+                with = with.min(t.elapsed().as_secs_f64());
+            } else {
+                run(&s, &RunOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+                plain = plain.min(t.elapsed().as_secs_f64());
+            }
+        }
+    }
+    let r = last.expect("six detailed runs");
+    for _ in 0..6 {
         let t = Instant::now();
         let html = fabricsim::report::html::render(&r, Some(&s));
         render = render.min(t.elapsed().as_secs_f64());

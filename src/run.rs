@@ -566,3 +566,44 @@ fn top_series(mut all: Vec<Series>) -> Vec<Series> {
     }
     all
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_series_keeps_the_highest_peaks_and_their_maxima() {
+        let mk = |name: &str, n: usize, peak_at: usize| Series {
+            name: name.into(),
+            samples: (0..n)
+                .map(|i| Sample {
+                    t_us: i as f64,
+                    value: if i == peak_at { 1e6 } else { i as f64 },
+                })
+                .collect(),
+        };
+        let mut all: Vec<Series> = (0..10).map(|i| mk(&format!("s{i}"), 10, 0)).collect();
+        all.push(mk("long", 10_000, 7_777));
+        let top = top_series(all);
+        assert_eq!(top.len(), SERIES_MAX.0);
+        let long = top.iter().find(|s| s.name == "long").unwrap();
+        assert!(long.samples.len() <= SERIES_MAX.1);
+        // downsampling keeps each window's maximum, so the spike survives
+        assert!(long
+            .samples
+            .iter()
+            .any(|p| p.value == 1e6 && p.t_us == 7_777.0));
+        // ties broken by name: deterministic
+        assert_eq!(top[0].name, "long");
+        assert_eq!(top[1].name, "s0");
+    }
+
+    #[test]
+    fn spread_conserves_the_value() {
+        let mut dst = vec![0.0; 4];
+        spread(&mut dst, 5.0, 25.0, 8.0, 10.0);
+        assert_eq!(dst, [2.0, 4.0, 2.0, 0.0]);
+        spread(&mut dst, 39.0, 45.0, 1.0, 10.0); // past the end: only the part inside counts
+        assert!((dst.iter().sum::<f64>() - 8.0 - 1.0 / 6.0).abs() < 1e-9);
+    }
+}

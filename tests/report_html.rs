@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use fabricsim::backend::{Sample, Series};
 use fabricsim::config::{self, Fidelity};
 use fabricsim::report::{html, Report};
 use fabricsim::run::{self, RunOptions};
@@ -149,6 +150,36 @@ fn sweep_report_plots_the_figure_of_merit_per_parameter() {
     assert!(has_chart(&page, "chart-sweep-fabric-link-rate"));
     assert!(has_chart(&page, "chart-busbw"));
     assert!(!has_chart(&page, "chart-fct-cdf"));
+}
+
+#[test]
+fn sampled_series_get_one_chart_per_kind() {
+    // the packet backend fills RunOutput.series; the report renders whatever exists
+    let (s, mut r) = detailed("examples/alltoall-oversubscribed.toml", None);
+    let series = |name: &str, k: f64| Series {
+        name: name.into(),
+        samples: (0..50)
+            .map(|i| Sample {
+                t_us: i as f64,
+                value: k * i as f64,
+            })
+            .collect(),
+    };
+    r.series = vec![
+        series("queue_bytes link 12 (sw0 -> sw1)", 100.0),
+        series("queue_bytes link 13 (sw0 -> sw2)", 50.0),
+        series("pfc_pauses link 12", 1.0),
+        series("ecn_marks link 13", 2.0),
+    ];
+    let page = html::render(&r, Some(&s));
+    for id in [
+        "chart-series-queue-bytes",
+        "chart-series-pfc-pauses",
+        "chart-series-ecn-marks",
+    ] {
+        assert!(has_chart(&page, id), "missing {id}");
+    }
+    assert!(page.contains("sec-series"));
 }
 
 fn compare_page() -> String {

@@ -9,6 +9,10 @@
 //! - `ana131k`: the same over 131,072 GPUs at the analytical level — target < 1 s;
 //! - `pkt1k`: hierarchical all-reduce of 256 MiB over 1,024 GPUs (128 nodes × 8,
 //!   rail-optimized, 400 Gb/s, 4 KiB MTU) at packet level — target < 60 s, < 4 GiB.
+//! - `report1k`: the cost of `--report` on a 1,024-GPU run (128 DGX H100 nodes, the
+//!   demo's sweep at flow level): simulation with and without the report's data
+//!   path (best of 6 each, interleaved), HTML rendering time and size — target
+//!   < 10% of the simulation and < 10 MB.
 
 use std::process::Command;
 use std::time::Instant;
@@ -41,7 +45,70 @@ fidelity = "{fidelity}"
 
 use fabricsim::metrics::peak_rss_mib;
 
+/// CPU seconds (user + system) this process has used, from `/proc/self/stat`
+/// (0 where unavailable). Unlike wall time it does not count waiting for a core
+/// on a shared machine.
+fn cpu_secs() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // fields after the parenthesised command name; utime and stime are 14 and 15
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// Simulation with and without the report's data, interleaved; best of 6 each.
+fn report_overhead() {
+    let text = fabricsim::demo::SCENARIO.replace("nodes = 64", "nodes = 128");
+    let s = config::parse("report1k", &text).unwrap_or_else(|e| panic!("{e}"));
+    let detail = RunOptions {
+        detail: true,
+        ..RunOptions::default()
+    };
+    let (mut plain, mut with) = (f64::INFINITY, f64::INFINITY);
+    let (mut plain_cpu, mut with_cpu) = (f64::INFINITY, f64::INFINITY);
+    let (mut render, mut size) = (f64::INFINITY, 0);
+    let mut last = None;
+    for i in 0..6 {
+        // alternate which goes first, so neither always inherits a warm allocator
+        for with_detail in [i % 2 == 0, i % 2 == 1] {
+            let (t, c) = (Instant::now(), cpu_secs());
+            if with_detail {
+                last = Some(run(&s, &detail).unwrap_or_else(|e| panic!("{e}")));
+                with = with.min(t.elapsed().as_secs_f64());
+                with_cpu = with_cpu.min(cpu_secs() - c);
+            } else {
+                run(&s, &RunOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+                plain = plain.min(t.elapsed().as_secs_f64());
+                plain_cpu = plain_cpu.min(cpu_secs() - c);
+            }
+        }
+    }
+    let r = last.expect("six detailed runs");
+    for _ in 0..6 {
+        let t = Instant::now();
+        let html = fabricsim::report::html::render(&r, Some(&s));
+        render = render.min(t.elapsed().as_secs_f64());
+        size = html.len();
+    }
+    println!(
+        "report1k      1,024 GPUs, demo sweep, flow: simulation {plain:.3} s wall / {plain_cpu:.2} s CPU, \
+         with report data {with:.3} s wall (+{:.1}%) / {with_cpu:.2} s CPU (+{:.1}%), \
+         HTML rendered in {:.1} ms ({:.2}% of the simulation), {:.0} KiB; total overhead {:.1}% wall",
+        (with / plain - 1.0) * 100.0,
+        (with_cpu / plain_cpu - 1.0) * 100.0,
+        render * 1e3,
+        render / plain * 100.0,
+        size as f64 / 1024.0,
+        ((with + render) / plain - 1.0) * 100.0
+    );
+}
+
 fn run_case(case: &str) {
+    if case == "report1k" {
+        report_overhead();
+        return;
+    }
     let (text, label) = match case {
         "demo" => (
             fabricsim::demo::SCENARIO.to_string(),
@@ -56,7 +123,8 @@ fn run_case(case: &str) {
             "16,384 GPUs, hierarchical (tree between nodes), 1 GiB, flow",
         ),
         "flow16k-tree-4m" => (
-            scenario(2048, 512, "tree", "flow").replace("sizes = [\"1GiB\"]", "sizes = [\"1GiB\"]\nchunk = \"4MiB\""),
+            scenario(2048, 512, "tree", "flow")
+                .replace("sizes = [\"1GiB\"]", "sizes = [\"1GiB\"]\nchunk = \"4MiB\""),
             "16,384 GPUs, hierarchical (tree between nodes), 1 GiB, 4 MiB chunks, flow",
         ),
         "ana131k" => (
@@ -68,7 +136,7 @@ fn run_case(case: &str) {
             "1,024 GPUs, hierarchical (ring between nodes), 256 MiB, packet",
         ),
         other => {
-            eprintln!("unknown case {other}; cases: demo flow16k flow16k-tree flow16k-tree-4m ana131k pkt1k");
+            eprintln!("unknown case {other}; cases: demo flow16k flow16k-tree flow16k-tree-4m ana131k pkt1k report1k");
             std::process::exit(2);
         }
     };
@@ -97,7 +165,14 @@ fn main() {
         return;
     }
     let exe = std::env::current_exe().expect("own path");
-    for case in ["demo", "ana131k", "pkt1k", "flow16k-tree", "flow16k"] {
+    for case in [
+        "demo",
+        "ana131k",
+        "report1k",
+        "pkt1k",
+        "flow16k-tree",
+        "flow16k",
+    ] {
         let status = Command::new(&exe).arg(case).status().expect("spawn case");
         if !status.success() {
             eprintln!("case {case} failed");

@@ -16,7 +16,9 @@
 //! - [`topology`]: the cluster graph and its ECMP routes.
 //! - [`backend`]: executes a DAG at one fidelity and returns one [`backend::RunOutput`].
 //! - [`workload`]: training steps and inference batches as DAGs; stragglers and faults.
-//! - [`metrics`], [`report`]: flow statistics and the result schema (JSON, table, CSV).
+//! - [`metrics`], [`report`]: flow statistics and the result schema (JSON, table, CSV,
+//!   self-contained HTML with SVG charts, side-by-side comparisons).
+//! - [`sweep`]: `--set` overrides of scenario text and parallel parameter sweeps.
 //!
 //! ```
 //! let scenario = fabricsim::config::parse("demo.toml", fabricsim::demo::SCENARIO).unwrap();
@@ -32,6 +34,7 @@ pub mod demo;
 pub mod metrics;
 pub mod report;
 pub mod run;
+pub mod sweep;
 pub mod topology;
 pub mod units;
 pub mod workload;

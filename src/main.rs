@@ -1,14 +1,20 @@
 //! The `fabricsim` command line: parse arguments, call the library, print.
 
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 
+use fabricsim::backend::flow::{ProgressHook, ProgressTick};
 use fabricsim::collective::{Algorithm, CollectiveOp};
 use fabricsim::config::{self, AlgoChoice, ConfigError, Fidelity, Scenario, WorkloadSpec};
 use fabricsim::report::{self, Report};
 use fabricsim::run::{self, RunOptions};
+use fabricsim::sweep;
 use fabricsim::units::parse_size;
 
 #[derive(Parser)]
@@ -16,7 +22,7 @@ use fabricsim::units::parse_size;
     name = "fabricsim",
     version,
     about = "Simulate what a GPU cluster's network does to collectives and training steps.",
-    after_help = "Examples:\n  fabricsim demo\n  fabricsim run examples/allreduce-leaf-spine.toml --fidelity flow\n  fabricsim collective allreduce --algo ring -b 1M -e 1G -f 4 --preset dgx-h100-ndr"
+    after_help = "Examples:\n  fabricsim demo --report demo.html\n  fabricsim run examples/allreduce-leaf-spine.toml --fidelity flow\n  fabricsim collective allreduce --algo ring -b 1M -e 1G -f 4 --preset dgx-h100-ndr\n  fabricsim compare examples/allreduce-leaf-spine.toml examples/alltoall-oversubscribed.toml\n  fabricsim sweep examples/alltoall-oversubscribed.toml --set fabric.link_rate=100Gbps,200Gbps"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -34,12 +40,18 @@ struct Output {
     /// Print one JSON document instead of the table.
     #[arg(long)]
     json: bool,
-    /// Also write result.json and collectives.csv (and links.csv) into this directory.
+    /// Also write result.json, collectives.csv, flows.csv (and links.csv) into this directory.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Keep per-link counters (in JSON and links.csv).
     #[arg(long)]
     links: bool,
+    /// Write a self-contained HTML report with charts to this file.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+    /// No progress bar on stderr.
+    #[arg(long, short = 'q')]
+    quiet: bool,
 }
 
 #[derive(Subcommand)]
@@ -90,6 +102,56 @@ enum Command {
         nodes: Option<u32>,
         #[command(flatten)]
         out: Output,
+    },
+    /// Run several scenarios and lay their headline figures side by side (ratios to the first).
+    #[command(
+        after_help = "Example:\n  fabricsim compare examples/allreduce-leaf-spine.toml examples/allgather-fat-tree.toml --report cmp.html"
+    )]
+    Compare {
+        /// The scenarios (TOML); the first is the baseline A.
+        #[arg(num_args = 2.., required = true)]
+        scenarios: Vec<PathBuf>,
+        /// Fidelity for every scenario (default: each file's).
+        #[arg(long, value_parser = parse_fidelity)]
+        fidelity: Option<Fidelity>,
+        /// Seed for every scenario (default: each file's).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Write an HTML report with overlaid busbw curves and FCT CDFs.
+        #[arg(long, value_name = "FILE")]
+        report: Option<PathBuf>,
+        /// No progress bar on stderr.
+        #[arg(long, short = 'q')]
+        quiet: bool,
+    },
+    /// Run the cross product of parameter values in parallel: one CSV row per run.
+    #[command(
+        after_help = "Example:\n  fabricsim sweep examples/alltoall-oversubscribed.toml --set fabric.link_latency=100ns,500ns,1us --set cluster.nodes=16,32 --out sweep/ --report sweep.html"
+    )]
+    Sweep {
+        /// The base scenario (TOML).
+        scenario: PathBuf,
+        /// KEY=V1,V2,… : a dotted scenario key and its values (repeat for a cross product).
+        #[arg(long = "set", value_name = "KEY=VALUES", required = true)]
+        sets: Vec<String>,
+        /// Fidelity for every run (default: the file's).
+        #[arg(long, value_parser = parse_fidelity)]
+        fidelity: Option<Fidelity>,
+        /// Seed for every run (default: the file's).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Write sweep.csv into this directory.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Write an HTML report of the figure of merit against each parameter.
+        #[arg(long, value_name = "FILE")]
+        report: Option<PathBuf>,
+        /// Runs at once (default: all cores).
+        #[arg(long, short = 'j', default_value_t = 0)]
+        jobs: usize,
+        /// No progress on stderr.
+        #[arg(long, short = 'q')]
+        quiet: bool,
     },
     /// Check a scenario file and explain every problem, without running it.
     #[command(after_help = "Example:\n  fabricsim validate examples/allreduce-leaf-spine.toml")]
@@ -168,6 +230,32 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
+        Command::Compare {
+            scenarios,
+            fidelity,
+            seed,
+            report,
+            quiet,
+        } => compare(&scenarios, fidelity, seed, report.as_deref(), quiet),
+        Command::Sweep {
+            scenario,
+            sets,
+            fidelity,
+            seed,
+            out,
+            report,
+            jobs,
+            quiet,
+        } => sweep_cmd(
+            &scenario,
+            &sets,
+            fidelity,
+            seed,
+            out.as_deref(),
+            report.as_deref(),
+            jobs,
+            quiet,
+        ),
         Command::Collective {
             op,
             algo,
@@ -310,13 +398,52 @@ fn config_failure(e: &ConfigError) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// A progress line on stderr (simulated time, events/s), or `None` when stderr is
+/// not a terminal or `--quiet` was given. Called every few tens of thousands of events.
+fn progress_bar(quiet: bool) -> Option<ProgressHook> {
+    if quiet || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let last = Mutex::new((Instant::now(), 0u64));
+    Some(Arc::new(move |t: ProgressTick| {
+        let Ok(mut l) = last.lock() else { return };
+        let dt = l.0.elapsed().as_secs_f64();
+        // `events` restarts with each backend run (one per collective size).
+        let de = t.events.saturating_sub(l.1);
+        let rate = if dt > 0.0 { de as f64 / dt } else { 0.0 };
+        *l = (Instant::now(), t.events);
+        let mut e = std::io::stderr().lock();
+        let _ = write!(
+            e,
+            "\r\x1b[K[fabricsim] simulated {} | {} events | {:.2} M events/s",
+            t.sim_time,
+            t.events,
+            rate / 1e6
+        );
+        let _ = e.flush();
+    }))
+}
+
+/// Clears the progress line.
+fn progress_done(hook: &Option<ProgressHook>) {
+    if hook.is_some() {
+        eprint!("\r\x1b[K");
+    }
+}
+
 fn execute(s: &Scenario, out: &Output) -> ExitCode {
+    let progress = progress_bar(out.quiet);
     let opts = RunOptions {
         fidelity: out.fidelity,
         seed: out.seed,
         collect_links: out.links,
+        detail: out.report.is_some(),
+        flow_records: out.out.is_some(),
+        progress: progress.clone(),
     };
-    let report = match run::run(s, &opts) {
+    let result = run::run(s, &opts);
+    progress_done(&progress);
+    let report = match result {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {}: {e}", s.file);
@@ -334,6 +461,24 @@ fn execute(s: &Scenario, out: &Output) -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
+    if let Some(path) = &out.report {
+        let t = Instant::now();
+        let html = report::html::render(&report, Some(s));
+        let render_s = t.elapsed().as_secs_f64();
+        if let Err(e) = std::fs::write(path, &html) {
+            eprintln!("error: writing the report {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+        if !out.quiet {
+            eprintln!(
+                "# report: {} ({} KiB, rendered in {:.1} ms; simulation {:.3} s)",
+                path.display(),
+                html.len() / 1024,
+                render_s * 1e3,
+                report.sim.wall_s
+            );
+        }
+    }
     ExitCode::SUCCESS
 }
 
@@ -341,8 +486,132 @@ fn write_outputs(dir: &Path, r: &Report) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     std::fs::write(dir.join("result.json"), r.to_json())?;
     std::fs::write(dir.join("collectives.csv"), report::csv::collectives(r))?;
+    if r.flow_records.total > 0 {
+        std::fs::write(dir.join("flows.csv"), report::csv::flows(r))?;
+    }
     if !r.links.is_empty() {
         std::fs::write(dir.join("links.csv"), report::csv::links(r))?;
     }
     Ok(())
+}
+
+fn compare(
+    files: &[PathBuf],
+    fidelity: Option<Fidelity>,
+    seed: Option<u64>,
+    html: Option<&Path>,
+    quiet: bool,
+) -> ExitCode {
+    let mut scenarios = Vec::new();
+    for f in files {
+        match config::load(f) {
+            Ok(s) => scenarios.push(s),
+            Err(e) => return config_failure(&e),
+        }
+    }
+    let progress = progress_bar(quiet);
+    let opts = RunOptions {
+        fidelity,
+        seed,
+        detail: html.is_some(),
+        progress: progress.clone(),
+        ..RunOptions::default()
+    };
+    let mut reports = Vec::new();
+    for s in &scenarios {
+        match run::run(s, &opts) {
+            Ok(r) => reports.push(r),
+            Err(e) => {
+                progress_done(&progress);
+                eprintln!("error: {}: {e}", s.file);
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    progress_done(&progress);
+    let labels: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    print!("{}", report::compare::table(&reports, &labels));
+    if let Some(path) = html {
+        if let Err(e) = std::fs::write(path, report::html::render_compare(&reports, &labels)) {
+            eprintln!("error: writing the report {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+#[allow(clippy::too_many_arguments)]
+fn sweep_cmd(
+    file: &Path,
+    sets: &[String],
+    fidelity: Option<Fidelity>,
+    seed: Option<u64>,
+    out: Option<&Path>,
+    html: Option<&Path>,
+    jobs: usize,
+    quiet: bool,
+) -> ExitCode {
+    let mut axes = Vec::new();
+    for s in sets {
+        match sweep::parse_set(s) {
+            Ok(a) => axes.push(a),
+            Err(e) => return usage(&e),
+        }
+    }
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(_) => {
+            // the usual diagnostic for an unreadable file
+            return match config::load(file) {
+                Err(e) => config_failure(&e),
+                Ok(_) => usage(&format!("cannot read {}", file.display())),
+            };
+        }
+    };
+    let opts = RunOptions {
+        fidelity,
+        seed,
+        ..RunOptions::default()
+    };
+    let total: usize = axes.iter().map(|a| a.values.len()).product();
+    let done = AtomicUsize::new(0);
+    let show = !quiet && std::io::stderr().is_terminal();
+    let on_done = |ev: sweep::SweepEvent| {
+        if !matches!(ev, sweep::SweepEvent::Finished(_)) {
+            return;
+        }
+        let d = done.fetch_add(1, Ordering::Relaxed) + 1;
+        if show {
+            eprint!("\r\x1b[K[fabricsim] sweep: {d}/{total} runs done");
+        }
+    };
+    let name = file.display().to_string();
+    let runs = match sweep::run(&name, &text, &axes, &opts, jobs, &on_done) {
+        Ok(r) => r,
+        Err(e) => return config_failure(&e),
+    };
+    if show {
+        eprint!("\r\x1b[K");
+    }
+    let csv = sweep::csv(&axes, &runs);
+    print!("{csv}");
+    if let Some(dir) = out {
+        let w =
+            std::fs::create_dir_all(dir).and_then(|()| std::fs::write(dir.join("sweep.csv"), &csv));
+        if let Err(e) = w {
+            eprintln!("error: writing sweep.csv into {}: {e}", dir.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    if let Some(path) = html {
+        if let Err(e) = std::fs::write(path, sweep::html(&name, &axes, &runs)) {
+            eprintln!("error: writing the report {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    if runs.iter().any(|r| r.result.is_err()) {
+        eprintln!("error: some runs failed; see the error column");
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
 }

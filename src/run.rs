@@ -1,20 +1,39 @@
 //! Runs a validated [`Scenario`] at one fidelity and assembles its [`Report`].
+//!
+//! With [`RunOptions::detail`] it also derives the report's chart data from the
+//! DAGs and the backend outputs: the FCT CDF, the host × host traffic matrix, the
+//! utilization timeline of the busiest links and the backend's sampled series.
 
+use std::collections::BTreeMap;
+use std::fmt;
 use std::time::Instant;
 
-use crate::backend::{self, FabricCounters, LinkCounters, RunOutput};
+use crate::backend::flow::ProgressHook;
+use crate::backend::{self, FabricCounters, LinkCounters, RunOutput, Sample, Series};
 use crate::collective::{self, CollectiveError, CollectiveSpec};
 use crate::config::{AlgoChoice, CollectiveWorkload, Fidelity, Scenario, WorkloadSpec};
 use crate::dag::Dag;
 use crate::metrics::FlowAccumulator;
 use crate::report::workload::{FaultEffect, InferenceReport, OpTime, TrainingReport};
-use crate::report::{CollectiveRow, Report, SimStats, TopologySummary};
-use crate::topology::{GpuId, Topology};
-use crate::units::SimTime;
+use crate::report::{
+    CollectiveRow, FlowRecord, FlowRecords, LinkTimelineReport, LinkUtilization, Report, SimStats,
+    TimelineSegment, TopologySummary, TrafficMatrix,
+};
+use crate::topology::{GpuId, LinkId, NodeKind, Topology};
+use crate::units::{format_bytes, SimTime};
 use crate::workload::{inference, training};
 
+/// Most cells per side of the traffic matrix.
+pub const MATRIX_MAX: u32 = 64;
+/// Links kept in the utilization timeline.
+pub const TIMELINE_LINKS: usize = 32;
+/// Time buckets of the utilization timeline.
+pub const TIMELINE_BUCKETS: usize = 100;
+/// Series kept, and points per series.
+pub const SERIES_MAX: (usize, usize) = (8, 400);
+
 /// Choices made on the command line that override the scenario file.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct RunOptions {
     /// Fidelity to run instead of the file's.
     pub fidelity: Option<Fidelity>,
@@ -22,6 +41,25 @@ pub struct RunOptions {
     pub seed: Option<u64>,
     /// Keep per-link counters in the report.
     pub collect_links: bool,
+    /// Fill the report's chart sections (FCT CDF, traffic matrix, link timeline, series).
+    pub detail: bool,
+    /// Keep per-transfer records for `flows.csv` (capped, see [`FlowRecords`]).
+    pub flow_records: bool,
+    /// Called every few tens of thousands of backend events (never per event).
+    pub progress: Option<ProgressHook>,
+}
+
+impl fmt::Debug for RunOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("fidelity", &self.fidelity)
+            .field("seed", &self.seed)
+            .field("collect_links", &self.collect_links)
+            .field("detail", &self.detail)
+            .field("flow_records", &self.flow_records)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
 }
 
 /// Why a valid scenario could not run.
@@ -80,6 +118,11 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
         }
     }
     let wall_s = wall.elapsed().as_secs_f64();
+    let detail = opts.detail && fidelity != Fidelity::Analytical;
+    let fct_cdf = (detail && acc.flows.stats().count > 0).then(|| acc.flows.cdf());
+    let traffic_matrix = acc.matrix.take().map(|m| m.finish());
+    let link_timeline = acc.timeline.finish(&topo);
+    let series = top_series(std::mem::take(&mut acc.series));
     let mut links = acc.links;
     links.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.link.cmp(&b.link)));
     Ok(Report {
@@ -103,6 +146,11 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
         training,
         inference,
         ignored_settings: scenario.ignored_settings(fidelity),
+        fct_cdf,
+        traffic_matrix,
+        link_timeline,
+        series,
+        flow_records: acc.records,
         sim: SimStats {
             events: acc.events,
             wall_s,
@@ -124,6 +172,10 @@ pub struct Accumulated {
     fabric: FabricCounters,
     links: Vec<LinkCounters>,
     events: u64,
+    matrix: Option<MatrixAcc>,
+    timeline: TimelineAcc,
+    series: Vec<Series>,
+    records: FlowRecords,
 }
 
 impl Accumulated {
@@ -210,7 +262,9 @@ struct Executor<'a> {
 
 impl Executor<'_> {
     /// Runs one DAG at this fidelity.
-    fn run_dag(&self, dag: &Dag) -> Result<RunOutput, RunError> {
+    /// Runs one DAG at this fidelity; `horizon` is a guess of its length for the
+    /// report's link timeline (zero when unknown).
+    fn run_dag(&self, dag: &Dag, horizon: SimTime) -> Result<RunOutput, RunError> {
         Ok(match self.fidelity {
             Fidelity::Analytical => backend::analytical::run(dag, self.topo),
             Fidelity::Flow => backend::flow::run(
@@ -218,6 +272,12 @@ impl Executor<'_> {
                 self.topo,
                 &backend::flow::FlowConfig {
                     seed: self.seed,
+                    link_timeline: self.opts.detail,
+                    timeline_horizon: horizon,
+                    // the report shows the TIMELINE_LINKS busiest over all runs; each
+                    // run keeps 4x that many candidates
+                    timeline_links: 4 * TIMELINE_LINKS,
+                    progress: self.opts.progress.clone(),
                     ..Default::default()
                 },
             )?,
@@ -238,6 +298,12 @@ fn run_collectives(
     let topo = exec.topo;
     let ranks = all_ranks(topo);
     let n = ranks.len() as u32;
+    if exec.opts.detail && exec.fidelity != Fidelity::Analytical {
+        acc.matrix = Some(MatrixAcc::new(topo.hosts));
+    }
+    if exec.opts.flow_records {
+        acc.records.stride = 1;
+    }
     for &bytes in &w.sizes {
         let spec = spec_for(w, bytes, &ranks, topo)?;
         let time = if exec.fidelity == Fidelity::Analytical {
@@ -252,8 +318,30 @@ fn run_collectives(
             let mut dag = Dag::new();
             dag.begin_op(spec.op.name());
             collective::lower(&spec, &ranks, topo, &mut dag, &[])?;
-            let out = exec.run_dag(&dag)?;
+            // the closed form is a cheap guess of the run's length for the timeline
+            // (contention only stretches it, which the timeline absorbs by doubling)
+            let horizon = if exec.opts.detail {
+                collective::analytical_time(&spec, &ranks, topo).unwrap_or_default()
+            } else {
+                SimTime::ZERO
+            };
+            let mut out = exec.run_dag(&dag, horizon)?;
             acc.absorb(&out, exec.opts.collect_links);
+            let label = format!("{} {}", spec.op.name(), format_bytes(bytes));
+            if let Some(m) = &mut acc.matrix {
+                m.add(&dag, topo);
+            }
+            if exec.opts.detail {
+                let offset = acc.timeline.end;
+                for s in &out.series {
+                    acc.series
+                        .push(shift(s, offset.as_secs_f64() * 1e6, &label));
+                }
+                acc.timeline.add(&label, &mut out);
+            }
+            if exec.opts.flow_records {
+                record_flows(&mut acc.records, &dag, &out, bytes);
+            }
             let t = out.op_timing[0];
             t.end - t.start
         };
@@ -282,7 +370,7 @@ fn run_traffic(
     }
     let dag = generate(&spec, exec.topo)
         .map_err(|e| RunError::Unsupported(format!("workload.{}: {}", e.field, e.message)))?;
-    let out = exec.run_dag(&dag)?;
+    let out = exec.run_dag(&dag, SimTime::ZERO)?;
     acc.absorb(&out, exec.opts.collect_links);
     Ok(())
 }
@@ -622,4 +710,288 @@ pub fn run_inference(
     let mut report = inference::report(i, &b, &dag, &out);
     report.faults = fault_effects(&b.dag, scenario, topo, fidelity, seed, out.makespan, acc)?;
     Ok(report)
+}
+
+/// Keeps every transfer of a run in `rec`, halving the kept rows (doubling the
+/// stride) whenever they would exceed [`FlowRecords::CAP`].
+fn record_flows(rec: &mut FlowRecords, dag: &Dag, out: &RunOutput, collective_bytes: u64) {
+    let transfers = dag
+        .tasks
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| match t.kind {
+            crate::dag::TaskKind::Transfer { src, dst, bytes } => Some((i, src, dst, bytes)),
+            _ => None,
+        });
+    for ((task, src, dst, bytes), (fct, ideal)) in
+        transfers.zip(out.transfer_fct.iter().zip(&out.transfer_ideal))
+    {
+        let keep = rec.total % rec.stride.max(1) == 0;
+        rec.total += 1;
+        if !keep {
+            continue;
+        }
+        rec.rows.push(FlowRecord {
+            collective_bytes,
+            task: task as u32,
+            src: src.0,
+            dst: dst.0,
+            bytes,
+            fct_us: fct.as_secs_f64() * 1e6,
+            ideal_us: ideal.as_secs_f64() * 1e6,
+        });
+        if rec.rows.len() >= FlowRecords::CAP {
+            // Keep every other row: the kept rows stay a uniform sample.
+            let mut i = 0;
+            rec.rows.retain(|_| {
+                i += 1;
+                i % 2 == 1
+            });
+            rec.stride = rec.stride.max(1) * 2;
+        }
+    }
+}
+
+/// Host × host bytes, grouped so the matrix has at most [`MATRIX_MAX`] cells a side.
+struct MatrixAcc {
+    hosts: u32,
+    per_cell: u32,
+    side: usize,
+    bytes: Vec<u64>,
+}
+
+impl MatrixAcc {
+    fn new(hosts: u32) -> MatrixAcc {
+        let per_cell = hosts.div_ceil(MATRIX_MAX).max(1);
+        let side = hosts.div_ceil(per_cell).max(1) as usize;
+        MatrixAcc {
+            hosts,
+            per_cell,
+            side,
+            bytes: vec![0; side * side],
+        }
+    }
+
+    fn add(&mut self, dag: &Dag, topo: &Topology) {
+        for t in &dag.tasks {
+            if let crate::dag::TaskKind::Transfer { src, dst, bytes } = t.kind {
+                let a = (topo.host_of(src) / self.per_cell) as usize;
+                let b = (topo.host_of(dst) / self.per_cell) as usize;
+                if a < self.side && b < self.side {
+                    self.bytes[a * self.side + b] += bytes;
+                }
+            }
+        }
+    }
+
+    fn finish(self) -> TrafficMatrix {
+        TrafficMatrix {
+            hosts: self.hosts,
+            hosts_per_cell: self.per_cell,
+            bytes: self.bytes.chunks(self.side).map(<[u64]>::to_vec).collect(),
+        }
+    }
+}
+
+/// One run's link timeline: label, start on the concatenated axis, bucket width,
+/// per-link buckets.
+type TimelineRun = (String, SimTime, SimTime, Vec<(u32, Vec<f64>)>);
+
+/// The per-run link timelines laid end to end.
+#[derive(Default)]
+struct TimelineAcc {
+    /// End of the last run added.
+    end: SimTime,
+    /// Each run added, in order.
+    runs: Vec<TimelineRun>,
+}
+
+impl TimelineAcc {
+    fn add(&mut self, label: &str, out: &mut RunOutput) {
+        if let Some(tl) = &mut out.link_timeline {
+            self.runs.push((
+                label.to_string(),
+                self.end,
+                tl.bucket,
+                std::mem::take(&mut tl.links),
+            ));
+        }
+        self.end += out.makespan;
+    }
+
+    /// Resamples every run onto [`TIMELINE_BUCKETS`] buckets over the whole run and
+    /// keeps the [`TIMELINE_LINKS`] busiest links — the longest busy time, bytes over
+    /// rate — chosen among the busiest `4 × TIMELINE_LINKS` of each run.
+    fn finish(&self, topo: &Topology) -> Option<LinkTimelineReport> {
+        if self.runs.is_empty() || self.end.ps() == 0 {
+            return None;
+        }
+        let total = self.end.ps() as f64;
+        let width = total / TIMELINE_BUCKETS as f64;
+        // BTreeMap: link order is deterministic.
+        let mut per_link: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+        for (_, start, bucket, links) in &self.runs {
+            let (start, bucket) = (start.ps() as f64, bucket.ps() as f64);
+            for (l, row) in links {
+                let dst = per_link
+                    .entry(*l)
+                    .or_insert_with(|| vec![0.0; TIMELINE_BUCKETS]);
+                for (b, &v) in row.iter().enumerate() {
+                    if v <= 0.0 {
+                        continue;
+                    }
+                    let lo = start + b as f64 * bucket;
+                    let hi = lo + bucket;
+                    spread(dst, lo, hi, v, width);
+                }
+            }
+        }
+        let rate = |l: u32| topo.effective_rate(LinkId(l)).bps() as f64 / 8.0;
+        // busiest = longest busy time (bytes / rate), so a saturated 400G port
+        // outranks a half-idle NVLink that moved more bytes
+        let mut ranked: Vec<(u32, Vec<f64>, f64, f64)> = per_link
+            .into_iter()
+            .map(|(l, v)| {
+                let sum: f64 = v.iter().sum();
+                let busy = sum / rate(l).max(1.0);
+                (l, v, sum, busy)
+            })
+            .collect();
+        ranked.sort_by(|a, b| b.3.total_cmp(&a.3).then(a.0.cmp(&b.0)));
+        ranked.truncate(TIMELINE_LINKS);
+        let width_s = width / 1e12;
+        let links = ranked
+            .into_iter()
+            .map(|(l, v, sum, _)| {
+                let rate = rate(l);
+                LinkUtilization {
+                    link: l,
+                    name: link_name(topo, l),
+                    bytes: sum.round() as u64,
+                    utilization: v
+                        .iter()
+                        .map(|&b| (b / (rate * width_s)).clamp(0.0, 1.0))
+                        .collect(),
+                }
+            })
+            .collect();
+        Some(LinkTimelineReport {
+            bucket_us: width / 1e6,
+            segments: self
+                .runs
+                .iter()
+                .map(|(label, start, _, _)| TimelineSegment {
+                    label: label.clone(),
+                    start_us: start.as_secs_f64() * 1e6,
+                })
+                .collect(),
+            links,
+        })
+    }
+}
+
+/// Adds `v` spread uniformly over `[lo, hi)` into buckets of `width`.
+fn spread(dst: &mut [f64], lo: f64, hi: f64, v: f64, width: f64) {
+    let n = dst.len();
+    let b0 = ((lo / width) as usize).min(n - 1);
+    let b1 = (((hi / width).ceil() as usize).max(b0 + 1)).min(n);
+    let span = hi - lo;
+    for (b, cell) in dst.iter_mut().enumerate().take(b1).skip(b0) {
+        let overlap = (hi.min((b + 1) as f64 * width) - lo.max(b as f64 * width)).max(0.0);
+        *cell += v * overlap / span;
+    }
+}
+
+/// `from -> to` of a link, e.g. `nic h3.0 -> sw0 #130`.
+pub fn link_name(topo: &Topology, l: u32) -> String {
+    let link = topo.link(LinkId(l));
+    let node = |n: crate::topology::NodeId| match topo.node(n).kind {
+        NodeKind::Gpu { gpu } => format!("gpu {}", gpu.0),
+        NodeKind::NvSwitch { host } => format!("nvswitch h{host}"),
+        NodeKind::Nic { host, index } => format!("nic h{host}.{index}"),
+        NodeKind::Switch { tier } => format!("sw{tier} #{}", n.0),
+    };
+    format!("{} -> {}", node(link.from), node(link.to))
+}
+
+/// A series moved `offset_us` later and named after its run.
+fn shift(s: &Series, offset_us: f64, label: &str) -> Series {
+    Series {
+        name: format!("{} ({label})", s.name),
+        samples: s
+            .samples
+            .iter()
+            .map(|p| Sample {
+                t_us: p.t_us + offset_us,
+                value: p.value,
+            })
+            .collect(),
+    }
+}
+
+/// The [`SERIES_MAX`] series with the highest peaks (ties by name), each
+/// downsampled to at most the point budget by keeping each window's maximum.
+fn top_series(mut all: Vec<Series>) -> Vec<Series> {
+    let peak = |s: &Series| s.samples.iter().map(|p| p.value).fold(0.0, f64::max);
+    all.sort_by(|a, b| peak(b).total_cmp(&peak(a)).then(a.name.cmp(&b.name)));
+    all.truncate(SERIES_MAX.0);
+    for s in &mut all {
+        let n = s.samples.len();
+        if n > SERIES_MAX.1 {
+            let per = n.div_ceil(SERIES_MAX.1);
+            s.samples = s
+                .samples
+                .chunks(per)
+                .map(|c| {
+                    let m = c
+                        .iter()
+                        .max_by(|a, b| a.value.total_cmp(&b.value))
+                        .expect("chunks are never empty");
+                    m.clone()
+                })
+                .collect();
+        }
+    }
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_series_keeps_the_highest_peaks_and_their_maxima() {
+        let mk = |name: &str, n: usize, peak_at: usize| Series {
+            name: name.into(),
+            samples: (0..n)
+                .map(|i| Sample {
+                    t_us: i as f64,
+                    value: if i == peak_at { 1e6 } else { i as f64 },
+                })
+                .collect(),
+        };
+        let mut all: Vec<Series> = (0..10).map(|i| mk(&format!("s{i}"), 10, 0)).collect();
+        all.push(mk("long", 10_000, 7_777));
+        let top = top_series(all);
+        assert_eq!(top.len(), SERIES_MAX.0);
+        let long = top.iter().find(|s| s.name == "long").unwrap();
+        assert!(long.samples.len() <= SERIES_MAX.1);
+        // downsampling keeps each window's maximum, so the spike survives
+        assert!(long
+            .samples
+            .iter()
+            .any(|p| p.value == 1e6 && p.t_us == 7_777.0));
+        // ties broken by name: deterministic
+        assert_eq!(top[0].name, "long");
+        assert_eq!(top[1].name, "s0");
+    }
+
+    #[test]
+    fn spread_conserves_the_value() {
+        let mut dst = vec![0.0; 4];
+        spread(&mut dst, 5.0, 25.0, 8.0, 10.0);
+        assert_eq!(dst, [2.0, 4.0, 2.0, 0.0]);
+        spread(&mut dst, 39.0, 45.0, 1.0, 10.0); // past the end: only the part inside counts
+        assert!((dst.iter().sum::<f64>() - 8.0 - 1.0 / 6.0).abs() < 1e-9);
+    }
 }

@@ -18,12 +18,20 @@
 //! of the topology), routes are recomputed, and every flow crossing it is moved to
 //! a new ECMP path with the bytes it still has to send (bytes already sent are
 //! delivered). A rate change rescales the link's capacity and re-shares it.
+//!
+//! Two opt-in observers cost nothing when off and never change results:
+//! [`FlowConfig::link_timeline`] records the bytes each link carries per time
+//! bucket (a fixed, preallocated table whose buckets double in width as the run
+//! grows), and [`FlowConfig::progress`] is called every [`PROGRESS_EVERY`] events.
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use super::{FabricCounters, LinkCounters, RunOutput};
+use std::fmt;
+use std::sync::Arc;
+
+use super::{FabricCounters, LinkCounters, LinkTimeline, RunOutput};
 use crate::dag::{Dag, DagRunner, TaskId, TaskKind};
 use crate::topology::{mix64, LinkId, Topology};
 use crate::units::{Rate, SimTime};
@@ -32,8 +40,26 @@ use crate::units::{Rate, SimTime};
 const MAX_PATH: usize = 16;
 const _: () = assert!(MAX_PATH <= 16, "Vacated::tight_mask has 16 bits");
 
+/// Events between two calls of [`FlowConfig::progress`].
+pub const PROGRESS_EVERY: u64 = 65_536;
+
+/// Buckets per link of the link timeline (their width doubles as the run grows).
+pub const TIMELINE_BUCKETS: usize = 128;
+
+/// Where a run is, passed to the progress hook.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ProgressTick {
+    /// Events processed so far in this backend run.
+    pub events: u64,
+    /// Simulated time reached.
+    pub sim_time: SimTime,
+}
+
+/// A progress callback; called every [`PROGRESS_EVERY`] events, never per event.
+pub type ProgressHook = Arc<dyn Fn(ProgressTick) + Send + Sync>;
+
 /// Settings of the flow backend.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct FlowConfig {
     /// Seed of the ECMP hash (the only randomness at this fidelity).
     pub seed: u64,
@@ -43,6 +69,16 @@ pub struct FlowConfig {
     pub full_recompute: bool,
     /// Timed link changes (faults), in any order.
     pub link_events: Vec<LinkEvent>,
+    /// Record the bytes each link carries per time bucket ([`RunOutput::link_timeline`]).
+    /// Off by default; results are identical either way.
+    pub link_timeline: bool,
+    /// A guess of how long the run sends (e.g. the analytical time), used to size the
+    /// timeline's buckets; zero when unknown. Any value gives the same totals.
+    pub timeline_horizon: SimTime,
+    /// Keep the timeline rows of only this many links, the busiest by bytes (0 = all).
+    pub timeline_links: usize,
+    /// Called every [`PROGRESS_EVERY`] events with the simulated time reached.
+    pub progress: Option<ProgressHook>,
 }
 
 /// What happens to a link at a [`LinkEvent`].
@@ -63,6 +99,129 @@ pub struct LinkEvent {
     pub link: LinkId,
     /// What changes.
     pub change: LinkChange,
+}
+
+impl fmt::Debug for FlowConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FlowConfig")
+            .field("seed", &self.seed)
+            .field("full_recompute", &self.full_recompute)
+            .field("link_events", &self.link_events)
+            .field("link_timeline", &self.link_timeline)
+            .field("timeline_horizon", &self.timeline_horizon)
+            .field("timeline_links", &self.timeline_links)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
+}
+
+/// Per-link bytes per time bucket, stored bucket-major: `cols[b][link]` is what
+/// `link` carried during `[b·width, (b+1)·width)`. Most additions land in the
+/// current bucket, whose column is one contiguous array over all links, so they
+/// stay in cache; a column is allocated when first touched. When the run passes
+/// the last bucket, adjacent columns are summed and the width doubles — rare when
+/// [`FlowConfig::timeline_horizon`] is a fair guess of the run's length.
+struct Timeline {
+    width: u64,
+    links: usize,
+    cols: Vec<Vec<f64>>,
+}
+
+impl Timeline {
+    fn new(links: usize, horizon: SimTime) -> Timeline {
+        // 100 ns minimum; with a horizon, wide enough to hold it in the buckets.
+        let width = (horizon.ps().div_ceil(TIMELINE_BUCKETS as u64)).max(100_000);
+        Timeline {
+            width,
+            links,
+            cols: vec![Vec::new(); TIMELINE_BUCKETS],
+        }
+    }
+
+    /// Doubles the bucket width, summing adjacent columns.
+    fn double(&mut self) {
+        let mut old = std::mem::replace(&mut self.cols, vec![Vec::new(); TIMELINE_BUCKETS]);
+        for b in 0..TIMELINE_BUCKETS / 2 {
+            let hi = std::mem::take(&mut old[2 * b + 1]);
+            let mut lo = std::mem::take(&mut old[2 * b]);
+            if lo.is_empty() {
+                lo = hi;
+            } else if !hi.is_empty() {
+                lo.iter_mut().zip(&hi).for_each(|(a, b)| *a += b);
+            }
+            self.cols[b] = lo;
+        }
+        self.width *= 2;
+    }
+
+    /// Spreads `bytes` sent uniformly during `[from, to)` over the buckets of every
+    /// link of `path`. The bucket split is computed once for the whole path; a flow
+    /// shorter than a bucket (the common case) costs one addition per link.
+    fn add(&mut self, path: &[u32], from: u64, to: u64, bytes: f64) {
+        if bytes <= 0.0 {
+            return;
+        }
+        while to >= self.width * TIMELINE_BUCKETS as u64 {
+            self.double();
+        }
+        let w = self.width;
+        let (b0, b1) = if to <= from {
+            let b = (from / w) as usize;
+            (b, b)
+        } else {
+            ((from / w) as usize, ((to - 1) / w) as usize)
+        };
+        let per_ps = if to > from {
+            bytes / (to - from) as f64
+        } else {
+            0.0
+        };
+        for b in b0..=b1 {
+            let v = if b0 == b1 {
+                bytes
+            } else {
+                let lo = from.max(b as u64 * w);
+                let hi = to.min((b as u64 + 1) * w);
+                per_ps * (hi - lo) as f64
+            };
+            let col = &mut self.cols[b];
+            if col.is_empty() {
+                col.resize(self.links, 0.0);
+            }
+            for &l in path {
+                col[l as usize] += v;
+            }
+        }
+    }
+
+    /// The rows of the `keep` busiest links — longest busy time, `bytes / cap` —
+    /// (all links that carried traffic when `keep` is 0), by link index.
+    fn finish(self, bytes: &[u64], cap: &[f64], keep: usize) -> LinkTimeline {
+        let mut busy: Vec<u32> = (0..bytes.len() as u32)
+            .filter(|&l| bytes[l as usize] > 0)
+            .collect();
+        if keep > 0 && busy.len() > keep {
+            let t = |l: u32| bytes[l as usize] as f64 / cap[l as usize];
+            busy.sort_unstable_by(|&a, &b| t(b).total_cmp(&t(a)).then(a.cmp(&b)));
+            busy.truncate(keep);
+            busy.sort_unstable();
+        }
+        let links = busy
+            .into_iter()
+            .map(|l| {
+                let row = self
+                    .cols
+                    .iter()
+                    .map(|c| c.get(l as usize).copied().unwrap_or(0.0))
+                    .collect();
+                (l, row)
+            })
+            .collect();
+        LinkTimeline {
+            bucket: SimTime(self.width),
+            links,
+        }
+    }
 }
 
 /// Why the flow backend stopped.
@@ -138,6 +297,10 @@ struct Flow {
     old_rate: f64,
     /// A completion event for the current version is in the heap.
     scheduled: bool,
+    /// Link timeline: bytes not yet recorded, and since when the flow has sent at
+    /// its current rate (recorded only when the rate changes or the flow ends).
+    tl_left: f64,
+    tl_from: u64,
     // scratch for water-filling
     frozen: bool,
     visit: u32,
@@ -192,6 +355,9 @@ struct Sim<'a> {
     cap_left: Vec<f64>,
     unfrozen: Vec<u32>,
     path_buf: Vec<LinkId>,
+    /// Opt-in per-link bytes per time bucket.
+    timeline: Option<Timeline>,
+    next_progress: u64,
 }
 
 impl<'a> Sim<'a> {
@@ -231,6 +397,10 @@ impl<'a> Sim<'a> {
             cap_left: vec![0.0; nl],
             unfrozen: vec![0; nl],
             path_buf: Vec::with_capacity(MAX_PATH),
+            timeline: cfg
+                .link_timeline
+                .then(|| Timeline::new(nl, cfg.timeline_horizon)),
+            next_progress: PROGRESS_EVERY,
         }
     }
 
@@ -280,6 +450,15 @@ impl<'a> Sim<'a> {
                 // all changes of this timestamp are in: one recomputation
                 self.recompute(now);
             }
+            if self.events >= self.next_progress {
+                self.next_progress = self.events + PROGRESS_EVERY;
+                if let Some(hook) = &self.cfg.progress {
+                    hook(ProgressTick {
+                        events: self.events,
+                        sim_time: SimTime(now),
+                    });
+                }
+            }
         }
         if !self.runner.finished() {
             return Err(FlowError::Stalled(self.dag.len() - self.runner.completed()));
@@ -293,6 +472,10 @@ impl<'a> Sim<'a> {
         let path = f.path;
         let plen = f.path_len as usize;
         let rate = f.rate;
+        let (tl_from, tl_left) = (f.tl_from, f.tl_left);
+        if let Some(tl) = &mut self.timeline {
+            tl.add(&path[..plen], tl_from, now, tl_left);
+        }
         let path_bytes = f.path_bytes.round() as u64;
         let mut tight_mask = 0u16;
         for (j, &l) in path[..plen].iter().enumerate() {
@@ -377,6 +560,8 @@ impl<'a> Sim<'a> {
                                 reroutes: 0,
                                 old_rate: 0.0,
                                 scheduled: false,
+                                tl_left: 0.0,
+                                tl_from: 0,
                                 frozen: false,
                                 visit: 0,
                             });
@@ -397,6 +582,8 @@ impl<'a> Sim<'a> {
                     f.bytes = bytes;
                     f.path_bytes = bytes as f64;
                     f.reroutes = 0;
+                    f.tl_left = bytes as f64;
+                    f.tl_from = now;
                     for i in 0..self.path_buf.len() {
                         let l = self.path_buf[i].0;
                         self.on_link[l as usize].push(fid);
@@ -452,6 +639,12 @@ impl<'a> Sim<'a> {
         let sent_here = (f.path_bytes - f.remaining).max(0.0).round() as u64;
         f.path_bytes = f.remaining;
         f.reroutes += 1;
+        if let Some(tl) = &mut self.timeline {
+            let sent = f.tl_left - f.remaining;
+            tl.add(&f.path[..f.path_len as usize], f.tl_from, now, sent);
+            f.tl_left = f.remaining;
+            f.tl_from = now;
+        }
         let (task, reroutes, plen, path, rate) =
             (f.task, f.reroutes, f.path_len as usize, f.path, f.rate);
         for &l in &path[..plen] {
@@ -713,6 +906,15 @@ impl<'a> Sim<'a> {
         for i in 0..self.comp_flows.len() {
             let fid = self.comp_flows[i];
             let f = &mut self.flows[fid as usize];
+            if f.rate != f.old_rate {
+                if let Some(tl) = &mut self.timeline {
+                    // bytes sent at the old rate since it was set
+                    let sent = f.tl_left - f.remaining;
+                    tl.add(&f.path[..f.path_len as usize], f.tl_from, now, sent);
+                    f.tl_left = f.remaining;
+                    f.tl_from = now;
+                }
+            }
             if f.rate == f.old_rate && f.scheduled {
                 continue;
             }
@@ -848,6 +1050,9 @@ impl<'a> Sim<'a> {
             },
             links,
             series: Vec::new(),
+            link_timeline: self
+                .timeline
+                .map(|tl| tl.finish(&self.link_bytes, &self.cap, self.cfg.timeline_links)),
             events: self.events,
         }
     }
@@ -1003,12 +1208,12 @@ mod tests {
         dag.transfer(GpuId(0), GpuId(1), 1 << 20, &[]);
         let cfg = FlowConfig {
             seed: 0,
-            full_recompute: false,
             link_events: vec![LinkEvent {
                 at: SimTime(10_485_760),
                 link: topo.nics[0].uplink,
                 change: LinkChange::Rate(Rate::gbps(200)),
             }],
+            ..Default::default()
         };
         let out = run(&dag, &topo, &cfg).unwrap();
         let expected = 730_000 + 10_485_760 + 20_971_520;
@@ -1028,17 +1233,96 @@ mod tests {
         dag.transfer(GpuId(0), GpuId(1), 1 << 20, &[]);
         let cfg = FlowConfig {
             seed: 0,
-            full_recompute: false,
             link_events: vec![LinkEvent {
                 at: SimTime(1_000_000),
                 link: topo.nics[1].downlink,
                 change: LinkChange::Down,
             }],
+            ..Default::default()
         };
         assert!(matches!(
             run(&dag, &topo, &cfg),
             Err(FlowError::Unreachable { .. })
         ));
+    }
+
+    #[test]
+    fn the_link_timeline_changes_nothing_and_accounts_for_every_byte() {
+        let topo = single_switch(4);
+        let mut dag = Dag::new();
+        dag.begin_op("x");
+        let s = 1u64 << 20;
+        dag.transfer(GpuId(0), GpuId(2), s, &[]);
+        dag.transfer(GpuId(1), GpuId(2), s, &[]);
+        dag.transfer(GpuId(1), GpuId(3), 2 * s, &[]);
+        let calls = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let c2 = calls.clone();
+        let on = FlowConfig {
+            link_timeline: true,
+            progress: Some(std::sync::Arc::new(move |_| {
+                c2.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            })),
+            ..FlowConfig::default()
+        };
+        let a = run(&dag, &topo, &FlowConfig::default()).unwrap();
+        let b = run(&dag, &topo, &on).unwrap();
+        assert_eq!(a.makespan, b.makespan);
+        assert_eq!(a.transfer_fct, b.transfer_fct);
+        assert_eq!(a.links, b.links);
+        assert!(a.link_timeline.is_none());
+        // fewer events than PROGRESS_EVERY: the hook is never called
+        assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 0);
+        let tl = b.link_timeline.unwrap();
+        // buckets cover the sending time, at most twice over (widths double)
+        let span = tl.bucket.ps() * TIMELINE_BUCKETS as u64;
+        assert!(span <= 2 * b.makespan.ps(), "{span} vs {:?}", b.makespan);
+        for l in &b.links {
+            let row = &tl.links.iter().find(|(id, _)| *id == l.link).unwrap().1;
+            let sum: f64 = row.iter().sum();
+            assert!(
+                (sum - l.bytes as f64).abs() < 1e-6 * l.bytes as f64 + 1.0,
+                "link {}: {sum} vs {}",
+                l.link,
+                l.bytes
+            );
+        }
+    }
+
+    #[test]
+    fn timeline_buckets_double_without_losing_bytes() {
+        let mut tl = Timeline::new(3, SimTime::ZERO);
+        tl.add(&[0], 0, 500, 10.0);
+        tl.add(&[1], 0, 500, 5.0);
+        tl.add(&[0, 2], 500, 100_000_000, 90.0);
+        let w = tl.width;
+        assert!(w * TIMELINE_BUCKETS as u64 > 100_000_000);
+        let out = tl.finish(&[100, 5, 90], &[1.0; 3], 0);
+        assert_eq!(out.bucket.ps(), w);
+        let (r0, r1) = (&out.links[0].1, &out.links[1].1);
+        assert!((r0.iter().sum::<f64>() - 100.0).abs() < 1e-9);
+        assert!((r0[0] - 10.0 - 90.0 * (w - 500) as f64 / 99_999_500.0).abs() < 1e-6);
+        assert_eq!(r1[0], 5.0);
+        assert_eq!(r1[1..].iter().sum::<f64>(), 0.0);
+        // keep = 2: the two busiest links, by index
+        let mut tl = Timeline::new(3, SimTime::from_us(1));
+        tl.add(&[0, 1, 2], 0, 10, 1.0);
+        let ids: Vec<u32> = tl
+            .finish(&[100, 5, 90], &[1.0; 3], 2)
+            .links
+            .iter()
+            .map(|l| l.0)
+            .collect();
+        assert_eq!(ids, [0, 2]);
+        // busiest = longest busy time: a slow link with fewer bytes can win
+        let mut tl = Timeline::new(3, SimTime::from_us(1));
+        tl.add(&[0, 1, 2], 0, 10, 1.0);
+        let ids: Vec<u32> = tl
+            .finish(&[100, 5, 90], &[10.0, 0.01, 10.0], 2)
+            .links
+            .iter()
+            .map(|l| l.0)
+            .collect();
+        assert_eq!(ids, [0, 1]);
     }
 
     #[test]
@@ -1113,8 +1397,8 @@ mod local_vs_global {
                 };
                 ids.push(dag.transfer(GpuId(s), GpuId(d), bytes, &deps));
             }
-            let local = run(&dag, &topo, &FlowConfig { seed, full_recompute: false, link_events: vec![] }).unwrap();
-            let global = run(&dag, &topo, &FlowConfig { seed, full_recompute: true, link_events: vec![] }).unwrap();
+            let local = run(&dag, &topo, &FlowConfig { seed, ..Default::default() }).unwrap();
+            let global = run(&dag, &topo, &FlowConfig { seed, full_recompute: true, ..Default::default() }).unwrap();
             for (a, b) in local.transfer_fct.iter().zip(&global.transfer_fct) {
                 let tol = (b.ps() as f64 * 1e-6).max(4.0);
                 prop_assert!((a.ps() as f64 - b.ps() as f64).abs() <= tol, "{} vs {}", a.ps(), b.ps());

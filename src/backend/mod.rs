@@ -78,6 +78,15 @@ pub struct Series {
     pub samples: Vec<Sample>,
 }
 
+/// Bytes each link carried per time bucket, for utilization heatmaps.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LinkTimeline {
+    /// Width of one bucket; bucket `b` covers `[b·bucket, (b+1)·bucket)`.
+    pub bucket: SimTime,
+    /// `(link index, bytes per bucket)` for every link that carried traffic, by link index.
+    pub links: Vec<(u32, Vec<f64>)>,
+}
+
 /// What every backend returns.
 #[derive(Clone, Debug, Default)]
 pub struct RunOutput {
@@ -95,6 +104,8 @@ pub struct RunOutput {
     pub links: Vec<LinkCounters>,
     /// Sampled time series of the hottest ports, when collected.
     pub series: Vec<Series>,
+    /// Per-link bytes per time bucket, when requested (flow backend).
+    pub link_timeline: Option<LinkTimeline>,
     /// Discrete events processed.
     pub events: u64,
 }

@@ -2,7 +2,7 @@
 
 use hdrhistogram::Histogram;
 
-use crate::report::{FlowStats, Percentiles};
+use crate::report::{CdfPoint, FlowStats, Percentiles};
 use crate::units::SimTime;
 
 /// Peak resident memory of this process so far, MiB (Linux `VmHWM`; 0 elsewhere).
@@ -63,6 +63,35 @@ impl FlowAccumulator {
         for (f, i) in fct.iter().zip(ideal) {
             self.add(*f, *i);
         }
+    }
+
+    /// The completion-time CDF at about 180 quantiles: dense up to p99, then
+    /// logarithmically closer to 1 (p99.9, p99.99, …) so the tail is visible, and the max.
+    pub fn cdf(&self) -> Vec<CdfPoint> {
+        if self.count == 0 {
+            return Vec::new();
+        }
+        let mut qs: Vec<f64> = (0..=120).map(|i| 0.99 * i as f64 / 120.0).collect();
+        qs.extend((1..=60).map(|j| 1.0 - 0.01 * 10f64.powf(-3.0 * j as f64 / 60.0)));
+        qs.push(1.0);
+        let mut out: Vec<CdfPoint> = Vec::with_capacity(qs.len());
+        for q in qs {
+            let v = if q >= 1.0 {
+                self.fct_ps.max()
+            } else {
+                self.fct_ps.value_at_quantile(q)
+            };
+            let p = CdfPoint {
+                fct_us: v as f64 / 1e6,
+                fraction: q,
+            };
+            match out.last_mut() {
+                // one point per distinct time: the highest fraction reached at it
+                Some(last) if last.fct_us == p.fct_us => last.fraction = p.fraction,
+                _ => out.push(p),
+            }
+        }
+        out
     }
 
     /// The summary for the report.

@@ -51,10 +51,42 @@ pub fn links(r: &Report) -> String {
 }
 
 /// Quotes a free-text field if it holds a comma or quote.
-fn csv_field(s: &str) -> String {
+pub fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
         s.to_string()
     }
+}
+
+/// One row per transfer (`flows.csv`): the collective size it belongs to, its task
+/// index, endpoints, size, completion time, ideal time and slowdown. Runs with more
+/// than [`super::FlowRecords::CAP`] transfers keep a uniform sample (every
+/// `stride`-th transfer); the first line then says so as a `#` comment.
+pub fn flows(r: &Report) -> String {
+    let rec = &r.flow_records;
+    let mut s = String::new();
+    if rec.stride > 1 {
+        let _ = writeln!(
+            s,
+            "# downsampled: {} of {} transfers (every {}th)",
+            rec.rows.len(),
+            rec.total,
+            rec.stride
+        );
+    }
+    s.push_str("collective_bytes,task,src,dst,bytes,fct_us,ideal_us,slowdown\n");
+    for f in &rec.rows {
+        let slow = if f.ideal_us > 0.0 {
+            f.fct_us / f.ideal_us
+        } else {
+            1.0
+        };
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{:.4},{:.4},{:.4}",
+            f.collective_bytes, f.task, f.src, f.dst, f.bytes, f.fct_us, f.ideal_us, slow
+        );
+    }
+    s
 }

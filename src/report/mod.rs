@@ -1,13 +1,23 @@
 //! What a run reports, in one schema for every fidelity, and its renderings:
-//! terminal table ([`table`]), JSON (serde), CSV ([`csv`]).
+//! terminal table ([`table`]), JSON (serde), CSV ([`csv`]), a self-contained HTML
+//! page with SVG charts ([`html`], drawn by [`svg`]) and side-by-side comparisons
+//! ([`compare`]).
+//!
+//! The detail sections ([`Report::fct_cdf`], [`Report::traffic_matrix`],
+//! [`Report::link_timeline`], [`Report::series`]) are filled only when asked for
+//! ([`crate::run::RunOptions::detail`]) and the run modeled them; absent, they are
+//! left out of the JSON, so existing keys and documents are unchanged.
 
+pub mod compare;
 pub mod csv;
+pub mod html;
+pub mod svg;
 pub mod table;
 pub mod workload;
 
 use serde::Serialize;
 
-use crate::backend::{FabricCounters, LinkCounters};
+use crate::backend::{FabricCounters, LinkCounters, Series};
 use crate::config::IgnoredSetting;
 
 /// One row per collective size, as nccl-tests prints it.
@@ -86,6 +96,61 @@ pub struct SimStats {
     pub events_per_s: f64,
 }
 
+/// One point of the flow-completion-time CDF.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CdfPoint {
+    /// Completion time, microseconds.
+    pub fct_us: f64,
+    /// Fraction of flows that completed within `fct_us`.
+    pub fraction: f64,
+}
+
+/// Bytes sent between hosts, aggregated into groups of consecutive hosts so the
+/// matrix is at most 64 × 64.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct TrafficMatrix {
+    /// Hosts in the cluster.
+    pub hosts: u32,
+    /// Consecutive hosts per cell (1 when the cluster has at most 64 hosts).
+    pub hosts_per_cell: u32,
+    /// `bytes[src group][dst group]`, payload bytes over the whole run (intra-host
+    /// traffic lands on the diagonal).
+    pub bytes: Vec<Vec<u64>>,
+}
+
+/// Utilization of the busiest links (longest busy time: bytes over rate) over time.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LinkTimelineReport {
+    /// Width of one time bucket, microseconds.
+    pub bucket_us: f64,
+    /// The runs (one per collective size) laid end to end: label and start, microseconds.
+    pub segments: Vec<TimelineSegment>,
+    /// The busiest links, busiest (longest busy time) first.
+    pub links: Vec<LinkUtilization>,
+}
+
+/// Where one run starts on a concatenated timeline.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct TimelineSegment {
+    /// What ran, e.g. `allreduce 1MiB`.
+    pub label: String,
+    /// Start, microseconds.
+    pub start_us: f64,
+}
+
+/// One link's utilization per time bucket.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LinkUtilization {
+    /// Link index in the topology.
+    pub link: u32,
+    /// Human-readable endpoints, e.g. `nic h3.0 -> switch 12`.
+    pub name: String,
+    /// Payload bytes over the whole run.
+    pub bytes: u64,
+    /// Busy fraction of the link's effective rate in each bucket, 0..=1.
+    pub utilization: Vec<f64>,
+}
+
 /// The result of running one scenario.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Report {
@@ -122,6 +187,57 @@ pub struct Report {
     pub ignored_settings: Vec<IgnoredSetting>,
     /// Cost of the simulation.
     pub sim: SimStats,
+    /// Flow-completion-time CDF, at most 200 points (detail; flow fidelity and up).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fct_cdf: Option<Vec<CdfPoint>>,
+    /// Host × host bytes (detail; fidelities that lower the workload to transfers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traffic_matrix: Option<TrafficMatrix>,
+    /// Utilization of the busiest links over time (detail; flow fidelity and up).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link_timeline: Option<LinkTimelineReport>,
+    /// Sampled time series of the hottest ports (detail; whatever the backend sampled).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<Series>,
+    /// Every transfer's completion, for `flows.csv` (not part of the JSON).
+    #[serde(skip)]
+    pub flow_records: FlowRecords,
+}
+
+/// One transfer's completion, a row of `flows.csv`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FlowRecord {
+    /// Size of the collective the transfer belongs to, bytes.
+    pub collective_bytes: u64,
+    /// Task index in that collective's DAG.
+    pub task: u32,
+    /// Source GPU.
+    pub src: u32,
+    /// Destination GPU.
+    pub dst: u32,
+    /// Payload bytes.
+    pub bytes: u64,
+    /// Completion time, microseconds.
+    pub fct_us: f64,
+    /// Completion time on an idle path, microseconds.
+    pub ideal_us: f64,
+}
+
+/// Per-transfer records, kept only when asked for and capped at
+/// [`FlowRecords::CAP`] rows by keeping every `stride`-th transfer.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FlowRecords {
+    /// The kept rows, in run and task order.
+    pub rows: Vec<FlowRecord>,
+    /// Transfers seen in total.
+    pub total: u64,
+    /// One row kept per `stride` transfers (1 = all).
+    pub stride: u64,
+}
+
+impl FlowRecords {
+    /// Most rows kept; beyond it the records are downsampled by a uniform stride.
+    pub const CAP: usize = 1_000_000;
 }
 
 impl Report {

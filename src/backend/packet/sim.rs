@@ -374,6 +374,7 @@ impl<'a> Sim<'a> {
             links,
             series,
             events: self.events,
+            link_timeline: None,
         };
         (out, self.stats)
     }

@@ -1,0 +1,230 @@
+//! `fabricsim compare` and `fabricsim sweep`: the comparison's ratios equal those of
+//! the single runs; a sweep runs its combinations concurrently, writes one CSV row
+//! per combination in cross-product order whatever the thread timing, and a bad
+//! `--set` value is a located diagnostic with exit code 2.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use fabricsim::config::{self, Fidelity};
+use fabricsim::run::{self, RunOptions};
+use fabricsim::sweep::{self, SweepEvent};
+
+const BIN: &str = env!("CARGO_BIN_EXE_fabricsim");
+const A: &str = "examples/allreduce-leaf-spine.toml";
+const B: &str = "examples/hierarchical-rail.toml";
+
+fn single(path: &str) -> fabricsim::report::Report {
+    let s = config::load(Path::new(path)).unwrap();
+    run::run(&s, &RunOptions::default()).unwrap()
+}
+
+#[test]
+fn compare_prints_the_ratios_of_the_single_runs() {
+    check_compare(A, B, 1);
+    // the same all-reduce on a fabric twice as fast: every size has a ratio
+    let dir = std::env::temp_dir().join(format!("fabricsim-compare-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fast = dir.join("fast.toml");
+    let text = std::fs::read_to_string(A).unwrap();
+    std::fs::write(
+        &fast,
+        sweep::rewrite(&text, "fabric.link_rate", "\"800Gbps\""),
+    )
+    .unwrap();
+    check_compare(A, fast.to_str().unwrap(), single(A).collectives.len());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn check_compare(pa: &str, pb: &str, common: usize) {
+    let out = Command::new(BIN)
+        .args(["compare", pa, pb, "--quiet"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let (a, b) = (single(pa), single(pb));
+    let mut checked = 0;
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        // op size A-time A-busbw B-time B-busbw B/A
+        assert_eq!(f.len(), 7, "{line}");
+        let bytes: u64 = f[1].parse().unwrap();
+        let ra = a.collectives.iter().find(|c| c.bytes == bytes);
+        let rb = b.collectives.iter().find(|c| c.bytes == bytes);
+        match (ra, rb) {
+            (Some(ra), Some(rb)) => {
+                let expected = rb.busbw_gbps / ra.busbw_gbps;
+                let got: f64 = f[6].parse().unwrap();
+                assert!(
+                    (got - expected).abs() <= 5e-5 + 1e-4 * expected,
+                    "{bytes}: printed {got}, single runs give {expected}"
+                );
+                let ta: f64 = f[2].parse().unwrap();
+                assert!((ta - ra.time_us).abs() < 0.006, "{line}");
+                checked += 1;
+            }
+            _ => assert_eq!(f[6], "-", "{line}"),
+        }
+    }
+    assert_eq!(checked, common, "common sizes in:\n{text}");
+    let p99 = text
+        .lines()
+        .find(|l| l.starts_with("# flow p99 FCT"))
+        .unwrap();
+    let f: Vec<&str> = p99.split_whitespace().collect();
+    let ratio: f64 = f.last().unwrap().parse().unwrap();
+    let expected = b.flows.fct_us.p99 / a.flows.fct_us.p99;
+    assert!((ratio - expected).abs() <= 1e-4 * expected + 5e-5, "{p99}");
+}
+
+#[test]
+fn sweep_runs_concurrently_and_keeps_cross_product_order() {
+    let path = "examples/alltoall-oversubscribed.toml";
+    let text = std::fs::read_to_string(path).unwrap();
+    let axes = vec![sweep::parse_set("fabric.link_latency=100ns,500ns,1us").unwrap()];
+    let opts = RunOptions {
+        fidelity: Some(Fidelity::Flow),
+        ..RunOptions::default()
+    };
+    let (live, peak) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    let order = std::sync::Mutex::new(Vec::new());
+    let runs = sweep::run(path, &text, &axes, &opts, 3, &|ev| match ev {
+        SweepEvent::Started(_) => {
+            let n = live.fetch_add(1, Ordering::SeqCst) + 1;
+            peak.fetch_max(n, Ordering::SeqCst);
+        }
+        SweepEvent::Finished(i) => {
+            live.fetch_sub(1, Ordering::SeqCst);
+            order.lock().unwrap().push(i);
+        }
+    })
+    .unwrap();
+    assert!(
+        peak.load(Ordering::SeqCst) >= 2,
+        "runs never overlapped (finish order {:?})",
+        order.lock().unwrap()
+    );
+    let values: Vec<&str> = runs.iter().map(|r| r.values[0].as_str()).collect();
+    assert_eq!(values, ["100ns", "500ns", "1us"]);
+    // latency only adds: time grows with it
+    let t: Vec<f64> = runs
+        .iter()
+        .map(|r| r.result.as_ref().unwrap().collectives[0].time_us)
+        .collect();
+    assert!(t[0] < t[1] && t[1] < t[2], "{t:?}");
+    // the 500ns row equals a single run of the rewritten scenario
+    let s = sweep::apply(
+        path,
+        &text,
+        &[("fabric.link_latency".into(), "500ns".into())],
+    )
+    .unwrap();
+    let one = run::run(&s, &opts).unwrap();
+    assert_eq!(
+        runs[1].result.as_ref().unwrap().collectives,
+        one.collectives
+    );
+}
+
+#[test]
+fn sweep_csv_has_one_row_per_combination_whatever_the_thread_count() {
+    let dir = std::env::temp_dir().join(format!("fabricsim-sweep-{}", std::process::id()));
+    let csv = |jobs: &str, sub: &str| {
+        let out = dir.join(sub);
+        let o = Command::new(BIN)
+            .args([
+                "sweep",
+                "examples/alltoall-oversubscribed.toml",
+                "--set",
+                "fabric.link_latency=100ns,500ns,1us",
+                "--set",
+                "cluster.nodes=16,32",
+                "--fidelity",
+                "analytical",
+                "--quiet",
+                "--jobs",
+                jobs,
+                "--out",
+            ])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let file = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+        assert_eq!(
+            file,
+            String::from_utf8(o.stdout).unwrap(),
+            "printed = written"
+        );
+        file
+    };
+    let parallel = csv("0", "par");
+    let serial = csv("1", "ser");
+    assert_eq!(parallel, serial, "output independent of thread timing");
+    let lines: Vec<&str> = parallel.lines().collect();
+    assert!(lines[0].starts_with("fabric.link_latency,cluster.nodes,fidelity,"));
+    assert_eq!(lines.len(), 1 + 6);
+    let keys: Vec<String> = lines[1..]
+        .iter()
+        .map(|l| l.split(',').take(2).collect::<Vec<_>>().join(","))
+        .collect();
+    assert_eq!(
+        keys,
+        ["100ns,16", "100ns,32", "500ns,16", "500ns,32", "1us,16", "1us,32"]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_bad_set_value_is_a_located_diagnostic_naming_the_override() {
+    let o = Command::new(BIN)
+        .args([
+            "sweep",
+            "examples/alltoall-oversubscribed.toml",
+            "--set",
+            "fabric.link_rate=100Gbps,fast",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("[--set fabric.link_rate=fast]:24:13: `fabric.link_rate`"),
+        "{err}"
+    );
+    assert!(err.contains("nothing was run"), "{err}");
+    assert!(o.stdout.is_empty(), "no run happened");
+    // malformed --set syntax: a usage error, also exit 2
+    let o = Command::new(BIN)
+        .args([
+            "sweep",
+            "examples/alltoall-oversubscribed.toml",
+            "--set",
+            "nodes",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    // a key the file lacks is inserted in its table and validated like the rest
+    let o = Command::new(BIN)
+        .args([
+            "sweep",
+            "examples/alltoall-oversubscribed.toml",
+            "--set",
+            "fabric.routing=spray,zigzag",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--set fabric.routing=zigzag") && err.contains("`fabric.routing`"),
+        "{err}"
+    );
+}

@@ -80,6 +80,7 @@
 //! end-of-serialization event only when someone waits for it, so a packet hop
 //! costs ≈ 1.8 events; nothing allocates per packet (a test counts allocations).
 
+pub mod cc;
 pub mod engine;
 pub mod flow_control;
 pub mod nic;
@@ -88,6 +89,7 @@ pub mod slab;
 pub mod stats;
 pub mod switch;
 
+pub use cc::{CongestionControl, DcqcnParams, Ecn};
 pub use flow_control::FlowControl;
 pub use stats::PacketStats;
 
@@ -247,6 +249,18 @@ pub struct PacketConfig {
     /// false (store-and-forward, the conservative model; InfiniBand switches such
     /// as Quantum-2 do cut through, so set it for IB latency studies).
     pub cut_through: bool,
+    /// PFC only: how long one PAUSE frame stops the upstream lane, in pause
+    /// quanta of 512 bit-times at the link's rate (IEEE 802.1Qbb; at most 65535).
+    /// 0 = until the matching RESUME (a zero-quanta PAUSE), the usual switch
+    /// behaviour while the ingress stays above XON. With a quantum set, a paused
+    /// receiver refreshes its PAUSE every half of that time while above XON.
+    /// Default 0.
+    pub pfc_pause_quanta: u32,
+    /// ECN marking on the egress enqueue of network ports (RED-like, per queue),
+    /// or `None`. Default `None`.
+    pub ecn: Option<Ecn>,
+    /// Congestion control of the queue pairs. Default `None`.
+    pub cc: CongestionControl,
     /// Time-series sampling interval, picoseconds; 0 = off. Default 0.
     pub sample_interval: SimTime,
     /// Ports reported in the time series (the ones with the largest queues). Default 4.
@@ -282,6 +296,9 @@ impl Default for PacketConfig {
             vl_escalation: false,
             deadlock_timeout: SimTime(10_000_000_000),
             cut_through: false,
+            pfc_pause_quanta: 0,
+            ecn: None,
+            cc: CongestionControl::None,
             sample_interval: SimTime::ZERO,
             series_ports: 4,
             series_max_samples: 512,
@@ -388,6 +405,60 @@ impl PacketConfig {
                 );
             }
         }
+        if let FlowControl::Pfc {
+            xoff,
+            xon,
+            headroom,
+        } = self.flow_control
+        {
+            if xon > xoff || xoff < max_pkt {
+                return bad(
+                    "pfc_xon/pfc_xoff",
+                    format!("need one packet ({max_pkt} bytes) <= XON <= XOFF; found XON {xon}, XOFF {xoff}"),
+                );
+            }
+            if xoff.saturating_add(headroom) > self.port_buffer_bytes {
+                return bad(
+                    "pfc_xoff",
+                    format!(
+                        "XOFF {xoff} + headroom {headroom} bytes exceed the buffer per port and priority ({} bytes)",
+                        self.port_buffer_bytes
+                    ),
+                );
+            }
+            for (i, l) in topo.links.iter().enumerate() {
+                if l.kind != crate::topology::LinkKind::Network {
+                    continue;
+                }
+                let need = pfc_headroom_needed(l.rate, l.latency, self.mtu + self.header_bytes);
+                if headroom < need {
+                    return bad(
+                        "pfc_headroom",
+                        format!(
+                            "{headroom} bytes cannot hold what is in flight while a PAUSE takes effect on link {i} ({} at {}): 2 x latency x rate + 2 x MTU = {need} bytes",
+                            l.rate, l.latency
+                        ),
+                    );
+                }
+            }
+        }
+        if self.pfc_pause_quanta > 65535 {
+            return bad(
+                "pfc_pause_quanta",
+                format!(
+                    "0 (until RESUME) to 65535 quanta, found {}",
+                    self.pfc_pause_quanta
+                ),
+            );
+        }
+        if let Some(e) = &self.ecn {
+            if let Err(m) = e.check() {
+                return bad("ecn", m);
+            }
+        }
+        if let Err((field, m)) = self.cc.check() {
+            return bad(field, m);
+        }
         for e in &self.link_events {
             if e.link.0 as usize >= topo.links.len() {
                 return bad(
@@ -417,6 +488,18 @@ impl PacketConfig {
         }
         Ok(())
     }
+}
+
+/// Bytes a PFC receiver must still absorb after it decides to pause a link of
+/// `rate` and one-way `latency` carrying packets of `max_packet` wire bytes: the
+/// usual rule 2 × latency × rate (the PAUSE travelling up while data keeps
+/// coming down) + 2 × MTU (the packet the sender is serializing when the PAUSE
+/// lands, and the one the receiver was serializing when it decided). Cisco,
+/// "Priority Flow Control: Build Reliable Layer 2 Infrastructure" (2009) and
+/// IEEE 802.1Qbb Annex N give the same terms.
+pub fn pfc_headroom_needed(rate: Rate, latency: SimTime, max_packet: u32) -> u64 {
+    let bdp = (rate.0 as u128 * latency.0 as u128 * 2).div_ceil(8_000_000_000_000) as u64;
+    bdp + 2 * max_packet as u64
 }
 
 /// Why a packet-level run failed.
@@ -462,6 +545,21 @@ pub enum PacketError {
         /// Packets alive (stuck in buffers).
         packets: u64,
     },
+    /// PFC deadlock: lanes paused on a cycle of links, each waiting for the next
+    /// to drain, and nothing transmitted for [`PacketConfig::deadlock_timeout`].
+    #[error(
+        "PFC deadlock at {at}: nothing transmitted since {since}; paused links form the cycle {}",
+        fmt_cycle(cycle)
+    )]
+    PfcDeadlock {
+        /// When it was detected.
+        at: SimTime,
+        /// Last transmission anywhere.
+        since: SimTime,
+        /// The cycle of paused links, as (link id, sending node, receiving node);
+        /// empty if paused links exist but no cycle was found among them.
+        cycle: Vec<(u32, u32, u32)>,
+    },
     /// Simulated time passed [`PacketConfig::time_limit`] (e.g. a destination cut off by faults).
     #[error("time limit {at} reached with {done} of {total} tasks complete")]
     TimeLimit {
@@ -472,6 +570,16 @@ pub enum PacketError {
         /// All tasks.
         total: usize,
     },
+}
+
+fn fmt_cycle(c: &[(u32, u32, u32)]) -> String {
+    if c.is_empty() {
+        return "(none found)".into();
+    }
+    c.iter()
+        .map(|(l, a, b)| format!("link {l} (node {a} -> node {b})"))
+        .collect::<Vec<_>>()
+        .join(" => ")
 }
 
 /// Runs `dag` on `topo` at packet level.

@@ -1,0 +1,203 @@
+//! RoCEv2 against its textbook behaviours: PFC (IEEE 802.1Qbb) losslessness
+//! and congestion spreading, RED/ECN + DCQCN (Zhu et al., SIGCOMM 2015)
+//! fairness and queue control, DCTCP (Alizadeh et al., SIGCOMM 2010) queue
+//! control, PFC configuration checks and PFC deadlock reporting. Small fabrics:
+//! the whole file runs in well under a minute in release.
+
+use fabricsim::backend::packet::{
+    self, CongestionControl, DcqcnParams, Ecn, FlowControl, PacketConfig, PacketError,
+    PacketStats, Transport,
+};
+use fabricsim::backend::RunOutput;
+use fabricsim::config;
+use fabricsim::dag::{Dag, Dep};
+use fabricsim::topology::{build, ClusterSpec, FabricLinkSpec, GpuId, Topology, TopologySpec};
+use fabricsim::units::{Rate, SimTime};
+
+fn cluster(hosts: u32) -> ClusterSpec {
+    ClusterSpec {
+        hosts,
+        gpus_per_host: 1,
+        nics_per_host: 1,
+        nvlink_rate: Rate::gbps(3600),
+        nvlink_latency: SimTime::from_ns(100),
+        pcie_rate: Rate::gbps(512),
+        pcie_latency: SimTime::from_ns(250),
+    }
+}
+
+/// 400 GbE, 100 ns of cable, 500 ns switch pipeline.
+fn fabric() -> FabricLinkSpec {
+    FabricLinkSpec {
+        link_rate: Rate::gbps(400),
+        link_latency: SimTime::from_ns(100),
+        switch_latency: SimTime::from_ns(500),
+    }
+}
+
+fn single_switch(hosts: u32) -> Topology {
+    build(&cluster(hosts), &fabric(), &TopologySpec::SingleSwitch).unwrap()
+}
+
+/// Headroom the 400 Gb/s, 100 ns links need: 2 × 100 ns × 50 B/ns + 2 × 4174 B.
+const HEADROOM: u64 = 10_000 + 2 * 4174;
+
+/// A RoCEv2 NIC/switch configuration: 4 KiB MTU + 78 B of RoCEv2 framing,
+/// 256 KiB per port and priority, PFC with XOFF 128 KiB, optional ECN + DCQCN.
+fn roce(pfc: bool, dcqcn: bool) -> PacketConfig {
+    PacketConfig {
+        header_bytes: 78,
+        ack_bytes: 82,
+        port_buffer_bytes: 256 << 10,
+        flow_control: if pfc {
+            FlowControl::Pfc {
+                xoff: 128 << 10,
+                xon: (128 << 10) - 2 * 4174,
+                headroom: HEADROOM,
+            }
+        } else {
+            FlowControl::Lossy
+        },
+        ecn: dcqcn.then_some(Ecn {
+            kmin: 16 << 10,
+            kmax: 96 << 10,
+            pmax: 0.2,
+        }),
+        cc: if dcqcn {
+            CongestionControl::Dcqcn(DcqcnParams::for_line_rate(Rate::gbps(400)))
+        } else {
+            CongestionControl::None
+        },
+        rto: SimTime::from_us(100),
+        sample_interval: SimTime::from_us(5),
+        series_ports: 1000,
+        series_max_samples: 4096,
+        ..PacketConfig::default()
+    }
+}
+
+/// Runs and checks conservation (bytes and packets) every time.
+fn run(dag: &Dag, topo: &Topology, cfg: &PacketConfig) -> (RunOutput, PacketStats) {
+    let (out, st) = packet::run_detailed(dag, topo, cfg).expect("run completes");
+    st.check_conservation().unwrap();
+    assert_eq!(out.fabric.bytes_delivered, dag.transfer_bytes());
+    (out, st)
+}
+
+/// The sampled utilization series of the link named `from -> to` in the series names.
+fn util_series(out: &RunOutput, name: &str) -> Vec<(f64, f64)> {
+    out.series
+        .iter()
+        .find(|s| s.name.starts_with("utilization") && s.name.contains(name))
+        .unwrap_or_else(|| panic!("no series for {name}"))
+        .samples
+        .iter()
+        .map(|s| (s.t_us, s.value))
+        .collect()
+}
+
+fn queue_series(out: &RunOutput, name: &str) -> Vec<(f64, f64)> {
+    out.series
+        .iter()
+        .find(|s| s.name.starts_with("queue_bytes") && s.name.contains(name))
+        .unwrap_or_else(|| panic!("no series for {name}"))
+        .samples
+        .iter()
+        .map(|s| (s.t_us, s.value))
+        .collect()
+}
+
+fn mean_between(s: &[(f64, f64)], from: f64, to: f64) -> f64 {
+    let v: Vec<f64> = s
+        .iter()
+        .filter(|(t, _)| *t >= from && *t <= to)
+        .map(|x| x.1)
+        .collect();
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+fn jain(x: &[f64]) -> f64 {
+    let s: f64 = x.iter().sum();
+    let q: f64 = x.iter().map(|v| v * v).sum();
+    s * s / (x.len() as f64 * q)
+}
+
+/// Two long flows into one receiver through a single switch: the second
+/// starts 100 µs after the first.
+fn two_flows(bytes: u64) -> Dag {
+    let mut d = Dag::new();
+    d.begin_op("two flows");
+    d.transfer(GpuId(1), GpuId(0), bytes, &[]);
+    let c = d.compute(GpuId(2), SimTime::from_us(100), &[]);
+    d.transfer(GpuId(2), GpuId(0), bytes, &[Dep::Done(c)]);
+    d
+}
+
+#[test]
+fn dcqcn_shares_a_bottleneck_fairly_and_holds_the_queue_between_kmin_and_kmax() {
+    // Expected (Zhu et al. 2015, §5–6: DCQCN flows converge to equal shares;
+    // the RED thresholds bound the bottleneck queue): Jain's index ≥ 0.95 over
+    // the second half of the overlap, the queue held around Kmin (16 KiB) and
+    // below Kmax (96 KiB), and far fewer PAUSE frames than the same run with
+    // PFC alone. 1 GiB per flow: with g = 1/256 and α₀ = 1, α needs tens of ms
+    // to fall, so the run is ≈ 44 ms of simulated time (≈ 1 s of CPU).
+    // Measured: shares 0.509 / 0.478, Jain 0.999; 34 PAUSE frames (all in the
+    // first round trips, before the first CNPs) against 23 719 with PFC alone.
+    let topo = single_switch(3);
+    let dag = two_flows(1 << 30);
+    let (on, st_on) = run(&dag, &topo, &roce(true, true));
+    let (off, st_off) = run(&dag, &topo, &roce(true, false));
+    // The overlap: from the second flow's start to the first completion.
+    let end = on.transfer_fct.iter().map(|t| t.as_us()).fold(f64::MAX, f64::min);
+    let (from, to) = (100.0 + (end - 100.0) / 2.0, end);
+    let r1 = mean_between(&util_series(&on, "(nic 1.0 ->"), from, to);
+    let r2 = mean_between(&util_series(&on, "(nic 2.0 ->"), from, to);
+    let j = jain(&[r1, r2]);
+    let down = format!("-> nic 0.0)");
+    let qs = queue_series(&on, &down);
+    let q = mean_between(&qs, from, to);
+    let mut inq: Vec<f64> = qs
+        .iter()
+        .filter(|(t, _)| *t >= from && *t <= to)
+        .map(|x| x.1)
+        .collect();
+    inq.sort_by(|a, b| a.total_cmp(b));
+    let pct = |p: f64| inq[((inq.len() - 1) as f64 * p) as usize];
+    eprintln!(
+        "queue samples {}: p10 {} p50 {} p90 {} p99 {} max {}",
+        inq.len(),
+        pct(0.1),
+        pct(0.5),
+        pct(0.9),
+        pct(0.99),
+        pct(1.0)
+    );
+    eprintln!(
+        "DCQCN: shares {r1:.3} / {r2:.3} of 400G over [{from:.0}, {to:.0}] us, Jain {j:.3}, \
+         bottleneck queue mean {q:.0} B; CNPs {}, cuts {}, marks {}; pauses {} (PFC only: {})",
+        st_on.cnps_sent,
+        st_on.dcqcn_rate_cuts,
+        st_on.ecn_marks,
+        st_on.pfc_pause_frames,
+        st_off.pfc_pause_frames
+    );
+    assert!(j >= 0.95, "Jain {j}");
+    assert!(r1 + r2 > 0.85, "bottleneck under-used: {}", r1 + r2);
+    // The queue works around Kmin and never reaches Kmax: with R_AI ≪ line
+    // rate the fluid model's fixed point needs a tiny marking probability, so
+    // q* sits just above Kmin (Zhu et al. §5); each cut (α/2, α still high
+    // with g = 1/256) drains it, hence a saw-tooth whose p90 is at Kmin.
+    // Measured: p50 4 KiB, p90 16.3 KiB, p99 24.5 KiB, max 28.5 KiB, mean 5 KB.
+    assert!(pct(0.9) >= (16 << 10) as f64 - 4174.0, "queue p90 {}", pct(0.9));
+    assert!(pct(1.0) < (96 << 10) as f64, "queue max {}", pct(1.0));
+    assert!(q < (16 << 10) as f64, "queue mean {q}");
+    assert!(st_off.pfc_pause_frames > 0, "PFC alone must pause");
+    assert!(
+        st_on.pfc_pause_frames * 5 <= st_off.pfc_pause_frames,
+        "{} vs {}",
+        st_on.pfc_pause_frames,
+        st_off.pfc_pause_frames
+    );
+    assert_eq!(st_on.drops_total() + st_off.drops_total(), 0);
+    let _ = off;
+}

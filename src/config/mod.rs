@@ -975,12 +975,17 @@ impl Validator<'_> {
         let packet = self.packet_settings(
             raw,
             kind,
-            link_rate.zip(link_latency),
+            link_rate
+                .zip(link_latency)
+                .zip(switch_latency)
+                .map(|((r, l), f)| (r, l, f)),
             mtu.zip(header_bytes).map(|(m, h)| m + h),
         );
         let topology = self.topology(&raw.topology);
-        let extra_flows =
-            self.extra_flows(&raw.workload, hosts.zip(gpus).map(|(h, g)| h as u64 * g as u64));
+        let extra_flows = self.extra_flows(
+            &raw.workload,
+            hosts.zip(gpus).map(|(h, g)| h as u64 * g as u64),
+        );
         let workload = self.workload(
             &raw.workload,
             hosts.zip(gpus).map(|(h, g)| h as u64 * g as u64),
@@ -1586,7 +1591,7 @@ impl Validator<'_> {
         &mut self,
         raw: &RawScenario,
         kind: Option<FabricKind>,
-        link: Option<(Rate, SimTime)>,
+        link: Option<(Rate, SimTime, SimTime)>,
         max_packet: Option<u64>,
     ) -> Option<PacketSettings> {
         let f = &raw.fabric;
@@ -1743,7 +1748,7 @@ impl Validator<'_> {
         raw: &RawScenario,
         kind: Option<FabricKind>,
         buffer: u64,
-        link: Option<(Rate, SimTime)>,
+        link: Option<(Rate, SimTime, SimTime)>,
         max_packet: u64,
     ) -> Option<(
         Option<(u64, u64, u64)>,
@@ -1761,7 +1766,7 @@ impl Validator<'_> {
             self.err("fabric.pfc", "true on an InfiniBand fabric", "no PFC: InfiniBand is lossless through credits; use kind = \"roce\" or \"ethernet\" for PFC");
             ok = false;
         }
-        let need = link.map(|(r, l)| pfc_headroom_needed(r, l, max_packet as u32));
+        let need = link.map(|(r, l, f)| pfc_headroom_needed(r, l, f, max_packet as u32));
         let pfc = if pfc_on && !ib {
             let default_headroom = need.unwrap_or(0).div_ceil(1024) * 1024;
             let headroom = self.size(
@@ -1786,13 +1791,13 @@ impl Validator<'_> {
                 Some(&default_xon.to_string()),
                 0,
             )?;
-            if let (Some(need), Some((r, l))) = (need, link) {
+            if let (Some(need), Some((r, l, fwd))) = (need, link) {
                 if headroom < need {
                     self.err(
                         "fabric.pfc_headroom",
                         crate::units::format_bytes(headroom),
                         format!(
-                            "at least {need} bytes: what arrives while a PAUSE takes effect on a {r} link of {l} latency (2 x latency x rate + 2 x (MTU + header))"
+                            "at least {need} bytes: what arrives while a PAUSE takes effect on a {r} link of {l} latency into a {fwd} switch pipeline ((2 x latency + pipeline) x rate + 2 x (MTU + header) + 64)"
                         ),
                     );
                     ok = false;
@@ -1897,7 +1902,7 @@ impl Validator<'_> {
                 CongestionControl::Dctcp { g }
             }
             "dcqcn" => {
-                let line = link.map_or(Rate::gbps(400), |(r, _)| r);
+                let line = link.map_or(Rate::gbps(400), |(r, _, _)| r);
                 CongestionControl::Dcqcn(self.dcqcn(f.dcqcn.as_ref(), line)?)
             }
             other => {

@@ -430,13 +430,15 @@ impl PacketConfig {
                 if l.kind != crate::topology::LinkKind::Network {
                     continue;
                 }
-                let need = pfc_headroom_needed(l.rate, l.latency, self.mtu + self.header_bytes);
+                let fwd = topo.nodes[l.to.0 as usize].latency;
+                let need =
+                    pfc_headroom_needed(l.rate, l.latency, fwd, self.mtu + self.header_bytes);
                 if headroom < need {
                     return bad(
                         "pfc_headroom",
                         format!(
-                            "{headroom} bytes cannot hold what is in flight while a PAUSE takes effect on link {i} ({} at {}): 2 x latency x rate + 2 x MTU = {need} bytes",
-                            l.rate, l.latency
+                            "{headroom} bytes cannot hold what is in flight while a PAUSE takes effect on link {i} ({} at {}): (2 x latency + forwarding latency {}) x rate + 2 x (MTU + header) + 64 = {need} bytes",
+                            l.rate, l.latency, fwd
                         ),
                     );
                 }
@@ -491,15 +493,24 @@ impl PacketConfig {
 }
 
 /// Bytes a PFC receiver must still absorb after it decides to pause a link of
-/// `rate` and one-way `latency` carrying packets of `max_packet` wire bytes: the
-/// usual rule 2 × latency × rate (the PAUSE travelling up while data keeps
-/// coming down) + 2 × MTU (the packet the sender is serializing when the PAUSE
-/// lands, and the one the receiver was serializing when it decided). Cisco,
-/// "Priority Flow Control: Build Reliable Layer 2 Infrastructure" (2009) and
-/// IEEE 802.1Qbb Annex N give the same terms.
-pub fn pfc_headroom_needed(rate: Rate, latency: SimTime, max_packet: u32) -> u64 {
-    let bdp = (rate.0 as u128 * latency.0 as u128 * 2).div_ceil(8_000_000_000_000) as u64;
-    bdp + 2 * max_packet as u64
+/// `rate`, one-way `latency`, whose receiving node forwards in `fwd_latency`,
+/// carrying packets of at most `max_packet` wire bytes. The usual rule is
+/// 2 × latency × rate (the PAUSE travelling up while data keeps coming down)
+/// + 2 × MTU (the packet the sender is serializing when the PAUSE lands, and
+/// the one that crossed XOFF); Cisco, "Priority Flow Control: Build Reliable
+/// Layer 2 Infrastructure" (white paper, 2009) and IEEE 802.1Qbb Annex N. This
+/// model adds what it also has in flight: the receiver counts a packet once it
+/// is through its forwarding pipeline (`fwd_latency × rate` more bytes) and
+/// the PAUSE frame itself takes 64 bytes of serialization.
+pub fn pfc_headroom_needed(
+    rate: Rate,
+    latency: SimTime,
+    fwd_latency: SimTime,
+    max_packet: u32,
+) -> u64 {
+    let t = 2 * latency.0 as u128 + fwd_latency.0 as u128;
+    let bytes = (rate.0 as u128 * t).div_ceil(8_000_000_000_000) as u64;
+    bytes + 2 * max_packet as u64 + 64
 }
 
 /// Why a packet-level run failed.

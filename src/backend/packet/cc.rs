@@ -357,9 +357,11 @@ impl DctcpState {
         self.window()
     }
 
-    /// The window in whole packets (at least 1).
+    /// The window in whole packets, rounded to nearest (at least 1): truncating
+    /// would lose up to a packet per flow, which under a 16-flow fan-in at
+    /// 400 Gb/s is a third of the bandwidth-delay product.
     pub fn window(&self) -> u32 {
-        (self.cwnd as u32).max(1)
+        (self.cwnd.round() as u32).max(1)
     }
 }
 

@@ -506,8 +506,17 @@ impl Sim<'_> {
             completed = true;
             self.task_done(m.task);
         }
+        // DCTCP windows shrink to a few packets per flow under fan-in; a
+        // receiver that waited for `ack_every` packets would then stall the
+        // sender until its timeout, so DCTCP ACKs every packet (as the HPCC
+        // simulator does for every scheme: `L2_ACK_INTERVAL 1` in run.py).
+        let every = if matches!(self.cfg.cc, CongestionControl::Dctcp { .. }) {
+            1
+        } else {
+            self.cfg.ack_every
+        };
         let qp = &mut self.qps[qpi];
-        if completed || qp.since_ack >= self.cfg.ack_every {
+        if completed || qp.since_ack >= every {
             qp.since_ack = 0;
             let e = qp.epsn;
             let ce = std::mem::take(&mut qp.ce_unacked);

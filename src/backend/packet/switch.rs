@@ -299,6 +299,7 @@ impl Sim<'_> {
             return;
         }
         let credit_fc = self.ports[p].credit_fc;
+        let pfc = self.ports[p].pfc;
         let next_credit = if credit_fc {
             self.absorb_credits(p)
         } else {
@@ -310,7 +311,7 @@ impl Sim<'_> {
             let Some(&pkt) = self.queues[qi].front() else {
                 continue;
             };
-            if self.paused_until[qi] > now {
+            if pfc && self.paused_until[qi] > now {
                 continue;
             }
             let wire = self.pkts[pkt].wire;

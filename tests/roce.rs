@@ -158,8 +158,8 @@ fn dcqcn_shares_a_bottleneck_fairly_and_holds_the_queue_between_kmin_and_kmax() 
     let r1 = mean_between(&util_series(&on, "(nic 1.0 ->"), from, to);
     let r2 = mean_between(&util_series(&on, "(nic 2.0 ->"), from, to);
     let j = jain(&[r1, r2]);
-    let down = format!("-> nic 0.0)");
-    let qs = queue_series(&on, &down);
+    let down = "-> nic 0.0)";
+    let qs = queue_series(&on, down);
     let q = mean_between(&qs, from, to);
     let mut inq: Vec<f64> = qs
         .iter()
@@ -208,7 +208,7 @@ fn dcqcn_shares_a_bottleneck_fairly_and_holds_the_queue_between_kmin_and_kmax() 
         st_off.pfc_pause_frames
     );
     assert_eq!(st_on.drops_total() + st_off.drops_total(), 0);
-    let _ = off;
+    assert_eq!(off.fabric.bytes_delivered, on.fabric.bytes_delivered);
 }
 
 fn example(name: &str) -> String {
@@ -344,6 +344,7 @@ fn dctcp_holds_the_queue_near_k_at_full_throughput_for_2_and_16_flows() {
             st.dctcp_window_cuts
         );
         assert!(u > 0.95, "N = {n}: utilization {u}");
+        assert_eq!(st.drops_total(), 0, "N = {n}");
         assert!(
             q > 0.5 * K as f64 && q < 1.5 * K as f64,
             "N = {n}: queue {q} vs K {K}"

@@ -2014,7 +2014,7 @@ impl Validator<'_> {
                 return None;
             }
         }
-        if !(g > 0.0 && g <= 1.0) || !(0.0..=1.0).contains(&initial_alpha) {
+        if !(g > 0.0 && g <= 1.0 && (0.0..=1.0).contains(&initial_alpha)) {
             return None;
         }
         Some(crate::backend::packet::DcqcnParams {

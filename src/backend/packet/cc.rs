@@ -156,7 +156,7 @@ impl CongestionControl {
                 }
             }
             CongestionControl::Dcqcn(p) => {
-                if !(p.g > 0.0 && p.g <= 1.0) || !(0.0..=1.0).contains(&p.initial_alpha) {
+                if !(p.g > 0.0 && p.g <= 1.0 && (0.0..=1.0).contains(&p.initial_alpha)) {
                     return Err((
                         "cc.dcqcn_g",
                         format!(

@@ -496,12 +496,12 @@ impl PacketConfig {
 /// `rate`, one-way `latency`, whose receiving node forwards in `fwd_latency`,
 /// carrying packets of at most `max_packet` wire bytes. The usual rule is
 /// 2 × latency × rate (the PAUSE travelling up while data keeps coming down)
-/// + 2 × MTU (the packet the sender is serializing when the PAUSE lands, and
-/// the one that crossed XOFF); Cisco, "Priority Flow Control: Build Reliable
-/// Layer 2 Infrastructure" (white paper, 2009) and IEEE 802.1Qbb Annex N. This
-/// model adds what it also has in flight: the receiver counts a packet once it
-/// is through its forwarding pipeline (`fwd_latency × rate` more bytes) and
-/// the PAUSE frame itself takes 64 bytes of serialization.
+/// plus 2 × MTU (the packet the sender is serializing when the PAUSE lands,
+/// and the one that crossed XOFF); Cisco, "Priority Flow Control: Build
+/// Reliable Layer 2 Infrastructure" (white paper, 2009) and IEEE 802.1Qbb
+/// Annex N. This model adds what it also has in flight: the receiver counts a
+/// packet once it is through its forwarding pipeline (`fwd_latency × rate`
+/// more bytes), and the PAUSE frame itself takes 64 bytes of serialization.
 pub fn pfc_headroom_needed(
     rate: Rate,
     latency: SimTime,

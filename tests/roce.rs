@@ -530,3 +530,61 @@ fn a_pfc_deadlock_on_a_dragonfly_is_reported_with_its_cycle() {
     let (_, st) = run(&dag, &topo, &cfg);
     assert_eq!(st.drops_total(), 0);
 }
+
+#[test]
+fn fabric_kinds_get_their_deployments_defaults_and_unused_keys_are_reported() {
+    // Expected: kind = "roce" runs PFC + ECN + DCQCN (what a RoCEv2
+    // deployment runs); "infiniband" credits and nothing else; "ethernet"
+    // lossy without congestion control, DCTCP once ECN is on; pfc = false on
+    // RoCE keeps the lossy RDMA of before.
+    let base = example("incast-roce-pfc-dcqcn.toml");
+    let cfg_of = |text: &str| {
+        let s = config::parse("k.toml", text).unwrap_or_else(|e| panic!("{e}"));
+        (fabricsim::run::packet_config(&s, 1), s)
+    };
+    let (roce, _) = cfg_of(&base);
+    assert!(matches!(roce.flow_control, FlowControl::Pfc { .. }));
+    assert!(roce.ecn.is_some());
+    assert!(matches!(roce.cc, CongestionControl::Dcqcn(p) if p.rate_ai == Rate(80_000_000)));
+    let (lossy, _) = cfg_of(&example("incast-roce-lossy.toml"));
+    assert_eq!(lossy.flow_control, FlowControl::Lossy);
+    assert_eq!(lossy.cc, CongestionControl::None);
+    let (ib, _) = cfg_of(&example("incast-infiniband.toml"));
+    assert_eq!(ib.flow_control, FlowControl::Credit);
+    assert_eq!((ib.ecn, ib.cc), (None, CongestionControl::None));
+    let eth = example("incast-lossy-ethernet.toml");
+    let (e, _) = cfg_of(&eth);
+    assert_eq!(
+        (e.flow_control, e.ecn, e.cc),
+        (FlowControl::Lossy, None, CongestionControl::None)
+    );
+    let (e, _) = cfg_of(&eth.replace("rto = \"100us\"", "rto = \"100us\"\necn = true"));
+    assert!(matches!(e.cc, CongestionControl::Dctcp { .. }));
+    assert_eq!(
+        e.ecn.map(|x| (x.kmin, x.kmax, x.pmax)),
+        Some((8 << 10, 8 << 10, 1.0))
+    );
+    // [fabric.dcqcn] sets every parameter
+    let (c, _) = cfg_of(&base.replace(
+        "[workload]",
+        "[fabric.dcqcn]\nrate_ai = \"400Mbps\"\nfast_recovery_steps = 3\ncnp_interval = \"4us\"\n\n[workload]",
+    ));
+    let CongestionControl::Dcqcn(p) = c.cc else {
+        panic!()
+    };
+    assert_eq!(
+        (p.rate_ai, p.fast_recovery_steps, p.cnp_interval),
+        (Rate(400_000_000), 3, SimTime::from_us(4))
+    );
+    // unused keys: PFC thresholds with PFC off, every new key at flow fidelity
+    let (_, s) = cfg_of(
+        &example("incast-roce-lossy.toml")
+            .replace("pfc = false", "pfc = false\npfc_xoff = \"20KiB\""),
+    );
+    let ign = s.ignored_settings(config::Fidelity::Packet);
+    assert!(ign.iter().any(|i| i.key == "fabric.pfc_xoff"), "{ign:?}");
+    let ign = s.ignored_settings(config::Fidelity::Flow);
+    for k in ["fabric.pfc", "fabric.pfc_xoff", "fabric.ecn", "fabric.cc"] {
+        assert!(ign.iter().any(|i| i.key == k), "{k}: {ign:?}");
+    }
+}

@@ -2129,6 +2129,39 @@ impl Scenario {
                 });
                 continue;
             }
+            if fidelity == Fidelity::Packet {
+                let why: Option<&str> = match key.as_str() {
+                    "fabric.pfc_xoff"
+                    | "fabric.pfc_xon"
+                    | "fabric.pfc_headroom"
+                    | "fabric.pfc_pause_quanta"
+                        if self.packet.pfc.is_none() =>
+                    {
+                        Some("PFC is off (fabric.pfc = false, or an InfiniBand fabric's credits)")
+                    }
+                    "fabric.ecn_kmin" | "fabric.ecn_kmax" | "fabric.ecn_pmax"
+                        if self.packet.ecn.is_none() =>
+                    {
+                        Some("ECN marking is off (fabric.ecn = false)")
+                    }
+                    "fabric.dctcp_g"
+                        if !matches!(
+                            self.packet.cc,
+                            crate::backend::packet::CongestionControl::Dctcp { .. }
+                        ) =>
+                    {
+                        Some("the congestion control is not DCTCP (fabric.cc)")
+                    }
+                    _ => None,
+                };
+                if let Some(why) = why {
+                    out.push(IgnoredSetting {
+                        key: key.clone(),
+                        reason: why.into(),
+                    });
+                    continue;
+                }
+            }
             if fidelity == Fidelity::Packet
                 && !self.packet.tcp
                 && matches!(

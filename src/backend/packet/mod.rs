@@ -32,6 +32,20 @@
 //!   (dragonfly) the waits can form a cycle and deadlock, which the run reports
 //!   ([`PacketError::Deadlock`]); [`PacketConfig::vl_escalation`] moves a packet
 //!   up one lane per switch-to-switch hop to break such cycles.
+//! * **PFC** ([`FlowControl::Pfc`], IEEE 802.1Qbb): lossless Ethernet. The
+//!   receiver of a network link counts the bytes it holds per (ingress link,
+//!   lane); above XOFF it sends PAUSE, at XON RESUME; frames overtake data and
+//!   arrive one 64-byte frame time plus the latency later; optional pause
+//!   quanta ([`PacketConfig::pfc_pause_quanta`]). Headroom must cover
+//!   [`pfc_headroom_needed`] and XOFF + headroom the buffer, or the run is
+//!   refused. PAUSE spreads congestion upstream, and paused links in a cycle
+//!   deadlock: the watchdog then returns [`PacketError::PfcDeadlock`] with the
+//!   cycle. Details in [`flow_control`].
+//! * **ECN and congestion control** ([`cc`]): RED marking on the egress
+//!   enqueue of network ports ([`PacketConfig::ecn`]); DCQCN (RoCEv2: CNPs,
+//!   rate cuts, fast recovery, additive and hyper increase, pacing at R_C) or
+//!   DCTCP (window cut by α/2 once per window) per queue pair
+//!   ([`PacketConfig::cc`]).
 //! * **Transport** ([`nic`]). RDMA reliable connection, one queue pair per
 //!   (source GPU, destination GPU): that is how NCCL connects peers, and one PSN
 //!   space per pair keeps go-back-N meaningful across the messages of a pair
@@ -189,7 +203,8 @@ pub struct PacketConfig {
     /// Virtual lanes (priorities) per port, 1..=8. Default 2: data on lane 0,
     /// ACK/NACK on the highest lane with strict priority.
     pub vls: u8,
-    /// InfiniBand credits or lossy drop-tail on network links. Default `Credit`.
+    /// InfiniBand credits, lossy drop-tail, or PFC (lossless Ethernet) on network
+    /// links. Default `Credit`.
     pub flow_control: FlowControl,
     /// Credit granularity, bytes. Default 64 (IBA vol. 1 §7.9.4: one credit = 64 bytes).
     pub credit_block_bytes: u32,

@@ -139,6 +139,8 @@ fn merge_links(into: &mut Vec<LinkCounters>, new: &[LinkCounters]) {
                 x.bytes += l.bytes;
                 x.drops += l.drops;
                 x.stall_ps += l.stall_ps;
+                x.paused_ps += l.paused_ps;
+                x.pause_frames += l.pause_frames;
                 x.max_queue_bytes = x.max_queue_bytes.max(l.max_queue_bytes);
                 x.utilization = x.utilization.max(l.utilization);
                 x.avg_queue_bytes = x.avg_queue_bytes.max(l.avg_queue_bytes);

@@ -24,7 +24,8 @@
 //! receiver sends a PAUSE for that priority; when departures bring it to XON or
 //! below, a RESUME (a PAUSE of zero quanta). The frames are 64 bytes and take
 //! priority over data: they reach the sender one frame time plus the link's
-//! latency later, whatever is queued. A paused lane is skipped by the sender's
+//! latency later, whatever is queued (and take no bandwidth from the data on
+//! the reverse link: a simplification, 64 bytes per frame). A paused lane is skipped by the sender's
 //! scheduler (its packet on the wire, if any, still completes); time a lane
 //! spends paused is the port's paused time, added to its `stall_ps`. With
 //! [`PacketConfig::pfc_pause_quanta`](super::PacketConfig::pfc_pause_quanta)

@@ -368,6 +368,8 @@ impl<'a> Sim<'a> {
                         0.0
                     },
                     stall_ps: p.stall_ps,
+                    paused_ps: p.paused_ps,
+                    pause_frames: p.pause_tx,
                 });
             }
         }

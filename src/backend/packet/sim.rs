@@ -106,7 +106,11 @@ impl<'a> Sim<'a> {
                 let credit_fc = !net || cfg.flow_control == FlowControl::Credit;
                 let mut p = Port::new(l, topo.nodes[l.to.0 as usize].latency, credit_fc);
                 p.pfc = net && matches!(cfg.flow_control, FlowControl::Pfc { .. });
-                p.ecn = net && cfg.ecn.is_some();
+                // Switches mark; a NIC's own uplink queue (fed faster over
+                // PCIe than it drains) is the host's, not congestion.
+                p.ecn = net
+                    && cfg.ecn.is_some()
+                    && matches!(topo.nodes[l.from.0 as usize].kind, NodeKind::Switch { .. });
                 p
             })
             .collect();

@@ -36,7 +36,7 @@ pub struct Port {
     /// The receiver of this link runs PFC (lossless Ethernet): arrivals are
     /// counted per ingress lane and may pause this port's lanes.
     pub pfc: bool,
-    /// A network link: data packets joining this port's queues may be ECN-marked.
+    /// A switch's network port: data packets joining its queues may be ECN-marked.
     pub ecn: bool,
     /// Bumped when the link goes down: packets sent in an older epoch are lost.
     pub epoch: u16,

@@ -290,7 +290,12 @@ mod tests {
         for i in 0..2000u32 {
             x = crate::topology::mix64(x);
             let t = x % 97;
-            let ev = match i % 8 {
+            let ev = match i % 9 {
+                7 => Event::Pfc {
+                    link: i,
+                    vl: (i % 8) as u8,
+                    kind: (i % 4) as u8,
+                },
                 0 => Event::TxDone { port: i },
                 1 => Event::Arrive {
                     pkt: i,

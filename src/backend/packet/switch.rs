@@ -522,15 +522,6 @@ impl Sim<'_> {
             kp.flags |= F_VL_RAISED;
         }
         let qi = out * self.vls + vl as usize;
-        if k.kind == PktKind::Data && self.ports[out].ecn {
-            if let Some(e) = self.cfg.ecn {
-                let pr = e.probability(self.qbytes[qi]);
-                if pr >= 1.0 || (pr > 0.0 && self.rand_f64() < pr) {
-                    self.pkts[pkt].flags |= F_ECN;
-                    self.fabric.ecn_marks += 1;
-                }
-            }
-        }
         let in_port = &self.ports[in_link as usize];
         if in_port.pfc {
             // Lossless: never dropped; counted against the ingress lane it
@@ -546,6 +537,15 @@ impl Sim<'_> {
             }
             self.shared_used[node as usize] += k.wire as u64;
             self.pkts[pkt].flags |= F_LOSSY_HELD;
+        }
+        if k.kind == PktKind::Data && self.ports[out].ecn {
+            if let Some(e) = self.cfg.ecn {
+                let pr = e.probability(self.qbytes[qi]);
+                if pr >= 1.0 || (pr > 0.0 && self.rand_f64() < pr) {
+                    self.pkts[pkt].flags |= F_ECN;
+                    self.fabric.ecn_marks += 1;
+                }
+            }
         }
         self.enqueue(out, qi, pkt, k.wire as u64);
     }

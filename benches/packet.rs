@@ -150,4 +150,29 @@ fn main() {
     )
     .unwrap();
     bench("incast 64:1, 1 MiB, credits", &inc, &ss, &cfg);
+    // The same permutation and incast on RoCEv2: PFC (XOFF 128 KiB of a 256 KiB
+    // buffer), RED ECN and DCQCN with their defaults.
+    let roce = PacketConfig {
+        header_bytes: 78,
+        ack_bytes: 82,
+        port_buffer_bytes: 256 << 10,
+        flow_control: fabricsim::backend::packet::FlowControl::Pfc {
+            xoff: 128 << 10,
+            xon: 120 << 10,
+            headroom: 64 << 10,
+        },
+        ecn: Some(fabricsim::backend::packet::Ecn {
+            kmin: 16 << 10,
+            kmax: 96 << 10,
+            pmax: 0.2,
+        }),
+        cc: fabricsim::backend::packet::CongestionControl::Dcqcn(
+            fabricsim::backend::packet::DcqcnParams::for_line_rate(fabricsim::units::Rate::gbps(
+                400,
+            )),
+        ),
+        ..PacketConfig::default()
+    };
+    bench("permutation 128 hosts, 4 MiB, PFC+DCQCN", &perm, &ls, &roce);
+    bench("incast 64:1, 1 MiB, PFC+DCQCN", &inc, &ss, &roce);
 }

@@ -210,6 +210,8 @@ fn merge_links(into: &mut Vec<LinkCounters>, new: &[LinkCounters]) {
                 x.bytes += l.bytes;
                 x.drops += l.drops;
                 x.stall_ps += l.stall_ps;
+                x.paused_ps += l.paused_ps;
+                x.pause_frames += l.pause_frames;
                 x.max_queue_bytes = x.max_queue_bytes.max(l.max_queue_bytes);
                 x.utilization = x.utilization.max(l.utilization);
                 x.avg_queue_bytes = x.avg_queue_bytes.max(l.avg_queue_bytes);
@@ -368,8 +370,9 @@ fn run_traffic(
         }
         _ => {}
     }
-    let dag = generate(&spec, exec.topo)
+    let mut dag = generate(&spec, exec.topo)
         .map_err(|e| RunError::Unsupported(format!("workload.{}: {}", e.field, e.message)))?;
+    crate::workload::traffic::add_extra_flows(&mut dag, &exec.scenario.extra_flows);
     let out = exec.run_dag(&dag, SimTime::ZERO)?;
     acc.absorb(&out, exec.opts.collect_links);
     Ok(())
@@ -378,7 +381,7 @@ fn run_traffic(
 /// The packet level's settings for a scenario.
 pub fn packet_config(s: &Scenario, seed: u64) -> backend::packet::PacketConfig {
     use crate::backend::packet::{
-        FlowControl, HostPath, PacketConfig, Routing as PRouting, Transport,
+        Ecn, FlowControl, HostPath, PacketConfig, Routing as PRouting, Transport,
     };
     use crate::config::{FabricKind, Routing};
     let p = &s.packet;
@@ -387,10 +390,19 @@ pub fn packet_config(s: &Scenario, seed: u64) -> backend::packet::PacketConfig {
         mtu: s.fabric.mtu as u32,
         header_bytes: s.fabric.header_bytes as u32,
         vls: p.virtual_lanes.max(if p.vl_escalation { 3 } else { 1 }),
-        flow_control: match s.fabric.kind {
-            FabricKind::InfiniBand => FlowControl::Credit,
-            FabricKind::Roce | FabricKind::Ethernet => FlowControl::Lossy,
+        flow_control: match (s.fabric.kind, p.pfc) {
+            (FabricKind::InfiniBand, _) => FlowControl::Credit,
+            (_, Some((xoff, xon, headroom))) => FlowControl::Pfc {
+                xoff,
+                xon,
+                headroom,
+            },
+            (FabricKind::Roce | FabricKind::Ethernet, None) => FlowControl::Lossy,
         },
+        pfc_pause_quanta: p.pfc_pause_quanta,
+        ecn: p.ecn.map(|(kmin, kmax, pmax)| Ecn { kmin, kmax, pmax }),
+        cc: p.cc,
+        deadlock_timeout: p.deadlock_timeout,
         port_buffer_bytes: p.buffer,
         shared_buffer_bytes: p.shared_buffer,
         shared_buffer_alpha: p.shared_buffer_alpha,

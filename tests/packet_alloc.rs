@@ -50,21 +50,40 @@ fn allocations_do_not_grow_with_packets() {
         switch_latency: SimTime::from_ns(200),
     };
     let topo = build(&c, &f, &TopologySpec::SingleSwitch).unwrap();
-    let count = |bytes: u64| {
-        let mut dag = Dag::new();
-        dag.begin_op("incast");
-        for s in 1..4 {
-            dag.transfer(GpuId(s), GpuId(0), bytes, &[]);
-        }
-        let before = ALLOCS.load(Ordering::Relaxed);
-        let out = packet::run(&dag, &topo, &PacketConfig::default()).unwrap();
-        (ALLOCS.load(Ordering::Relaxed) - before, out.events)
+    // Credits (the default), and RoCEv2 with PFC + ECN + DCQCN (pause frames,
+    // marks, CNPs and pacing wake-ups must not allocate either).
+    let roce = PacketConfig {
+        port_buffer_bytes: 256 << 10,
+        flow_control: packet::FlowControl::Pfc {
+            xoff: 64 << 10,
+            xon: 56 << 10,
+            headroom: 64 << 10,
+        },
+        ecn: Some(packet::Ecn {
+            kmin: 8 << 10,
+            kmax: 32 << 10,
+            pmax: 0.2,
+        }),
+        cc: packet::CongestionControl::Dcqcn(packet::DcqcnParams::default()),
+        ..PacketConfig::default()
     };
-    let (small, ev_small) = count(1 << 20); // 768 data packets
-    let (large, ev_large) = count(64 << 20); // 49 152 data packets
-    eprintln!("allocations: {small} for {ev_small} events, {large} for {ev_large} events");
-    assert!(ev_large > 50 * ev_small);
-    // Buffers double as they grow, so a few more reallocations are fine; one per
-    // packet would be tens of thousands.
-    assert!(large < small + 100, "{small} -> {large}");
+    for cfg in [PacketConfig::default(), roce] {
+        let count = |bytes: u64| {
+            let mut dag = Dag::new();
+            dag.begin_op("incast");
+            for s in 1..4 {
+                dag.transfer(GpuId(s), GpuId(0), bytes, &[]);
+            }
+            let before = ALLOCS.load(Ordering::Relaxed);
+            let out = packet::run(&dag, &topo, &cfg).unwrap();
+            (ALLOCS.load(Ordering::Relaxed) - before, out.events)
+        };
+        let (small, ev_small) = count(1 << 20); // 768 data packets
+        let (large, ev_large) = count(64 << 20); // 49 152 data packets
+        eprintln!("allocations: {small} for {ev_small} events, {large} for {ev_large} events");
+        assert!(ev_large > 50 * ev_small);
+        // Buffers double as they grow, so a few more reallocations are fine; one per
+        // packet would be tens of thousands.
+        assert!(large < small + 100, "{small} -> {large}");
+    }
 }

@@ -58,6 +58,11 @@ pub struct LinkCounters {
     pub avg_queue_bytes: f64,
     /// Time the sender waited for credits or was paused, picoseconds.
     pub stall_ps: u64,
+    /// PFC: of `stall_ps`, time the sender's lanes were paused (summed over
+    /// lanes), picoseconds.
+    pub paused_ps: u64,
+    /// PFC: PAUSE frames the link's receiver sent to its sender.
+    pub pause_frames: u64,
 }
 
 /// One sampled point of a time series.

@@ -175,6 +175,56 @@ pub struct RawFabric {
     pub ack_every: Option<i64>,
     /// Packet level: retransmission timeout.
     pub rto: Option<RawQuantity>,
+    /// Packet level: Priority Flow Control (lossless Ethernet). Default: on for `roce`.
+    pub pfc: Option<bool>,
+    /// Packet level, PFC: pause threshold per ingress port and priority.
+    pub pfc_xoff: Option<RawQuantity>,
+    /// Packet level, PFC: resume threshold.
+    pub pfc_xon: Option<RawQuantity>,
+    /// Packet level, PFC: headroom above XOFF.
+    pub pfc_headroom: Option<RawQuantity>,
+    /// Packet level, PFC: pause quanta per PAUSE frame (0 = until RESUME).
+    pub pfc_pause_quanta: Option<i64>,
+    /// Packet level: ECN marking at switch egress queues. Default: on for `roce`.
+    pub ecn: Option<bool>,
+    /// Packet level, ECN: queue depth below which nothing is marked.
+    pub ecn_kmin: Option<RawQuantity>,
+    /// Packet level, ECN: queue depth from which everything is marked.
+    pub ecn_kmax: Option<RawQuantity>,
+    /// Packet level, ECN: marking probability just below Kmax.
+    pub ecn_pmax: Option<RawNumber>,
+    /// Packet level: congestion control, `dcqcn`, `dctcp` or `none`.
+    pub cc: Option<String>,
+    /// Packet level, DCTCP: α gain g.
+    pub dctcp_g: Option<RawNumber>,
+    /// Packet level, DCQCN parameters.
+    pub dcqcn: Option<RawDcqcn>,
+}
+
+/// `[fabric.dcqcn]` as written (Zhu et al. 2015 names).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDcqcn {
+    /// α gain g.
+    pub g: Option<RawNumber>,
+    /// α decay period K.
+    pub alpha_interval: Option<RawQuantity>,
+    /// Rate-increase timer T.
+    pub rate_increase_interval: Option<RawQuantity>,
+    /// Byte counter B.
+    pub byte_counter: Option<RawQuantity>,
+    /// Fast-recovery stages F.
+    pub fast_recovery_steps: Option<i64>,
+    /// Additive increase R_AI.
+    pub rate_ai: Option<RawQuantity>,
+    /// Hyper increase R_HAI.
+    pub rate_hai: Option<RawQuantity>,
+    /// Rate floor.
+    pub min_rate: Option<RawQuantity>,
+    /// At most one CNP per queue pair per this interval (N).
+    pub cnp_interval: Option<RawQuantity>,
+    /// α of a new queue pair.
+    pub initial_alpha: Option<RawNumber>,
 }
 
 /// `[workload]` as written.
@@ -229,6 +279,22 @@ pub struct RawWorkload {
     pub gpu: Option<workload::RawGpu>,
     /// Inference: `[workload.inference]`.
     pub inference: Option<workload::RawInference>,
+    /// Traffic: flows added to the pattern (e.g. a victim beside an incast).
+    pub extra_flows: Option<Vec<RawFlow>>,
+}
+
+/// One entry of `workload.extra_flows`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFlow {
+    /// Source GPU.
+    pub src: i64,
+    /// Destination GPU.
+    pub dst: i64,
+    /// Payload bytes.
+    pub bytes: RawQuantity,
+    /// Start time (default 0).
+    pub start: Option<RawQuantity>,
 }
 
 /// `[simulation]` as written.
@@ -243,6 +309,8 @@ pub struct RawSimulation {
     pub sample_interval: Option<RawQuantity>,
     /// Packet level: stop when simulated time passes this.
     pub time_limit: Option<RawQuantity>,
+    /// Packet level: report a deadlock when nothing moved for this long.
+    pub deadlock_timeout: Option<RawQuantity>,
 }
 
 /// A whole scenario file as written.
@@ -464,6 +532,16 @@ pub struct PacketSettings {
     pub sample_interval: SimTime,
     /// Simulated-time limit.
     pub time_limit: SimTime,
+    /// Deadlock watchdog.
+    pub deadlock_timeout: SimTime,
+    /// PFC thresholds (XOFF, XON, headroom), bytes, or `None` when PFC is off.
+    pub pfc: Option<(u64, u64, u64)>,
+    /// PFC pause quanta per frame (0 = until RESUME).
+    pub pfc_pause_quanta: u32,
+    /// ECN marking (Kmin bytes, Kmax bytes, Pmax), or `None`.
+    pub ecn: Option<(u64, u64, f64)>,
+    /// Congestion control.
+    pub cc: crate::backend::packet::CongestionControl,
 }
 
 /// A setting present in the scenario that the chosen fidelity does not use.
@@ -506,6 +584,8 @@ pub struct Scenario {
     pub keys_set: Vec<String>,
     /// Stragglers and failures, in file order.
     pub faults: Vec<FaultSpec>,
+    /// Traffic workloads: flows added to the pattern.
+    pub extra_flows: Vec<crate::workload::traffic::ExtraFlow>,
 }
 
 // ---------------------------------------------------------------- validation
@@ -913,8 +993,20 @@ impl Validator<'_> {
             }
         };
 
-        let packet = self.packet_settings(raw, kind);
+        let packet = self.packet_settings(
+            raw,
+            kind,
+            link_rate
+                .zip(link_latency)
+                .zip(switch_latency)
+                .map(|((r, l), f)| (r, l, f)),
+            mtu.zip(header_bytes).map(|(m, h)| m + h),
+        );
         let topology = self.topology(&raw.topology);
+        let extra_flows = self.extra_flows(
+            &raw.workload,
+            hosts.zip(gpus).map(|(h, g)| h as u64 * g as u64),
+        );
         let workload = self.workload(
             &raw.workload,
             hosts.zip(gpus).map(|(h, g)| h as u64 * g as u64),
@@ -1000,6 +1092,7 @@ impl Validator<'_> {
             packet: packet?,
             keys_set: keys_set(self.src.text),
             faults: faults?,
+            extra_flows: extra_flows?,
         })
     }
 
@@ -1131,6 +1224,52 @@ impl Validator<'_> {
         } else {
             None
         }
+    }
+
+    fn extra_flows(
+        &mut self,
+        w: &RawWorkload,
+        total_gpus: Option<u64>,
+    ) -> Option<Vec<crate::workload::traffic::ExtraFlow>> {
+        let Some(list) = &w.extra_flows else {
+            return Some(Vec::new());
+        };
+        if w.kind.as_deref() != Some("traffic") {
+            self.err(
+                "workload.extra_flows",
+                "extra flows in a collective workload",
+                "it only with kind = \"traffic\"",
+            );
+            return None;
+        }
+        let n = total_gpus?;
+        let mut out = Vec::new();
+        let mut ok = true;
+        for (i, f) in list.iter().enumerate() {
+            for (what, g) in [("src", f.src), ("dst", f.dst)] {
+                if g < 0 || g as u64 >= n {
+                    self.err(
+                        "workload.extra_flows",
+                        format!("flow {i}: {what} = {g}"),
+                        format!("a GPU between 0 and {}", n.saturating_sub(1)),
+                    );
+                    ok = false;
+                }
+            }
+            let bytes = self.size("workload.extra_flows", Some(&f.bytes), None, 1);
+            let start = self.time("workload.extra_flows", f.start.as_ref(), Some("0"));
+            if let (Some(bytes), Some(start)) = (bytes, start) {
+                out.push(crate::workload::traffic::ExtraFlow {
+                    src: crate::topology::GpuId(f.src.max(0) as u32),
+                    dst: crate::topology::GpuId(f.dst.max(0) as u32),
+                    bytes,
+                    start,
+                });
+            } else {
+                ok = false;
+            }
+        }
+        ok.then_some(out)
     }
 
     fn workload(&mut self, w: &RawWorkload, total_gpus: Option<u64>) -> Option<WorkloadSpec> {
@@ -1507,6 +1646,8 @@ impl Validator<'_> {
         &mut self,
         raw: &RawScenario,
         kind: Option<FabricKind>,
+        link: Option<(Rate, SimTime, SimTime)>,
+        max_packet: Option<u64>,
     ) -> Option<PacketSettings> {
         let f = &raw.fabric;
         let buffer = self.size("fabric.buffer", f.buffer.as_ref(), Some("128KiB"), 1);
@@ -1602,7 +1743,39 @@ impl Validator<'_> {
                 return None;
             }
         }
+        let deadlock_timeout = self.time(
+            "simulation.deadlock_timeout",
+            sim.deadlock_timeout.as_ref(),
+            Some("10ms"),
+        );
+        if deadlock_timeout == Some(SimTime::ZERO) {
+            self.err(
+                "simulation.deadlock_timeout",
+                "0",
+                "a watchdog period above zero, such as \"1ms\"",
+            );
+        }
+        let (pfc, ecn, cc) = self.congestion_settings(raw, kind, buffer?, link, max_packet?)?;
+        let pfc_pause_quanta = self.count(
+            "fabric.pfc_pause_quanta",
+            f.pfc_pause_quanta,
+            Some(0),
+            0,
+            "pause quanta per PAUSE frame, 0 (until RESUME) to 65535",
+        );
+        if pfc_pause_quanta.is_some_and(|q| q > 65535) {
+            self.err(
+                "fabric.pfc_pause_quanta",
+                pfc_pause_quanta.unwrap_or(0).to_string(),
+                "at most 65535 quanta (a 16-bit field of the PAUSE frame, IEEE 802.1Qbb)",
+            );
+        }
         Some(PacketSettings {
+            deadlock_timeout: deadlock_timeout?,
+            pfc,
+            pfc_pause_quanta: pfc_pause_quanta?,
+            ecn,
+            cc,
             buffer: buffer?,
             shared_buffer: shared_buffer?,
             shared_buffer_alpha: alpha,
@@ -1617,6 +1790,299 @@ impl Validator<'_> {
             rto: rto?,
             sample_interval: sample_interval?,
             time_limit: time_limit?,
+        })
+    }
+}
+
+impl Validator<'_> {
+    /// PFC, ECN and congestion control: defaults per fabric kind, thresholds
+    /// checked against the buffer and the link's bandwidth-delay product.
+    #[allow(clippy::type_complexity)]
+    fn congestion_settings(
+        &mut self,
+        raw: &RawScenario,
+        kind: Option<FabricKind>,
+        buffer: u64,
+        link: Option<(Rate, SimTime, SimTime)>,
+        max_packet: u64,
+    ) -> Option<(
+        Option<(u64, u64, u64)>,
+        Option<(u64, u64, f64)>,
+        crate::backend::packet::CongestionControl,
+    )> {
+        use crate::backend::packet::{pfc_headroom_needed, CongestionControl};
+        let f = &raw.fabric;
+        let roce = kind == Some(FabricKind::Roce);
+        let ib = kind == Some(FabricKind::InfiniBand);
+        let mut ok = true;
+        // PFC: on by default for RoCE (what a RoCEv2 deployment runs).
+        let pfc_on = f.pfc.unwrap_or(roce);
+        if pfc_on && ib {
+            self.err("fabric.pfc", "true on an InfiniBand fabric", "no PFC: InfiniBand is lossless through credits; use kind = \"roce\" or \"ethernet\" for PFC");
+            ok = false;
+        }
+        let need = link.map(|(r, l, f)| pfc_headroom_needed(r, l, f, max_packet as u32));
+        let pfc = if pfc_on && !ib {
+            let default_headroom = need.unwrap_or(0).div_ceil(1024) * 1024;
+            let headroom = self.size(
+                "fabric.pfc_headroom",
+                f.pfc_headroom.as_ref(),
+                Some(&default_headroom.to_string()),
+                0,
+            )?;
+            let default_xoff = buffer.saturating_sub(headroom).max(max_packet);
+            let xoff = self.size(
+                "fabric.pfc_xoff",
+                f.pfc_xoff.as_ref(),
+                Some(&default_xoff.to_string()),
+                1,
+            )?;
+            let default_xon = xoff
+                .saturating_sub(2 * max_packet)
+                .max(max_packet.min(xoff));
+            let xon = self.size(
+                "fabric.pfc_xon",
+                f.pfc_xon.as_ref(),
+                Some(&default_xon.to_string()),
+                0,
+            )?;
+            if let (Some(need), Some((r, l, fwd))) = (need, link) {
+                if headroom < need {
+                    self.err(
+                        "fabric.pfc_headroom",
+                        crate::units::format_bytes(headroom),
+                        format!(
+                            "at least {need} bytes: what arrives while a PAUSE takes effect on a {r} link of {l} latency into a {fwd} switch pipeline ((2 x latency + pipeline) x rate + 2 x (MTU + header) + 64)"
+                        ),
+                    );
+                    ok = false;
+                }
+            }
+            if xoff < max_packet {
+                self.err(
+                    "fabric.pfc_xoff",
+                    crate::units::format_bytes(xoff),
+                    format!("at least one packet ({max_packet} bytes)"),
+                );
+                ok = false;
+            } else if xoff.saturating_add(headroom) > buffer {
+                self.err(
+                    "fabric.pfc_xoff",
+                    crate::units::format_bytes(xoff),
+                    format!(
+                        "XOFF + headroom ({}) within fabric.buffer ({} per port and priority)",
+                        crate::units::format_bytes(headroom),
+                        crate::units::format_bytes(buffer)
+                    ),
+                );
+                ok = false;
+            }
+            if xon > xoff {
+                self.err(
+                    "fabric.pfc_xon",
+                    crate::units::format_bytes(xon),
+                    format!("at most XOFF ({})", crate::units::format_bytes(xoff)),
+                );
+                ok = false;
+            }
+            Some((xoff, xon, headroom))
+        } else {
+            None
+        };
+        // Congestion control: DCQCN on RoCE; DCTCP on Ethernet when ECN is on.
+        let ecn_on = f.ecn.unwrap_or(roce || f.cc.as_deref() == Some("dctcp"));
+        let cc_name = f.cc.as_deref().unwrap_or(if roce {
+            "dcqcn"
+        } else if kind == Some(FabricKind::Ethernet) && ecn_on {
+            "dctcp"
+        } else {
+            "none"
+        });
+        let dctcp = cc_name == "dctcp";
+        let ecn = if ecn_on {
+            // DCQCN: RED between buffer/16 and buffer/2 with Pmax 0.2 (the
+            // probability HPCC's run.py uses; its Kmin/Kmax assume 100+ MB
+            // shared buffers, so they are scaled to this buffer). DCTCP: a
+            // step at K = buffer/4 (Kmin = Kmax, Pmax = 1; Alizadeh et al. 2010).
+            let (dmin, dmax, dp) = if dctcp {
+                (buffer / 4, buffer / 4, 1.0)
+            } else {
+                (buffer / 16, buffer / 2, 0.2)
+            };
+            let kmin = self.size(
+                "fabric.ecn_kmin",
+                f.ecn_kmin.as_ref(),
+                Some(&dmin.to_string()),
+                0,
+            )?;
+            let kmax = self.size(
+                "fabric.ecn_kmax",
+                f.ecn_kmax.as_ref(),
+                Some(&dmax.to_string()),
+                0,
+            )?;
+            let pmax = f.ecn_pmax.map_or(dp, RawNumber::as_f64);
+            if kmax < kmin {
+                self.err(
+                    "fabric.ecn_kmax",
+                    crate::units::format_bytes(kmax),
+                    format!("at least ecn_kmin ({})", crate::units::format_bytes(kmin)),
+                );
+                ok = false;
+            }
+            if !(pmax > 0.0 && pmax <= 1.0) {
+                self.err(
+                    "fabric.ecn_pmax",
+                    pmax.to_string(),
+                    "a marking probability in (0, 1], such as 0.2",
+                );
+                ok = false;
+            }
+            Some((kmin, kmax, pmax))
+        } else {
+            None
+        };
+        let cc = match cc_name {
+            "none" => CongestionControl::None,
+            "dctcp" => {
+                let g = f.dctcp_g.map_or(1.0 / 16.0, RawNumber::as_f64);
+                if !(g > 0.0 && g <= 1.0) {
+                    self.err(
+                        "fabric.dctcp_g",
+                        g.to_string(),
+                        "a gain in (0, 1], such as 0.0625",
+                    );
+                    ok = false;
+                }
+                CongestionControl::Dctcp { g }
+            }
+            "dcqcn" => {
+                let line = link.map_or(Rate::gbps(400), |(r, _, _)| r);
+                CongestionControl::Dcqcn(self.dcqcn(f.dcqcn.as_ref(), line)?)
+            }
+            other => {
+                self.err(
+                    "fabric.cc",
+                    format!("{other:?}"),
+                    "one of \"dcqcn\", \"dctcp\", \"none\"",
+                );
+                return None;
+            }
+        };
+        if cc != CongestionControl::None && ecn.is_none() {
+            self.err(
+                "fabric.cc",
+                format!("{cc_name:?} with ecn = false"),
+                "ECN marking to react to: set ecn = true, or cc = \"none\"",
+            );
+            ok = false;
+        }
+        if f.dcqcn.is_some() && !matches!(cc, CongestionControl::Dcqcn(_)) {
+            self.err(
+                "fabric.dcqcn",
+                format!("DCQCN parameters with cc = {cc_name:?}"),
+                "cc = \"dcqcn\" (or remove [fabric.dcqcn])",
+            );
+            ok = false;
+        }
+        ok.then_some((pfc, ecn, cc))
+    }
+
+    fn dcqcn(
+        &mut self,
+        raw: Option<&RawDcqcn>,
+        line: Rate,
+    ) -> Option<crate::backend::packet::DcqcnParams> {
+        let d = crate::backend::packet::DcqcnParams::for_line_rate(line);
+        let empty = RawDcqcn::default();
+        let r = raw.unwrap_or(&empty);
+        let g = r.g.map_or(d.g, RawNumber::as_f64);
+        let initial_alpha = r.initial_alpha.map_or(d.initial_alpha, RawNumber::as_f64);
+        if !(g > 0.0 && g <= 1.0) {
+            self.err(
+                "fabric.dcqcn.g",
+                g.to_string(),
+                "a gain in (0, 1], such as 0.00390625 (1/256)",
+            );
+        }
+        if !(0.0..=1.0).contains(&initial_alpha) {
+            self.err(
+                "fabric.dcqcn.initial_alpha",
+                initial_alpha.to_string(),
+                "an α in [0, 1]",
+            );
+        }
+        let us = |t: SimTime| format!("{}ns", t.0 / 1000);
+        let alpha_interval = self.time(
+            "fabric.dcqcn.alpha_interval",
+            r.alpha_interval.as_ref(),
+            Some(&us(d.alpha_interval)),
+        );
+        let rate_increase_interval = self.time(
+            "fabric.dcqcn.rate_increase_interval",
+            r.rate_increase_interval.as_ref(),
+            Some(&us(d.rate_increase_interval)),
+        );
+        let cnp_interval = self.time(
+            "fabric.dcqcn.cnp_interval",
+            r.cnp_interval.as_ref(),
+            Some(&us(d.cnp_interval)),
+        );
+        let byte_counter = self.size(
+            "fabric.dcqcn.byte_counter",
+            r.byte_counter.as_ref(),
+            Some(&d.byte_counter.to_string()),
+            1,
+        );
+        let fast_recovery_steps = self.count(
+            "fabric.dcqcn.fast_recovery_steps",
+            r.fast_recovery_steps,
+            Some(d.fast_recovery_steps as i64),
+            0,
+            "fast-recovery stages F",
+        );
+        let bps = |x: Rate| format!("{}bps", x.0);
+        let rate_ai = self.rate(
+            "fabric.dcqcn.rate_ai",
+            r.rate_ai.as_ref(),
+            Some(&bps(d.rate_ai)),
+        );
+        let rate_hai = self.rate(
+            "fabric.dcqcn.rate_hai",
+            r.rate_hai.as_ref(),
+            Some(&bps(d.rate_hai)),
+        );
+        let min_rate = self.rate(
+            "fabric.dcqcn.min_rate",
+            r.min_rate.as_ref(),
+            Some(&bps(d.min_rate)),
+        );
+        for (k, v) in [
+            ("fabric.dcqcn.alpha_interval", alpha_interval),
+            (
+                "fabric.dcqcn.rate_increase_interval",
+                rate_increase_interval,
+            ),
+        ] {
+            if v == Some(SimTime::ZERO) {
+                self.err(k, "0", "a period above zero, such as \"55us\"");
+                return None;
+            }
+        }
+        if !(g > 0.0 && g <= 1.0 && (0.0..=1.0).contains(&initial_alpha)) {
+            return None;
+        }
+        Some(crate::backend::packet::DcqcnParams {
+            g,
+            alpha_interval: alpha_interval?,
+            rate_increase_interval: rate_increase_interval?,
+            byte_counter: byte_counter?,
+            fast_recovery_steps: fast_recovery_steps?,
+            rate_ai: rate_ai?,
+            rate_hai: rate_hai?,
+            min_rate: min_rate?,
+            cnp_interval: cnp_interval?,
+            initial_alpha,
         })
     }
 }
@@ -1678,7 +2144,19 @@ impl Scenario {
             _ => None,
         };
         out.extend(workload::fault_notes(self, fidelity));
-        const PACKET_ONLY: [&str; 14] = [
+        const PACKET_ONLY: [&str; 26] = [
+            "fabric.pfc",
+            "fabric.pfc_xoff",
+            "fabric.pfc_xon",
+            "fabric.pfc_headroom",
+            "fabric.pfc_pause_quanta",
+            "fabric.ecn",
+            "fabric.ecn_kmin",
+            "fabric.ecn_kmax",
+            "fabric.ecn_pmax",
+            "fabric.cc",
+            "fabric.dctcp_g",
+            "simulation.deadlock_timeout",
             "fabric.buffer",
             "fabric.shared_buffer",
             "fabric.shared_buffer_alpha",
@@ -1702,15 +2180,50 @@ impl Scenario {
                 });
                 continue;
             }
-            if fidelity != Fidelity::Packet && PACKET_ONLY.contains(&key.as_str()) {
+            if fidelity != Fidelity::Packet
+                && (PACKET_ONLY.contains(&key.as_str()) || key.starts_with("fabric.dcqcn."))
+            {
                 out.push(IgnoredSetting {
                     key: key.clone(),
                     reason: format!(
-                        "buffers, lanes, transport and timers exist only at the packet fidelity, not {}",
+                        "buffers, lanes, flow control, congestion control, transport and timers exist only at the packet fidelity, not {}",
                         fidelity.name()
                     ),
                 });
                 continue;
+            }
+            if fidelity == Fidelity::Packet {
+                let why: Option<&str> = match key.as_str() {
+                    "fabric.pfc_xoff"
+                    | "fabric.pfc_xon"
+                    | "fabric.pfc_headroom"
+                    | "fabric.pfc_pause_quanta"
+                        if self.packet.pfc.is_none() =>
+                    {
+                        Some("PFC is off (fabric.pfc = false, or an InfiniBand fabric's credits)")
+                    }
+                    "fabric.ecn_kmin" | "fabric.ecn_kmax" | "fabric.ecn_pmax"
+                        if self.packet.ecn.is_none() =>
+                    {
+                        Some("ECN marking is off (fabric.ecn = false)")
+                    }
+                    "fabric.dctcp_g"
+                        if !matches!(
+                            self.packet.cc,
+                            crate::backend::packet::CongestionControl::Dctcp { .. }
+                        ) =>
+                    {
+                        Some("the congestion control is not DCTCP (fabric.cc)")
+                    }
+                    _ => None,
+                };
+                if let Some(why) = why {
+                    out.push(IgnoredSetting {
+                        key: key.clone(),
+                        reason: why.into(),
+                    });
+                    continue;
+                }
             }
             if fidelity == Fidelity::Packet
                 && !self.packet.tcp

@@ -33,18 +33,20 @@ pub fn collectives(r: &Report) -> String {
 /// One row per link that carried traffic.
 pub fn links(r: &Report) -> String {
     let mut s =
-        String::from("link,bytes,utilization,drops,max_queue_bytes,avg_queue_bytes,stall_ps\n");
+        String::from("link,bytes,utilization,drops,max_queue_bytes,avg_queue_bytes,stall_ps,paused_ps,pause_frames\n");
     for l in &r.links {
         let _ = writeln!(
             s,
-            "{},{},{:.6},{},{},{:.1},{}",
+            "{},{},{:.6},{},{},{:.1},{},{},{}",
             l.link,
             l.bytes,
             l.utilization,
             l.drops,
             l.max_queue_bytes,
             l.avg_queue_bytes,
-            l.stall_ps
+            l.stall_ps,
+            l.paused_ps,
+            l.pause_frames
         );
     }
     s

@@ -50,10 +50,11 @@ pub fn render(r: &Report) -> String {
     let c = &r.fabric;
     let _ = writeln!(
         s,
-        "# fabric: {} delivered, {} drops, {} ECN marks, {} PFC pauses, {} retransmitted, max queue {}",
+        "# fabric: {} delivered, {} drops, {} ECN marks, {} CNPs, {} PFC pauses, {} retransmitted, max queue {}",
         format_bytes(c.bytes_delivered),
         c.drops,
         c.ecn_marks,
+        c.cnps,
         c.pfc_pause_frames,
         c.retransmitted_packets,
         format_bytes(c.max_queue_bytes)

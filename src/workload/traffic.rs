@@ -213,6 +213,34 @@ pub fn derangement(n: u32, rng: &mut ChaCha8Rng) -> Vec<u32> {
     }
 }
 
+/// A flow added to a traffic pattern (`workload.extra_flows`), e.g. a victim
+/// flow beside an incast to measure congestion spreading.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExtraFlow {
+    /// Source GPU.
+    pub src: GpuId,
+    /// Destination GPU.
+    pub dst: GpuId,
+    /// Payload bytes.
+    pub bytes: u64,
+    /// When it starts, picoseconds after the pattern's start.
+    pub start: SimTime,
+}
+
+/// Appends `flows` to the current operation of `dag`: each is a transfer that
+/// starts at its `start` (after a compute task of that length on its source
+/// GPU, when positive).
+pub fn add_extra_flows(dag: &mut Dag, flows: &[ExtraFlow]) {
+    for f in flows {
+        if f.start > SimTime::ZERO {
+            let c = dag.compute(f.src, f.start, &[]);
+            dag.transfer(f.src, f.dst, f.bytes, &[Dep::Done(c)]);
+        } else {
+            dag.transfer(f.src, f.dst, f.bytes, &[]);
+        }
+    }
+}
+
 /// Builds the DAG of `spec` on `topo` (one operation named after the pattern).
 ///
 /// # Errors

@@ -52,6 +52,17 @@ pub enum Event {
     },
     /// Take a time-series sample.
     Sample,
+    /// PFC on `link` and lane `vl`: a PAUSE (`kind` 1) or RESUME (0) frame
+    /// reaches the link's sender; 2 = the receiver's refresh timer of a PAUSE
+    /// with quanta; 3 = a PAUSE with quanta expires at the sender.
+    Pfc {
+        /// Link whose sender is (un)paused.
+        link: u32,
+        /// Lane.
+        vl: u8,
+        /// 0 RESUME, 1 PAUSE, 2 refresh, 3 expiry.
+        kind: u8,
+    },
 }
 
 impl Event {
@@ -76,6 +87,9 @@ impl Event {
             Event::TaskDone { task } => 5 | (task as u64) << 4,
             Event::Link { index } => 6 | (index as u64) << 4,
             Event::Sample => 7,
+            Event::Pfc { link, vl, kind } => {
+                8 | (vl as u64) << 4 | (kind as u64) << 8 | (link as u64) << 32
+            }
         }
     }
 
@@ -97,6 +111,11 @@ impl Event {
             4 => Event::Rto { qp: lo },
             5 => Event::TaskDone { task: lo },
             6 => Event::Link { index: lo },
+            8 => Event::Pfc {
+                link: (x >> 32) as u32,
+                vl: ((x >> 4) & 15) as u8,
+                kind: ((x >> 8) & 15) as u8,
+            },
             _ => Event::Sample,
         }
     }
@@ -271,7 +290,12 @@ mod tests {
         for i in 0..2000u32 {
             x = crate::topology::mix64(x);
             let t = x % 97;
-            let ev = match i % 8 {
+            let ev = match i % 9 {
+                7 => Event::Pfc {
+                    link: i,
+                    vl: (i % 8) as u8,
+                    kind: (i % 4) as u8,
+                },
                 0 => Event::TxDone { port: i },
                 1 => Event::Arrive {
                     pkt: i,

@@ -31,12 +31,13 @@
 //! [`PacketConfig::rto`]: super::PacketConfig::rto
 //! [`PacketConfig::ack_every`]: super::PacketConfig::ack_every
 
+use super::cc::{CongestionControl, DcqcnState, DctcpState};
 use super::engine::Event;
 use super::sim::Sim;
-use super::slab::{Packet, PktKind, NONE};
+use super::slab::{Packet, PktKind, F_ECN, NONE};
 use super::switch::NEVER;
 use super::{HostPath, PacketError, Transport};
-use crate::topology::{mix64, GpuId, LinkId};
+use crate::topology::{mix64, GpuId, LinkId, LinkKind};
 
 /// One message (transfer) on a queue pair.
 #[derive(Clone, Copy, Debug)]
@@ -110,6 +111,18 @@ pub struct Qp {
     pub since_ack: u32,
     /// Receiver (reordering mode): PSNs received beyond `epsn`, ring bitmap.
     pub ooo_bits: Vec<u64>,
+    /// Window of outstanding packets (the configured window, or DCTCP's cwnd).
+    pub wnd: u32,
+    /// Congestion control applies (the pair crosses the network, not NVLink).
+    pub cc_on: bool,
+    /// DCQCN reaction point (sender).
+    pub dcqcn: DcqcnState,
+    /// DCTCP sender.
+    pub dctcp: DctcpState,
+    /// Receiver, DCQCN: no CNP before this time, ps.
+    pub cnp_next: u64,
+    /// Receiver, DCTCP: CE-marked packets since the last ACK.
+    pub ce_unacked: u32,
 }
 
 impl Qp {
@@ -244,7 +257,30 @@ impl Sim<'_> {
             nack_sent: false,
             since_ack: 0,
             ooo_bits: vec![0; words.max(1)],
+            wnd: self.window_pkts,
+            cc_on: false,
+            dcqcn: DcqcnState::default(),
+            dctcp: DctcpState::default(),
+            cnp_next: 0,
+            ce_unacked: 0,
         });
+        let cc_on = self.topo.links[port as usize].kind != LinkKind::NvLink;
+        let line = self
+            .topo
+            .nic_of_node(self.topo.gpus[src as usize].nic)
+            .map(|n| self.topo.links[n.uplink.0 as usize].rate)
+            .unwrap_or(self.topo.links[port as usize].rate);
+        let now = self.now;
+        let qp = &mut self.qps[qpi as usize];
+        qp.cc_on = cc_on;
+        match self.cfg.cc {
+            CongestionControl::Dcqcn(p) => qp.dcqcn = DcqcnState::new(line, &p, now),
+            CongestionControl::Dctcp { .. } if cc_on => {
+                qp.dctcp = DctcpState::new(self.window_pkts);
+                qp.wnd = qp.dctcp.window();
+            }
+            _ => {}
+        }
         self.qp_index.insert((src, dst), qpi);
         Ok(qpi)
     }
@@ -272,7 +308,7 @@ impl Sim<'_> {
                 break;
             };
             let qp = &self.qps[qpi as usize];
-            if !qp.has_work() || qp.snd_nxt - qp.snd_una >= self.window_pkts {
+            if !qp.has_work() || qp.snd_nxt - qp.snd_una >= qp.wnd {
                 self.qps[qpi as usize].in_ring = false;
                 continue;
             }
@@ -293,6 +329,10 @@ impl Sim<'_> {
             }
             if let Transport::Tcp { .. } = self.cfg.transport {
                 ready_at = ready_at.max(qp.cpu_ready);
+            }
+            if qp.cc_on {
+                // DCQCN pacing at R_C (0 when not rate-controlled).
+                ready_at = ready_at.max(qp.dcqcn.next_tx);
             }
             if ready_at > self.now {
                 let qp = &mut self.qps[qpi as usize];
@@ -342,6 +382,9 @@ impl Sim<'_> {
             let now = self.now;
             let rto = self.cfg.rto.0;
             let qp = &mut self.qps[qpi as usize];
+            if let (true, CongestionControl::Dcqcn(params)) = (qp.cc_on, &self.cfg.cc) {
+                qp.dcqcn.on_send(params, now, wire as u64);
+            }
             let nothing_outstanding = qp.snd_una >= qp.snd_max;
             qp.snd_nxt += 1;
             qp.snd_max = qp.snd_max.max(qp.snd_nxt);
@@ -378,13 +421,39 @@ impl Sim<'_> {
             PktKind::Data => self.receive_data(&k),
             PktKind::Ack | PktKind::Nack => {
                 self.stats.ctrl_received += 1;
-                self.on_ack(k.qp, k.psn, k.kind == PktKind::Nack);
+                self.on_ack(k.qp, k.psn, k.kind == PktKind::Nack, k.hash);
+            }
+            PktKind::Cnp => {
+                self.stats.ctrl_received += 1;
+                if let CongestionControl::Dcqcn(p) = &self.cfg.cc {
+                    let now = self.now;
+                    let qp = &mut self.qps[k.qp as usize];
+                    if qp.cc_on {
+                        qp.dcqcn.on_cnp(p, now);
+                        self.stats.dcqcn_rate_cuts += 1;
+                    }
+                }
             }
         }
     }
 
     fn receive_data(&mut self, k: &Packet) {
         let qpi = k.qp as usize;
+        if k.flags & F_ECN != 0 {
+            match self.cfg.cc {
+                CongestionControl::Dcqcn(p) => {
+                    let now = self.now;
+                    let qp = &mut self.qps[qpi];
+                    if now >= qp.cnp_next {
+                        qp.cnp_next = now + p.cnp_interval.0;
+                        self.fabric.cnps += 1;
+                        self.send_ctrl(k.qp, PktKind::Cnp, k.psn, 0);
+                    }
+                }
+                CongestionControl::Dctcp { .. } => self.qps[qpi].ce_unacked += 1,
+                CongestionControl::None => {}
+            }
+        }
         let ooo = self.ooo;
         let qp = &mut self.qps[qpi];
         let accepted = if k.psn < qp.epsn || (ooo && k.psn != qp.epsn && qp.bit(k.psn)) {
@@ -413,7 +482,8 @@ impl Sim<'_> {
             if !qp.nack_sent {
                 qp.nack_sent = true;
                 let e = qp.epsn;
-                self.send_ctrl(k.qp, PktKind::Nack, e);
+                let ce = std::mem::take(&mut qp.ce_unacked);
+                self.send_ctrl(k.qp, PktKind::Nack, e, ce);
             }
             return;
         };
@@ -436,16 +506,27 @@ impl Sim<'_> {
             completed = true;
             self.task_done(m.task);
         }
+        // DCTCP windows shrink to a few packets per flow under fan-in; a
+        // receiver that waited for `ack_every` packets would then stall the
+        // sender until its timeout, so DCTCP ACKs every packet (as the HPCC
+        // simulator does for every scheme: `L2_ACK_INTERVAL 1` in run.py).
+        let every = if matches!(self.cfg.cc, CongestionControl::Dctcp { .. }) {
+            1
+        } else {
+            self.cfg.ack_every
+        };
         let qp = &mut self.qps[qpi];
-        if completed || qp.since_ack >= self.cfg.ack_every {
+        if completed || qp.since_ack >= every {
             qp.since_ack = 0;
             let e = qp.epsn;
-            self.send_ctrl(k.qp, PktKind::Ack, e);
+            let ce = std::mem::take(&mut qp.ce_unacked);
+            self.send_ctrl(k.qp, PktKind::Ack, e, ce);
         }
     }
 
-    /// Queues an ACK/NACK at the receiver's first link.
-    fn send_ctrl(&mut self, qpi: u32, kind: PktKind, psn: u32) {
+    /// Queues an ACK/NACK/CNP at the receiver's first link; `ce` is the number of
+    /// CE marks an ACK echoes (DCTCP).
+    fn send_ctrl(&mut self, qpi: u32, kind: PktKind, psn: u32, ce: u32) {
         let qp = &self.qps[qpi as usize];
         let port = qp.ack_port as usize;
         let vl = (self.vls - 1) as u8;
@@ -454,8 +535,7 @@ impl Sim<'_> {
             qp: qpi,
             psn,
             wire,
-            // ACKs hash differently from their data so the reverse path is independent.
-            hash: (qp.hash >> 32) as u32,
+            hash: ce,
             link: NONE,
             epoch: 0,
             dst: qp.src,
@@ -483,10 +563,22 @@ impl Sim<'_> {
     }
 
     /// The sender gets a cumulative ACK (or a NACK) for PSNs below `a`.
-    fn on_ack(&mut self, qpi: u32, a: u32, nack: bool) {
+    fn on_ack(&mut self, qpi: u32, a: u32, nack: bool, ce: u32) {
         let i = qpi as usize;
         let now = self.now;
         let rto = self.cfg.rto.0;
+        let max_w = self.window_pkts;
+        let qp = &mut self.qps[i];
+        if let (true, CongestionControl::Dctcp { g }) = (qp.cc_on, self.cfg.cc) {
+            let n = a.saturating_sub(qp.snd_una);
+            let cut = qp.dctcp.cut;
+            qp.wnd = qp
+                .dctcp
+                .on_ack(g, n, ce, a.max(qp.snd_una), qp.snd_nxt, max_w);
+            if !cut && qp.dctcp.cut {
+                self.stats.dctcp_window_cuts += 1;
+            }
+        }
         let qp = &mut self.qps[i];
         if a > qp.snd_una {
             qp.snd_una = a;
@@ -527,6 +619,9 @@ impl Sim<'_> {
             return;
         }
         self.stats.timeouts += 1;
+        if qp.cc_on && matches!(self.cfg.cc, CongestionControl::Dctcp { .. }) {
+            qp.wnd = qp.dctcp.on_timeout();
+        }
         qp.snd_nxt = qp.snd_una;
         qp.rto_backoff = (qp.rto_backoff + 1).min(6);
         qp.rto_deadline = now + (self.cfg.rto.0 << qp.rto_backoff);

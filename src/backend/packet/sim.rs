@@ -44,6 +44,15 @@ pub(super) struct Sim<'a> {
     pub block_shift: u32,
     /// Per port: credit blocks of the receiver's full buffer (debug checks).
     pub credit_cap: Vec<i64>,
+    /// PFC, per link and lane (`link * vls + vl`): bytes the link's receiver
+    /// holds that arrived over it on that lane.
+    pub pfc_in: Vec<u64>,
+    /// PFC, per link and lane: the receiver has paused the sender (no RESUME yet).
+    pub pfc_sent: Vec<bool>,
+    /// PFC, per port and lane: paused until this time (NEVER = until RESUME; 0 = not paused).
+    pub paused_until: Vec<u64>,
+    /// PFC, per port and lane: when the current pause began.
+    pub pause_since: Vec<u64>,
     /// Per node: shared-buffer bytes in use (lossy, shared buffer only).
     pub shared_used: Vec<u64>,
     /// Per node: the GPU it is, or NONE.
@@ -93,9 +102,16 @@ impl<'a> Sim<'a> {
             .links
             .iter()
             .map(|l| {
-                let credit_fc =
-                    l.kind != LinkKind::Network || cfg.flow_control == FlowControl::Credit;
-                Port::new(l, topo.nodes[l.to.0 as usize].latency, credit_fc)
+                let net = l.kind == LinkKind::Network;
+                let credit_fc = !net || cfg.flow_control == FlowControl::Credit;
+                let mut p = Port::new(l, topo.nodes[l.to.0 as usize].latency, credit_fc);
+                p.pfc = net && matches!(cfg.flow_control, FlowControl::Pfc { .. });
+                // Switches mark; a NIC's own uplink queue (fed faster over
+                // PCIe than it drains) is the host's, not congestion.
+                p.ecn = net
+                    && cfg.ecn.is_some()
+                    && matches!(topo.nodes[l.from.0 as usize].kind, NodeKind::Switch { .. });
+                p
             })
             .collect();
         let credit_cap: Vec<i64> = topo
@@ -137,6 +153,10 @@ impl<'a> Sim<'a> {
             },
             credit_cap,
             shared_used: vec![0; topo.nodes.len()],
+            pfc_in: vec![0; nl * vls],
+            pfc_sent: vec![false; nl * vls],
+            paused_until: vec![0; nl * vls],
+            pause_since: vec![0; nl * vls],
             gpu_of_node,
             routes: RouteCache::default(),
             cands: Vec::with_capacity(64),
@@ -208,6 +228,15 @@ impl<'a> Sim<'a> {
             }
             if t > self.last_tx.saturating_add(self.cfg.deadlock_timeout.0) && self.pkts.live() > 0
             {
+                if matches!(self.cfg.flow_control, FlowControl::Pfc { .. })
+                    && self.paused_until.iter().any(|&u| u > self.now)
+                {
+                    return Err(PacketError::PfcDeadlock {
+                        at: SimTime(t),
+                        since: SimTime(self.last_tx),
+                        cycle: self.pfc_cycle(),
+                    });
+                }
                 return Err(PacketError::Deadlock {
                     at: SimTime(t),
                     since: SimTime(self.last_tx),
@@ -225,6 +254,7 @@ impl<'a> Sim<'a> {
                 Event::TaskDone { task } => self.task_done(task),
                 Event::Link { index } => self.on_link_event(index as usize),
                 Event::Sample => self.on_sample(),
+                Event::Pfc { link, vl, kind } => self.on_pfc(link, vl, kind),
             }
             if !self.ready.is_empty() {
                 self.start_ready()?;
@@ -309,10 +339,22 @@ impl<'a> Sim<'a> {
         let mut links = Vec::new();
         let mut max_q = 0;
         let mut stall = 0;
+        for (qi, u) in self.paused_until.iter_mut().enumerate() {
+            if *u != 0 {
+                // still paused at the end (a stalled or cut-short run)
+                let p = &mut self.ports[qi / self.vls];
+                let d = end.saturating_sub(self.pause_since[qi]);
+                p.paused_ps += d;
+                p.stall_ps += d;
+                self.stats.pfc_paused_ps += d;
+                *u = 0;
+            }
+        }
         for (i, p) in self.ports.iter_mut().enumerate() {
             p.account_queue(end);
+            self.stats.pfc_pause_frames_received += p.pause_rx;
             max_q = max_q.max(p.max_q);
-            stall += p.stall_ps;
+            stall += p.stall_ps - p.paused_ps;
             if p.bytes > 0 || p.drops > 0 {
                 links.push(LinkCounters {
                     link: i as u32,
@@ -330,11 +372,18 @@ impl<'a> Sim<'a> {
                         0.0
                     },
                     stall_ps: p.stall_ps,
+                    paused_ps: p.paused_ps,
+                    pause_frames: p.pause_tx,
                 });
             }
         }
         self.fabric.max_queue_bytes = max_q;
+        // Credit stalls only; PFC paused time is in the links' `stall_ps` and
+        // `PacketStats::pfc_paused_ps`.
         self.fabric.credit_stall_ps = stall;
+        self.stats.pfc_pause_frames = self.fabric.pfc_pause_frames;
+        self.stats.ecn_marks = self.fabric.ecn_marks;
+        self.stats.cnps_sent = self.fabric.cnps;
         self.fabric.retransmitted_packets = self.stats.retransmitted_packets;
         self.fabric.timeouts = self.stats.timeouts;
         self.fabric.drops = self.stats.drops_total();

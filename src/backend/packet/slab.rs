@@ -18,10 +18,17 @@ pub enum PktKind {
     Ack,
     /// Negative acknowledgement: expected `psn`, saw a later one (go-back-N).
     Nack,
+    /// Congestion notification packet (DCQCN): the receiver saw CE marks.
+    Cnp,
 }
 
 /// Flag: the packet was corrupted on its current link (bit error).
 pub const F_CORRUPT: u8 = 1;
+/// Flag: Congestion Experienced (ECN mark); stays set to the receiver.
+pub const F_ECN: u8 = 2;
+/// Flag: the packet is counted in its receiving node's PFC ingress bytes of
+/// (`link`, lane it arrived on).
+pub const F_PFC_HELD: u8 = 16;
 /// Flag: the packet sits in a buffer that is accounted drop-tail (lossy ingress).
 pub const F_LOSSY_HELD: u8 = 4;
 /// Flag: the packet's lane was raised at this node; it arrived (and holds
@@ -39,8 +46,8 @@ pub struct Packet {
     /// `wire − header_bytes`; ACK/NACK carry none). Kept as the one size field
     /// so a packet fits in 32 bytes.
     pub wire: u32,
-    /// Flow hash for ECMP (kept in the packet so routing a hop does not touch
-    /// the queue pair: one cache miss less per hop).
+    /// Data: flow hash (informational; ECMP hashes the queue pair's). ACK/NACK
+    /// under DCTCP: the number of CE-marked data packets the ACK echoes.
     pub hash: u32,
     /// Link the packet arrived on or is travelling on ([`NONE`] at its source).
     pub link: u32,

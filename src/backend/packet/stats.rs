@@ -50,6 +50,27 @@ pub struct PacketStats {
     pub slab_high_water: u64,
     /// Capacity the event queue grew to (≥ most events pending at once).
     pub event_queue_high_water: u64,
+    /// ECN: data packets marked Congestion Experienced.
+    pub ecn_marks: u64,
+    /// DCQCN: CNPs sent by receivers (also counted in `ctrl_sent`).
+    pub cnps_sent: u64,
+    /// DCQCN: rate cuts applied by senders.
+    pub dcqcn_rate_cuts: u64,
+    /// DCTCP: window cuts applied by senders.
+    pub dctcp_window_cuts: u64,
+    /// PFC: PAUSE frames sent (refreshes included).
+    pub pfc_pause_frames: u64,
+    /// PFC: PAUSE frames received by senders.
+    pub pfc_pause_frames_received: u64,
+    /// PFC: RESUME frames sent.
+    pub pfc_resume_frames: u64,
+    /// PFC: time lanes spent paused, summed over ports and lanes, ps.
+    pub pfc_paused_ps: u64,
+    /// PFC: most bytes held for one (ingress link, lane).
+    pub pfc_max_ingress_bytes: u64,
+    /// PFC: arrivals that took an ingress count above XOFF + headroom (must be 0
+    /// when the headroom covers the link's bandwidth-delay product).
+    pub pfc_headroom_overflows: u64,
     /// Credit-controlled (link, lane) pairs whose sender does not hold the
     /// receiver's whole buffer in credits after the run (a credit leak; must be 0).
     pub credit_leaks: u64,

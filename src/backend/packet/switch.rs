@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use super::engine::Event;
 use super::nic::Pull;
 use super::sim::Sim;
-use super::slab::{PktKind, F_CORRUPT, F_LOSSY_HELD, F_VL_RAISED, NONE};
+use super::slab::{PktKind, F_CORRUPT, F_ECN, F_LOSSY_HELD, F_PFC_HELD, F_VL_RAISED, NONE};
 use super::{LinkEventKind, Routing};
 use crate::topology::{mix64, GpuId, Link, LinkId, NodeId, NodeKind, Topology};
 use crate::units::{Rate, SimTime};
@@ -33,6 +33,11 @@ pub struct Port {
     pub up: bool,
     /// The sender of this link obeys credits (else arrivals are drop-tail admitted).
     pub credit_fc: bool,
+    /// The receiver of this link runs PFC (lossless Ethernet): arrivals are
+    /// counted per ingress lane and may pause this port's lanes.
+    pub pfc: bool,
+    /// A switch's network port: data packets joining its queues may be ECN-marked.
+    pub ecn: bool,
     /// Bumped when the link goes down: packets sent in an older epoch are lost.
     pub epoch: u16,
     /// The task whose `Dep::Sent` completes when the current serialization ends
@@ -81,6 +86,12 @@ pub struct Port {
     pub stall_ps: u64,
     /// Queue pairs with data to send (source GPU ports only), round-robin order.
     pub ring: VecDeque<u32>,
+    /// PFC: PAUSE frames this port's sender received.
+    pub pause_rx: u64,
+    /// PFC: PAUSE frames the receiver of this link sent upstream to this port.
+    pub pause_tx: u64,
+    /// PFC: time lanes of this port spent paused, summed over lanes, ps.
+    pub paused_ps: u64,
 }
 
 impl Port {
@@ -98,6 +109,11 @@ impl Port {
             up: true,
             epoch: 0,
             credit_fc,
+            pfc: false,
+            ecn: false,
+            pause_rx: 0,
+            pause_tx: 0,
+            paused_ps: 0,
             ber: 0.0,
             busy: false,
             sent_task: NONE,
@@ -283,6 +299,7 @@ impl Sim<'_> {
             return;
         }
         let credit_fc = self.ports[p].credit_fc;
+        let pfc = self.ports[p].pfc;
         let next_credit = if credit_fc {
             self.absorb_credits(p)
         } else {
@@ -294,6 +311,9 @@ impl Sim<'_> {
             let Some(&pkt) = self.queues[qi].front() else {
                 continue;
             };
+            if pfc && self.paused_until[qi] > now {
+                continue;
+            }
             let wire = self.pkts[pkt].wire;
             if credit_fc && self.credits[qi] < self.blk(wire) as i64 {
                 starved = true;
@@ -345,7 +365,10 @@ impl Sim<'_> {
         // The packet leaves this node's buffer: free what it held upstream (on
         // the lane it arrived on).
         if in_link != NONE {
-            if flags & F_LOSSY_HELD != 0 {
+            if flags & F_PFC_HELD != 0 {
+                let in_vl = vl - u8::from(flags & F_VL_RAISED != 0);
+                self.pfc_release(in_link as usize, in_vl, wire as u64);
+            } else if flags & F_LOSSY_HELD != 0 {
                 let node = self.ports[p].from as usize;
                 self.shared_used[node] -= wire as u64;
             } else {
@@ -396,7 +419,7 @@ impl Sim<'_> {
         let k = &mut self.pkts[pkt];
         k.link = p as u32;
         k.epoch = epoch;
-        k.flags = (flags & !(F_CORRUPT | F_LOSSY_HELD | F_VL_RAISED))
+        k.flags = (flags & !(F_CORRUPT | F_LOSSY_HELD | F_VL_RAISED | F_PFC_HELD))
             | if corrupt { F_CORRUPT } else { 0 };
         let waiting = sent_task != NONE
             || !self.ports[p].ring.is_empty()
@@ -499,8 +522,13 @@ impl Sim<'_> {
             kp.flags |= F_VL_RAISED;
         }
         let qi = out * self.vls + vl as usize;
-        let lossy_in = !self.ports[in_link as usize].credit_fc;
-        if lossy_in {
+        let in_port = &self.ports[in_link as usize];
+        if in_port.pfc {
+            // Lossless: never dropped; counted against the ingress lane it
+            // arrived on (before any lane escalation).
+            self.pfc_hold(in_link as usize, k.vl, k.wire as u64);
+            self.pkts[pkt].flags |= F_PFC_HELD;
+        } else if !in_port.credit_fc {
             if !self.admit_lossy(out, qi, k.wire as u64) {
                 self.ports[out].drops += 1;
                 self.stats.drops_buffer += 1;
@@ -509,6 +537,15 @@ impl Sim<'_> {
             }
             self.shared_used[node as usize] += k.wire as u64;
             self.pkts[pkt].flags |= F_LOSSY_HELD;
+        }
+        if k.kind == PktKind::Data && self.ports[out].ecn {
+            if let Some(e) = self.cfg.ecn {
+                let pr = e.probability(self.qbytes[qi]);
+                if pr >= 1.0 || (pr > 0.0 && self.rand_f64() < pr) {
+                    self.pkts[pkt].flags |= F_ECN;
+                    self.fabric.ecn_marks += 1;
+                }
+            }
         }
         self.enqueue(out, qi, pkt, k.wire as u64);
     }
@@ -654,7 +691,10 @@ impl Sim<'_> {
                 self.qbytes[qi] -= k.wire as u64;
                 self.ports[p].qtotal -= k.wire as u64;
                 if k.link != NONE {
-                    if k.flags & F_LOSSY_HELD != 0 {
+                    if k.flags & F_PFC_HELD != 0 {
+                        let in_vl = k.vl - u8::from(k.flags & F_VL_RAISED != 0);
+                        self.pfc_release(k.link as usize, in_vl, k.wire as u64);
+                    } else if k.flags & F_LOSSY_HELD != 0 {
                         let node = self.ports[p].from as usize;
                         self.shared_used[node] -= k.wire as u64;
                     } else {

@@ -1295,39 +1295,14 @@ impl Validator<'_> {
                 return None;
             }
         }
-        for (key, set) in [
-            ("pattern", w.pattern.is_some()),
-            ("bytes", w.bytes.is_some()),
-            ("senders", w.senders.is_some()),
-            ("receiver", w.receiver.is_some()),
-            ("per_host", w.per_host.is_some()),
-            ("cdf", w.cdf.is_some()),
-            ("load", w.load.is_some()),
-            ("duration", w.duration.is_some()),
-        ] {
-            if set {
-                self.err(
-                    &format!("workload.{key}"),
-                    format!("`{key}` in a collective workload"),
-                    "it only with kind = \"traffic\"",
-                );
-            }
-        }
-        for (k, set) in [
-            ("preset", w.preset.is_some()),
-            ("model", w.model.is_some()),
-            ("parallel", w.parallel.is_some()),
-            ("gpu", w.gpu.is_some()),
-            ("inference", w.inference.is_some()),
-        ] {
-            if set {
-                self.err(
-                    &format!("workload.{k}"),
-                    format!("`{k}` with kind = \"collective\""),
-                    "kind = \"training\" or \"inference\" to describe a model",
-                );
-            }
-        }
+        let traffic = w.traffic_keys();
+        self.refuse_workload_keys(&traffic, "collective", "it only with kind = \"traffic\"");
+        let model = w.model_keys();
+        self.refuse_workload_keys(
+            &model,
+            "collective",
+            "kind = \"training\" or \"inference\" to describe a model",
+        );
         let op = match w.op.as_deref() {
             None => {
                 self.err(
@@ -1486,30 +1461,81 @@ impl Validator<'_> {
     }
 }
 
+impl RawWorkload {
+    /// The collective keys this table sets.
+    fn collective_keys(&self) -> Vec<&'static str> {
+        [
+            ("op", self.op.is_some()),
+            ("algorithm", self.algorithm.is_some()),
+            ("inter_host", self.inter_host.is_some()),
+            ("sizes", self.sizes.is_some()),
+            ("min_bytes", self.min_bytes.is_some()),
+            ("max_bytes", self.max_bytes.is_some()),
+            ("step_factor", self.step_factor.is_some()),
+            ("chunk", self.chunk.is_some()),
+            ("dtype", self.dtype.is_some()),
+            ("root", self.root.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(k, set)| set.then_some(k))
+        .collect()
+    }
+
+    /// The traffic-pattern keys this table sets (`extra_flows` is checked on its own).
+    fn traffic_keys(&self) -> Vec<&'static str> {
+        [
+            ("pattern", self.pattern.is_some()),
+            ("bytes", self.bytes.is_some()),
+            ("senders", self.senders.is_some()),
+            ("receiver", self.receiver.is_some()),
+            ("per_host", self.per_host.is_some()),
+            ("cdf", self.cdf.is_some()),
+            ("load", self.load.is_some()),
+            ("duration", self.duration.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(k, set)| set.then_some(k))
+        .collect()
+    }
+
+    /// The model keys (training, inference) this table sets.
+    fn model_keys(&self) -> Vec<&'static str> {
+        [
+            ("preset", self.preset.is_some()),
+            ("model", self.model.is_some()),
+            ("parallel", self.parallel.is_some()),
+            ("gpu", self.gpu.is_some()),
+            ("inference", self.inference.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(k, set)| set.then_some(k))
+        .collect()
+    }
+}
+
 impl Validator<'_> {
+    /// Refuses each of `keys` (set in `[workload]` but meaningless for this kind).
+    fn refuse_workload_keys(&mut self, keys: &[&str], kind: &str, expected: &str) {
+        for key in keys {
+            self.err(
+                &format!("workload.{key}"),
+                format!("`{key}` with kind = {kind:?}"),
+                expected,
+            );
+        }
+    }
+
     fn traffic(&mut self, w: &RawWorkload, total_gpus: Option<u64>) -> Option<WorkloadSpec> {
         use crate::topology::GpuId;
         use crate::workload::traffic::{FlowSizeCdf, TrafficSpec};
-        for (key, set) in [
-            ("op", w.op.is_some()),
-            ("algorithm", w.algorithm.is_some()),
-            ("inter_host", w.inter_host.is_some()),
-            ("sizes", w.sizes.is_some()),
-            ("min_bytes", w.min_bytes.is_some()),
-            ("max_bytes", w.max_bytes.is_some()),
-            ("step_factor", w.step_factor.is_some()),
-            ("chunk", w.chunk.is_some()),
-            ("dtype", w.dtype.is_some()),
-            ("root", w.root.is_some()),
-        ] {
-            if set {
-                self.err(
-                    &format!("workload.{key}"),
-                    format!("`{key}` in a traffic workload"),
-                    "it only with kind = \"collective\"",
-                );
-            }
-        }
+        let collective = w.collective_keys();
+        self.refuse_workload_keys(&collective, "traffic", "it only with kind = \"collective\"");
+        let model = w.model_keys();
+        self.refuse_workload_keys(
+            &model,
+            "traffic",
+            "kind = \"training\" or \"inference\" to describe a model",
+        );
         let n = total_gpus.unwrap_or(u64::MAX);
         let pattern = w.pattern.as_deref().unwrap_or("");
         let patterns = "one of \"incast\", \"permutation\", \"alltoall\", \"random\"";

@@ -1746,7 +1746,11 @@ impl Validator<'_> {
             sim.sample_interval.as_ref(),
             Some("0"),
         );
-        let time_limit = self.time("simulation.time_limit", sim.time_limit.as_ref(), Some("1s"));
+        let time_limit = self.time(
+            "simulation.time_limit",
+            sim.time_limit.as_ref(),
+            Some("60s"),
+        );
         // A buffer must hold at least one full packet, or nothing can ever move.
         let mtu = match &f.mtu {
             Some(RawQuantity::Str(m)) => parse_size(m).ok(),

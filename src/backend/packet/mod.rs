@@ -592,7 +592,7 @@ pub enum PacketError {
         cycle: Vec<(u32, u32, u32)>,
     },
     /// Simulated time passed [`PacketConfig::time_limit`] (e.g. a destination cut off by faults).
-    #[error("time limit {at} reached with {done} of {total} tasks complete")]
+    #[error("time limit {at} reached with {done} of {total} tasks complete (raise simulation.time_limit)")]
     TimeLimit {
         /// The limit.
         at: SimTime,

@@ -93,9 +93,10 @@ fn uncongested_allreduce_agrees_with_the_analytical_fidelity() {
     // Issue 3: ring and hierarchical all-reduce on a non-blocking fat-tree against
     // the analytical α-β time, header overhead (26 B per 4 KiB packet) charged the
     // same way at both levels. Measured (packet / analytical): ring 16 MiB 0.97-1.0;
-    // hierarchical 16 MiB 1.078, 64 MiB 1.043, 256 MiB 1.023. The gap at small
-    // sizes is per-message cost the α-β model has no term for (ACK clocking of the
-    // window, pipeline start of each 4 MiB chunk); it shrinks as 1/S.
+    // hierarchical 16 MiB 1.078, 64 MiB 1.043, 256 MiB 1.023. Each phase alone agrees
+    // within 1.2% (intra-host NVLink; one GPU per host); together the four rails'
+    // flows share the fat-tree's uplinks and spraying is not a perfect load balance
+    // (0.95 of line rate on a permutation), a contention effect that fades as 1/S.
     for (algo, sizes, tol) in [
         ("ring", "[\"16MiB\", \"64MiB\"]", 0.03),
         ("hierarchical", "[\"64MiB\"]", 0.05),
@@ -116,6 +117,51 @@ fn uncongested_allreduce_agrees_with_the_analytical_fidelity() {
         }
         assert_eq!(pkt.fabric.drops, 0);
         assert_eq!(pkt.fabric.bytes_sent, pkt.fabric.bytes_delivered);
+    }
+}
+
+/// 4 DGX H100 nodes on a rail-optimized NDR fabric: each rail's hosts share one
+/// leaf, so the network phase of a hierarchical all-reduce has no shared link.
+fn allreduce_on_rails(algorithm: &str) -> String {
+    format!(
+        r#"
+[cluster]
+preset = "dgx-h100-node"
+nodes = 4
+[topology]
+kind = "rail_optimized"
+radix = 16
+[fabric]
+preset = "ib-ndr-400"
+cut_through = true
+[workload]
+op = "allreduce"
+algorithm = "{algorithm}"
+sizes = ["1MiB", "16MiB", "64MiB"]
+chunk = "4MiB"
+"#
+    )
+}
+
+#[test]
+fn allreduce_on_a_rail_fabric_agrees_within_3_percent_from_1mib() {
+    // Issue 3: within 3% of the analytical α-β time from 1 MiB on a non-blocking
+    // fabric. Measured (packet / analytical): hierarchical 1.022, 1.007, 1.006 and
+    // ring 1.012, 1.000, 1.000 at 1, 16, 64 MiB.
+    for algo in ["ring", "hierarchical"] {
+        let text = allreduce_on_rails(algo);
+        let ana = run_text(&text, Some(Fidelity::Analytical));
+        let pkt = run_text(&text, Some(Fidelity::Packet));
+        for (a, p) in ana.collectives.iter().zip(&pkt.collectives) {
+            let err = (p.time_us - a.time_us).abs() / a.time_us;
+            assert!(
+                err < 0.03,
+                "{algo} {} B: packet {} us vs analytical {} us",
+                a.bytes,
+                p.time_us,
+                a.time_us
+            );
+        }
     }
 }
 

@@ -175,4 +175,11 @@ fn main() {
     };
     bench("permutation 128 hosts, 4 MiB, PFC+DCQCN", &perm, &ls, &roce);
     bench("incast 64:1, 1 MiB, PFC+DCQCN", &inc, &ss, &roce);
+    // Memory of the hot records: a packet lives in the slab as one of these while
+    // in flight; a queue pair per communicating (source, destination) GPU pair.
+    println!(
+        "memory: {} B per in-flight packet (slab record), {} B per queue pair (plus its message queue)",
+        std::mem::size_of::<fabricsim::backend::packet::slab::Packet>(),
+        std::mem::size_of::<fabricsim::backend::packet::nic::Qp>()
+    );
 }

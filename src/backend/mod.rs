@@ -1,11 +1,11 @@
-//! Backends execute a [`Dag`](crate::dag::Dag) on a [`Topology`](crate::topology::Topology)
-//! at one fidelity and return the same [`RunOutput`], so results can be compared.
+//! Backends execute a [`crate::dag::Dag`] on a [`crate::topology::Topology`] at one
+//! fidelity and return the same [`RunOutput`], so results can be compared.
 //!
 //! | fidelity | module | models |
 //! |---|---|---|
 //! | analytical | [`analytical`] | α-β cost per transfer, no contention |
 //! | flow | [`flow`] | max-min fair sharing of links, events at flow start/end |
-//! | packet | `packet` | MTU packets, queues, credits / PFC, ECN, CC, retransmission |
+//! | packet | [`packet`] | MTU packets, queues, credits / PFC, ECN, DCQCN / DCTCP, retransmission |
 
 pub mod analytical;
 pub mod flow;

@@ -177,6 +177,8 @@ pub struct RawFabric {
     pub rto: Option<RawQuantity>,
     /// Packet level: Priority Flow Control (lossless Ethernet). Default: on for `roce`.
     pub pfc: Option<bool>,
+    /// The switches reduce in the network (InfiniBand SHARP). Default: false.
+    pub sharp: Option<bool>,
     /// Packet level, PFC: pause threshold per ingress port and priority.
     pub pfc_xoff: Option<RawQuantity>,
     /// Packet level, PFC: resume threshold.
@@ -431,9 +433,18 @@ pub struct FabricSpec {
     pub header_bytes: u64,
     /// Next-hop choice.
     pub routing: Routing,
+    /// `fabric.sharp`: the switches can aggregate (InfiniBand SHARP). Used by the
+    /// analytical and flow fidelities on InfiniBand only ([`FabricSpec::sharp_active`]).
+    pub sharp: bool,
 }
 
 impl FabricSpec {
+    /// Whether in-network reduction runs: `fabric.sharp = true` on InfiniBand
+    /// (SHARP is a feature of InfiniBand switches; elsewhere `sharp` falls back to ring).
+    pub fn sharp_active(&self) -> bool {
+        self.sharp && self.kind == FabricKind::InfiniBand
+    }
+
     /// Fraction of the line rate left for payload: mtu / (mtu + header).
     pub fn efficiency(&self) -> f64 {
         self.mtu as f64 / (self.mtu + self.header_bytes) as f64
@@ -1053,6 +1064,7 @@ impl Validator<'_> {
             mtu: mtu?,
             header_bytes: header_bytes?,
             routing: routing?,
+            sharp: raw.fabric.sharp.unwrap_or(false),
         };
         let topology = topology?;
         // The shape must hold the cluster: build it once now so the error is
@@ -1324,7 +1336,7 @@ impl Validator<'_> {
                 }
             },
         };
-        let algo_names = "auto, ring, tree, halving_doubling, hierarchical, direct";
+        let algo_names = "auto, ring, tree, halving_doubling, hierarchical, direct, sharp";
         let algorithm = match w.algorithm.as_deref().unwrap_or("auto") {
             "auto" => Some(AlgoChoice::Auto),
             s => match Algorithm::parse(s) {
@@ -2269,6 +2281,24 @@ impl Scenario {
                 continue;
             }
             let reason: Option<String> = match key.as_str() {
+                "fabric.sharp" if self.fabric.sharp && fidelity == Fidelity::Packet => Some(
+                    "SHARP is modeled at the analytical and flow fidelities; the packet level has no switch endpoints, so sharp falls back to ring"
+                        .into(),
+                ),
+                "fabric.sharp" if self.fabric.sharp && self.fabric.kind != FabricKind::InfiniBand => Some(format!(
+                    "SHARP is an InfiniBand switch feature; on a {} fabric all-reduce falls back to ring",
+                    self.fabric.kind.name()
+                )),
+                "workload.algorithm"
+                    if collective.is_some_and(|w| w.algorithm == AlgoChoice::Fixed(Algorithm::Sharp))
+                        && !(self.fabric.sharp_active() && fidelity != Fidelity::Packet) =>
+                {
+                    Some(if fidelity == Fidelity::Packet {
+                        "sharp falls back to ring: SHARP is modeled at the analytical and flow fidelities".into()
+                    } else {
+                        "sharp falls back to ring: the switches do not reduce (set fabric.sharp = true on an InfiniBand fabric)".into()
+                    })
+                }
                 "simulation.seed" if fidelity == Fidelity::Analytical => {
                     Some("the analytical fidelity has no randomness (ECMP paths of one length cost the same)".into())
                 }
@@ -2342,6 +2372,7 @@ impl Scenario {
         if fidelity != Fidelity::Packet {
             return self.build_topology();
         }
+        // the packet level has no switch endpoints: SHARP falls back to ring there
         let mut t = crate::topology::build(&self.cluster, &self.fabric.links, &self.topology)?;
         t.set_network_efficiency(self.fabric.efficiency());
         Ok(t)
@@ -2360,6 +2391,7 @@ impl Scenario {
             &self.topology,
         )?;
         t.set_network_efficiency(self.fabric.efficiency());
+        t.set_sharp(self.fabric.sharp_active());
         Ok(t)
     }
 

@@ -301,6 +301,7 @@ impl TopologyBuilder {
             dist: Vec::new(),
             n_switches: n_switches as usize,
             network_efficiency: 1.0,
+            sharp: false,
         };
         t.compute_distances();
         t

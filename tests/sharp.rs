@@ -392,3 +392,60 @@ fn bytes_are_conserved() {
     let counted: u64 = out.links.iter().map(|c| c.bytes).sum();
     assert_eq!(counted, per_link.iter().sum::<u64>());
 }
+
+/// The schedule computes an all-reduce: replaying the traced hops (a reduction adds
+/// the sender's contributions into the receiver's, a copy overwrites them) in DAG
+/// order, every GPU ends with every rank's contribution to every byte — the
+/// switches aggregate on the way up and multicast on the way down.
+#[test]
+fn every_gpu_ends_with_every_contribution() {
+    use fabricsim::collective::lower_traced;
+    use fabricsim::topology::NodeId;
+    use std::collections::{BTreeSet, HashMap};
+    for t in [
+        topo(16, 1, TopologySpec::FatTree { k: 4 }, true),
+        topo(8, 2, leaf_spine(8), true),
+    ] {
+        let r = ranks(&t);
+        let s = allreduce(Algorithm::Sharp, 10_001, 3_000);
+        let mut dag = Dag::new();
+        dag.begin_op("allreduce");
+        let mut trace = Vec::new();
+        lower_traced(&s, &r, &t, &mut dag, &[], &mut trace).unwrap();
+        // state[(node, chunk offset)] = set of ranks summed in
+        let mut state: HashMap<(NodeId, u64), BTreeSet<u32>> = HashMap::new();
+        let offsets: BTreeSet<u64> = trace.iter().map(|c| c.offset).collect();
+        for g in &r {
+            for &o in &offsets {
+                state.insert((t.gpus[g.0 as usize].node, o), BTreeSet::from([g.0]));
+            }
+        }
+        trace.sort_by_key(|c| c.task);
+        for c in &trace {
+            let TaskKind::NetTransfer { src, dst, bytes } = dag.tasks[c.task.0 as usize].kind
+            else {
+                panic!("SHARP lowers to hops only");
+            };
+            assert_eq!(bytes, c.bytes);
+            let from = state.get(&(src, c.offset)).cloned().unwrap_or_default();
+            let to = state.entry((dst, c.offset)).or_default();
+            if c.reduce {
+                assert!(to.is_disjoint(&from), "a contribution counted twice");
+                to.extend(from);
+            } else {
+                *to = from;
+            }
+        }
+        let all: BTreeSet<u32> = r.iter().map(|g| g.0).collect();
+        for g in &r {
+            for &o in &offsets {
+                assert_eq!(
+                    state[&(t.gpus[g.0 as usize].node, o)],
+                    all,
+                    "GPU {} @ {o}",
+                    g.0
+                );
+            }
+        }
+    }
+}

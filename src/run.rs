@@ -251,8 +251,13 @@ pub fn spec_for(
         spec.algorithm = collective::auto_select(&spec, ranks, topo)?;
     }
     // without switches that reduce, SHARP runs as the ring: say so in the results
-    if spec.algorithm == collective::Algorithm::Sharp && !collective::sharp::available(topo) {
-        spec.algorithm = collective::Algorithm::Ring;
+    if !collective::sharp::available(topo) {
+        if spec.algorithm == collective::Algorithm::Sharp {
+            spec.algorithm = collective::Algorithm::Ring;
+        }
+        if spec.inter_host == collective::Algorithm::Sharp {
+            spec.inter_host = collective::Algorithm::Ring;
+        }
     }
     Ok(spec)
 }

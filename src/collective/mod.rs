@@ -569,7 +569,7 @@ pub fn traffic_bytes(
         Algorithm::Ring => ring::traffic(spec, ranks),
         Algorithm::Tree => tree::traffic(spec, ranks),
         Algorithm::HalvingDoubling => halving_doubling::traffic(spec, ranks),
-        Algorithm::Hierarchical => hierarchical::traffic(spec, ranks),
+        Algorithm::Hierarchical => hierarchical::traffic(spec, ranks, topo),
         Algorithm::Direct => alltoall::traffic(spec, ranks),
         Algorithm::Sharp => sharp::traffic(spec, ranks, topo),
     }

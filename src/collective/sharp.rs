@@ -85,6 +85,21 @@ impl SharpTree {
     /// [`CollectiveError::BadCommunicator`] when a rank has no NIC on a switch or no
     /// switch reaches every leaf.
     pub fn build(topo: &Topology, ranks: &[GpuId]) -> Result<SharpTree, CollectiveError> {
+        SharpTree::build_nth(topo, ranks, 0)
+    }
+
+    /// Like [`SharpTree::build`], rooted at the `pick`-th (mod their number) of the
+    /// switches that tie for the root, by node index: concurrent trees (one per
+    /// rail in [`super::hierarchical`]) then use different roots, as a subnet
+    /// manager spreads SHARP trees over the spines.
+    ///
+    /// # Errors
+    /// As [`SharpTree::build`].
+    pub fn build_nth(
+        topo: &Topology,
+        ranks: &[GpuId],
+        pick: usize,
+    ) -> Result<SharpTree, CollectiveError> {
         let mut leaf_of = Vec::with_capacity(ranks.len());
         for &g in ranks {
             let p = topo.gpus.get(g.0 as usize).ok_or_else(|| {
@@ -101,8 +116,9 @@ impl SharpTree {
         let mut leaves = leaf_of.clone();
         leaves.sort_unstable();
         leaves.dedup();
-        // Root: the switch whose farthest leaf is nearest; ties to the lowest index.
-        let mut best: Option<(u32, NodeId)> = None;
+        // Root: the switch whose farthest leaf is nearest; ties in node-index order.
+        let mut best: Option<u32> = None;
+        let mut tied: Vec<NodeId> = Vec::new();
         for (i, n) in topo.nodes.iter().enumerate() {
             if !matches!(n.kind, NodeKind::Switch { .. }) {
                 continue;
@@ -119,11 +135,16 @@ impl SharpTree {
                     }
                 }
             }
-            if ok && best.is_none_or(|(f, _)| far < f) {
-                best = Some((far, sw));
+            if !ok || best.is_some_and(|f| far > f) {
+                continue;
             }
+            if best != Some(far) {
+                best = Some(far);
+                tied.clear();
+            }
+            tied.push(sw);
         }
-        let Some((_, root)) = best else {
+        let Some(&root) = tied.get(pick % tied.len().max(1)) else {
             return Err(CollectiveError::BadCommunicator(format!(
                 "no switch reaches all {} edge switches of the communicator, so SHARP has no aggregation root",
                 leaves.len()
@@ -239,12 +260,29 @@ pub(crate) fn emit(
     if !available(topo) {
         return super::ring::emit(spec, ranks, topo, em, after);
     }
-    if ranks.len() <= 1 || spec.bytes == 0 {
+    emit_op(spec.bytes, 0, spec.chunk_bytes, 0, ranks, topo, em, after)
+}
+
+/// Emits one SHARP all-reduce of the buffer bytes `[base, base + bytes)` over the
+/// tree [`SharpTree::build_nth`]`(pick)`; returns the dependencies that mark its
+/// end (`after` itself when there is nothing to move). Needs [`available`].
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn emit_op(
+    bytes: u64,
+    base: u64,
+    chunk: u64,
+    pick: usize,
+    ranks: &[GpuId],
+    topo: &Topology,
+    em: &mut Emitter<'_>,
+    after: &[Dep],
+) -> Result<Vec<Dep>, CollectiveError> {
+    if ranks.len() <= 1 || bytes == 0 {
         return Ok(after.to_vec());
     }
-    let tree = SharpTree::build(topo, ranks)?;
+    let tree = SharpTree::build_nth(topo, ranks, pick)?;
     let children = tree.children();
-    let chunks = chunks_at(0, spec.bytes, spec.chunk_bytes);
+    let chunks = chunks_at(base, bytes, chunk);
     let nc = chunks.len();
     let node_of = |i: usize| topo.gpus[ranks[i].0 as usize].node;
     // Up: what arrives from each child (switch or rank), per chunk.
@@ -347,10 +385,24 @@ pub fn time(
     if !available(topo) {
         return super::ring::time(spec, ranks, topo);
     }
-    if ranks.len() <= 1 || spec.bytes == 0 {
+    time_of(spec.bytes, spec.chunk_bytes, 0, ranks, topo)
+}
+
+/// [`time`] of one SHARP all-reduce of `bytes` over [`SharpTree::build_nth`]`(pick)`.
+///
+/// # Errors
+/// Bad communicator or no aggregation root.
+pub(crate) fn time_of(
+    bytes: u64,
+    chunk: u64,
+    pick: usize,
+    ranks: &[GpuId],
+    topo: &Topology,
+) -> Result<SimTime, CollectiveError> {
+    if ranks.len() <= 1 || bytes == 0 {
         return Ok(SimTime::ZERO);
     }
-    let tree = SharpTree::build(topo, ranks)?;
+    let tree = SharpTree::build_nth(topo, ranks, pick)?;
     let mut rate = Rate(u64::MAX);
     // α from each tree switch up to the root and down from it.
     let mut up_to_root: HashMap<NodeId, SimTime> = HashMap::from([(tree.root, SimTime::ZERO)]);
@@ -375,7 +427,7 @@ pub fn time(
         a_down = a_down.max(ad + down_from_root[&leaf]);
     }
     let hops = 2 * (u64::from(tree.depth) + 1);
-    let ct = ChunkTimes::new(spec.bytes, spec.chunk_bytes, rate);
+    let ct = ChunkTimes::new(bytes, chunk, rate);
     Ok(a_up
         .saturating_add(a_down)
         .saturating_add(ct.sum)
@@ -395,12 +447,25 @@ pub fn traffic(
     if !available(topo) {
         return super::ring::traffic(spec, ranks);
     }
-    if ranks.len() <= 1 || spec.bytes == 0 {
+    traffic_of(spec.bytes, 0, ranks, topo)
+}
+
+/// [`traffic`] of one SHARP all-reduce of `bytes` over [`SharpTree::build_nth`]`(pick)`.
+///
+/// # Errors
+/// Bad communicator or no aggregation root.
+pub(crate) fn traffic_of(
+    bytes: u64,
+    pick: usize,
+    ranks: &[GpuId],
+    topo: &Topology,
+) -> Result<u64, CollectiveError> {
+    if ranks.len() <= 1 || bytes == 0 {
         return Ok(0);
     }
-    let tree = SharpTree::build(topo, ranks)?;
+    let tree = SharpTree::build_nth(topo, ranks, pick)?;
     let hops = ranks.len() as u64 + tree.switches.len() as u64 - 1;
-    Ok(spec.bytes.saturating_mul(2).saturating_mul(hops))
+    Ok(bytes.saturating_mul(2).saturating_mul(hops))
 }
 
 /// True for the operations SHARP implements here (all-reduce).

@@ -1369,14 +1369,17 @@ impl Validator<'_> {
         let inter_host = {
             let s = w.inter_host.as_deref().unwrap_or("ring");
             match Algorithm::parse(s) {
-                Some(a @ (Algorithm::Ring | Algorithm::Tree | Algorithm::HalvingDoubling)) => {
-                    Some(a)
-                }
+                Some(
+                    a @ (Algorithm::Ring
+                    | Algorithm::Tree
+                    | Algorithm::HalvingDoubling
+                    | Algorithm::Sharp),
+                ) => Some(a),
                 _ => {
                     self.err(
                         "workload.inter_host",
                         format!("{s:?}"),
-                        "one of ring, tree, halving_doubling",
+                        "one of ring, tree, halving_doubling, sharp",
                     );
                     None
                 }
@@ -2289,6 +2292,14 @@ impl Scenario {
                     "SHARP is an InfiniBand switch feature; on a {} fabric all-reduce falls back to ring",
                     self.fabric.kind.name()
                 )),
+                "workload.inter_host"
+                    if collective.is_some_and(|w| {
+                        w.inter_host == Algorithm::Sharp
+                            && matches!(w.algorithm, AlgoChoice::Auto | AlgoChoice::Fixed(Algorithm::Hierarchical))
+                    }) && !(self.fabric.sharp_active() && fidelity != Fidelity::Packet) =>
+                {
+                    Some("sharp between hosts falls back to ring: the switches do not reduce here (fabric.sharp = true on InfiniBand, analytical or flow fidelity)".into())
+                }
                 "workload.algorithm"
                     if collective.is_some_and(|w| w.algorithm == AlgoChoice::Fixed(Algorithm::Sharp))
                         && !(self.fabric.sharp_active() && fidelity != Fidelity::Packet) =>

@@ -344,6 +344,20 @@ sizes = ["1MiB"]
             .iter()
             .any(|i| i.key == "workload.algorithm" && i.reason.contains("falls back to ring"));
         assert_eq!(noted, !runs_sharp, "{ctx}: {:?}", rep.ignored_settings);
+        if kind == "infiniband" && sharp && fidelity == Fidelity::Flow {
+            // no room for any tree: the ring again, with the note
+            let text =
+                scenario(kind, sharp).replace("sharp = true", "sharp = true\nsharp_groups = 0");
+            let sc = config::parse("x.toml", &text).unwrap();
+            let rep = run(&sc, &RunOptions::default()).unwrap();
+            assert_eq!(rep.collectives[0].algorithm, "ring");
+            assert!(rep
+                .ignored_settings
+                .iter()
+                .any(|i| i.key == "workload.algorithm" && i.reason.contains("sharp_groups")));
+            let bad = text.replace("sharp_groups = 0", "sharp_groups = -1");
+            assert!(config::parse("x.toml", &bad).is_err());
+        }
         if kind == "roce" {
             assert!(rep
                 .ignored_settings
@@ -510,4 +524,68 @@ fn hierarchical_with_sharp_between_hosts_is_collnet() {
         analytical_time(&collnet, &r, &off).unwrap(),
         analytical_time(&hier(Algorithm::Ring), &r, &off).unwrap()
     );
+}
+
+/// Aggregation state: a switch serves at most `sharp_groups` trees at once. On a
+/// fat-tree every NIC of a host hangs off one edge switch, so the 4 rails' trees
+/// of a CollNet all-reduce all pass through the same edge switches: with 2
+/// groups, rails 0 and 1 get trees and rails 2 and 3 fall back to rings (slower:
+/// the ring's 2(H−1)/H·S/g per NIC against S/g). On a rail-optimized fabric every
+/// rail has its own edge switches and root, so 1 group per switch suffices.
+/// Closed form = critical path and traffic = DAG bytes hold throughout; 0 groups
+/// is no SHARP at all.
+#[test]
+fn aggregation_group_limit_falls_back_per_rail() {
+    use fabricsim::collective::sharp::grant_trees;
+    let spec = CollectiveSpec {
+        inter_host: Algorithm::Sharp,
+        ..allreduce(Algorithm::Hierarchical, 64 * MIB, MIB)
+    };
+    let rails = |t: &Topology| -> Vec<Vec<GpuId>> {
+        let g = t.gpus_per_host;
+        (0..g)
+            .map(|l| (0..t.hosts).map(|h| GpuId(h * g + l)).collect())
+            .collect()
+    };
+    let mut fat = topo(16, 4, TopologySpec::FatTree { k: 8 }, true);
+    let unlimited = analytical_time(&spec, &ranks(&fat), &fat).unwrap();
+    fat.set_sharp_groups(2);
+    assert_eq!(
+        grant_trees(&fat, &rails(&fat)).unwrap(),
+        vec![true, true, false, false]
+    );
+    let limited = analytical_time(&spec, &ranks(&fat), &fat).unwrap();
+    assert!(limited > unlimited, "{limited} vs {unlimited}");
+    let dag = lowered(&spec, &fat);
+    assert_eq!(limited, idle_critical_path(&dag, &fat).0);
+    assert_eq!(
+        traffic_bytes(&spec, &ranks(&fat), &fat).unwrap(),
+        dag.transfer_bytes()
+    );
+    fat.set_sharp_groups(0);
+    let ring_between = CollectiveSpec {
+        inter_host: Algorithm::Ring,
+        ..spec.clone()
+    };
+    assert_eq!(
+        analytical_time(&spec, &ranks(&fat), &fat).unwrap(),
+        analytical_time(&ring_between, &ranks(&fat), &fat).unwrap()
+    );
+    let flat = allreduce(Algorithm::Sharp, 64 * MIB, MIB);
+    assert!(lowered(&flat, &fat)
+        .tasks
+        .iter()
+        .all(|x| !matches!(x.kind, TaskKind::NetTransfer { .. })));
+
+    let mut rail = topo(
+        8,
+        4,
+        TopologySpec::RailOptimized {
+            radix: 16,
+            spine_radix: 16,
+        },
+        true,
+    );
+    rail.set_sharp_groups(1);
+    assert_eq!(grant_trees(&rail, &rails(&rail)).unwrap(), vec![true; 4]);
 }

@@ -13,7 +13,8 @@
 //!    rails at once; with `sharp` this is NCCL CollNet: each GPU sends its reduced
 //!    shard S/g through its own NIC into an in-network reduction, rail l on the
 //!    l-th of the tied roots ([`super::sharp::SharpTree::build_nth`]) so the rails'
-//!    trees do not share switch links (a fabric without SHARP runs the ring);
+//!    trees do not share switch links (a fabric without SHARP runs the ring, and
+//!    so does a rail refused a tree by [`super::sharp::grant_trees`]);
 //! 3. intra-host ring all-gather of the g segments.
 //!
 //! Phases are separated by a barrier marker (a phase starts when the previous one
@@ -93,6 +94,32 @@ fn inter(spec: &CollectiveSpec, topo: Option<&Topology>) -> Result<Algorithm, Co
     }
 }
 
+/// The algorithm of each rail: `algo`, except that with sharp a rail refused an
+/// aggregation tree ([`sharp::grant_trees`]) runs the ring.
+fn rail_algorithms(
+    algo: Algorithm,
+    hosts: &[Vec<GpuId>],
+    topo: &Topology,
+) -> Result<Vec<Algorithm>, CollectiveError> {
+    let g = hosts.first().map_or(0, Vec::len);
+    if algo != Algorithm::Sharp {
+        return Ok(vec![algo; g]);
+    }
+    let rails: Vec<Vec<GpuId>> = (0..g)
+        .map(|l| hosts.iter().map(|h| h[l]).collect())
+        .collect();
+    Ok(sharp::grant_trees(topo, &rails)?
+        .into_iter()
+        .map(|ok| {
+            if ok {
+                Algorithm::Sharp
+            } else {
+                Algorithm::Ring
+            }
+        })
+        .collect())
+}
+
 /// Emits the three phases; returns the dependencies that mark the end.
 pub(crate) fn emit(
     spec: &CollectiveSpec,
@@ -127,7 +154,8 @@ pub(crate) fn emit(
     }
     let after1 = barrier(em, ends);
     let mut ends = Vec::new();
-    for l in 0..g {
+    let algos = rail_algorithms(algo, &hosts, topo)?;
+    for (l, &algo) in algos.iter().enumerate() {
         let rail: Vec<GpuId> = hosts.iter().map(|h| h[l]).collect();
         let (off, len) = super::piece(s, g as u64, l as u64);
         let op = CollectiveOp::AllReduce;
@@ -195,7 +223,8 @@ pub fn phase_times(
     }
     let seg = s.div_ceil(g as u64);
     let op = CollectiveOp::AllReduce;
-    for l in 0..g {
+    let algos = rail_algorithms(algo, &hosts, topo)?;
+    for (l, &algo) in algos.iter().enumerate() {
         let rail: Vec<GpuId> = hosts.iter().map(|h| h[l]).collect();
         let r = match algo {
             Algorithm::Tree => tree::time_of(op, seg, chunk, 0, &rail, topo)?
@@ -243,10 +272,15 @@ pub fn traffic(
         }
         let intra = 2 * ring::traffic_of(CollectiveOp::ReduceScatter, s, g);
         let mut total = intra.saturating_mul(hosts.len() as u64);
-        for l in 0..hosts[0].len() {
+        let algos = rail_algorithms(Algorithm::Sharp, &hosts, topo)?;
+        for (l, &a) in algos.iter().enumerate() {
             let rail: Vec<GpuId> = hosts.iter().map(|h| h[l]).collect();
             let (_, len) = super::piece(s, g, l as u64);
-            total = total.saturating_add(sharp::traffic_of(len, l, &rail, topo)?);
+            total = total.saturating_add(if a == Algorithm::Sharp {
+                sharp::traffic_of(len, l, &rail, topo)?
+            } else {
+                ring::traffic_of(CollectiveOp::AllReduce, len, rail.len() as u64)
+            });
         }
         return Ok(total);
     }

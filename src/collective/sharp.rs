@@ -50,6 +50,13 @@
 //! lowers, costs and counts exactly as [`super::ring`] (the fallback), and the
 //! scenario's notes say so. Only all-reduce is implemented.
 //!
+//! **Aggregation state.** A switch serves at most [`Topology::sharp_groups`]
+//! trees at once (`fabric.sharp_groups`; no limit by default, 0 = none). One
+//! collective here needs one tree — or one per rail in [`super::hierarchical`]
+//! with `inter_host = sharp`, where rails are granted trees in order and a rail
+//! whose tree would touch a full switch runs the ring instead ([`grant_trees`]).
+//! Trees of different collectives running at the same time are not counted.
+//!
 //! **Traffic.** 2·S·(N + s − 1) bytes for s tree switches: every GPU sends and
 //! receives S, every non-root tree switch sends S up and receives S down.
 
@@ -229,9 +236,10 @@ impl SharpTree {
     }
 }
 
-/// Whether SHARP runs (rather than falling back to the ring) on `topo`.
+/// Whether SHARP runs (rather than falling back to the ring) on `topo`: the
+/// switches reduce and may hold at least one aggregation tree.
 pub fn available(topo: &Topology) -> bool {
-    topo.sharp
+    topo.sharp && topo.sharp_groups > 0
 }
 
 /// Lowers the collective into transfers (see the module doc); returns the final marker.
@@ -471,4 +479,38 @@ pub(crate) fn traffic_of(
 /// True for the operations SHARP implements here (all-reduce).
 pub fn implements(op: CollectiveOp) -> bool {
     op == CollectiveOp::AllReduce
+}
+
+/// For concurrent SHARP all-reduces over `comms` (communicator `i` on
+/// [`SharpTree::build_nth`]`(i)`), whether each gets an aggregation tree: granted
+/// in order while every switch of its tree holds fewer than
+/// [`Topology::sharp_groups`] trees. A communicator of one rank needs no tree
+/// (granted). Without [`available`] none is granted.
+///
+/// # Errors
+/// Bad communicator or no aggregation root.
+pub fn grant_trees(topo: &Topology, comms: &[Vec<GpuId>]) -> Result<Vec<bool>, CollectiveError> {
+    if !available(topo) {
+        return Ok(vec![false; comms.len()]);
+    }
+    let mut held: HashMap<NodeId, u32> = HashMap::new();
+    let mut out = Vec::with_capacity(comms.len());
+    for (i, c) in comms.iter().enumerate() {
+        if c.len() <= 1 {
+            out.push(true);
+            continue;
+        }
+        let tree = SharpTree::build_nth(topo, c, i)?;
+        let room = tree
+            .switches
+            .iter()
+            .all(|s| held.get(s).copied().unwrap_or(0) < topo.sharp_groups);
+        if room {
+            for s in &tree.switches {
+                *held.entry(*s).or_insert(0) += 1;
+            }
+        }
+        out.push(room);
+    }
+    Ok(out)
 }

@@ -179,6 +179,8 @@ pub struct RawFabric {
     pub pfc: Option<bool>,
     /// The switches reduce in the network (InfiniBand SHARP). Default: false.
     pub sharp: Option<bool>,
+    /// Aggregation trees one switch serves at once (SHARP groups). Default: no limit.
+    pub sharp_groups: Option<i64>,
     /// Packet level, PFC: pause threshold per ingress port and priority.
     pub pfc_xoff: Option<RawQuantity>,
     /// Packet level, PFC: resume threshold.
@@ -436,13 +438,17 @@ pub struct FabricSpec {
     /// `fabric.sharp`: the switches can aggregate (InfiniBand SHARP). Used by the
     /// analytical and flow fidelities on InfiniBand only ([`FabricSpec::sharp_active`]).
     pub sharp: bool,
+    /// `fabric.sharp_groups`: aggregation trees one switch serves at once
+    /// (u32::MAX when unset: no limit); see [`crate::collective::sharp::grant_trees`].
+    pub sharp_groups: u32,
 }
 
 impl FabricSpec {
     /// Whether in-network reduction runs: `fabric.sharp = true` on InfiniBand
     /// (SHARP is a feature of InfiniBand switches; elsewhere `sharp` falls back to ring).
+    /// `fabric.sharp_groups = 0` leaves no room for any tree.
     pub fn sharp_active(&self) -> bool {
-        self.sharp && self.kind == FabricKind::InfiniBand
+        self.sharp && self.kind == FabricKind::InfiniBand && self.sharp_groups > 0
     }
 
     /// Fraction of the line rate left for payload: mtu / (mtu + header).
@@ -1054,6 +1060,18 @@ impl Validator<'_> {
             pcie_rate: pcie_rate?,
             pcie_latency: pcie_latency?,
         };
+        let sharp_groups = match raw.fabric.sharp_groups {
+            None => Some(u32::MAX),
+            Some(g) if (0..i64::from(u32::MAX)).contains(&g) => Some(g as u32),
+            Some(g) => {
+                self.err(
+                    "fabric.sharp_groups",
+                    g.to_string(),
+                    "a number of aggregation trees per switch, 0 or more",
+                );
+                None
+            }
+        };
         let fabric = FabricSpec {
             kind: kind?,
             links: FabricLinkSpec {
@@ -1065,6 +1083,7 @@ impl Validator<'_> {
             header_bytes: header_bytes?,
             routing: routing?,
             sharp: raw.fabric.sharp.unwrap_or(false),
+            sharp_groups: sharp_groups?,
         };
         let topology = topology?;
         // The shape must hold the cluster: build it once now so the error is
@@ -2292,6 +2311,23 @@ impl Scenario {
                     "SHARP is an InfiniBand switch feature; on a {} fabric all-reduce falls back to ring",
                     self.fabric.kind.name()
                 )),
+                "fabric.sharp_groups"
+                    if !(self.fabric.sharp && self.fabric.kind == FabricKind::InfiniBand)
+                        || fidelity == Fidelity::Packet =>
+                {
+                    Some(
+                    "no switch reduces in this run (fabric.sharp = true on InfiniBand, analytical or flow fidelity)".into(),
+                    )
+                }
+                "fabric.sharp_groups"
+                    if self.fabric.sharp_groups > 0
+                        && !collective.is_some_and(|w| {
+                            w.inter_host == Algorithm::Sharp
+                                && matches!(w.algorithm, AlgoChoice::Auto | AlgoChoice::Fixed(Algorithm::Hierarchical))
+                        }) =>
+                {
+                    Some("one SHARP all-reduce needs one tree per switch; the limit binds only for hierarchical with inter_host = \"sharp\" (a tree per rail), or at 0".into())
+                }
                 "workload.inter_host"
                     if collective.is_some_and(|w| {
                         w.inter_host == Algorithm::Sharp
@@ -2307,7 +2343,7 @@ impl Scenario {
                     Some(if fidelity == Fidelity::Packet {
                         "sharp falls back to ring: SHARP is modeled at the analytical and flow fidelities".into()
                     } else {
-                        "sharp falls back to ring: the switches do not reduce (set fabric.sharp = true on an InfiniBand fabric)".into()
+                        "sharp falls back to ring: the switches do not reduce (set fabric.sharp = true on an InfiniBand fabric, fabric.sharp_groups ≥ 1)".into()
                     })
                 }
                 "simulation.seed" if fidelity == Fidelity::Analytical => {
@@ -2403,6 +2439,7 @@ impl Scenario {
         )?;
         t.set_network_efficiency(self.fabric.efficiency());
         t.set_sharp(self.fabric.sharp_active());
+        t.set_sharp_groups(self.fabric.sharp_groups);
         Ok(t)
     }
 

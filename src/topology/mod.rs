@@ -158,6 +158,9 @@ pub struct Topology {
     /// The switches can reduce in the network (InfiniBand SHARP); false until
     /// [`Topology::set_sharp`]. Only [`crate::collective::sharp`] looks at it.
     pub sharp: bool,
+    /// Aggregation trees one switch can serve at once (SHARP groups); u32::MAX
+    /// (no limit) until [`Topology::set_sharp_groups`]. Trees beyond it fall back.
+    pub sharp_groups: u32,
 }
 
 /// The unreachable marker in the distance table.
@@ -324,6 +327,11 @@ impl Topology {
     /// Declares whether the switches support in-network reduction (SHARP).
     pub fn set_sharp(&mut self, on: bool) {
         self.sharp = on;
+    }
+
+    /// Limits the aggregation trees one switch serves at once (0: none at all).
+    pub fn set_sharp_groups(&mut self, groups: u32) {
+        self.sharp_groups = groups;
     }
 
     /// The links of one hop between adjacent nodes, written into `out` (cleared

@@ -8,10 +8,19 @@
 //! arrived — the receiver may use the data). Backends execute the DAG with a
 //! [`DagRunner`], which tracks what is ready.
 //!
+//! A [`TaskKind::NetTransfer`] moves bytes between two *adjacent* nodes of the
+//! topology rather than between two GPUs: a GPU and the edge switch of its NIC
+//! (over PCIe and the NIC's cable), or two switches joined by a link. In-network
+//! reductions (SHARP, [`crate::collective::sharp`]) use it, because there a switch
+//! is an endpoint that combines data. Its path is
+//! [`crate::topology::Topology::hop_path`]; its latency adds the receiving switch's
+//! forwarding (aggregation) latency ([`crate::topology::Topology::hop_latency`]).
+//! The analytical and flow backends execute it; the packet level refuses it.
+//!
 //! Tasks carry the index of the operation ([`OpInfo`]) they belong to, so the
 //! result can report each collective's time.
 
-use crate::topology::GpuId;
+use crate::topology::{GpuId, NodeId};
 use crate::units::SimTime;
 
 /// Index of a task in a [`Dag`].
@@ -48,6 +57,16 @@ pub enum TaskKind {
         /// Payload bytes.
         bytes: u64,
     },
+    /// Move `bytes` between two adjacent nodes (GPU ↔ the edge switch of its NIC,
+    /// or switch ↔ switch over one link); see the module doc.
+    NetTransfer {
+        /// Sending node.
+        src: NodeId,
+        /// Receiving node.
+        dst: NodeId,
+        /// Payload bytes.
+        bytes: u64,
+    },
     /// Keep GPU `gpu` busy for `duration` (picoseconds).
     Compute {
         /// The GPU.
@@ -57,6 +76,23 @@ pub enum TaskKind {
     },
     /// No work: completes as soon as its dependencies are met.
     Marker,
+}
+
+impl TaskKind {
+    /// True for the kinds that move bytes ([`TaskKind::Transfer`], [`TaskKind::NetTransfer`]).
+    pub fn is_transfer(&self) -> bool {
+        matches!(
+            self,
+            TaskKind::Transfer { .. } | TaskKind::NetTransfer { .. }
+        )
+    }
+    /// Payload bytes a transfer moves; 0 for compute and markers.
+    pub fn transfer_bytes(&self) -> u64 {
+        match *self {
+            TaskKind::Transfer { bytes, .. } | TaskKind::NetTransfer { bytes, .. } => bytes,
+            _ => 0,
+        }
+    }
 }
 
 /// A task and the operation it belongs to.
@@ -150,6 +186,12 @@ impl Dag {
         self.add(TaskKind::Transfer { src, dst, bytes }, deps)
     }
 
+    /// Adds a transfer of `bytes` between adjacent nodes `src` and `dst` (see
+    /// [`TaskKind::NetTransfer`]).
+    pub fn net_transfer(&mut self, src: NodeId, dst: NodeId, bytes: u64, deps: &[Dep]) -> TaskId {
+        self.add(TaskKind::NetTransfer { src, dst, bytes }, deps)
+    }
+
     /// Adds `duration` of compute on `gpu`.
     pub fn compute(&mut self, gpu: GpuId, duration: SimTime, deps: &[Dep]) -> TaskId {
         self.add(TaskKind::Compute { gpu, duration }, deps)
@@ -174,15 +216,9 @@ impl Dag {
         })
     }
 
-    /// Total payload bytes of all transfers.
+    /// Total payload bytes of all transfers (GPU to GPU and between adjacent nodes).
     pub fn transfer_bytes(&self) -> u64 {
-        self.tasks
-            .iter()
-            .map(|t| match t.kind {
-                TaskKind::Transfer { bytes, .. } => bytes,
-                _ => 0,
-            })
-            .sum()
+        self.tasks.iter().map(|t| t.kind.transfer_bytes()).sum()
     }
 }
 

@@ -79,7 +79,7 @@ enum Command {
     Collective {
         /// allreduce, allgather, reducescatter, broadcast or alltoall.
         op: String,
-        /// ring, tree, halving_doubling, hierarchical, direct or auto.
+        /// ring, tree, halving_doubling, hierarchical, direct, sharp or auto.
         #[arg(long, default_value = "auto")]
         algo: String,
         /// Smallest size (nccl-tests -b), e.g. 8, 1K, 1M.
@@ -327,7 +327,7 @@ fn collective(
                     fabricsim::collective::supported_ops(a)
                 ))
             }
-            None => return usage(&format!("unknown algorithm {algo:?}; expected auto, ring, tree, halving_doubling, hierarchical or direct")),
+            None => return usage(&format!("unknown algorithm {algo:?}; expected auto, ring, tree, halving_doubling, hierarchical, direct or sharp")),
         }
     };
     let (Ok(minb), Ok(maxb)) = (parse_size(min), parse_size(max)) else {

@@ -250,6 +250,15 @@ pub fn spec_for(
     if w.algorithm == AlgoChoice::Auto {
         spec.algorithm = collective::auto_select(&spec, ranks, topo)?;
     }
+    // without switches that reduce, SHARP runs as the ring: say so in the results
+    if !collective::sharp::available(topo) {
+        if spec.algorithm == collective::Algorithm::Sharp {
+            spec.algorithm = collective::Algorithm::Ring;
+        }
+        if spec.inter_host == collective::Algorithm::Sharp {
+            spec.inter_host = collective::Algorithm::Ring;
+        }
+    }
     Ok(spec)
 }
 
@@ -311,7 +320,7 @@ fn run_collectives(
         let time = if exec.fidelity == Fidelity::Analytical {
             // closed forms: no DAG, so 100k+ GPUs cost O(N)
             let t = collective::analytical_time(&spec, &ranks, topo)?;
-            let moved = collective::traffic_bytes(&spec, &ranks)?;
+            let moved = collective::traffic_bytes(&spec, &ranks, topo)?;
             acc.fabric.bytes_delivered += moved;
             acc.fabric.bytes_sent += moved;
             acc.makespan += t;
@@ -627,7 +636,9 @@ pub fn training_report(
                 count[i] += 1;
                 time[i] += duration.as_secs_f64() / n_sim;
             }
-            TaskKind::Transfer { bytes: b, .. } => bytes[i] += b,
+            TaskKind::Transfer { bytes: b, .. } | TaskKind::NetTransfer { bytes: b, .. } => {
+                bytes[i] += b
+            }
             TaskKind::Marker => {}
         }
     }

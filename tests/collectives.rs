@@ -131,7 +131,7 @@ fn check(s: &CollectiveSpec, ranks: &[GpuId], t: &Topology, exact: bool) -> SimT
     }
     assert_eq!(ops[0].end, makespan, "{ctx}");
     assert_eq!(
-        traffic_bytes(s, ranks).unwrap(),
+        traffic_bytes(s, ranks, t).unwrap(),
         dag.transfer_bytes(),
         "{ctx}: traffic"
     );
@@ -452,7 +452,7 @@ fn degenerate_communicators() {
                     Ok(SimTime::ZERO),
                     "{a:?} {op:?}"
                 );
-                assert_eq!(traffic_bytes(&s, &ranks), Ok(0));
+                assert_eq!(traffic_bytes(&s, &ranks, &t), Ok(0));
                 let mut d = Dag::new();
                 lower(&s, &ranks, &t, &mut d, &[]).unwrap();
                 assert_eq!(d.len(), 1);
@@ -499,7 +499,7 @@ fn halving_doubling_needs_power_of_two() {
     let e = analytical_time(&s, &all_ranks(&t), &t).unwrap_err();
     assert!(e.to_string().contains("power-of-two"), "{e}");
     assert!(lower(&s, &all_ranks(&t), &t, &mut Dag::new(), &[]).is_err());
-    assert!(traffic_bytes(&s, &all_ranks(&t)).is_err());
+    assert!(traffic_bytes(&s, &all_ranks(&t), &t).is_err());
 }
 
 /// Double binary tree: closed form = critical path, traffic, data (NCCL 2.4 blog).
@@ -678,7 +678,7 @@ fn closed_forms_scale_to_131072_gpus() {
         let s = spec(op, a, 1 << 30, 1 << 20);
         let time = analytical_time(&s, &ranks, &t).unwrap();
         assert!(time > SimTime::ZERO, "{a:?}");
-        assert!(traffic_bytes(&s, &ranks).is_ok());
+        assert!(traffic_bytes(&s, &ranks, &t).is_ok());
     }
 }
 

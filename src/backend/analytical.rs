@@ -9,7 +9,7 @@
 
 use super::{FabricCounters, RunOutput};
 use crate::collective::critical_path::idle_schedule;
-use crate::dag::{Dag, OpTiming, TaskKind};
+use crate::dag::{Dag, OpTiming};
 use crate::topology::Topology;
 use crate::units::SimTime;
 
@@ -31,9 +31,9 @@ pub fn run(dag: &Dag, topo: &Topology) -> RunOutput {
         op.start = op.start.min(t.start);
         op.end = op.end.max(t.done);
         makespan = makespan.max(t.done);
-        if let TaskKind::Transfer { bytes: b, .. } = task.kind {
+        if task.kind.is_transfer() {
             fct.push(t.done - t.start);
-            bytes += b;
+            bytes += task.kind.transfer_bytes();
         }
     }
     for op in &mut op_timing {

@@ -228,7 +228,7 @@ impl Timeline {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FlowError {
     /// A transfer's endpoints have no route between them.
-    #[error("transfer {task} from GPU {src} to GPU {dst} has no route")]
+    #[error("transfer {task} from {src} to {dst} has no route (GPU indices; node indices for a hop between adjacent nodes)")]
     Unreachable {
         /// Task index.
         task: u32,
@@ -517,20 +517,9 @@ impl<'a> Sim<'a> {
                 TaskKind::Compute { duration, .. } => {
                     self.push(now + duration.ps(), EvKind::TaskDone, t.0, 0)
                 }
-                TaskKind::Transfer { src, dst, bytes } => {
-                    let hash =
-                        mix64(self.cfg.seed ^ (t.0 as u64).wrapping_mul(0x2545_F491_4F6C_DD1D));
-                    if !self.topo.route(src, dst, hash, &mut self.path_buf) {
-                        return Err(FlowError::Unreachable {
-                            task: t.0,
-                            src: src.0,
-                            dst: dst.0,
-                        });
-                    }
-                    if self.path_buf.len() > MAX_PATH {
-                        return Err(FlowError::PathTooLong(self.path_buf.len()));
-                    }
-                    let latency = self.topo.path_latency(&self.path_buf).ps();
+                kind @ (TaskKind::Transfer { .. } | TaskKind::NetTransfer { .. }) => {
+                    let bytes = kind.transfer_bytes();
+                    let (latency, local) = self.task_path(t.0, kind, 0)?;
                     let ideal = self
                         .topo
                         .path_bottleneck(&self.path_buf)
@@ -538,7 +527,7 @@ impl<'a> Sim<'a> {
                         .ps()
                         + latency;
                     self.record_ideal(t, ideal);
-                    if bytes == 0 || src == dst {
+                    if bytes == 0 || local {
                         self.runner.sent(t, SimTime(now), ready);
                         self.push(now + latency, EvKind::TaskDone, t.0, 0);
                         continue;
@@ -593,6 +582,55 @@ impl<'a> Sim<'a> {
             }
         }
         Ok(())
+    }
+
+    /// Writes the path of transfer `task` into `path_buf` (ECMP between GPUs, seeded
+    /// by the task and its reroute count; the explicit hop of a
+    /// [`TaskKind::NetTransfer`], which cannot be rerouted) and returns its latency,
+    /// picoseconds, and whether source and destination are the same GPU.
+    fn task_path(
+        &mut self,
+        task: u32,
+        kind: TaskKind,
+        reroutes: u32,
+    ) -> Result<(u64, bool), FlowError> {
+        let (found, a, b, local) = match kind {
+            TaskKind::Transfer { src, dst, .. } => {
+                let hash = mix64(
+                    self.cfg.seed
+                        ^ (task as u64).wrapping_mul(0x2545_F491_4F6C_DD1D)
+                        ^ (reroutes as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                );
+                (
+                    self.topo.route(src, dst, hash, &mut self.path_buf),
+                    src.0,
+                    dst.0,
+                    src == dst,
+                )
+            }
+            TaskKind::NetTransfer { src, dst, .. } => (
+                self.topo.hop_path(src, dst, &mut self.path_buf),
+                src.0,
+                dst.0,
+                src == dst,
+            ),
+            _ => (false, 0, 0, false),
+        };
+        if !found {
+            return Err(FlowError::Unreachable {
+                task,
+                src: a,
+                dst: b,
+            });
+        }
+        if self.path_buf.len() > MAX_PATH {
+            return Err(FlowError::PathTooLong(self.path_buf.len()));
+        }
+        let latency = match kind {
+            TaskKind::NetTransfer { .. } => self.topo.hop_latency(&self.path_buf),
+            _ => self.topo.path_latency(&self.path_buf),
+        };
+        Ok((latency.ps(), local))
     }
 
     /// Applies `cfg.link_events[i]` at `now` (see the module doc).
@@ -660,25 +698,11 @@ impl<'a> Sim<'a> {
             self.link_bytes[li] += sent_here;
             self.load[li] = (self.load[li] - rate).max(0.0);
         }
-        let TaskKind::Transfer { src, dst, .. } = self.dag.tasks[task as usize].kind else {
+        let kind = self.dag.tasks[task as usize].kind;
+        if !kind.is_transfer() {
             return Ok(());
-        };
-        let hash = mix64(
-            self.cfg.seed
-                ^ (task as u64).wrapping_mul(0x2545_F491_4F6C_DD1D)
-                ^ (reroutes as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-        );
-        if !self.topo.route(src, dst, hash, &mut self.path_buf) {
-            return Err(FlowError::Unreachable {
-                task,
-                src: src.0,
-                dst: dst.0,
-            });
         }
-        if self.path_buf.len() > MAX_PATH {
-            return Err(FlowError::PathTooLong(self.path_buf.len()));
-        }
-        let latency = self.topo.path_latency(&self.path_buf).ps();
+        let (latency, _) = self.task_path(task, kind, reroutes)?;
         let f = &mut self.flows[fid as usize];
         f.path_len = self.path_buf.len() as u8;
         for (i, l) in self.path_buf.iter().enumerate() {

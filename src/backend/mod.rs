@@ -11,7 +11,7 @@ pub mod analytical;
 pub mod flow;
 pub mod packet;
 
-use crate::dag::{Dag, DagRunner, OpTiming, TaskKind};
+use crate::dag::{Dag, DagRunner, OpTiming};
 use crate::units::SimTime;
 
 /// Fabric-wide counters; zero where a fidelity does not model them.
@@ -125,7 +125,7 @@ pub fn transfer_times(
     let mut fct = Vec::new();
     let mut ideal = Vec::new();
     for (i, t) in dag.tasks.iter().enumerate() {
-        if matches!(t.kind, TaskKind::Transfer { .. }) {
+        if t.kind.is_transfer() {
             fct.push(runner.done_at[i] - runner.started_at[i]);
             ideal.push(ideal_by_task[i]);
         }

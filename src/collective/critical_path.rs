@@ -9,6 +9,8 @@
 //! it starts; a marker is sent and done when it starts. A [`Dep::Sent`] is met at
 //! the predecessor's sent time, a [`Dep::Done`] at its done time. A transfer whose
 //! ends cannot reach each other never completes (its times are [`SimTime::MAX`]).
+//! A [`TaskKind::NetTransfer`] follows [`Topology::hop_path`] with
+//! α = [`Topology::hop_latency`] (which adds the receiving switch's latency).
 
 use crate::dag::{Dag, Dep, OpTiming, TaskId, TaskKind};
 use crate::topology::{GpuId, Topology};
@@ -61,6 +63,24 @@ pub fn idle_schedule(dag: &Dag, topo: &Topology) -> Vec<TaskTimes> {
                         sent: SimTime::MAX,
                         done: SimTime::MAX,
                     },
+                }
+            }
+            TaskKind::NetTransfer { src, dst, bytes } => {
+                // one hop between adjacent nodes: its own latency (with the receiving
+                // switch's pipeline) and rate; no such hop → never completes
+                if topo.hop_path(src, dst, &mut path) {
+                    let sent = start.saturating_add(topo.path_bottleneck(&path).tx_time(bytes));
+                    TaskTimes {
+                        start,
+                        sent,
+                        done: sent.saturating_add(topo.hop_latency(&path)),
+                    }
+                } else {
+                    TaskTimes {
+                        start,
+                        sent: SimTime::MAX,
+                        done: SimTime::MAX,
+                    }
                 }
             }
             TaskKind::Compute { duration, .. } => {

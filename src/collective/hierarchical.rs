@@ -9,8 +9,12 @@
 //! 1. intra-host ring reduce-scatter over NVLink: local GPU l of every host ends with
 //!    the host's sum of segment l (S/g bytes), all hosts at once;
 //! 2. per rail l (the GPUs with local index l), an all-reduce of segment l between
-//!    the H hosts with `spec.inter_host` (ring, tree or halving_doubling), all rails
-//!    at once;
+//!    the H hosts with `spec.inter_host` (ring, tree, halving_doubling or sharp), all
+//!    rails at once; with `sharp` this is NCCL CollNet: each GPU sends its reduced
+//!    shard S/g through its own NIC into an in-network reduction, rail l on the
+//!    l-th of the tied roots ([`super::sharp::SharpTree::build_nth`]) so the rails'
+//!    trees do not share switch links (a fabric without SHARP runs the ring, and
+//!    so does a rail refused a tree by [`super::sharp::grant_trees`]);
 //! 3. intra-host ring all-gather of the g segments.
 //!
 //! Phases are separated by a barrier marker (a phase starts when the previous one
@@ -18,11 +22,13 @@
 //! `T = T_ring_RS(g, S) + max_rails T_inter_AR(H, S/g) + T_ring_AG(g, S)`, each from
 //! its module's formula on its own (uniform) edges: exact on a single switch with
 //! whole hosts when g divides S. One host: phases 1 and 3 only; one GPU per host:
-//! phase 2 only. Traffic: H·2(g−1)·S + 2(H−1)·S = 2(N−1)·S, the same as a flat ring.
+//! phase 2 only. Traffic: H·2(g−1)·S + 2(H−1)·S = 2(N−1)·S, the same as a flat ring
+//! (with sharp between hosts: H·2(g−1)·S plus each rail's [`super::sharp`] traffic).
 //! All-gather and reduce-scatter are not offered (their hierarchical forms need
 //! non-contiguous pieces; use ring or halving-doubling).
 use super::{
-    halving_doubling, precheck, ring, tree, CollectiveError, CollectiveOp, CollectiveSpec, Emitter,
+    halving_doubling, precheck, ring, sharp, tree, CollectiveError, CollectiveOp, CollectiveSpec,
+    Emitter,
 };
 use crate::collective::Algorithm;
 use crate::dag::{Dag, Dep, TaskId};
@@ -74,15 +80,44 @@ pub fn hosts_of(ranks: &[GpuId], topo: &Topology) -> Result<Vec<Vec<GpuId>>, Col
         .collect())
 }
 
-/// The inter-host algorithm, checked.
-fn inter(spec: &CollectiveSpec) -> Result<Algorithm, CollectiveError> {
+/// The inter-host algorithm, checked (sharp without SHARP switches is the ring).
+fn inter(spec: &CollectiveSpec, topo: Option<&Topology>) -> Result<Algorithm, CollectiveError> {
     match spec.inter_host {
-        a @ (Algorithm::Ring | Algorithm::Tree | Algorithm::HalvingDoubling) => Ok(a),
+        Algorithm::Sharp if topo.is_some_and(|t| !sharp::available(t)) => Ok(Algorithm::Ring),
+        a @ (Algorithm::Ring | Algorithm::Tree | Algorithm::HalvingDoubling | Algorithm::Sharp) => {
+            Ok(a)
+        }
         a => Err(CollectiveError::BadCommunicator(format!(
-            "hierarchical runs ring, tree or halving_doubling between hosts, not {}",
+            "hierarchical runs ring, tree, halving_doubling or sharp between hosts, not {}",
             a.name()
         ))),
     }
+}
+
+/// The algorithm of each rail: `algo`, except that with sharp a rail refused an
+/// aggregation tree ([`sharp::grant_trees`]) runs the ring.
+fn rail_algorithms(
+    algo: Algorithm,
+    hosts: &[Vec<GpuId>],
+    topo: &Topology,
+) -> Result<Vec<Algorithm>, CollectiveError> {
+    let g = hosts.first().map_or(0, Vec::len);
+    if algo != Algorithm::Sharp {
+        return Ok(vec![algo; g]);
+    }
+    let rails: Vec<Vec<GpuId>> = (0..g)
+        .map(|l| hosts.iter().map(|h| h[l]).collect())
+        .collect();
+    Ok(sharp::grant_trees(topo, &rails)?
+        .into_iter()
+        .map(|ok| {
+            if ok {
+                Algorithm::Sharp
+            } else {
+                Algorithm::Ring
+            }
+        })
+        .collect())
 }
 
 /// Emits the three phases; returns the dependencies that mark the end.
@@ -93,7 +128,7 @@ pub(crate) fn emit(
     em: &mut Emitter<'_>,
     after: &[Dep],
 ) -> Result<Vec<Dep>, CollectiveError> {
-    let algo = inter(spec)?;
+    let algo = inter(spec, Some(topo))?;
     let hosts = hosts_of(ranks, topo)?;
     let (s, chunk) = (spec.bytes, spec.chunk_bytes);
     if ranks.len() <= 1 || s == 0 {
@@ -119,7 +154,8 @@ pub(crate) fn emit(
     }
     let after1 = barrier(em, ends);
     let mut ends = Vec::new();
-    for l in 0..g {
+    let algos = rail_algorithms(algo, &hosts, topo)?;
+    for (l, &algo) in algos.iter().enumerate() {
         let rail: Vec<GpuId> = hosts.iter().map(|h| h[l]).collect();
         let (off, len) = super::piece(s, g as u64, l as u64);
         let op = CollectiveOp::AllReduce;
@@ -128,6 +164,7 @@ pub(crate) fn emit(
             Algorithm::HalvingDoubling => {
                 halving_doubling::emit_op(op, len, off, chunk, &rail, em, &after1)?
             }
+            Algorithm::Sharp => sharp::emit_op(len, off, chunk, l, &rail, topo, em, &after1)?,
             _ => ring::emit_op(op, len, off, chunk, 0, &rail, em, &after1),
         });
     }
@@ -158,7 +195,7 @@ pub fn phase_times(
     topo: &Topology,
 ) -> Result<[SimTime; 3], CollectiveError> {
     precheck(spec, ranks, Some(topo))?;
-    let algo = inter(spec)?;
+    let algo = inter(spec, Some(topo))?;
     let hosts = hosts_of(ranks, topo)?;
     let (s, chunk) = (spec.bytes, spec.chunk_bytes);
     if ranks.len() <= 1 || s == 0 {
@@ -186,12 +223,14 @@ pub fn phase_times(
     }
     let seg = s.div_ceil(g as u64);
     let op = CollectiveOp::AllReduce;
-    for l in 0..g {
+    let algos = rail_algorithms(algo, &hosts, topo)?;
+    for (l, &algo) in algos.iter().enumerate() {
         let rail: Vec<GpuId> = hosts.iter().map(|h| h[l]).collect();
         let r = match algo {
             Algorithm::Tree => tree::time_of(op, seg, chunk, 0, &rail, topo)?
                 .max(tree::injection_bound(seg, &rail, topo)?),
             Algorithm::HalvingDoubling => halving_doubling::time_of(op, seg, chunk, &rail, topo)?,
+            Algorithm::Sharp => sharp::time_of(seg, chunk, l, &rail, topo)?,
             _ => ring::time_of(op, seg, chunk, 0, &rail, topo)?,
         };
         t[1] = t[1].max(r);
@@ -214,13 +253,37 @@ pub fn time(
     Ok(a.saturating_add(b).saturating_add(c))
 }
 
-/// Total payload bytes moved: 2(N−1)·S whatever the host size (see the module doc).
+/// Total payload bytes moved: 2(N−1)·S whatever the host size; with sharp between
+/// hosts, the intra-host rings plus each rail's tree (see the module doc).
 ///
 /// # Errors
 /// Unsupported operation or bad communicator.
-pub fn traffic(spec: &CollectiveSpec, ranks: &[GpuId]) -> Result<u64, CollectiveError> {
+pub fn traffic(
+    spec: &CollectiveSpec,
+    ranks: &[GpuId],
+    topo: &Topology,
+) -> Result<u64, CollectiveError> {
     precheck(spec, ranks, None)?;
-    inter(spec)?;
+    if inter(spec, Some(topo))? == Algorithm::Sharp {
+        let hosts = hosts_of(ranks, topo)?;
+        let (s, g) = (spec.bytes, hosts[0].len() as u64);
+        if ranks.len() <= 1 || s == 0 {
+            return Ok(0);
+        }
+        let intra = 2 * ring::traffic_of(CollectiveOp::ReduceScatter, s, g);
+        let mut total = intra.saturating_mul(hosts.len() as u64);
+        let algos = rail_algorithms(Algorithm::Sharp, &hosts, topo)?;
+        for (l, &a) in algos.iter().enumerate() {
+            let rail: Vec<GpuId> = hosts.iter().map(|h| h[l]).collect();
+            let (_, len) = super::piece(s, g, l as u64);
+            total = total.saturating_add(if a == Algorithm::Sharp {
+                sharp::traffic_of(len, l, &rail, topo)?
+            } else {
+                ring::traffic_of(CollectiveOp::AllReduce, len, rail.len() as u64)
+            });
+        }
+        return Ok(total);
+    }
     Ok(ring::traffic_of(
         CollectiveOp::AllReduce,
         spec.bytes,

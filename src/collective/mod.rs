@@ -20,6 +20,7 @@
 //! | [`halving_doubling`] | all-reduce, all-gather, reduce-scatter (N = 2^k) | 2·log2 N·α + 2(N−1)/N·S/B; half for AG/RS |
 //! | [`hierarchical`] | all-reduce (whole hosts) | intra RS + inter AR(S/g) + intra AG |
 //! | [`alltoall`] | all-to-all | (N−1)·S/(N·B) + α |
+//! | [`sharp`] | all-reduce (switches with SHARP; else ring) | 2(d+1)·α + (C + 2d + 1)·β, tree depth d |
 //!
 //! **Timing model** (shared by every closed form and [`critical_path`]): a transfer
 //! that starts at t is *sent* at t + tx_time(bytes) and *done* α later; a rank
@@ -46,6 +47,7 @@ pub mod critical_path;
 pub mod halving_doubling;
 pub mod hierarchical;
 pub mod ring;
+pub mod sharp;
 pub mod tree;
 
 use crate::dag::{Dag, Dep, TaskId};
@@ -124,16 +126,19 @@ pub enum Algorithm {
     Hierarchical,
     /// Every rank sends directly to every other (all-to-all).
     Direct,
+    /// In-network reduction by the switches (InfiniBand SHARP); see [`sharp`].
+    Sharp,
 }
 
 impl Algorithm {
     /// Every algorithm.
-    pub const ALL: [Algorithm; 5] = [
+    pub const ALL: [Algorithm; 6] = [
         Algorithm::Ring,
         Algorithm::Tree,
         Algorithm::HalvingDoubling,
         Algorithm::Hierarchical,
         Algorithm::Direct,
+        Algorithm::Sharp,
     ];
     /// The name used in scenario files, the CLI and results.
     pub fn name(self) -> &'static str {
@@ -143,6 +148,7 @@ impl Algorithm {
             Algorithm::HalvingDoubling => "halving_doubling",
             Algorithm::Hierarchical => "hierarchical",
             Algorithm::Direct => "direct",
+            Algorithm::Sharp => "sharp",
         }
     }
     /// Parses a name.
@@ -251,6 +257,7 @@ pub fn lower(
         Algorithm::HalvingDoubling => halving_doubling::lower(spec, ranks, topo, dag, after),
         Algorithm::Hierarchical => hierarchical::lower(spec, ranks, topo, dag, after),
         Algorithm::Direct => alltoall::lower(spec, ranks, topo, dag, after),
+        Algorithm::Sharp => sharp::lower(spec, ranks, topo, dag, after),
     }
 }
 
@@ -294,6 +301,7 @@ pub(crate) fn lower_with(
         Algorithm::HalvingDoubling => halving_doubling::emit(spec, ranks, em, after)?,
         Algorithm::Hierarchical => hierarchical::emit(spec, ranks, topo, em, after)?,
         Algorithm::Direct => alltoall::emit(spec, ranks, em, after),
+        Algorithm::Sharp => sharp::emit(spec, ranks, topo, em, after)?,
     };
     Ok(em.dag.marker(&ends))
 }
@@ -321,6 +329,29 @@ pub(crate) struct Emitter<'a> {
 }
 
 impl Emitter<'_> {
+    /// Adds a transfer of the buffer bytes `[offset, offset + bytes)` between the
+    /// adjacent nodes `src` and `dst` ([`crate::dag::TaskKind::NetTransfer`]).
+    pub fn net_send(
+        &mut self,
+        src: crate::topology::NodeId,
+        dst: crate::topology::NodeId,
+        offset: u64,
+        bytes: u64,
+        reduce: bool,
+        deps: &[Dep],
+    ) -> TaskId {
+        let task = self.dag.net_transfer(src, dst, bytes, deps);
+        if let Some(t) = self.trace.as_deref_mut() {
+            t.push(Carry {
+                task,
+                offset,
+                bytes,
+                reduce,
+            });
+        }
+        task
+    }
+
     /// Adds a transfer of the buffer bytes `[offset, offset + bytes)` from `src` to `dst`.
     pub fn send(
         &mut self,
@@ -519,21 +550,28 @@ pub fn analytical_time(
         Algorithm::HalvingDoubling => halving_doubling::time(spec, ranks, topo),
         Algorithm::Hierarchical => hierarchical::time(spec, ranks, topo),
         Algorithm::Direct => alltoall::time(spec, ranks, topo),
+        Algorithm::Sharp => sharp::time(spec, ranks, topo),
     }
 }
 
 /// Payload bytes the algorithm moves across all links' sources in total (sum of
-/// its transfers), for the analytical fabric counters.
+/// its transfers), for the analytical fabric counters. `topo` matters only to
+/// [`Algorithm::Sharp`], whose tree depends on it.
 ///
 /// # Errors
 /// See [`CollectiveError`].
-pub fn traffic_bytes(spec: &CollectiveSpec, ranks: &[GpuId]) -> Result<u64, CollectiveError> {
+pub fn traffic_bytes(
+    spec: &CollectiveSpec,
+    ranks: &[GpuId],
+    topo: &Topology,
+) -> Result<u64, CollectiveError> {
     match spec.algorithm {
         Algorithm::Ring => ring::traffic(spec, ranks),
         Algorithm::Tree => tree::traffic(spec, ranks),
         Algorithm::HalvingDoubling => halving_doubling::traffic(spec, ranks),
-        Algorithm::Hierarchical => hierarchical::traffic(spec, ranks),
+        Algorithm::Hierarchical => hierarchical::traffic(spec, ranks, topo),
         Algorithm::Direct => alltoall::traffic(spec, ranks),
+        Algorithm::Sharp => sharp::traffic(spec, ranks, topo),
     }
 }
 
@@ -556,6 +594,7 @@ pub fn supports(algo: Algorithm, op: CollectiveOp) -> bool {
                 O::AllReduce | O::AllGather | O::ReduceScatter
             )
             | (A::Direct, O::AllToAll)
+            | (A::Sharp, O::AllReduce)
     )
 }
 
@@ -580,6 +619,8 @@ pub fn unsupported(algo: Algorithm, op: CollectiveOp) -> CollectiveError {
 
 /// Picks the algorithm with the lowest closed-form time for `spec.op` at
 /// `spec.bytes` (what `--algo auto` does). Ties go to the earlier in [`Algorithm::ALL`].
+/// [`Algorithm::Sharp`] is a candidate only when the switches reduce
+/// ([`Topology::sharp`]); otherwise it would only repeat the ring.
 ///
 /// # Errors
 /// Fails only if no algorithm can run the operation on this communicator.
@@ -591,7 +632,7 @@ pub fn auto_select(
     let mut best: Option<(SimTime, Algorithm)> = None;
     let mut last_err = None;
     for algo in Algorithm::ALL {
-        if !supports(algo, spec.op) {
+        if !supports(algo, spec.op) || (algo == Algorithm::Sharp && !sharp::available(topo)) {
             continue;
         }
         let s = CollectiveSpec {

@@ -177,6 +177,10 @@ pub struct RawFabric {
     pub rto: Option<RawQuantity>,
     /// Packet level: Priority Flow Control (lossless Ethernet). Default: on for `roce`.
     pub pfc: Option<bool>,
+    /// The switches reduce in the network (InfiniBand SHARP). Default: false.
+    pub sharp: Option<bool>,
+    /// Aggregation trees one switch serves at once (SHARP groups). Default: no limit.
+    pub sharp_groups: Option<i64>,
     /// Packet level, PFC: pause threshold per ingress port and priority.
     pub pfc_xoff: Option<RawQuantity>,
     /// Packet level, PFC: resume threshold.
@@ -431,9 +435,22 @@ pub struct FabricSpec {
     pub header_bytes: u64,
     /// Next-hop choice.
     pub routing: Routing,
+    /// `fabric.sharp`: the switches can aggregate (InfiniBand SHARP). Used by the
+    /// analytical and flow fidelities on InfiniBand only ([`FabricSpec::sharp_active`]).
+    pub sharp: bool,
+    /// `fabric.sharp_groups`: aggregation trees one switch serves at once
+    /// (u32::MAX when unset: no limit); see [`crate::collective::sharp::grant_trees`].
+    pub sharp_groups: u32,
 }
 
 impl FabricSpec {
+    /// Whether in-network reduction runs: `fabric.sharp = true` on InfiniBand
+    /// (SHARP is a feature of InfiniBand switches; elsewhere `sharp` falls back to ring).
+    /// `fabric.sharp_groups = 0` leaves no room for any tree.
+    pub fn sharp_active(&self) -> bool {
+        self.sharp && self.kind == FabricKind::InfiniBand && self.sharp_groups > 0
+    }
+
     /// Fraction of the line rate left for payload: mtu / (mtu + header).
     pub fn efficiency(&self) -> f64 {
         self.mtu as f64 / (self.mtu + self.header_bytes) as f64
@@ -1043,6 +1060,18 @@ impl Validator<'_> {
             pcie_rate: pcie_rate?,
             pcie_latency: pcie_latency?,
         };
+        let sharp_groups = match raw.fabric.sharp_groups {
+            None => Some(u32::MAX),
+            Some(g) if (0..i64::from(u32::MAX)).contains(&g) => Some(g as u32),
+            Some(g) => {
+                self.err(
+                    "fabric.sharp_groups",
+                    g.to_string(),
+                    "a number of aggregation trees per switch, 0 or more",
+                );
+                None
+            }
+        };
         let fabric = FabricSpec {
             kind: kind?,
             links: FabricLinkSpec {
@@ -1053,6 +1082,8 @@ impl Validator<'_> {
             mtu: mtu?,
             header_bytes: header_bytes?,
             routing: routing?,
+            sharp: raw.fabric.sharp.unwrap_or(false),
+            sharp_groups: sharp_groups?,
         };
         let topology = topology?;
         // The shape must hold the cluster: build it once now so the error is
@@ -1324,7 +1355,7 @@ impl Validator<'_> {
                 }
             },
         };
-        let algo_names = "auto, ring, tree, halving_doubling, hierarchical, direct";
+        let algo_names = "auto, ring, tree, halving_doubling, hierarchical, direct, sharp";
         let algorithm = match w.algorithm.as_deref().unwrap_or("auto") {
             "auto" => Some(AlgoChoice::Auto),
             s => match Algorithm::parse(s) {
@@ -1357,14 +1388,17 @@ impl Validator<'_> {
         let inter_host = {
             let s = w.inter_host.as_deref().unwrap_or("ring");
             match Algorithm::parse(s) {
-                Some(a @ (Algorithm::Ring | Algorithm::Tree | Algorithm::HalvingDoubling)) => {
-                    Some(a)
-                }
+                Some(
+                    a @ (Algorithm::Ring
+                    | Algorithm::Tree
+                    | Algorithm::HalvingDoubling
+                    | Algorithm::Sharp),
+                ) => Some(a),
                 _ => {
                     self.err(
                         "workload.inter_host",
                         format!("{s:?}"),
-                        "one of ring, tree, halving_doubling",
+                        "one of ring, tree, halving_doubling, sharp",
                     );
                     None
                 }
@@ -2269,6 +2303,49 @@ impl Scenario {
                 continue;
             }
             let reason: Option<String> = match key.as_str() {
+                "fabric.sharp" if self.fabric.sharp && fidelity == Fidelity::Packet => Some(
+                    "SHARP is modeled at the analytical and flow fidelities; the packet level has no switch endpoints, so sharp falls back to ring"
+                        .into(),
+                ),
+                "fabric.sharp" if self.fabric.sharp && self.fabric.kind != FabricKind::InfiniBand => Some(format!(
+                    "SHARP is an InfiniBand switch feature; on a {} fabric all-reduce falls back to ring",
+                    self.fabric.kind.name()
+                )),
+                "fabric.sharp_groups"
+                    if !(self.fabric.sharp && self.fabric.kind == FabricKind::InfiniBand)
+                        || fidelity == Fidelity::Packet =>
+                {
+                    Some(
+                    "no switch reduces in this run (fabric.sharp = true on InfiniBand, analytical or flow fidelity)".into(),
+                    )
+                }
+                "fabric.sharp_groups"
+                    if self.fabric.sharp_groups > 0
+                        && !collective.is_some_and(|w| {
+                            w.inter_host == Algorithm::Sharp
+                                && matches!(w.algorithm, AlgoChoice::Auto | AlgoChoice::Fixed(Algorithm::Hierarchical))
+                        }) =>
+                {
+                    Some("one SHARP all-reduce needs one tree per switch; the limit binds only for hierarchical with inter_host = \"sharp\" (a tree per rail), or at 0".into())
+                }
+                "workload.inter_host"
+                    if collective.is_some_and(|w| {
+                        w.inter_host == Algorithm::Sharp
+                            && matches!(w.algorithm, AlgoChoice::Auto | AlgoChoice::Fixed(Algorithm::Hierarchical))
+                    }) && !(self.fabric.sharp_active() && fidelity != Fidelity::Packet) =>
+                {
+                    Some("sharp between hosts falls back to ring: the switches do not reduce here (fabric.sharp = true on InfiniBand, analytical or flow fidelity)".into())
+                }
+                "workload.algorithm"
+                    if collective.is_some_and(|w| w.algorithm == AlgoChoice::Fixed(Algorithm::Sharp))
+                        && !(self.fabric.sharp_active() && fidelity != Fidelity::Packet) =>
+                {
+                    Some(if fidelity == Fidelity::Packet {
+                        "sharp falls back to ring: SHARP is modeled at the analytical and flow fidelities".into()
+                    } else {
+                        "sharp falls back to ring: the switches do not reduce (set fabric.sharp = true on an InfiniBand fabric, fabric.sharp_groups ≥ 1)".into()
+                    })
+                }
                 "simulation.seed" if fidelity == Fidelity::Analytical => {
                     Some("the analytical fidelity has no randomness (ECMP paths of one length cost the same)".into())
                 }
@@ -2342,6 +2419,7 @@ impl Scenario {
         if fidelity != Fidelity::Packet {
             return self.build_topology();
         }
+        // the packet level has no switch endpoints: SHARP falls back to ring there
         let mut t = crate::topology::build(&self.cluster, &self.fabric.links, &self.topology)?;
         t.set_network_efficiency(self.fabric.efficiency());
         Ok(t)
@@ -2360,6 +2438,8 @@ impl Scenario {
             &self.topology,
         )?;
         t.set_network_efficiency(self.fabric.efficiency());
+        t.set_sharp(self.fabric.sharp_active());
+        t.set_sharp_groups(self.fabric.sharp_groups);
         Ok(t)
     }
 

@@ -583,13 +583,14 @@ impl Validator<'_> {
                     a @ (Algorithm::Ring
                     | Algorithm::Tree
                     | Algorithm::HalvingDoubling
-                    | Algorithm::Hierarchical),
+                    | Algorithm::Hierarchical
+                    | Algorithm::Sharp),
                 ) => Some(AlgoChoice::Fixed(a)),
                 _ => {
                     self.err(
                         field,
                         format!("{s:?}"),
-                        "one of auto, ring, tree, halving_doubling, hierarchical",
+                        "one of auto, ring, tree, halving_doubling, hierarchical, sharp",
                     );
                     None
                 }

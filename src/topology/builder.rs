@@ -301,6 +301,8 @@ impl TopologyBuilder {
             dist: Vec::new(),
             n_switches: n_switches as usize,
             network_efficiency: 1.0,
+            sharp: false,
+            sharp_groups: u32::MAX,
         };
         t.compute_distances();
         t

@@ -155,6 +155,12 @@ pub struct Topology {
     /// (`mtu / (mtu + header)`); 1.0 until [`Topology::set_network_efficiency`].
     /// The analytical and flow backends use it so they agree with the packet level.
     pub network_efficiency: f64,
+    /// The switches can reduce in the network (InfiniBand SHARP); false until
+    /// [`Topology::set_sharp`]. Only [`crate::collective::sharp`] looks at it.
+    pub sharp: bool,
+    /// Aggregation trees one switch can serve at once (SHARP groups); u32::MAX
+    /// (no limit) until [`Topology::set_sharp_groups`]. Trees beyond it fall back.
+    pub sharp_groups: u32,
 }
 
 /// The unreachable marker in the distance table.
@@ -316,6 +322,97 @@ impl Topology {
             }
         }
         t
+    }
+
+    /// Declares whether the switches support in-network reduction (SHARP).
+    pub fn set_sharp(&mut self, on: bool) {
+        self.sharp = on;
+    }
+
+    /// Limits the aggregation trees one switch serves at once (0: none at all).
+    pub fn set_sharp_groups(&mut self, groups: u32) {
+        self.sharp_groups = groups;
+    }
+
+    /// The links of one hop between adjacent nodes, written into `out` (cleared
+    /// first): GPU → the edge switch of its NIC is `[pcie_up, nic uplink]`, that
+    /// switch → the GPU is `[nic downlink, pcie_down]`, and switch → switch is the
+    /// lowest-index up link between them. Returns false (and leaves `out` empty)
+    /// when the nodes are not adjacent in that sense or the hop is down.
+    pub fn hop_path(&self, src: NodeId, dst: NodeId, out: &mut Vec<LinkId>) -> bool {
+        out.clear();
+        let kind = |n: NodeId| self.nodes.get(n.0 as usize).map(|x| x.kind);
+        let ok = match (kind(src), kind(dst)) {
+            (Some(NodeKind::Gpu { gpu }), Some(NodeKind::Switch { .. })) => {
+                let p = &self.gpus[gpu.0 as usize];
+                match self.nic_of_node(p.nic) {
+                    Some(nic) if nic.leaf == dst => {
+                        out.extend([p.pcie_up, nic.uplink]);
+                        true
+                    }
+                    _ => false,
+                }
+            }
+            (Some(NodeKind::Switch { .. }), Some(NodeKind::Gpu { gpu })) => {
+                let p = &self.gpus[gpu.0 as usize];
+                match self.nic_of_node(p.nic) {
+                    Some(nic) if nic.leaf == src => {
+                        out.extend([nic.downlink, p.pcie_down]);
+                        true
+                    }
+                    _ => false,
+                }
+            }
+            (Some(NodeKind::Switch { .. }), Some(NodeKind::Switch { .. })) => {
+                match self
+                    .out_links(src)
+                    .iter()
+                    .find(|&&l| self.link(l).to == dst && self.is_link_up(l))
+                {
+                    Some(&l) => {
+                        out.push(l);
+                        true
+                    }
+                    None => false,
+                }
+            }
+            _ => false,
+        };
+        if ok && out.iter().all(|&l| self.is_link_up(l)) {
+            true
+        } else {
+            out.clear();
+            false
+        }
+    }
+
+    /// Latency of a [`Topology::hop_path`]: [`Topology::path_latency`] plus the
+    /// forwarding latency of the receiving node when it is a switch (the time it
+    /// takes to aggregate or replicate), picoseconds.
+    pub fn hop_latency(&self, path: &[LinkId]) -> SimTime {
+        let end = match path.last() {
+            Some(&l) => self.link(l).to,
+            None => return SimTime::ZERO,
+        };
+        let mut t = self.path_latency(path);
+        if matches!(self.node(end).kind, NodeKind::Switch { .. }) {
+            t += self.node(end).latency;
+        }
+        t
+    }
+
+    /// Hops from switch `from` down/across to edge switch `leaf` along shortest
+    /// paths, `None` if either is not a switch of that kind or it is unreachable.
+    pub fn switch_hops(&self, from: NodeId, leaf: NodeId) -> Option<u32> {
+        let si = *self.switch_index.get(from.0 as usize)?;
+        let li = *self.leaf_index.get(leaf.0 as usize)?;
+        if si == u32::MAX || li == u32::MAX {
+            return None;
+        }
+        match self.dist[li as usize * self.n_switches + si as usize] {
+            UNREACHABLE => None,
+            d => Some(u32::from(d)),
+        }
     }
 
     /// Sets the payload fraction of network links (see [`Topology::network_efficiency`]).

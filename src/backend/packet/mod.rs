@@ -632,6 +632,13 @@ pub fn run_detailed(
     cfg: &PacketConfig,
 ) -> Result<(RunOutput, PacketStats), PacketError> {
     cfg.validate(topo)?;
+    if dag
+        .tasks
+        .iter()
+        .any(|t| matches!(t.kind, crate::dag::TaskKind::NetTransfer { .. }))
+    {
+        return Err(sim::net_transfer_unsupported());
+    }
     let mut s = sim::Sim::new(dag, topo, cfg);
     s.run()?;
     Ok(s.finish())

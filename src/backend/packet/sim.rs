@@ -286,6 +286,7 @@ impl<'a> Sim<'a> {
                             self.post(t.0, src.0, dst.0, bytes)?;
                         }
                     }
+                    TaskKind::NetTransfer { .. } => return Err(net_transfer_unsupported()),
                     TaskKind::Compute { duration, .. } => {
                         self.q
                             .push(self.now + duration.0, Event::TaskDone { task: t.0 });
@@ -406,7 +407,7 @@ impl<'a> Sim<'a> {
         let mut fct = Vec::new();
         let mut ideal = Vec::new();
         for (i, t) in self.dag.tasks.iter().enumerate() {
-            if let TaskKind::Transfer { .. } = t.kind {
+            if t.kind.is_transfer() {
                 fct.push(self.done_at[i] - self.runner.started_at[i]);
                 ideal.push(self.ideal[i]);
             }
@@ -426,5 +427,14 @@ impl<'a> Sim<'a> {
             link_timeline: None,
         };
         (out, self.stats)
+    }
+}
+
+/// The error for a [`TaskKind::NetTransfer`] (a switch as an endpoint): the packet
+/// level has no in-network reduction.
+pub(crate) fn net_transfer_unsupported() -> PacketError {
+    PacketError::Config {
+        field: "workload.algorithm",
+        message: "SHARP (in-network reduction) is modeled at the analytical and flow fidelities; the packet level has no switch endpoints — use fidelity = \"flow\" or another algorithm".into(),
     }
 }

@@ -479,6 +479,10 @@ fn execute(s: &Scenario, out: &Output) -> ExitCode {
             );
         }
     }
+    if report.deadlock.is_some() {
+        // the result was printed; the exit code tells scripts the fabric deadlocked
+        return ExitCode::from(3);
+    }
     ExitCode::SUCCESS
 }
 

@@ -77,9 +77,13 @@ pub enum RunError {
     /// The workload cannot run as configured.
     #[error("{0}")]
     Unsupported(String),
-    /// The packet backend stopped (deadlock, time limit, unreachable destination).
+    /// The packet backend stopped (time limit, unreachable destination).
     #[error("packet backend: {0}")]
     Packet(String),
+    /// A PFC deadlock stopped the packet backend; [`run`] turns it into
+    /// [`Report::deadlock`] rather than an error.
+    #[error("PFC deadlock at {} us on a cycle of {} paused links", .0.detected_at_us, .0.cycle.len())]
+    Deadlock(crate::report::DeadlockReport),
     /// A training or inference workload could not run.
     #[error("{0}")]
     Workload(#[from] crate::workload::WorkloadError),
@@ -103,20 +107,25 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
         seed,
         opts,
     };
-    match &scenario.workload {
-        WorkloadSpec::Collective(w) => run_collectives(w, &exec, &mut acc)?,
-        WorkloadSpec::Traffic(t) => run_traffic(t, &exec, &mut acc)?,
+    let outcome = match &scenario.workload {
+        WorkloadSpec::Collective(w) => run_collectives(w, &exec, &mut acc),
+        WorkloadSpec::Traffic(t) => run_traffic(t, &exec, &mut acc),
         WorkloadSpec::Training(t) => {
-            training = Some(run_training(
-                t, scenario, &topo, fidelity, seed, opts, &mut acc,
-            )?)
+            run_training(t, scenario, &topo, fidelity, seed, opts, &mut acc)
+                .map(|r| training = Some(r))
         }
         WorkloadSpec::Inference(i) => {
-            inference = Some(run_inference(
-                i, scenario, &topo, fidelity, seed, opts, &mut acc,
-            )?)
+            run_inference(i, scenario, &topo, fidelity, seed, opts, &mut acc)
+                .map(|r| inference = Some(r))
         }
-    }
+    };
+    // A PFC deadlock is a finding, not a failure of the simulator: the run stops
+    // and the result names the cycle (with what completed before it).
+    let deadlock = match outcome {
+        Ok(()) => None,
+        Err(RunError::Deadlock(d)) => Some(d),
+        Err(e) => return Err(e),
+    };
     let wall_s = wall.elapsed().as_secs_f64();
     let detail = opts.detail && fidelity != Fidelity::Analytical;
     let fct_cdf = (detail && acc.flows.stats().count > 0).then(|| acc.flows.cdf());
@@ -146,6 +155,7 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
         training,
         inference,
         ignored_settings: scenario.ignored_settings(fidelity),
+        deadlock,
         fct_cdf,
         traffic_matrix,
         link_timeline,
@@ -294,8 +304,7 @@ impl Executor<'_> {
             )?,
             Fidelity::Packet => {
                 let cfg = packet_config(self.scenario, self.seed);
-                backend::packet::run(dag, self.topo, &cfg)
-                    .map_err(|e| RunError::Packet(e.to_string()))?
+                backend::packet::run(dag, self.topo, &cfg).map_err(packet_error)?
             }
         })
     }
@@ -385,6 +394,24 @@ fn run_traffic(
     let out = exec.run_dag(&dag, SimTime::ZERO)?;
     acc.absorb(&out, exec.opts.collect_links);
     Ok(())
+}
+
+/// A packet-level failure as a [`RunError`]; a PFC deadlock keeps its cycle.
+fn packet_error(e: backend::packet::PacketError) -> RunError {
+    use crate::report::{DeadlockHop, DeadlockReport};
+    match e {
+        backend::packet::PacketError::PfcDeadlock { at, since, cycle } => {
+            RunError::Deadlock(DeadlockReport {
+                detected_at_us: at.as_us(),
+                stalled_since_us: since.as_us(),
+                cycle: cycle
+                    .into_iter()
+                    .map(|(link, from, to)| DeadlockHop { link, from, to })
+                    .collect(),
+            })
+        }
+        other => RunError::Packet(other.to_string()),
+    }
 }
 
 /// The packet level's settings for a scenario.

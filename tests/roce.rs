@@ -643,3 +643,44 @@ fn pause_quanta_expire_and_are_refreshed_without_losing_anything() {
         })
     ));
 }
+
+#[test]
+fn a_pfc_deadlock_scenario_reports_its_cycle_in_the_result_and_exits_3() {
+    // Issue 4: "detect it, stop the run, and report the cycle of ports in the
+    // result rather than hanging". The scenario is the dragonfly of
+    // a_pfc_deadlock_on_a_dragonfly_is_reported_with_its_cycle, as a file.
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/pfc-deadlock-dragonfly.toml"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let s = config::parse(path, &text).unwrap_or_else(|e| panic!("{e}"));
+    let r =
+        fabricsim::run::run(&s, &Default::default()).expect("a deadlock is a result, not an error");
+    let d = r.deadlock.as_ref().expect("the run deadlocks");
+    assert!(d.cycle.len() >= 2, "{d:?}");
+    for w in 0..d.cycle.len() {
+        assert_eq!(
+            d.cycle[w].to,
+            d.cycle[(w + 1) % d.cycle.len()].from,
+            "a closed cycle: {d:?}"
+        );
+    }
+    assert!(r.to_json().contains("\"deadlock\""));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fabricsim"))
+        .args(["run", path, "--quiet"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("PFC DEADLOCK"));
+    // A lane per hop (Dally & Seitz 1987; Kim et al., ISCA 2008) breaks the cycle.
+    let escalated = text.replace(
+        "cc = \"none\"",
+        "cc = \"none\"\nvirtual_lanes = 5\nvl_escalation = true",
+    );
+    let s = config::parse(path, &escalated).unwrap();
+    let r = fabricsim::run::run(&s, &Default::default()).unwrap();
+    assert!(r.deadlock.is_none());
+    assert_eq!(r.fabric.drops, 0);
+    assert_eq!(r.fabric.bytes_delivered, 40 * 39 * (128 << 10));
+}

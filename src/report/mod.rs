@@ -151,6 +151,29 @@ pub struct LinkUtilization {
     pub utilization: Vec<f64>,
 }
 
+/// One paused link of a PFC deadlock cycle.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DeadlockHop {
+    /// Link index in the topology.
+    pub link: u32,
+    /// Node the link leaves.
+    pub from: u32,
+    /// Node the link enters (the next hop's `from`).
+    pub to: u32,
+}
+
+/// A PFC deadlock that stopped the run: lanes paused on a cycle of links, each
+/// waiting for the next (Hu et al., HotNets 2016).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DeadlockReport {
+    /// When the watchdog declared it, microseconds of simulated time.
+    pub detected_at_us: f64,
+    /// Last transmission anywhere in the fabric, microseconds.
+    pub stalled_since_us: f64,
+    /// The cycle of paused links (empty if paused links formed no cycle).
+    pub cycle: Vec<DeadlockHop>,
+}
+
 /// The result of running one scenario.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Report {
@@ -185,6 +208,10 @@ pub struct Report {
     pub inference: Option<workload::InferenceReport>,
     /// Settings present in the scenario that this fidelity does not use, and why.
     pub ignored_settings: Vec<IgnoredSetting>,
+    /// Set when a PFC deadlock stopped the run; the rows above are what completed
+    /// before it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadlock: Option<DeadlockReport>,
     /// Cost of the simulation.
     pub sim: SimStats,
     /// Flow-completion-time CDF, at most 200 points (detail; flow fidelity and up).

@@ -59,6 +59,24 @@ pub fn render(r: &Report) -> String {
         c.retransmitted_packets,
         format_bytes(c.max_queue_bytes)
     );
+    if let Some(d) = &r.deadlock {
+        let cycle: Vec<String> = d
+            .cycle
+            .iter()
+            .map(|h| format!("link {} (node {} -> {})", h.link, h.from, h.to))
+            .collect();
+        let _ = writeln!(
+            s,
+            "# PFC DEADLOCK detected at {:.2} us (no transmission since {:.2} us): paused cycle {}",
+            d.detected_at_us,
+            d.stalled_since_us,
+            if cycle.is_empty() {
+                "not found among the paused links".to_string()
+            } else {
+                cycle.join(" => ")
+            }
+        );
+    }
     for ig in &r.ignored_settings {
         let _ = writeln!(
             s,

@@ -88,6 +88,24 @@ chunk = "4MiB"
     )
 }
 
+/// Runs `text` at the analytical and packet fidelities and checks every collective
+/// row agrees within 3%; returns the packet report.
+fn assert_packet_within_3_percent_of_analytical(text: &str, algo: &str) -> Report {
+    let ana = run_text(text, Some(Fidelity::Analytical));
+    let pkt = run_text(text, Some(Fidelity::Packet));
+    for (a, p) in ana.collectives.iter().zip(&pkt.collectives) {
+        let err = (p.time_us - a.time_us).abs() / a.time_us;
+        assert!(
+            err < 0.03,
+            "{algo} {} B: packet {} us vs analytical {} us",
+            a.bytes,
+            p.time_us,
+            a.time_us
+        );
+    }
+    pkt
+}
+
 #[test]
 fn uncongested_allreduce_agrees_with_the_analytical_fidelity() {
     // Issue 3: ring and hierarchical all-reduce on a non-blocking fat-tree finish
@@ -96,18 +114,7 @@ fn uncongested_allreduce_agrees_with_the_analytical_fidelity() {
     // analytical), hierarchical: 1.019, 1.006, 1.004 at 1, 16, 64 MiB.
     for algo in ["ring", "hierarchical"] {
         let text = allreduce_on_fat_tree(algo);
-        let ana = run_text(&text, Some(Fidelity::Analytical));
-        let pkt = run_text(&text, Some(Fidelity::Packet));
-        for (a, p) in ana.collectives.iter().zip(&pkt.collectives) {
-            let err = (p.time_us - a.time_us).abs() / a.time_us;
-            assert!(
-                err < 0.03,
-                "{algo} {} B: packet {} us vs analytical {} us",
-                a.bytes,
-                p.time_us,
-                a.time_us
-            );
-        }
+        let pkt = assert_packet_within_3_percent_of_analytical(&text, algo);
         assert_eq!(pkt.fabric.drops, 0);
         assert_eq!(pkt.fabric.bytes_sent, pkt.fabric.bytes_delivered);
     }
@@ -143,18 +150,7 @@ fn allreduce_on_a_rail_fabric_agrees_within_3_percent_from_1mib() {
     // ring 1.012, 1.000, 1.000 at 1, 16, 64 MiB.
     for algo in ["ring", "hierarchical"] {
         let text = allreduce_on_rails(algo);
-        let ana = run_text(&text, Some(Fidelity::Analytical));
-        let pkt = run_text(&text, Some(Fidelity::Packet));
-        for (a, p) in ana.collectives.iter().zip(&pkt.collectives) {
-            let err = (p.time_us - a.time_us).abs() / a.time_us;
-            assert!(
-                err < 0.03,
-                "{algo} {} B: packet {} us vs analytical {} us",
-                a.bytes,
-                p.time_us,
-                a.time_us
-            );
-        }
+        assert_packet_within_3_percent_of_analytical(&text, algo);
     }
 }
 

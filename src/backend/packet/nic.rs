@@ -313,6 +313,7 @@ impl Sim<'_> {
                 continue;
             }
             let m = self.msgs[qp.msgs[qp.send_cursor as usize] as usize];
+            let (snd_nxt, qp_hash, qp_dst) = (qp.snd_nxt, qp.hash, qp.dst);
             let idx = qp.snd_nxt - m.start_psn;
             let off = idx as u64 * mtu;
             let payload = mtu.min(m.bytes - off.min(m.bytes));
@@ -344,19 +345,19 @@ impl Sim<'_> {
                 continue;
             }
             let wire = (payload + self.cfg.header_bytes as u64) as u32;
-            if self.ports[p].credit_fc && self.credits[p * self.vls] < self.blk(wire) as i64 {
+            if self.ports[p].credit_fc && !self.has_credits(p, p * self.vls, self.blk(wire)) {
                 self.ports[p].ring.push_front(qpi);
                 return Pull::NoCredit;
             }
             let last = idx + 1 == m.npkts;
             let pkt = self.pkts.alloc(Packet {
                 qp: qpi,
-                psn: qp.snd_nxt,
+                psn: snd_nxt,
                 wire,
-                hash: qp.hash as u32,
+                hash: qp_hash as u32,
                 link: NONE,
                 epoch: 0,
-                dst: qp.dst,
+                dst: qp_dst,
                 kind: PktKind::Data,
                 vl: 0,
                 flags: 0,

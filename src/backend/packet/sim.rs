@@ -7,6 +7,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
 use super::engine::{Event, EventQueue};
+use super::flow_control::CreditLane;
 use super::nic::{Msg, Qp};
 use super::slab::{Slab, NONE};
 use super::stats::{PacketStats, Sampler};
@@ -34,10 +35,8 @@ pub(super) struct Sim<'a> {
     pub queues: Vec<VecDeque<u32>>,
     /// Per port and lane: queued wire bytes.
     pub qbytes: Vec<u64>,
-    /// Per port and lane: credit blocks the port's sender holds.
-    pub credits: Vec<i64>,
-    /// Per port and lane: credits on their way back, (arrival time, blocks), FIFO.
-    pub credit_fifo: Vec<VecDeque<(u64, u32)>>,
+    /// Per port and lane: the credits of the port's sender.
+    pub credit_lanes: Vec<CreditLane>,
     /// Per port: time of the pending credit wake-up, or NEVER.
     pub credit_wake: Vec<u64>,
     /// log2 of the credit block when it is a power of two, else u32::MAX.
@@ -126,9 +125,10 @@ impl<'a> Sim<'a> {
                 (buf / block) as i64
             })
             .collect();
-        let credits: Vec<i64> = credit_cap
+        let credit_lanes: Vec<CreditLane> = credit_cap
             .iter()
             .flat_map(|&c| std::iter::repeat_n(c, vls))
+            .map(CreditLane::new)
             .collect();
         let n_tasks = dag.tasks.len();
         let mut s = Sim {
@@ -143,8 +143,7 @@ impl<'a> Sim<'a> {
             vls,
             queues: (0..nl * vls).map(|_| VecDeque::new()).collect(),
             qbytes: vec![0; nl * vls],
-            credits,
-            credit_fifo: (0..nl * vls).map(|_| VecDeque::new()).collect(),
+            credit_lanes,
             credit_wake: vec![u64::MAX; nl],
             block_shift: if cfg.credit_block_bytes.is_power_of_two() {
                 cfg.credit_block_bytes.trailing_zeros()
@@ -398,8 +397,9 @@ impl<'a> Sim<'a> {
             }
             for vl in 0..self.vls {
                 let qi = p * self.vls + vl;
-                let pending: i64 = self.credit_fifo[qi].iter().map(|&(_, b)| b as i64).sum();
-                if self.credits[qi] + pending != self.credit_cap[p] {
+                let lane = &self.credit_lanes[qi];
+                let pending: i64 = lane.in_flight.iter().map(|&(_, b)| b as i64).sum();
+                if lane.credits + pending != self.credit_cap[p] {
                     self.stats.credit_leaks += 1;
                 }
             }

@@ -38,6 +38,8 @@ pub struct Port {
     pub pfc: bool,
     /// A switch's network port: data packets joining its queues may be ECN-marked.
     pub ecn: bool,
+    /// Bit `vl` set: lane `vl` has queued packets (empty lanes are not looked at).
+    pub lanes_queued: u8,
     /// Bumped when the link goes down: packets sent in an older epoch are lost.
     pub epoch: u16,
     /// The task whose `Dep::Sent` completes when the current serialization ends
@@ -111,6 +113,7 @@ impl Port {
             credit_fc,
             pfc: false,
             ecn: false,
+            lanes_queued: 0,
             pause_rx: 0,
             pause_tx: 0,
             paused_ps: 0,
@@ -298,29 +301,32 @@ impl Sim<'_> {
         if !port.up {
             return;
         }
-        let credit_fc = self.ports[p].credit_fc;
-        let pfc = self.ports[p].pfc;
-        let next_credit = if credit_fc {
-            self.absorb_credits(p)
-        } else {
-            NEVER
-        };
-        let mut starved = false;
-        for vl in (0..self.vls).rev() {
+        let credit_fc = port.credit_fc;
+        let pfc = port.pfc;
+        // Lanes that lack credits for their head packet: the wake-up, if any, is
+        // for their credits.
+        let mut starved_lanes = 0u32;
+        let mut lanes = port.lanes_queued;
+        while lanes != 0 {
+            let vl = 7 - lanes.leading_zeros() as usize;
+            lanes &= !(1 << vl);
             let qi = p * self.vls + vl;
-            let Some(&pkt) = self.queues[qi].front() else {
-                continue;
-            };
+            let pkt = *self.queues[qi].front().expect("lane marked as queued");
             if pfc && self.paused_until[qi] > now {
                 continue;
             }
             let wire = self.pkts[pkt].wire;
-            if credit_fc && self.credits[qi] < self.blk(wire) as i64 {
-                starved = true;
+            if credit_fc && !self.has_credits(p, qi, self.blk(wire)) {
+                starved_lanes |= 1 << vl;
                 continue;
             }
-            self.queues[qi].pop_front();
+            let queue = &mut self.queues[qi];
+            queue.pop_front();
+            let empty = queue.is_empty();
             let port = &mut self.ports[p];
+            if empty {
+                port.lanes_queued &= !(1 << vl);
+            }
             port.account_queue(self.now);
             port.qtotal -= wire as u64;
             self.qbytes[qi] -= wire as u64;
@@ -333,14 +339,20 @@ impl Sim<'_> {
                     self.start_tx(p, pkt, sent_task);
                     return;
                 }
-                Pull::NoCredit => starved = true,
+                Pull::NoCredit => starved_lanes |= 1,
                 Pull::Nothing => {}
             }
         }
-        if starved {
+        if starved_lanes != 0 {
             let port = &mut self.ports[p];
             if port.stall_since == NEVER {
                 port.stall_since = self.now;
+            }
+            let mut next_credit = NEVER;
+            for vl in 0..self.vls {
+                if starved_lanes & (1 << vl) != 0 {
+                    next_credit = next_credit.min(self.next_credit_at(p * self.vls + vl));
+                }
             }
             if next_credit != NEVER {
                 self.schedule_credit_wake(p, next_credit);
@@ -384,11 +396,9 @@ impl Sim<'_> {
         let nblk = self.blk(wire) as i64;
         let port = &mut self.ports[p];
         if port.credit_fc {
-            self.credits[p * vls + vl as usize] -= nblk;
-            debug_assert!(
-                self.credits[p * vls + vl as usize] >= 0,
-                "sent without credits"
-            );
+            let lane = &mut self.credit_lanes[p * vls + vl as usize];
+            lane.credits -= nblk;
+            debug_assert!(lane.credits >= 0, "sent without credits");
         }
         if port.stall_since != NEVER {
             port.stall_ps += now - port.stall_since;
@@ -421,9 +431,8 @@ impl Sim<'_> {
         k.epoch = epoch;
         k.flags = (flags & !(F_CORRUPT | F_LOSSY_HELD | F_VL_RAISED | F_PFC_HELD))
             | if corrupt { F_CORRUPT } else { 0 };
-        let waiting = sent_task != NONE
-            || !self.ports[p].ring.is_empty()
-            || (0..vls).any(|vl| !self.queues[p * vls + vl].is_empty());
+        let port = &self.ports[p];
+        let waiting = sent_task != NONE || port.lanes_queued != 0 || !port.ring.is_empty();
         self.ports[p].txdone_pending = waiting;
         if waiting {
             self.q.push(now + tx, Event::TxDone { port: p as u32 });
@@ -472,7 +481,8 @@ impl Sim<'_> {
             self.stats.drops_link_down += 1;
             self.drop_packet(pkt);
             if credit_fc {
-                self.credits[link as usize * self.vls + k.vl as usize] += self.blk(k.wire) as i64;
+                self.credit_lanes[link as usize * self.vls + k.vl as usize].credits +=
+                    self.blk(k.wire) as i64;
                 // The link may be up again and starved for exactly these credits.
                 self.try_send(link as usize);
             }
@@ -555,6 +565,7 @@ impl Sim<'_> {
         self.queues[qi].push_back(pkt);
         self.qbytes[qi] += wire;
         let port = &mut self.ports[out];
+        port.lanes_queued |= 1 << (qi - out * self.vls);
         port.account_queue(self.now);
         port.qtotal += wire;
         if port.qtotal > port.max_q {
@@ -707,6 +718,8 @@ impl Sim<'_> {
                 self.drop_packet(pkt);
             }
         }
-        self.ports[p].stall_since = NEVER;
+        let port = &mut self.ports[p];
+        port.lanes_queued = 0;
+        port.stall_since = NEVER;
     }
 }

@@ -259,6 +259,24 @@ impl EventQueue {
         }
     }
 
+    /// The next event to pop, when it is known without work (the current bucket
+    /// is sorted): a hint for prefetching its data, which may be overtaken by an
+    /// event scheduled meanwhile.
+    #[inline]
+    pub fn peek_hint(&self) -> Option<Event> {
+        if !self.cur_sorted {
+            return None;
+        }
+        let slot = &self.buckets[(self.cur & (N_BUCKETS - 1)) as usize];
+        let next = match (slot.last(), self.late.peek()) {
+            (Some(a), Some(Reverse(b))) => a.min(b),
+            (Some(a), None) => a,
+            (None, Some(Reverse(b))) => b,
+            (None, None) => return None,
+        };
+        Some(Event::decode(next.2))
+    }
+
     /// Most events ever pending at once.
     pub fn high_water(&self) -> usize {
         self.high

@@ -9,7 +9,7 @@ use rand_core::{Rng, SeedableRng};
 use super::engine::{Event, EventQueue};
 use super::flow_control::CreditLane;
 use super::nic::{Msg, Qp};
-use super::slab::{Slab, NONE};
+use super::slab::{prefetch, Slab, NONE};
 use super::stats::{PacketStats, Sampler};
 use super::switch::{Port, RouteCache};
 use super::{FlowControl, PacketConfig, PacketError, Routing};
@@ -244,6 +244,10 @@ impl<'a> Sim<'a> {
             }
             self.now = t;
             self.events += 1;
+            if let Some(next) = self.q.peek_hint() {
+                self.prefetch_for(next);
+            }
+
             match ev {
                 Event::TxDone { port } => self.on_tx_done(port as usize),
                 Event::Arrive { pkt, link } => self.on_arrive(pkt, link),
@@ -267,6 +271,21 @@ impl<'a> Sim<'a> {
             });
         }
         Ok(())
+    }
+
+    /// Prefetches what handling `ev` will load first (see [`prefetch`]).
+    #[inline]
+    fn prefetch_for(&self, ev: Event) {
+        match ev {
+            Event::Arrive { pkt, link } => {
+                prefetch(&self.pkts[pkt]);
+                prefetch(&self.ports[link as usize]);
+            }
+            Event::TxDone { port } | Event::Credit { link: port, .. } => {
+                prefetch(&self.ports[port as usize]);
+            }
+            _ => {}
+        }
     }
 
     /// Starts every ready task (posting transfers, scheduling compute).

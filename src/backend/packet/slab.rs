@@ -102,6 +102,24 @@ impl Slab {
     }
 }
 
+/// Asks the CPU to start loading `r`'s cache line (a hint: no effect on results).
+///
+/// The packet level is bound by cache misses on packets and ports that were
+/// last touched thousands of events ago; the main loop prefetches the data of
+/// the next event while it handles the current one.
+#[inline(always)]
+pub fn prefetch<T>(r: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: PREFETCHT0 is a hint; it never faults and writes nothing, and
+    // `r` is a valid reference in any case. SSE is part of the x86_64 baseline.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(r as *const T as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = r;
+}
+
 impl std::ops::Index<u32> for Slab {
     type Output = Packet;
     #[inline]

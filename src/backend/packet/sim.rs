@@ -105,8 +105,7 @@ impl<'a> Sim<'a> {
                 // A GPU's memory absorbs at line rate: a link into a GPU never
                 // waits for credits, so it keeps none (and returns none).
                 let into_gpu = gpu_of_node[l.to.0 as usize] != NONE;
-                let credit_fc =
-                    !into_gpu && (!net || cfg.flow_control == FlowControl::Credit);
+                let credit_fc = !into_gpu && (!net || cfg.flow_control == FlowControl::Credit);
                 let mut p = Port::new(l, topo.nodes[l.to.0 as usize].latency, credit_fc);
                 p.pfc = net && matches!(cfg.flow_control, FlowControl::Pfc { .. });
                 // Switches mark; a NIC's own uplink queue (fed faster over

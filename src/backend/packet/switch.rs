@@ -190,6 +190,10 @@ pub struct RouteCache {
     gpu_nic: Vec<u32>,
     gpu_pcie_down: Vec<u32>,
     gpu_nvlink_down: Vec<u32>,
+    /// Per GPU: the next hops from its NIC's edge switch towards it (the last
+    /// network hop of every packet), CSR like `links`.
+    last_start: Vec<u32>,
+    last_links: Vec<u32>,
 }
 
 impl RouteCache {
@@ -233,10 +237,22 @@ impl RouteCache {
         self.gpu_nic = topo.gpus.iter().map(|g| g.nic.0).collect();
         self.gpu_pcie_down = topo.gpus.iter().map(|g| g.pcie_down.0).collect();
         self.gpu_nvlink_down = topo.gpus.iter().map(|g| g.nvlink_down.0).collect();
+        self.last_start.clear();
+        self.last_links.clear();
+        self.last_start.push(0);
+        let mut tmp = Vec::new();
+        for (g, &li) in self.leaf_of_gpu.iter().enumerate() {
+            let leaf = self.leaf_node[li as usize];
+            if leaf != NONE {
+                tmp.clear();
+                topo.next_hops(NodeId(leaf), GpuId(g as u32), &mut tmp);
+                self.last_links.extend(tmp.iter().map(|l| l.0));
+            }
+            self.last_start.push(self.last_links.len() as u32);
+        }
         self.start.clear();
         self.links.clear();
         self.start.push(0);
-        let mut tmp = Vec::new();
         for &s in &switches {
             for (&leaf, &rep) in self.leaf_node.iter().zip(&rep_gpu) {
                 if leaf != s {
@@ -261,9 +277,15 @@ impl RouteCache {
     ) {
         let si = self.sw_index[node as usize];
         let li = self.leaf_of_gpu[dst as usize];
-        if si != NONE && self.leaf_node[li as usize] != node {
-            let k = si as usize * self.n_leaves + li as usize;
-            out.extend_from_slice(&self.links[self.start[k] as usize..self.start[k + 1] as usize]);
+        if si != NONE {
+            let d = dst as usize;
+            let hops = if self.leaf_node[li as usize] != node {
+                let k = si as usize * self.n_leaves + li as usize;
+                &self.links[self.start[k] as usize..self.start[k + 1] as usize]
+            } else {
+                &self.last_links[self.last_start[d] as usize..self.last_start[d + 1] as usize]
+            };
+            out.extend_from_slice(hops);
         } else if self.gpu_nic[dst as usize] == node {
             // The destination's own NIC: down the PCIe link (never faulted here).
             out.push(self.gpu_pcie_down[dst as usize]);

@@ -5,6 +5,8 @@
 //! of the bench thread (the machine is shared, so wall time includes time spent
 //! descheduled), and packet-hops per second (simulated work, independent of how
 //! many events it took). Target: ≥ 10 M events/s on one core.
+//! `cargo bench --bench packet -- WORD` runs only the cases whose name contains
+//! WORD (e.g. `ECMP`, `incast`).
 
 use std::time::Instant;
 
@@ -61,6 +63,12 @@ fn cpu_ns() -> Option<u64> {
 }
 
 fn bench(name: &str, dag: &Dag, topo: &Topology, cfg: &PacketConfig) {
+    // `cargo bench --bench packet -- WORD` runs only the cases whose name contains WORD.
+    if let Some(word) = std::env::args().skip(1).find(|a| !a.starts_with("--")) {
+        if !name.contains(word.as_str()) {
+            return;
+        }
+    }
     let mut rates = Vec::new();
     let mut hop_rates = Vec::new();
     let mut cpu_rates = Vec::new();

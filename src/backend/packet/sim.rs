@@ -82,6 +82,9 @@ pub(super) struct Sim<'a> {
     pub events: u64,
     /// When a packet last started transmission anywhere, ps (deadlock watchdog).
     pub last_tx: u64,
+    /// `last_tx + deadlock_timeout`: with packets alive and no transmission
+    /// since, the run is deadlocked (one comparison per event).
+    pub watchdog_at: u64,
     /// Highest lane data may be raised to (ACKs keep the top lane).
     pub max_data_vl: u8,
 }
@@ -193,6 +196,7 @@ impl<'a> Sim<'a> {
             sampler: Sampler::new(nl, cfg.sample_interval.0, cfg.series_max_samples),
             events: 0,
             last_tx: 0,
+            watchdog_at: cfg.deadlock_timeout.0,
             max_data_vl: cfg.vls.saturating_sub(2),
         };
         for (p, l) in s.ports.iter_mut().zip(&topo.links) {
@@ -228,8 +232,7 @@ impl<'a> Sim<'a> {
                     total: self.dag.tasks.len(),
                 });
             }
-            if t > self.last_tx.saturating_add(self.cfg.deadlock_timeout.0) && self.pkts.live() > 0
-            {
+            if t > self.watchdog_at && self.pkts.live() > 0 {
                 if matches!(self.cfg.flow_control, FlowControl::Pfc { .. })
                     && self.paused_until.iter().any(|&u| u > self.now)
                 {

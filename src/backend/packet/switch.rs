@@ -433,6 +433,7 @@ impl Sim<'_> {
         let tx = port.tx_time(wire as u64);
         self.stats.packet_hops += 1;
         self.last_tx = now;
+        self.watchdog_at = now.saturating_add(self.cfg.deadlock_timeout.0);
         port.busy = true;
         port.sent_task = sent_task;
         port.tx_end = now + tx;
@@ -599,10 +600,13 @@ impl Sim<'_> {
     /// Chooses the egress link at `node` for packet `k` per the routing mode.
     fn pick_next_hop(&mut self, node: u32, k: &super::slab::Packet) -> Option<usize> {
         self.cands.clear();
-        let mut tmp = std::mem::take(&mut self.tmp_links);
-        self.routes
-            .next_hops(&self.topo, node, k.dst, &mut self.cands, &mut tmp);
-        self.tmp_links = tmp;
+        self.routes.next_hops(
+            &self.topo,
+            node,
+            k.dst,
+            &mut self.cands,
+            &mut self.tmp_links,
+        );
         let n = self.cands.len();
         match n {
             0 => None,

@@ -146,10 +146,11 @@ fn run_case(case: &str) {
     let wall = t.elapsed().as_secs_f64();
     let last = r.collectives.last().expect("one row");
     println!(
-        "{case:<13} {label}\n              wall {wall:.3} s (incl. validation), {} events, {:.2} M events/s, peak RSS {:.0} MiB; 1 GiB: {:.1} us, busbw {:.2} GB/s",
+        "{case:<13} {label}\n              wall {wall:.3} s (incl. validation), {} events, {:.2} M events/s, peak RSS {:.0} MiB; {}: {:.1} us, busbw {:.2} GB/s",
         r.sim.events,
         r.sim.events_per_s / 1e6,
         peak_rss_mib(),
+        fabricsim::units::format_bytes(last.bytes),
         last.time_us,
         last.busbw_gbps
     );

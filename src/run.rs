@@ -446,10 +446,12 @@ pub fn packet_config(s: &Scenario, seed: u64) -> backend::packet::PacketConfig {
             Routing::Ecmp => PRouting::Ecmp,
             Routing::Adaptive => PRouting::Adaptive,
             Routing::Spray => PRouting::Spray,
+            Routing::Flowlet => PRouting::Flowlet,
         },
         window_bytes: p.window,
         ack_every: p.ack_every,
         rto: p.rto,
+        flowlet_gap: p.flowlet_gap,
         host_path: if s.gpu_direct {
             HostPath::GpuDirect
         } else {

@@ -356,3 +356,40 @@ fn collective_keys_do_not_take_a_model() {
     ));
     assert_eq!(d.field, "workload.preset", "{d}");
 }
+
+#[test]
+fn flowlet_routing_is_named_and_a_zero_gap_is_refused() {
+    let d = one(&with(
+        "preset = \"ib-ndr-400\"",
+        "preset = \"ib-ndr-400\"\nrouting = \"flowlets\"",
+    ));
+    assert_eq!((d.field.as_str(), d.line), ("fabric.routing", 10), "{d}");
+    assert!(d.expected.contains("\"flowlet\""), "{d}");
+    let d = one(&with(
+        "preset = \"ib-ndr-400\"",
+        "preset = \"ib-ndr-400\"\nrouting = \"flowlet\"\nflowlet_gap = \"0us\"",
+    ));
+    assert_eq!(
+        (d.field.as_str(), d.line),
+        ("fabric.flowlet_gap", 11),
+        "{d}"
+    );
+    assert!(d.expected.contains("above zero"), "{d}");
+    // A gap without flowlet routing is accepted and reported as unused.
+    let s = config::parse(
+        "ok.toml",
+        &with(
+            "preset = \"ib-ndr-400\"",
+            "preset = \"ib-ndr-400\"\nflowlet_gap = \"10us\"",
+        )
+        .replace("fidelity = \"flow\"", "fidelity = \"packet\""),
+    )
+    .unwrap();
+    let ignored = s.ignored_settings(s.fidelity);
+    assert!(
+        ignored
+            .iter()
+            .any(|i| i.key == "fabric.flowlet_gap" && i.reason.contains("flowlet")),
+        "{ignored:?}"
+    );
+}

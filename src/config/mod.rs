@@ -175,6 +175,8 @@ pub struct RawFabric {
     pub ack_every: Option<i64>,
     /// Packet level: retransmission timeout.
     pub rto: Option<RawQuantity>,
+    /// Packet level, `routing = "flowlet"`: idle time that ends a flowlet.
+    pub flowlet_gap: Option<RawQuantity>,
     /// Packet level: Priority Flow Control (lossless Ethernet). Default: on for `roce`.
     pub pfc: Option<bool>,
     /// The switches reduce in the network (InfiniBand SHARP). Default: false.
@@ -409,6 +411,8 @@ pub enum Routing {
     Adaptive,
     /// Random per packet.
     Spray,
+    /// Least-occupied queue, per flowlet (a burst after an idle gap).
+    Flowlet,
 }
 
 impl Routing {
@@ -418,6 +422,7 @@ impl Routing {
             Routing::Ecmp => "ecmp",
             Routing::Adaptive => "adaptive",
             Routing::Spray => "spray",
+            Routing::Flowlet => "flowlet",
         }
     }
 }
@@ -545,6 +550,8 @@ pub struct PacketSettings {
     pub ack_every: u32,
     /// Retransmission timeout.
     pub rto: SimTime,
+    /// Idle time that ends a flowlet (`routing = "flowlet"`).
+    pub flowlet_gap: SimTime,
     /// Sampling interval (0 = off).
     pub sample_interval: SimTime,
     /// Simulated-time limit.
@@ -1000,11 +1007,12 @@ impl Validator<'_> {
             "ecmp" => Some(Routing::Ecmp),
             "adaptive" => Some(Routing::Adaptive),
             "spray" => Some(Routing::Spray),
+            "flowlet" => Some(Routing::Flowlet),
             other => {
                 self.err(
                     "fabric.routing",
                     format!("{other:?}"),
-                    "one of \"ecmp\", \"adaptive\", \"spray\"",
+                    "one of \"ecmp\", \"adaptive\", \"spray\", \"flowlet\"",
                 );
                 None
             }
@@ -1774,6 +1782,14 @@ impl Validator<'_> {
                 "a retransmission timeout above zero, such as \"1ms\"",
             );
         }
+        let flowlet_gap = self.time("fabric.flowlet_gap", f.flowlet_gap.as_ref(), Some("100us"));
+        if flowlet_gap == Some(SimTime::ZERO) {
+            self.err(
+                "fabric.flowlet_gap",
+                "0",
+                "an idle gap above zero, such as \"100us\"",
+            );
+        }
         let sim = &raw.simulation;
         let sample_interval = self.time(
             "simulation.sample_interval",
@@ -1852,6 +1868,7 @@ impl Validator<'_> {
             window: window?,
             ack_every: ack_every?,
             rto: rto?,
+            flowlet_gap: flowlet_gap?,
             sample_interval: sample_interval?,
             time_limit: time_limit?,
         })
@@ -2208,7 +2225,7 @@ impl Scenario {
             _ => None,
         };
         out.extend(workload::fault_notes(self, fidelity));
-        const PACKET_ONLY: [&str; 26] = [
+        const PACKET_ONLY: [&str; 27] = [
             "fabric.pfc",
             "fabric.pfc_xoff",
             "fabric.pfc_xon",
@@ -2233,6 +2250,7 @@ impl Scenario {
             "fabric.window",
             "fabric.ack_every",
             "fabric.rto",
+            "fabric.flowlet_gap",
             "simulation.sample_interval",
             "simulation.time_limit",
         ];
@@ -2270,6 +2288,9 @@ impl Scenario {
                         if self.packet.ecn.is_none() =>
                     {
                         Some("ECN marking is off (fabric.ecn = false)")
+                    }
+                    "fabric.flowlet_gap" if self.fabric.routing != Routing::Flowlet => {
+                        Some("the routing is not \"flowlet\" (fabric.routing)")
                     }
                     "fabric.dctcp_g"
                         if !matches!(

@@ -17,7 +17,7 @@
 //!   its out-links are no faster than the in-link (no underrun possible).
 //! * **Forwarding points.** Switches, the NVSwitch and the NIC all forward the
 //!   same way: route on arrival ([`Routing`]: ECMP hash per flow, adaptive
-//!   least-occupied egress, or per-packet spray over
+//!   least-occupied egress per packet or per flowlet, or per-packet spray over
 //!   [`Topology::next_hops`]), enqueue at the egress port.
 //! * **Flow control** ([`FlowControl`], [`flow_control`]). InfiniBand credits
 //!   (IBA vol. 1 §7.9, link-level flow control per VL, credits in 64-byte
@@ -129,6 +129,13 @@ pub enum Routing {
     Adaptive,
     /// Per packet, a uniformly random candidate (packet spraying).
     Spray,
+    /// Per flowlet (Kandula et al., "Dynamic load balancing without packet
+    /// reordering", CCR 2007; CONGA, SIGCOMM 2014): a switch routes a flow's
+    /// packet like [`Routing::Adaptive`] when the flow has been idle at that
+    /// switch for more than [`PacketConfig::flowlet_gap`], and on the port its
+    /// previous packet took otherwise, so a flowlet follows one path and
+    /// reordering needs a gap shorter than the paths' delay difference.
+    Flowlet,
 }
 
 /// How the NIC gets the payload.
@@ -231,6 +238,11 @@ pub struct PacketConfig {
     pub shared_buffer_alpha: f64,
     /// Next-hop choice. Default `Ecmp`.
     pub routing: Routing,
+    /// [`Routing::Flowlet`]: idle time after which a flow's next packet starts
+    /// a new flowlet and may change path, picoseconds. Default 100 µs, the
+    /// LetFlow and CONGA flowlet timeout of the ConWeave ns-3 simulator (Song
+    /// et al., SIGCOMM 2023), which targets RDMA fabrics.
+    pub flowlet_gap: SimTime,
     /// Maximum unacknowledged bytes per queue pair. Default 512 KiB ≈ the
     /// bandwidth-delay product of 400 Gb/s over a 10 µs round trip (a 3-tier
     /// fat-tree: ≈ 5 µs of propagation, pipelines and store-and-forward, plus
@@ -307,6 +319,7 @@ impl Default for PacketConfig {
             shared_buffer_bytes: 0,
             shared_buffer_alpha: 1.0,
             routing: Routing::Ecmp,
+            flowlet_gap: SimTime::from_us(100),
             window_bytes: 512 << 10,
             ack_every: 4,
             rto: SimTime(1_048_576_000),
@@ -405,6 +418,12 @@ impl PacketConfig {
             return bad(
                 "shared_buffer_alpha",
                 "a positive number such as 1.0".into(),
+            );
+        }
+        if self.routing == Routing::Flowlet && self.flowlet_gap == SimTime::ZERO {
+            return bad(
+                "flowlet_gap",
+                "a flowlet gap above zero, such as 100 µs".into(),
             );
         }
         if self.window_bytes == 0

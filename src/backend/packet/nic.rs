@@ -20,12 +20,12 @@
 //! **Receiver.** Strict go-back-N under ECMP (a flow's packets follow one path, so
 //! a gap means loss): an out-of-order packet is discarded and the first one of a
 //! gap triggers one NACK carrying the expected PSN; the sender rewinds to it.
-//! Under adaptive routing or spraying, reordering is normal: the receiver keeps a
-//! bitmap of the PSNs received beyond the expected one (at most one window), never
-//! NACKs, and loss is left to the timeout. Either way ACKs are cumulative
-//! (expected PSN), sent every [`PacketConfig::ack_every`] packets (duplicates
-//! included, so a lost ACK is repaired) and when a message completes, on the
-//! highest virtual lane.
+//! Under adaptive, flowlet or spray routing, reordering is normal: the receiver
+//! keeps a bitmap of the PSNs received beyond the expected one (at most one
+//! window), never NACKs, and loss is left to the timeout. Either way ACKs are
+//! cumulative (expected PSN), sent every [`PacketConfig::ack_every`] packets
+//! (duplicates included, so a lost ACK is repaired), when a packet fills a gap,
+//! and when a message completes, on the highest virtual lane.
 //!
 //! [`PacketConfig::window_bytes`]: super::PacketConfig::window_bytes
 //! [`PacketConfig::rto`]: super::PacketConfig::rto
@@ -35,8 +35,8 @@ use super::cc::{CongestionControl, DcqcnState, DctcpState};
 use super::engine::Event;
 use super::sim::Sim;
 use super::slab::{Packet, PktKind, F_ECN, NONE};
-use super::switch::NEVER;
-use super::{HostPath, PacketError, Transport};
+use super::switch::{FlowletEntry, FLOWLET_ENTRIES, NEVER};
+use super::{HostPath, PacketError, Routing, Transport};
 use crate::topology::{mix64, GpuId, LinkId, LinkKind};
 
 /// One message (transfer) on a queue pair.
@@ -281,6 +281,10 @@ impl Sim<'_> {
             }
             _ => {}
         }
+        if self.cfg.routing == Routing::Flowlet {
+            self.flowlets
+                .extend([[FlowletEntry::EMPTY; FLOWLET_ENTRIES]; 2]);
+        }
         self.qp_index.insert((src, dst), qpi);
         Ok(qpi)
     }
@@ -457,6 +461,7 @@ impl Sim<'_> {
         }
         let ooo = self.ooo;
         let qp = &mut self.qps[qpi];
+        let epsn_before = qp.epsn;
         let accepted = if k.psn < qp.epsn || (ooo && k.psn != qp.epsn && qp.bit(k.psn)) {
             self.stats.data_duplicate += 1;
             false
@@ -517,7 +522,12 @@ impl Sim<'_> {
             self.cfg.ack_every
         };
         let qp = &mut self.qps[qpi];
-        if completed || qp.since_ack >= every {
+        // A packet that fills a gap (the expected PSN jumps past packets that
+        // arrived early) is ACKed at once, as TCP does (RFC 5681 §4.2): the
+        // sender may be stopped by its window on exactly those PSNs, and no
+        // further packet would come to trigger a coalesced ACK.
+        let filled_gap = qp.epsn > epsn_before + 1;
+        if completed || filled_gap || qp.since_ack >= every {
             qp.since_ack = 0;
             let e = qp.epsn;
             let ce = std::mem::take(&mut qp.ce_unacked);

@@ -11,7 +11,7 @@ use super::flow_control::CreditLane;
 use super::nic::{Msg, Qp};
 use super::slab::{prefetch, Slab, NONE};
 use super::stats::{PacketStats, Sampler};
-use super::switch::{Port, RouteCache};
+use super::switch::{FlowletEntry, Port, RouteCache, FLOWLET_ENTRIES};
 use super::{FlowControl, PacketConfig, PacketError, Routing};
 use crate::backend::{FabricCounters, LinkCounters, RunOutput};
 use crate::dag::{Dag, DagRunner, TaskId, TaskKind};
@@ -64,6 +64,9 @@ pub(super) struct Sim<'a> {
     /// Ideal completion time per task (transfers), from the unfaulted topology.
     pub ideal: Vec<SimTime>,
     pub qps: Vec<Qp>,
+    /// [`Routing::Flowlet`] state, per queue pair and direction (`2·qp` data,
+    /// `2·qp + 1` ACKs); empty under other routings.
+    pub flowlets: Vec<[FlowletEntry; FLOWLET_ENTRIES]>,
     pub qp_index: HashMap<(u32, u32), u32>,
     pub msgs: Vec<Msg>,
     /// Task → message index (NONE for non-transfers).
@@ -180,6 +183,7 @@ impl<'a> Sim<'a> {
                 })
                 .collect(),
             qps: Vec::new(),
+            flowlets: Vec::new(),
             qp_index: HashMap::new(),
             msgs: Vec::new(),
             msg_of_task: vec![NONE; n_tasks],

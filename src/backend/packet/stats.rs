@@ -71,6 +71,9 @@ pub struct PacketStats {
     /// PFC: arrivals that took an ingress count above XOFF + headroom (must be 0
     /// when the headroom covers the link's bandwidth-delay product).
     pub pfc_headroom_overflows: u64,
+    /// Flowlet routing: flowlets started, i.e. path decisions switches made
+    /// for a flow idle longer than the flowlet gap (or new there).
+    pub flowlets: u64,
     /// Credit-controlled (link, lane) pairs whose sender does not hold the
     /// receiver's whole buffer in credits after the run (a credit leak; must be 0).
     pub credit_leaks: u64,

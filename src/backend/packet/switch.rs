@@ -168,6 +168,32 @@ impl Port {
     }
 }
 
+/// Where one direction of a queue pair's traffic last went at one switch
+/// ([`Routing::Flowlet`]).
+#[derive(Clone, Copy, Debug)]
+pub struct FlowletEntry {
+    /// The switch, or NONE for an unused entry.
+    pub node: u32,
+    /// The egress link the flowlet takes there.
+    pub port: u32,
+    /// When the flow's last packet was routed there, ps.
+    pub last: u64,
+}
+
+impl FlowletEntry {
+    /// An unused entry.
+    pub const EMPTY: FlowletEntry = FlowletEntry {
+        node: NONE,
+        port: NONE,
+        last: 0,
+    };
+}
+
+/// Flowlet entries kept per queue pair and direction: one per switch on the
+/// path that has a choice (two on a 3-tier fat-tree's way up); on longer
+/// paths the stalest entry is reused, which only starts flowlets early.
+pub const FLOWLET_ENTRIES: usize = 4;
+
 /// Equal-cost next hops of every switch towards every edge switch, cached in CSR
 /// form so routing a packet is a slice lookup instead of a scan of the switch's
 /// links; rebuilt when a link changes state.
@@ -626,22 +652,63 @@ impl Sim<'_> {
                     let i = self.rand_below(n as u64) as usize;
                     self.cands[i] as usize
                 }
-                Routing::Adaptive => {
-                    let start = self.rand_below(n as u64) as usize;
-                    let mut best = self.cands[start] as usize;
-                    let mut best_q = self.load_of(best);
-                    for j in 1..n {
-                        let c = self.cands[(start + j) % n] as usize;
-                        let q = self.load_of(c);
-                        if q < best_q {
-                            best = c;
-                            best_q = q;
-                        }
-                    }
-                    best
-                }
+                Routing::Adaptive => self.least_loaded_candidate(),
+                Routing::Flowlet => self.flowlet_next_hop(node, k),
             }),
         }
+    }
+
+    /// The candidate in `cands` (at least one) with the least occupied egress,
+    /// scanning from a random start so ties are broken evenly.
+    fn least_loaded_candidate(&mut self) -> usize {
+        let n = self.cands.len();
+        let start = self.rand_below(n as u64) as usize;
+        let mut best = self.cands[start] as usize;
+        let mut best_q = self.load_of(best);
+        for j in 1..n {
+            let c = self.cands[(start + j) % n] as usize;
+            let q = self.load_of(c);
+            if q < best_q {
+                best = c;
+                best_q = q;
+            }
+        }
+        best
+    }
+
+    /// [`Routing::Flowlet`]: the port the flow's previous packet took at `node`
+    /// if it passed less than the flowlet gap ago (and the port is still a
+    /// candidate), else the least loaded candidate, remembered for the flowlet.
+    fn flowlet_next_hop(&mut self, node: u32, k: &super::slab::Packet) -> usize {
+        let row = k.qp as usize * 2 + usize::from(k.kind != PktKind::Data);
+        let now = self.now;
+        let table = &self.flowlets[row];
+        // This switch's entry, else the stalest one to reuse.
+        let mut slot = 0;
+        let mut found = false;
+        for (i, e) in table.iter().enumerate() {
+            if e.node == node {
+                slot = i;
+                found = true;
+                break;
+            }
+            if e.last < table[slot].last {
+                slot = i;
+            }
+        }
+        let e = table[slot];
+        if found && now - e.last <= self.cfg.flowlet_gap.0 && self.cands.contains(&e.port) {
+            self.flowlets[row][slot].last = now;
+            return e.port as usize;
+        }
+        let port = self.least_loaded_candidate();
+        self.stats.flowlets += 1;
+        self.flowlets[row][slot] = FlowletEntry {
+            node,
+            port: port as u32,
+            last: now,
+        };
+        port
     }
 
     /// Occupancy of an egress port as adaptive routing sees it: queued bytes,

@@ -40,10 +40,10 @@ struct Output {
     /// Print one JSON document instead of the table.
     #[arg(long)]
     json: bool,
-    /// Also write result.json, collectives.csv, flows.csv (and links.csv) into this directory.
+    /// Also write result.json, collectives.csv, flows.csv (and links.csv, queue_pairs.csv) into this directory.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
-    /// Keep per-link counters (in JSON and links.csv).
+    /// Keep per-link and, at packet level, per-queue-pair counters (in JSON, links.csv and queue_pairs.csv).
     #[arg(long)]
     links: bool,
     /// Write a self-contained HTML report with charts to this file.
@@ -495,6 +495,9 @@ fn write_outputs(dir: &Path, r: &Report) -> std::io::Result<()> {
     }
     if !r.links.is_empty() {
         std::fs::write(dir.join("links.csv"), report::csv::links(r))?;
+    }
+    if !r.queue_pairs.is_empty() {
+        std::fs::write(dir.join("queue_pairs.csv"), report::csv::queue_pairs(r))?;
     }
     Ok(())
 }

@@ -9,7 +9,7 @@ use std::fmt;
 use std::time::Instant;
 
 use crate::backend::flow::ProgressHook;
-use crate::backend::{self, FabricCounters, LinkCounters, RunOutput, Sample, Series};
+use crate::backend::{self, FabricCounters, LinkCounters, QpCounters, RunOutput, Sample, Series};
 use crate::collective::{self, CollectiveError, CollectiveSpec};
 use crate::config::{AlgoChoice, CollectiveWorkload, Fidelity, Scenario, WorkloadSpec};
 use crate::dag::Dag;
@@ -134,6 +134,12 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
     let series = top_series(std::mem::take(&mut acc.series));
     let mut links = acc.links;
     links.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.link.cmp(&b.link)));
+    let mut queue_pairs: Vec<QpCounters> = acc.queue_pairs.into_values().collect();
+    queue_pairs.sort_by(|a, b| {
+        (b.retransmitted_packets, b.timeouts)
+            .cmp(&(a.retransmitted_packets, a.timeouts))
+            .then((a.src, a.dst).cmp(&(b.src, b.dst)))
+    });
     Ok(Report {
         scenario: scenario.name.clone(),
         fidelity: fidelity.name().to_string(),
@@ -152,6 +158,7 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
         flows: acc.flows.stats(),
         fabric: acc.fabric,
         links,
+        queue_pairs,
         training,
         inference,
         ignored_settings: scenario.ignored_settings(fidelity),
@@ -181,6 +188,8 @@ pub struct Accumulated {
     flows: FlowAccumulator,
     fabric: FabricCounters,
     links: Vec<LinkCounters>,
+    /// Per (source, destination) GPU, summed over the runs.
+    queue_pairs: BTreeMap<(u32, u32), QpCounters>,
     events: u64,
     matrix: Option<MatrixAcc>,
     timeline: TimelineAcc,
@@ -208,6 +217,20 @@ impl Accumulated {
         self.events += out.events;
         if collect_links {
             merge_links(&mut self.links, &out.links);
+            for q in &out.queue_pairs {
+                let e = self
+                    .queue_pairs
+                    .entry((q.src, q.dst))
+                    .or_insert(QpCounters {
+                        src: q.src,
+                        dst: q.dst,
+                        ..QpCounters::default()
+                    });
+                e.messages += q.messages;
+                e.bytes += q.bytes;
+                e.retransmitted_packets += q.retransmitted_packets;
+                e.timeouts += q.timeouts;
+            }
         }
     }
 }

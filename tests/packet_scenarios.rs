@@ -195,3 +195,39 @@ fn ecmp_collides_where_spraying_does_not() {
         ecmp.flows.slowdown.p99
     );
 }
+
+#[test]
+fn queue_pair_counters_add_up_to_the_fabric_totals() {
+    // Issue 3: retransmitted packets and timeouts per queue pair, with `--links`.
+    let s = config::parse("test.toml", &example("incast-lossy-ethernet.toml")).unwrap();
+    let r = run(
+        &s,
+        &RunOptions {
+            collect_links: true,
+            ..RunOptions::default()
+        },
+    )
+    .unwrap();
+    // 32 senders into GPU 0, one 1 MiB message each.
+    assert_eq!(r.queue_pairs.len(), 32);
+    assert!(r
+        .queue_pairs
+        .iter()
+        .all(|q| q.dst == 0 && q.messages == 1 && q.bytes == 1 << 20));
+    let retx: u64 = r.queue_pairs.iter().map(|q| q.retransmitted_packets).sum();
+    let rto: u64 = r.queue_pairs.iter().map(|q| q.timeouts).sum();
+    assert_eq!(retx, r.fabric.retransmitted_packets);
+    assert_eq!(rto, r.fabric.timeouts);
+    assert!(retx > 0);
+    // Most retransmissions first.
+    assert!(r
+        .queue_pairs
+        .windows(2)
+        .all(|w| w[0].retransmitted_packets >= w[1].retransmitted_packets));
+    let csv = fabricsim::report::csv::queue_pairs(&r);
+    assert_eq!(csv.lines().count(), 33);
+    // Without --links the list stays out of the result.
+    let plain = run_text(&example("incast-lossy-ethernet.toml"), None);
+    assert!(plain.queue_pairs.is_empty());
+    assert!(!plain.to_json().contains("queue_pairs"));
+}

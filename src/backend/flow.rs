@@ -1073,6 +1073,7 @@ impl<'a> Sim<'a> {
                 ..FabricCounters::default()
             },
             links,
+            queue_pairs: Vec::new(),
             series: Vec::new(),
             link_timeline: self
                 .timeline

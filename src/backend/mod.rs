@@ -65,6 +65,24 @@ pub struct LinkCounters {
     pub pause_frames: u64,
 }
 
+/// Counters of one queue pair (packet level): the transport's view of one
+/// (source GPU, destination GPU) connection.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct QpCounters {
+    /// Source GPU.
+    pub src: u32,
+    /// Destination GPU.
+    pub dst: u32,
+    /// Messages (transfers) posted.
+    pub messages: u64,
+    /// Payload bytes posted.
+    pub bytes: u64,
+    /// Data packets sent more than once (go-back-N rewinds and timeouts).
+    pub retransmitted_packets: u64,
+    /// Retransmission timeouts that fired.
+    pub timeouts: u64,
+}
+
 /// One sampled point of a time series.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Sample {
@@ -107,6 +125,8 @@ pub struct RunOutput {
     pub fabric: FabricCounters,
     /// Per-link counters (only links that carried traffic), when collected.
     pub links: Vec<LinkCounters>,
+    /// Per-queue-pair counters (packet level), in creation order.
+    pub queue_pairs: Vec<QpCounters>,
     /// Sampled time series of the hottest ports, when collected.
     pub series: Vec<Series>,
     /// Per-link bytes per time bucket, when requested (flow backend).

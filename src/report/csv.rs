@@ -52,6 +52,19 @@ pub fn links(r: &Report) -> String {
     s
 }
 
+/// One row per queue pair (`queue_pairs.csv`, with `--links`).
+pub fn queue_pairs(r: &Report) -> String {
+    let mut s = String::from("src,dst,messages,bytes,retransmitted_packets,timeouts\n");
+    for q in &r.queue_pairs {
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{}",
+            q.src, q.dst, q.messages, q.bytes, q.retransmitted_packets, q.timeouts
+        );
+    }
+    s
+}
+
 /// Quotes a free-text field if it holds a comma or quote.
 pub fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {

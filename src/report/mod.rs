@@ -17,7 +17,7 @@ pub mod workload;
 
 use serde::Serialize;
 
-use crate::backend::{FabricCounters, LinkCounters, Series};
+use crate::backend::{FabricCounters, LinkCounters, QpCounters, Series};
 use crate::config::IgnoredSetting;
 
 /// One row per collective size, as nccl-tests prints it.
@@ -200,6 +200,10 @@ pub struct Report {
     /// Per-link counters, busiest first (only with `--links`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub links: Vec<LinkCounters>,
+    /// Per-queue-pair transport counters, most retransmissions first (packet
+    /// level, only with `--links`; summed over a sweep's sizes).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub queue_pairs: Vec<QpCounters>,
     /// One training step (training workloads only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub training: Option<workload::TrainingReport>,

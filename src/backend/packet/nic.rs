@@ -123,6 +123,12 @@ pub struct Qp {
     pub cnp_next: u64,
     /// Receiver, DCTCP: CE-marked packets since the last ACK.
     pub ce_unacked: u32,
+    /// Payload bytes posted.
+    pub bytes_posted: u64,
+    /// Data packets sent more than once.
+    pub retransmitted: u64,
+    /// Retransmission timeouts that fired.
+    pub timeouts: u64,
 }
 
 impl Qp {
@@ -187,6 +193,7 @@ impl Sim<'_> {
         self.msg_of_task[task as usize] = m;
         qp.msgs.push(m);
         qp.posted_psn += npkts;
+        qp.bytes_posted += bytes;
         if idle {
             // The cursor may have run past the end; point it at the new message.
             qp.send_cursor = qp.msgs.len() as u32 - 1;
@@ -263,6 +270,9 @@ impl Sim<'_> {
             dctcp: DctcpState::default(),
             cnp_next: 0,
             ce_unacked: 0,
+            bytes_posted: 0,
+            retransmitted: 0,
+            timeouts: 0,
         });
         let cc_on = self.topo.links[port as usize].kind != LinkKind::NvLink;
         let line = self
@@ -369,6 +379,7 @@ impl Sim<'_> {
             self.stats.data_sent += 1;
             if !first {
                 self.stats.retransmitted_packets += 1;
+                self.qps[qpi as usize].retransmitted += 1;
             }
             let cpu_cost = match self.cfg.transport {
                 Transport::Tcp {
@@ -630,6 +641,7 @@ impl Sim<'_> {
             return;
         }
         self.stats.timeouts += 1;
+        qp.timeouts += 1;
         if qp.cc_on && matches!(self.cfg.cc, CongestionControl::Dctcp { .. }) {
             qp.wnd = qp.dctcp.on_timeout();
         }

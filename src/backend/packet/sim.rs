@@ -13,7 +13,7 @@ use super::slab::{prefetch, Slab, NONE};
 use super::stats::{PacketStats, Sampler};
 use super::switch::{FlowletEntry, Port, RouteCache, FLOWLET_ENTRIES};
 use super::{FlowControl, PacketConfig, PacketError, Routing};
-use crate::backend::{FabricCounters, LinkCounters, RunOutput};
+use crate::backend::{FabricCounters, LinkCounters, QpCounters, RunOutput};
 use crate::dag::{Dag, DagRunner, TaskId, TaskKind};
 use crate::topology::{LinkId, LinkKind, NodeKind, Topology};
 use crate::units::SimTime;
@@ -451,6 +451,18 @@ impl<'a> Sim<'a> {
             transfer_ideal: ideal,
             fabric: self.fabric,
             links,
+            queue_pairs: self
+                .qps
+                .iter()
+                .map(|q| QpCounters {
+                    src: q.src,
+                    dst: q.dst,
+                    messages: q.msgs.len() as u64,
+                    bytes: q.bytes_posted,
+                    retransmitted_packets: q.retransmitted,
+                    timeouts: q.timeouts,
+                })
+                .collect(),
             series,
             events: self.events,
             link_timeline: None,

@@ -66,8 +66,8 @@ pub enum Event {
 }
 
 impl Event {
-    /// Packs the event into 64 bits (4-bit tag, payload above), so a queue entry
-    /// is 24 bytes instead of 32: the heap is the hottest structure of a run.
+    /// Packs the event into 64 bits (4-bit tag, payload above), so a wheel entry
+    /// is 16 bytes (key, event): the queue is the hottest structure of a run.
     #[inline]
     fn encode(self) -> u64 {
         match self {
@@ -404,8 +404,9 @@ mod tests {
 
     #[test]
     fn events_are_small() {
-        // Keeps the heap cache-friendly: 8 (time) + 8 (seq) + 16 (event).
+        // Keeps the queue cache-friendly: a wheel entry is 8 (key) + 8 (packed event).
         assert!(std::mem::size_of::<Event>() <= 16);
+        assert_eq!(std::mem::size_of::<Slot>(), 16);
         // Two packets per cache line.
         assert_eq!(std::mem::size_of::<super::super::slab::Packet>(), 32);
     }

@@ -82,11 +82,24 @@ pub enum RunError {
     Packet(String),
     /// A PFC deadlock stopped the packet backend; [`run`] turns it into
     /// [`Report::deadlock`] rather than an error.
-    #[error("PFC deadlock at {} us on a cycle of {} paused links", .0.detected_at_us, .0.cycle.len())]
-    Deadlock(crate::report::DeadlockReport),
+    #[error("PFC deadlock at {} us on a cycle of {} paused links", .0.report.detected_at_us, .0.report.cycle.len())]
+    Deadlock(Box<DeadlockStop>),
     /// A training or inference workload could not run.
     #[error("{0}")]
     Workload(#[from] crate::workload::WorkloadError),
+}
+
+/// A run stopped by a PFC deadlock: the cycle, and the counters up to it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeadlockStop {
+    /// What the result reports.
+    pub report: crate::report::DeadlockReport,
+    /// Fabric counters of the stopped run.
+    pub fabric: FabricCounters,
+    /// Per-link counters of the stopped run.
+    pub links: Vec<LinkCounters>,
+    /// Events simulated before it stopped.
+    pub events: u64,
 }
 
 /// Runs `scenario` and returns its report.
@@ -123,7 +136,25 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
     // and the result names the cycle (with what completed before it).
     let deadlock = match outcome {
         Ok(()) => None,
-        Err(RunError::Deadlock(d)) => Some(d),
+        Err(RunError::Deadlock(stop)) => {
+            let DeadlockStop {
+                report,
+                fabric,
+                links,
+                events,
+            } = *stop;
+            // What moved before the fabric froze: PAUSE frames, queues, bytes.
+            acc.absorb(
+                &RunOutput {
+                    fabric,
+                    links,
+                    events,
+                    ..RunOutput::default()
+                },
+                opts.collect_links,
+            );
+            Some(report)
+        }
         Err(e) => return Err(e),
     };
     let wall_s = wall.elapsed().as_secs_f64();
@@ -423,16 +454,26 @@ fn run_traffic(
 fn packet_error(e: backend::packet::PacketError) -> RunError {
     use crate::report::{DeadlockHop, DeadlockReport};
     match e {
-        backend::packet::PacketError::PfcDeadlock { at, since, cycle } => {
-            RunError::Deadlock(DeadlockReport {
+        backend::packet::PacketError::PfcDeadlock {
+            at,
+            since,
+            cycle,
+            fabric,
+            links,
+            events,
+        } => RunError::Deadlock(Box::new(DeadlockStop {
+            report: DeadlockReport {
                 detected_at_us: at.as_us(),
                 stalled_since_us: since.as_us(),
                 cycle: cycle
                     .into_iter()
                     .map(|(link, from, to)| DeadlockHop { link, from, to })
                     .collect(),
-            })
-        }
+            },
+            fabric: *fabric,
+            links,
+            events,
+        })),
         other => RunError::Packet(other.to_string()),
     }
 }

@@ -667,6 +667,29 @@ fn a_pfc_deadlock_scenario_reports_its_cycle_in_the_result_and_exits_3() {
         );
     }
     assert!(r.to_json().contains("\"deadlock\""));
+    // The counters of what led to it stay in the result: PAUSE frames were
+    // sent, packets are stuck (sent but neither delivered nor dropped), and
+    // with per-link counters the cycle's links show their paused time.
+    assert!(r.fabric.pfc_pause_frames > 0, "{:?}", r.fabric);
+    assert_eq!(r.fabric.drops, 0, "PFC is lossless even when deadlocked");
+    assert!(r.fabric.bytes_delivered < r.fabric.bytes_sent);
+    assert!(r.sim.events > 0);
+    let with_links = fabricsim::run::run(
+        &s,
+        &fabricsim::run::RunOptions {
+            collect_links: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    for hop in &with_links.deadlock.as_ref().unwrap().cycle {
+        let l = with_links
+            .links
+            .iter()
+            .find(|l| l.link == hop.link)
+            .expect("a link of the cycle carried traffic");
+        assert!(l.paused_ps > 0, "link {} was paused: {l:?}", hop.link);
+    }
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_fabricsim"))
         .args(["run", path, "--quiet"])
         .output()

@@ -112,7 +112,7 @@ pub use cc::{CongestionControl, DcqcnParams, Ecn};
 pub use flow_control::FlowControl;
 pub use stats::PacketStats;
 
-use crate::backend::RunOutput;
+use crate::backend::{FabricCounters, LinkCounters, RunOutput};
 use crate::dag::Dag;
 use crate::topology::{LinkId, Topology};
 use crate::units::{Rate, SimTime};
@@ -609,6 +609,13 @@ pub enum PacketError {
         /// The cycle of paused links, as (link id, sending node, receiving node);
         /// empty if paused links exist but no cycle was found among them.
         cycle: Vec<(u32, u32, u32)>,
+        /// The fabric's counters up to the deadlock (PAUSE frames, queues, bytes).
+        fabric: Box<FabricCounters>,
+        /// Per-link counters up to the deadlock (links that carried traffic;
+        /// the paused ones show their paused time).
+        links: Vec<LinkCounters>,
+        /// Events simulated up to the deadlock.
+        events: u64,
     },
     /// Simulated time passed [`PacketConfig::time_limit`] (e.g. a destination cut off by faults).
     #[error("time limit {at} reached with {done} of {total} tasks complete (raise simulation.time_limit)")]
@@ -659,8 +666,24 @@ pub fn run_detailed(
         return Err(sim::net_transfer_unsupported());
     }
     let mut s = sim::Sim::new(dag, topo, cfg);
-    s.run()?;
-    Ok(s.finish())
+    match s.run() {
+        Ok(()) => Ok(s.finish()),
+        // A deadlock is a finding: it keeps the counters of what led to it.
+        Err(PacketError::PfcDeadlock {
+            at, since, cycle, ..
+        }) => {
+            let (out, _) = s.finish();
+            Err(PacketError::PfcDeadlock {
+                at,
+                since,
+                cycle,
+                fabric: Box::new(out.fabric),
+                links: out.links,
+                events: out.events,
+            })
+        }
+        Err(e) => Err(e),
+    }
 }
 
 #[cfg(test)]

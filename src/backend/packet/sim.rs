@@ -244,6 +244,9 @@ impl<'a> Sim<'a> {
                         at: SimTime(t),
                         since: SimTime(self.last_tx),
                         cycle: self.pfc_cycle(),
+                        fabric: Box::default(),
+                        links: Vec::new(),
+                        events: self.events,
                     });
                 }
                 return Err(PacketError::Deadlock {

@@ -445,8 +445,22 @@ fn run_traffic(
     let mut dag = generate(&spec, exec.topo)
         .map_err(|e| RunError::Unsupported(format!("workload.{}: {}", e.field, e.message)))?;
     crate::workload::traffic::add_extra_flows(&mut dag, &exec.scenario.extra_flows);
-    let out = exec.run_dag(&dag, SimTime::ZERO)?;
+    let mut out = exec.run_dag(&dag, SimTime::ZERO)?;
     acc.absorb(&out, exec.opts.collect_links);
+    if let Some(m) = &mut acc.matrix {
+        m.add(&dag, exec.topo);
+    }
+    if exec.opts.detail {
+        let label = "traffic";
+        for s in &out.series {
+            acc.series.push(shift(s, 0.0, label));
+        }
+        acc.timeline.add(label, &mut out);
+    }
+    // One row per flow in flows.csv (collective_bytes is 0: no collective).
+    if exec.opts.flow_records {
+        record_flows(&mut acc.records, &dag, &out, 0);
+    }
     Ok(())
 }
 

@@ -231,3 +231,31 @@ fn queue_pair_counters_add_up_to_the_fabric_totals() {
     assert!(plain.queue_pairs.is_empty());
     assert!(!plain.to_json().contains("queue_pairs"));
 }
+
+#[test]
+fn traffic_runs_keep_per_flow_records_and_port_series_for_the_report() {
+    // Issue 3: "flow completion time is reported per flow, with slowdown
+    // against the ideal": --out writes one flows.csv row per flow of a
+    // traffic workload too, and --report gets the sampled hot ports.
+    let text = example("incast-infiniband.toml")
+        .replace("[simulation]", "[simulation]\nsample_interval = \"5us\"");
+    let s = config::parse("test.toml", &text).unwrap();
+    let r = run(
+        &s,
+        &RunOptions {
+            flow_records: true,
+            detail: true,
+            ..RunOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(r.flow_records.total, 32);
+    assert!(r
+        .flow_records
+        .rows
+        .iter()
+        .all(|f| f.dst == 0 && f.bytes == 1 << 20 && f.fct_us >= f.ideal_us));
+    let csv = fabricsim::report::csv::flows(&r);
+    assert_eq!(csv.lines().count(), 33);
+    assert!(!r.series.is_empty(), "hot-port series for the HTML report");
+}

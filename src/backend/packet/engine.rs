@@ -239,15 +239,13 @@ impl EventQueue {
                     slot.sort_unstable_by_key(|&(key, _)| Reverse(key));
                     self.cur_sorted = true;
                 }
-                let from_late = match (slot.last(), self.late.peek()) {
-                    (Some(a), Some(Reverse(b))) => b.0 < a.0,
-                    (None, _) => true,
-                    (Some(_), None) => false,
-                };
+                let (from_late, _) = self.front().expect("bucket or late not empty");
                 let (key, e) = if from_late {
                     self.late.pop().expect("late is not empty").0
                 } else {
-                    slot.pop().expect("bucket is not empty")
+                    self.buckets[(self.cur & (N_BUCKETS - 1)) as usize]
+                        .pop()
+                        .expect("bucket is not empty")
                 };
                 self.in_wheel -= 1;
                 self.len -= 1;
@@ -280,14 +278,20 @@ impl EventQueue {
         if !self.cur_sorted {
             return None;
         }
+        self.front().map(|(_, (_, e))| Event::decode(e))
+    }
+
+    /// The earliest entry of the sorted current bucket and its late pushes, and
+    /// whether it is a late one.
+    #[inline]
+    fn front(&self) -> Option<(bool, Slot)> {
         let slot = &self.buckets[(self.cur & (N_BUCKETS - 1)) as usize];
-        let next = match (slot.last(), self.late.peek()) {
-            (Some(a), Some(Reverse(b))) => a.min(b),
-            (Some(a), None) => a,
-            (None, Some(Reverse(b))) => b,
-            (None, None) => return None,
-        };
-        Some(Event::decode(next.1))
+        match (slot.last(), self.late.peek()) {
+            (Some(&a), Some(&Reverse(b))) => Some(if b.0 < a.0 { (true, b) } else { (false, a) }),
+            (Some(&a), None) => Some((false, a)),
+            (None, Some(&Reverse(b))) => Some((true, b)),
+            (None, None) => None,
+        }
     }
 
     /// Most events ever pending at once.

@@ -244,6 +244,8 @@ impl<'a> Sim<'a> {
                         at: SimTime(t),
                         since: SimTime(self.last_tx),
                         cycle: self.pfc_cycle(),
+                        // `run_detailed` fills these from `finish()`, which
+                        // consumes the simulation.
                         fabric: Box::default(),
                         links: Vec::new(),
                         events: self.events,

@@ -163,7 +163,7 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
     let traffic_matrix = acc.matrix.take().map(|m| m.finish());
     let link_timeline = acc.timeline.finish(&topo);
     let series = top_series(std::mem::take(&mut acc.series));
-    let mut links = acc.links;
+    let mut links: Vec<LinkCounters> = acc.links.into_values().collect();
     links.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.link.cmp(&b.link)));
     let mut queue_pairs: Vec<QpCounters> = acc.queue_pairs.into_values().collect();
     queue_pairs.sort_by(|a, b| {
@@ -218,7 +218,8 @@ pub struct Accumulated {
     makespan: SimTime,
     flows: FlowAccumulator,
     fabric: FabricCounters,
-    links: Vec<LinkCounters>,
+    /// Per link id, summed over the runs (a map: a sweep merges thousands of links per size).
+    links: BTreeMap<u32, LinkCounters>,
     /// Per (source, destination) GPU, summed over the runs.
     queue_pairs: BTreeMap<(u32, u32), QpCounters>,
     events: u64,
@@ -266,11 +267,12 @@ impl Accumulated {
     }
 }
 
-/// Adds `new` link counters into `into` (summing bytes, keeping maxima).
-fn merge_links(into: &mut Vec<LinkCounters>, new: &[LinkCounters]) {
+/// Adds `new` link counters into `into` (summing bytes, keeping maxima), by link id.
+fn merge_links(into: &mut BTreeMap<u32, LinkCounters>, new: &[LinkCounters]) {
     for l in new {
-        match into.iter_mut().find(|x| x.link == l.link) {
-            Some(x) => {
+        match into.entry(l.link) {
+            std::collections::btree_map::Entry::Occupied(mut e) => {
+                let x = e.get_mut();
                 x.bytes += l.bytes;
                 x.drops += l.drops;
                 x.stall_ps += l.stall_ps;
@@ -280,7 +282,9 @@ fn merge_links(into: &mut Vec<LinkCounters>, new: &[LinkCounters]) {
                 x.utilization = x.utilization.max(l.utilization);
                 x.avg_queue_bytes = x.avg_queue_bytes.max(l.avg_queue_bytes);
             }
-            None => into.push(l.clone()),
+            std::collections::btree_map::Entry::Vacant(e) => {
+                e.insert(l.clone());
+            }
         }
     }
 }

@@ -378,7 +378,6 @@ impl Sim<'_> {
             });
             self.stats.data_sent += 1;
             if !first {
-                self.stats.retransmitted_packets += 1;
                 self.qps[qpi as usize].retransmitted += 1;
             }
             let cpu_cost = match self.cfg.transport {
@@ -640,7 +639,6 @@ impl Sim<'_> {
             self.q.push(at, Event::Rto { qp: qpi });
             return;
         }
-        self.stats.timeouts += 1;
         qp.timeouts += 1;
         if qp.cc_on && matches!(self.cfg.cc, CongestionControl::Dctcp { .. }) {
             qp.wnd = qp.dctcp.on_timeout();

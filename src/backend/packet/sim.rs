@@ -418,6 +418,9 @@ impl<'a> Sim<'a> {
         self.stats.pfc_pause_frames = self.fabric.pfc_pause_frames;
         self.stats.ecn_marks = self.fabric.ecn_marks;
         self.stats.cnps_sent = self.fabric.cnps;
+        // The totals are the queue pairs' sums (counted once, per pair).
+        self.stats.retransmitted_packets = self.qps.iter().map(|q| q.retransmitted).sum();
+        self.stats.timeouts = self.qps.iter().map(|q| q.timeouts).sum();
         self.fabric.retransmitted_packets = self.stats.retransmitted_packets;
         self.fabric.timeouts = self.stats.timeouts;
         self.fabric.drops = self.stats.drops_total();

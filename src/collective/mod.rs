@@ -341,15 +341,7 @@ impl Emitter<'_> {
         deps: &[Dep],
     ) -> TaskId {
         let task = self.dag.net_transfer(src, dst, bytes, deps);
-        if let Some(t) = self.trace.as_deref_mut() {
-            t.push(Carry {
-                task,
-                offset,
-                bytes,
-                reduce,
-            });
-        }
-        task
+        self.traced(task, offset, bytes, reduce)
     }
 
     /// Adds a transfer of the buffer bytes `[offset, offset + bytes)` from `src` to `dst`.
@@ -363,6 +355,11 @@ impl Emitter<'_> {
         deps: &[Dep],
     ) -> TaskId {
         let task = self.dag.transfer(src, dst, bytes, deps);
+        self.traced(task, offset, bytes, reduce)
+    }
+
+    /// Records what `task` carries when data is being traced; returns it.
+    fn traced(&mut self, task: TaskId, offset: u64, bytes: u64, reduce: bool) -> TaskId {
         if let Some(t) = self.trace.as_deref_mut() {
             t.push(Carry {
                 task,

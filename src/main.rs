@@ -100,6 +100,9 @@ enum Command {
         /// Override the number of nodes.
         #[arg(long)]
         nodes: Option<u32>,
+        /// Parallel channels (NCCL's; default one per NIC across hosts), 1..=64.
+        #[arg(long)]
+        channels: Option<u32>,
         #[command(flatten)]
         out: Output,
     },
@@ -207,11 +210,17 @@ fn main() -> ExitCode {
         Command::Presets => {
             println!("cluster presets ([cluster] preset = …):");
             for p in config::presets::NODE_PRESETS {
-                println!("  {:<16} {}", p.name, p.about);
+                println!(
+                    "  {:<16} {}; NVLink efficiency {:.3}",
+                    p.name, p.about, p.nvlink_efficiency
+                );
             }
             println!("fabric presets ([fabric] preset = …):");
             for p in config::presets::FABRIC_PRESETS {
-                println!("  {:<16} {}", p.name, p.about);
+                println!(
+                    "  {:<16} {}; NIC efficiency {:.3}",
+                    p.name, p.about, p.nic_efficiency
+                );
             }
             println!("model presets ([workload] kind = \"training\" | \"inference\", preset = …):");
             for p in config::workload::MODEL_PRESETS {
@@ -265,6 +274,7 @@ fn main() -> ExitCode {
             scenario,
             preset,
             nodes,
+            channels,
             out,
         } => collective(
             &op,
@@ -275,6 +285,7 @@ fn main() -> ExitCode {
             scenario.as_deref(),
             preset.as_deref(),
             nodes,
+            channels,
             &out,
         ),
     }
@@ -309,8 +320,17 @@ fn collective(
     scenario: Option<&Path>,
     preset: Option<&str>,
     nodes: Option<u32>,
+    channels: Option<u32>,
     out: &Output,
 ) -> ExitCode {
+    if let Some(c) = channels {
+        if !(1..=config::MAX_CHANNELS).contains(&i64::from(c)) {
+            return usage(&format!(
+                "--channels {c}: expected 1 to {} channels",
+                config::MAX_CHANNELS
+            ));
+        }
+    }
     let Some(op) = CollectiveOp::parse(op) else {
         return usage(&format!("unknown collective {op:?}; expected allreduce, allgather, reducescatter, broadcast or alltoall"));
     };
@@ -382,6 +402,14 @@ fn collective(
             size: 4,
         },
         root: 0,
+        channels: channels.or(match &s.workload {
+            WorkloadSpec::Collective(w) => w.channels,
+            _ => None,
+        }),
+        pxn: match &s.workload {
+            WorkloadSpec::Collective(w) => w.pxn,
+            _ => true,
+        },
     });
     // The command line sets the workload: no file key applies to it any more.
     s.keys_set.retain(|k| !k.starts_with("workload."));

@@ -314,6 +314,10 @@ pub fn spec_for(
         chunk_bytes: w.chunk_bytes,
         inter_host: w.inter_host,
         root: w.root,
+        channels: w
+            .channels
+            .unwrap_or_else(|| collective::default_channels(ranks, topo)),
+        pxn: w.pxn,
     };
     if w.algorithm == AlgoChoice::Auto {
         spec.algorithm = collective::auto_select(&spec, ranks, topo)?;

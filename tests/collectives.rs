@@ -58,6 +58,8 @@ fn spec(op: CollectiveOp, algorithm: Algorithm, bytes: u64, chunk_bytes: u64) ->
         chunk_bytes,
         inter_host: Algorithm::Ring,
         root: 0,
+        channels: 1,
+        pxn: true,
     }
 }
 
@@ -135,12 +137,21 @@ fn check(s: &CollectiveSpec, ranks: &[GpuId], t: &Topology, exact: bool) -> SimT
         dag.transfer_bytes(),
         "{ctx}: traffic"
     );
+    // every transfer is traced, but for the NVLink hop before each relayed
+    // (PXN) network leg, which stages the sender's data in the relay
+    let traced: std::collections::BTreeSet<u32> = trace.iter().map(|c| c.task.0).collect();
+    let relayed: std::collections::BTreeSet<u32> = trace
+        .iter()
+        .filter(|c| c.origin.is_some())
+        .map(|c| c.task.0)
+        .collect();
     assert_eq!(
-        trace.len(),
+        traced.len() + relayed.len(),
         dag.tasks
             .iter()
             .filter(|t| matches!(t.kind, TaskKind::Transfer { .. }))
-            .count()
+            .count(),
+        "{ctx}: transfers traced"
     );
     if s.op == CollectiveOp::AllToAll {
         check_alltoall(s, ranks, &dag, &trace, &ctx);
@@ -301,16 +312,29 @@ fn check_data(
         }
         st
     };
+    // A transfer may carry several ranges (a hierarchical rail block): one
+    // carry each, adding up to the transfer's bytes.
+    let mut carried: std::collections::BTreeMap<u32, u64> = Default::default();
     for (k, c) in trace.iter().enumerate() {
         let TaskKind::Transfer { src, dst, bytes } = dag.tasks[c.task.0 as usize].kind else {
             panic!("{ctx}: carry of a non-transfer");
         };
-        assert_eq!(bytes, c.bytes, "{ctx}");
+        *carried.entry(c.task.0).or_insert(0) += c.bytes;
+        assert!(c.bytes <= bytes, "{ctx}");
+        // a PXN leg carries its origin's data, staged in the relay by an NVLink hop
+        let src = c.origin.unwrap_or(src);
         let st = state_at(pos(src), c.task.0 as usize, &into, &payload);
         let lo = iv_of(c.offset);
         let hi = iv_of(c.offset + c.bytes);
         payload.push(st[lo..hi].to_vec());
         into[pos(dst)].push(k);
+    }
+    for (&t, &b) in &carried {
+        assert_eq!(
+            b,
+            dag.tasks[t as usize].kind.transfer_bytes(),
+            "{ctx}: the carries of a transfer add up to its bytes"
+        );
     }
     let full: Counts = vec![1; n];
     for r in 0..n {
@@ -529,6 +553,98 @@ fn hierarchical_closed_form_matches_dag() {
             }
         }
     }
+}
+
+/// Hierarchical reduce-scatter and all-gather do what they say (issue 10: they
+/// used to run a whole all-reduce): every rank ends with its own piece summed
+/// (reduce-scatter) or every piece (all-gather), the closed form (intra-host
+/// ring on S, then each rail's ring on S/g, or the reverse) is the DAG's
+/// critical path, and they move half an all-reduce's bytes, (N−1)·S.
+#[test]
+fn hierarchical_reduce_scatter_and_all_gather_move_half_an_all_reduce() {
+    for (hosts, gpus) in [(2, 2), (2, 4), (4, 4), (3, 2), (1, 4), (4, 1)] {
+        let t = single_switch(hosts, gpus);
+        let ranks = all_ranks(&t);
+        let n = ranks.len() as u64;
+        for chunk in [u64::MAX, 16 << 10] {
+            let ar = spec(
+                CollectiveOp::AllReduce,
+                Algorithm::Hierarchical,
+                1 << 20,
+                chunk,
+            );
+            let ar_bytes = traffic_bytes(&ar, &ranks, &t).unwrap();
+            for op in [CollectiveOp::ReduceScatter, CollectiveOp::AllGather] {
+                let s = spec(op, Algorithm::Hierarchical, 1 << 20, chunk);
+                check(&s, &ranks, &t, false);
+                let (dag, _, _) = lowered(&s, &ranks, &t);
+                assert_eq!(dag.transfer_bytes(), (n - 1) * (1 << 20));
+                assert_eq!(2 * dag.transfer_bytes(), ar_bytes, "{hosts}x{gpus} {op:?}");
+            }
+        }
+    }
+}
+
+/// Channels (NCCL's) on whole multi-GPU hosts: every channel's ring moves the
+/// right data (all-reduce, all-gather, reduce-scatter, broadcast from a root
+/// that is not first), with PXN relays and without, and the network bytes
+/// spread evenly over every NIC of a host: channel c leaves each host through
+/// rail c mod 4 (NCCL's rail-aligned rings), so 4 channels put the same bytes
+/// on each of the 4 NICs, where one channel puts them all on one.
+#[test]
+fn channels_spread_rings_over_every_nic_and_move_the_right_data() {
+    let t = single_switch(3, 4);
+    let ranks = all_ranks(&t);
+    for pxn in [true, false] {
+        for op in [
+            CollectiveOp::AllReduce,
+            CollectiveOp::AllGather,
+            CollectiveOp::ReduceScatter,
+            CollectiveOp::Broadcast,
+        ] {
+            for chunk in [u64::MAX, 8 << 10] {
+                let mut s = spec(op, Algorithm::Ring, 96 << 10, chunk);
+                s.channels = 4;
+                s.pxn = pxn;
+                s.root = 5;
+                let (dag, end, trace) = lowered(&s, &ranks, &t);
+                let ctx = format!("{op:?} pxn={pxn} chunk={chunk}");
+                check_data(&s, &ranks, &dag, end, &trace, &ctx);
+                // bytes each NIC sends into the network
+                let mut per_nic = vec![0u64; t.nics.len()];
+                for task in &dag.tasks {
+                    if let TaskKind::Transfer { src, dst, bytes } = task.kind {
+                        if t.host_of(src) != t.host_of(dst) {
+                            let nic = t.gpus[src.0 as usize].nic;
+                            let i = t.nics.iter().position(|x| x.node == nic).unwrap();
+                            per_nic[i] += bytes;
+                        }
+                    }
+                }
+                if op != CollectiveOp::Broadcast {
+                    let first = per_nic[0];
+                    assert!(first > 0, "{ctx}");
+                    if pxn {
+                        assert!(per_nic.iter().all(|&b| b == first), "{ctx}: {per_nic:?}");
+                    }
+                }
+            }
+        }
+    }
+    // one channel: the plain ring leaves each host through one GPU's NIC
+    let s = spec(CollectiveOp::AllReduce, Algorithm::Ring, 96 << 10, u64::MAX);
+    let (dag, _, _) = lowered(&s, &ranks, &t);
+    let nics: std::collections::BTreeSet<u32> = dag
+        .tasks
+        .iter()
+        .filter_map(|task| match task.kind {
+            TaskKind::Transfer { src, dst, .. } if t.host_of(src) != t.host_of(dst) => {
+                Some(t.gpus[src.0 as usize].nic.0)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(nics.len(), 3, "one NIC per host");
 }
 
 /// Hierarchical = intra ring reduce-scatter (S over g GPUs) + inter all-reduce of S/g

@@ -797,6 +797,8 @@ fn lowered_ring_allreduce_agrees_with_the_analytical_closed_form() {
             chunk_bytes: 1 << 20,
             inter_host: Algorithm::Ring,
             root: 0,
+            channels: 1,
+            pxn: true,
         };
         let mut dag = Dag::new();
         dag.begin_op("allreduce");

@@ -65,6 +65,8 @@ fn allreduce(algorithm: Algorithm, bytes: u64, chunk_bytes: u64) -> CollectiveSp
         chunk_bytes,
         inter_host: Algorithm::Ring,
         root: 0,
+        channels: 1,
+        pxn: true,
     }
 }
 

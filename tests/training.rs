@@ -177,6 +177,8 @@ fn exposed_communication_is_the_part_overlap_cannot_hide() {
             chunk_bytes: u64::MAX,
             inter_host: Algorithm::Ring,
             root: 0,
+            channels: 1,
+            pxn: true,
         };
         collective::analytical_time(&sp, &[GpuId(0), GpuId(1)], &topo).unwrap()
     };
@@ -312,6 +314,8 @@ sizes = ["64MiB"]
         algorithm: Algorithm::Ring,
         bytes: 64 << 20,
         chunk_bytes: 1 << 20,
+        channels: 1,
+        pxn: true,
         inter_host: Algorithm::Ring,
         root: 0,
     };

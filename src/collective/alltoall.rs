@@ -117,6 +117,8 @@ mod tests {
             chunk_bytes: u64::MAX,
             inter_host: Algorithm::Ring,
             root: 0,
+            channels: 1,
+            pxn: true,
         };
         let ranks: Vec<GpuId> = (0..4).map(GpuId).collect();
         let mut dag = Dag::new();

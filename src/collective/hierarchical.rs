@@ -120,7 +120,8 @@ fn rail_algorithms(
         .collect())
 }
 
-/// Emits the three phases; returns the dependencies that mark the end.
+/// Emits the phases of `spec.op` (see the module doc); returns the
+/// dependencies that mark the end.
 pub(crate) fn emit(
     spec: &CollectiveSpec,
     ranks: &[GpuId],
@@ -130,59 +131,232 @@ pub(crate) fn emit(
 ) -> Result<Vec<Dep>, CollectiveError> {
     let algo = inter(spec, Some(topo))?;
     let hosts = hosts_of(ranks, topo)?;
-    let (s, chunk) = (spec.bytes, spec.chunk_bytes);
-    if ranks.len() <= 1 || s == 0 {
+    if ranks.len() <= 1 || spec.bytes == 0 {
         return Ok(after.to_vec());
     }
+    match spec.op {
+        CollectiveOp::ReduceScatter | CollectiveOp::AllGather => {
+            Ok(emit_two_level(spec, ranks, &hosts, em, after))
+        }
+        _ => emit_allreduce(spec, algo, &hosts, topo, em, after),
+    }
+}
+
+/// A plain ring over `gpus` in the given order.
+fn plain(gpus: &[GpuId]) -> ring::ChannelRing {
+    ring::ChannelRing {
+        order: gpus.to_vec(),
+        proxy: vec![None; gpus.len()],
+    }
+}
+
+/// All-reduce: intra-host reduce-scatter, one inter-host all-reduce per rail,
+/// intra-host all-gather. A rail starts once its own GPUs hold their host's
+/// sums, and a host's all-gather once its GPUs hold their rails' results: the
+/// phases overlap across rails and hosts instead of waiting on a barrier.
+fn emit_allreduce(
+    spec: &CollectiveSpec,
+    algo: Algorithm,
+    hosts: &[Vec<GpuId>],
+    topo: &Topology,
+    em: &mut Emitter<'_>,
+    after: &[Dep],
+) -> Result<Vec<Dep>, CollectiveError> {
+    let (s, chunk) = (spec.bytes, spec.chunk_bytes);
     let g = hosts[0].len();
     if algo == Algorithm::HalvingDoubling {
         halving_doubling::check_pow2(hosts.len())?;
     }
-    let barrier = |em: &mut Emitter<'_>, ends: Vec<Dep>| vec![Dep::Done(em.dag.marker(&ends))];
-    let mut ends = Vec::new();
-    for h in &hosts {
-        ends.extend(ring::emit_op(
-            CollectiveOp::ReduceScatter,
-            s,
-            0,
-            chunk,
-            0,
-            h,
-            em,
-            after,
-        ));
+    let pieces: Vec<ring::Ranges> = (0..g as u64)
+        .map(|l| vec![super::piece(s, g as u64, l)])
+        .collect();
+    // phase 1: ready[h][l] = what GPU l of host h waits for before its rail starts
+    let mut ready: Vec<Vec<Vec<Dep>>> = Vec::with_capacity(hosts.len());
+    for h in hosts {
+        let starts = vec![after.to_vec(); g];
+        ready.push(
+            match ring::emit_ring_ranges(
+                CollectiveOp::ReduceScatter,
+                &pieces,
+                chunk,
+                &plain(h),
+                em,
+                &starts,
+            ) {
+                Some(ends) => ends,
+                None => starts,
+            },
+        );
     }
-    let after1 = barrier(em, ends);
-    let mut ends = Vec::new();
-    let algos = rail_algorithms(algo, &hosts, topo)?;
+    // phase 2: per rail; rail_done[h][l] = what GPU l of host h waits for next
+    let mut rail_done: Vec<Vec<Vec<Dep>>> = vec![vec![Vec::new(); g]; hosts.len()];
+    let algos = rail_algorithms(algo, hosts, topo)?;
     for (l, &algo) in algos.iter().enumerate() {
         let rail: Vec<GpuId> = hosts.iter().map(|h| h[l]).collect();
         let (off, len) = super::piece(s, g as u64, l as u64);
         let op = CollectiveOp::AllReduce;
-        ends.extend(match algo {
-            Algorithm::Tree => tree::emit_op(op, len, off, chunk, 0, &rail, em, &after1),
-            Algorithm::HalvingDoubling => {
-                halving_doubling::emit_op(op, len, off, chunk, &rail, em, &after1)?
+        let starts: Vec<Vec<Dep>> = (0..hosts.len()).map(|h| ready[h][l].clone()).collect();
+        if algo == Algorithm::Ring {
+            let n = rail.len() as u64;
+            let segs: Vec<ring::Ranges> = (0..n)
+                .map(|p| {
+                    let (o, b) = super::piece(len, n, p);
+                    vec![(off + o, b)]
+                })
+                .collect();
+            match ring::emit_ring_ranges(op, &segs, chunk, &plain(&rail), em, &starts) {
+                Some(ends) => {
+                    for (h, e) in ends.into_iter().enumerate() {
+                        rail_done[h][l] = e;
+                    }
+                }
+                None => {
+                    for (h, st) in starts.into_iter().enumerate() {
+                        rail_done[h][l] = st;
+                    }
+                }
             }
-            Algorithm::Sharp => sharp::emit_op(len, off, chunk, l, &rail, topo, em, &after1)?,
-            _ => ring::emit_op(op, len, off, chunk, 0, &rail, em, &after1),
-        });
+            continue;
+        }
+        let all: Vec<Dep> = starts.into_iter().flatten().collect();
+        let ends = match algo {
+            Algorithm::Tree => tree::emit_op(op, len, off, chunk, 0, &rail, em, &all),
+            Algorithm::HalvingDoubling => {
+                halving_doubling::emit_op(op, len, off, chunk, &rail, em, &all)?
+            }
+            _ => sharp::emit_op(len, off, chunk, l, &rail, topo, em, &all)?,
+        };
+        for row in rail_done.iter_mut() {
+            row[l] = ends.clone();
+        }
     }
-    let after2 = barrier(em, ends);
-    let mut ends = Vec::new();
-    for h in &hosts {
-        ends.extend(ring::emit_op(
+    // phase 3: intra-host all-gather, each GPU starting from its rail's result
+    let mut out = Vec::new();
+    for (h, gpus) in hosts.iter().enumerate() {
+        match ring::emit_ring_ranges(
             CollectiveOp::AllGather,
-            s,
-            0,
+            &pieces,
             chunk,
-            0,
-            h,
+            &plain(gpus),
             em,
-            &after2,
-        ));
+            &rail_done[h],
+        ) {
+            Some(ends) => out.extend(ends.into_iter().flatten()),
+            None => out.extend(rail_done[h].iter().flatten().copied()),
+        }
     }
-    Ok(ends)
+    Ok(out)
+}
+
+/// Reduce-scatter (intra-host first, then per rail) and all-gather (per rail
+/// first, then intra-host) in two levels. Rank r owns `piece(S, N, r)`; GPU l
+/// of every host is responsible, inside its host, for the *rail block* l: the
+/// pieces of all the ranks of rail l (H ranges of the buffer). Reduce-scatter:
+/// an intra-host ring leaves GPU l with its host's sum of rail block l, then
+/// rail l's ring between hosts leaves each rank with its piece summed over all
+/// hosts. All-gather runs the same in reverse. Each moves (g−1)/g·S over NVLink
+/// and (H−1)/H·S/g over each rail per GPU: half an all-reduce's bytes.
+fn emit_two_level(
+    spec: &CollectiveSpec,
+    ranks: &[GpuId],
+    hosts: &[Vec<GpuId>],
+    em: &mut Emitter<'_>,
+    after: &[Dep],
+) -> Vec<Dep> {
+    let (s, chunk) = (spec.bytes, spec.chunk_bytes);
+    let n = ranks.len() as u64;
+    let g = hosts[0].len();
+    let idx: std::collections::HashMap<GpuId, u64> = ranks
+        .iter()
+        .enumerate()
+        .map(|(i, &r)| (r, i as u64))
+        .collect();
+    let own = |gpu: GpuId| super::piece(s, n, idx[&gpu]);
+    let rail = |l: usize| -> Vec<GpuId> { hosts.iter().map(|h| h[l]).collect() };
+    // rail block l of host h's GPUs: every rail-l rank's piece, in buffer order
+    let block = |l: usize| -> ring::Ranges {
+        let mut r: ring::Ranges = rail(l).into_iter().map(own).collect();
+        r.sort_unstable();
+        r
+    };
+    let blocks: Vec<ring::Ranges> = (0..g).map(block).collect();
+    let inter_segs =
+        |l: usize| -> Vec<ring::Ranges> { rail(l).into_iter().map(|gpu| vec![own(gpu)]).collect() };
+    let hosts_n = hosts.len();
+    if spec.op == CollectiveOp::ReduceScatter {
+        let mut ready: Vec<Vec<Vec<Dep>>> = Vec::with_capacity(hosts_n);
+        for h in hosts {
+            let starts = vec![after.to_vec(); g];
+            ready.push(
+                match ring::emit_ring_ranges(
+                    CollectiveOp::ReduceScatter,
+                    &blocks,
+                    chunk,
+                    &plain(h),
+                    em,
+                    &starts,
+                ) {
+                    Some(ends) => ends,
+                    None => starts,
+                },
+            );
+        }
+        let mut out = Vec::new();
+        for l in 0..g {
+            let starts: Vec<Vec<Dep>> = ready.iter().map(|r| r[l].clone()).collect();
+            match ring::emit_ring_ranges(
+                CollectiveOp::ReduceScatter,
+                &inter_segs(l),
+                chunk,
+                &plain(&rail(l)),
+                em,
+                &starts,
+            ) {
+                Some(ends) => out.extend(ends.into_iter().flatten()),
+                None => out.extend(starts.into_iter().flatten()),
+            }
+        }
+        return out;
+    }
+    // all-gather: rails first, then inside each host
+    let mut rail_done: Vec<Vec<Vec<Dep>>> = vec![vec![Vec::new(); g]; hosts_n];
+    for l in 0..g {
+        let starts = vec![after.to_vec(); hosts_n];
+        match ring::emit_ring_ranges(
+            CollectiveOp::AllGather,
+            &inter_segs(l),
+            chunk,
+            &plain(&rail(l)),
+            em,
+            &starts,
+        ) {
+            Some(ends) => {
+                for (h, e) in ends.into_iter().enumerate() {
+                    rail_done[h][l] = e;
+                }
+            }
+            None => {
+                for row in rail_done.iter_mut() {
+                    row[l] = after.to_vec();
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (h, gpus) in hosts.iter().enumerate() {
+        match ring::emit_ring_ranges(
+            CollectiveOp::AllGather,
+            &blocks,
+            chunk,
+            &plain(gpus),
+            em,
+            &rail_done[h],
+        ) {
+            Some(ends) => out.extend(ends.into_iter().flatten()),
+            None => out.extend(rail_done[h].iter().flatten().copied()),
+        }
+    }
+    out
 }
 
 /// The three phase times (intra reduce-scatter, inter all-reduce, intra all-gather).
@@ -203,6 +377,28 @@ pub fn phase_times(
     }
     let g = hosts[0].len();
     let mut t = [SimTime::ZERO; 3];
+    if matches!(
+        spec.op,
+        CollectiveOp::ReduceScatter | CollectiveOp::AllGather
+    ) {
+        // intra-host ring on the whole buffer (rail blocks of S/g), then each
+        // rail's ring on S/g (reduce-scatter), or the reverse (all-gather)
+        let op = spec.op;
+        let (intra, inter) = if op == CollectiveOp::ReduceScatter {
+            (0, 1)
+        } else {
+            (2, 1)
+        };
+        for h in &hosts {
+            t[intra] = t[intra].max(ring::time_of(op, s, chunk, 0, h, topo)?);
+        }
+        for l in 0..g {
+            let rail: Vec<GpuId> = hosts.iter().map(|h| h[l]).collect();
+            let seg = s.div_ceil(g as u64);
+            t[inter] = t[inter].max(ring::time_of(op, seg, chunk, 0, &rail, topo)?);
+        }
+        return Ok(t);
+    }
     for h in &hosts {
         t[0] = t[0].max(ring::time_of(
             CollectiveOp::ReduceScatter,
@@ -264,6 +460,14 @@ pub fn traffic(
     topo: &Topology,
 ) -> Result<u64, CollectiveError> {
     precheck(spec, ranks, None)?;
+    if matches!(
+        spec.op,
+        CollectiveOp::ReduceScatter | CollectiveOp::AllGather
+    ) {
+        // (g−1)·S/g per GPU inside hosts plus (H−1)·S/N per GPU between them:
+        // (N−1)·S/N per GPU, as a flat ring
+        return Ok(ring::traffic_of(spec.op, spec.bytes, ranks.len() as u64));
+    }
     if inter(spec, Some(topo))? == Algorithm::Sharp {
         let hosts = hosts_of(ranks, topo)?;
         let (s, g) = (spec.bytes, hosts[0].len() as u64);

@@ -173,6 +173,13 @@ pub struct CollectiveSpec {
     pub inter_host: Algorithm,
     /// For broadcast: the root's index in the communicator.
     pub root: u32,
+    /// Parallel channels (NCCL's), each carrying its share of the bytes on its
+    /// own ring; ring algorithms lay them over every NIC
+    /// ([`ring::channel_rings`]). 1 is the plain ring in communicator order.
+    pub channels: u32,
+    /// NCCL's PXN: a channel leaving a host moves its data over NVLink to the GPU
+    /// of the channel's rail and sends it through that GPU's NIC.
+    pub pxn: bool,
 }
 
 /// Why a collective cannot be lowered or costed.
@@ -228,6 +235,19 @@ pub fn path_cost(topo: &Topology, a: GpuId, b: GpuId) -> Result<PathCost, Collec
     topo.path_cost(a, b)
         .map(|(alpha, rate)| PathCost { alpha, rate })
         .ok_or(CollectiveError::Unreachable(a.0, b.0))
+}
+
+/// The channels NCCL would run for `ranks`: one per NIC of a host when the
+/// communicator spans several hosts (so every NIC carries a ring), else one.
+pub fn default_channels(ranks: &[GpuId], topo: &Topology) -> u32 {
+    let first = match ranks.first() {
+        Some(&g) => topo.host_of(g),
+        None => return 1,
+    };
+    if ranks.iter().all(|&g| topo.host_of(g) == first) || topo.hosts == 0 {
+        return 1;
+    }
+    (topo.nics.len() as u32 / topo.hosts).max(1)
 }
 
 /// Splits `bytes` into `ceil(bytes / chunk)` pieces as equal as possible (at least one).
@@ -318,6 +338,9 @@ pub struct Carry {
     /// True: the receiver adds the bytes into its buffer (reduction); false: it
     /// overwrites its buffer with them (copy).
     pub reduce: bool,
+    /// For a transfer relayed by another GPU (PXN): the GPU whose buffer the bytes
+    /// come from; `None` when it is the transfer's source.
+    pub origin: Option<GpuId>,
 }
 
 /// Adds transfers to a DAG and, when tracing, records what they carry.
@@ -341,7 +364,7 @@ impl Emitter<'_> {
         deps: &[Dep],
     ) -> TaskId {
         let task = self.dag.net_transfer(src, dst, bytes, deps);
-        self.traced(task, offset, bytes, reduce)
+        self.traced(task, offset, bytes, reduce, None)
     }
 
     /// Adds a transfer of the buffer bytes `[offset, offset + bytes)` from `src` to `dst`.
@@ -355,17 +378,46 @@ impl Emitter<'_> {
         deps: &[Dep],
     ) -> TaskId {
         let task = self.dag.transfer(src, dst, bytes, deps);
-        self.traced(task, offset, bytes, reduce)
+        self.traced(task, offset, bytes, reduce, None)
+    }
+
+    /// Adds one transfer from `src` to `dst` carrying the buffer ranges `ranges`
+    /// (`(offset, bytes)` each, traced one [`Carry`] per range). `origin`: for
+    /// the network leg of a relayed (PXN) transfer, the GPU whose data it is,
+    /// which an NVLink hop has already staged in `src`.
+    pub fn send_ranges(
+        &mut self,
+        src: GpuId,
+        dst: GpuId,
+        origin: Option<GpuId>,
+        ranges: &[(u64, u64)],
+        reduce: bool,
+        deps: &[Dep],
+    ) -> TaskId {
+        let bytes = ranges.iter().map(|r| r.1).sum();
+        let task = self.dag.transfer(src, dst, bytes, deps);
+        for &(offset, b) in ranges {
+            self.traced(task, offset, b, reduce, origin);
+        }
+        task
     }
 
     /// Records what `task` carries when data is being traced; returns it.
-    fn traced(&mut self, task: TaskId, offset: u64, bytes: u64, reduce: bool) -> TaskId {
+    fn traced(
+        &mut self,
+        task: TaskId,
+        offset: u64,
+        bytes: u64,
+        reduce: bool,
+        origin: Option<GpuId>,
+    ) -> TaskId {
         if let Some(t) = self.trace.as_deref_mut() {
             t.push(Carry {
                 task,
                 offset,
                 bytes,
                 reduce,
+                origin,
             });
         }
         task

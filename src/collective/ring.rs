@@ -75,20 +75,147 @@ pub fn lower(
 pub(crate) fn emit(
     spec: &CollectiveSpec,
     ranks: &[GpuId],
-    _topo: &Topology,
+    topo: &Topology,
     em: &mut Emitter<'_>,
     after: &[Dep],
 ) -> Result<Vec<Dep>, CollectiveError> {
-    Ok(emit_op(
-        spec.op,
-        spec.bytes,
-        0,
-        spec.chunk_bytes,
-        spec.root,
-        ranks,
-        em,
-        after,
-    ))
+    if spec.channels <= 1 {
+        return Ok(emit_op(
+            spec.op,
+            spec.bytes,
+            0,
+            spec.chunk_bytes,
+            spec.root,
+            ranks,
+            em,
+            after,
+        ));
+    }
+    let rings = channel_rings(ranks, topo, spec.channels, spec.pxn);
+    let mut ends = Vec::new();
+    for (c, ring) in rings.iter().enumerate() {
+        let segs = channel_segments(spec.op, spec.bytes, ranks, ring, spec.channels, c as u32);
+        ends.extend(emit_ring(
+            spec.op,
+            &segs,
+            spec.chunk_bytes,
+            spec.root,
+            ranks,
+            ring,
+            em,
+            after,
+        ));
+    }
+    Ok(ends)
+}
+
+/// The ring of one channel: the ranks in ring order, and for each position the
+/// GPU that relays its send to the next position through that GPU's NIC (NCCL's
+/// PXN: an NVLink hop to the GPU whose NIC sits on the channel's rail), if any.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChannelRing {
+    /// Ranks in ring order: position p sends to p + 1 (mod N).
+    pub order: Vec<GpuId>,
+    /// `proxy[p]`: the GPU that forwards position p's messages into the network.
+    pub proxy: Vec<Option<GpuId>>,
+}
+
+/// The rings of `channels` channels over `ranks`, as NCCL's ring search lays
+/// them on multi-NIC hosts: when the communicator is made of whole hosts (at
+/// least two, several GPUs each), channel c enters every host at the first GPU
+/// of rail r = c mod (NICs per host), visits the host's GPUs over NVLink from
+/// there, and leaves from the GPU before it, through rail r's NIC: with `pxn`
+/// that GPU hands its data over NVLink to the rail's GPU, which sends it, so a
+/// channel uses one rail end to end and the channels spread over every NIC.
+/// Without `pxn` the last GPU sends through its own NIC. Any other communicator
+/// runs every channel on the plain ring in communicator order.
+pub fn channel_rings(
+    ranks: &[GpuId],
+    topo: &Topology,
+    channels: u32,
+    pxn: bool,
+) -> Vec<ChannelRing> {
+    let plain = ChannelRing {
+        order: ranks.to_vec(),
+        proxy: vec![None; ranks.len()],
+    };
+    let hosts = match super::hierarchical::hosts_of(ranks, topo) {
+        Ok(h) if h.len() >= 2 && h[0].len() >= 2 => h,
+        _ => return vec![plain; channels.max(1) as usize],
+    };
+    let g = hosts[0].len();
+    // The NIC of each local GPU, numbered by first appearance.
+    let nic_of = |gpu: GpuId| topo.gpus[gpu.0 as usize].nic;
+    let mut rails: Vec<crate::topology::NodeId> = Vec::new();
+    for &gpu in &hosts[0] {
+        if !rails.contains(&nic_of(gpu)) {
+            rails.push(nic_of(gpu));
+        }
+    }
+    // Every host is wired alike: local GPU l uses the rail of host 0's GPU l.
+    let rail_of = |l: usize| {
+        rails
+            .iter()
+            .position(|&n| n == nic_of(hosts[0][l]))
+            .unwrap_or(0)
+    };
+    (0..channels.max(1))
+        .map(|c| {
+            let r = c as usize % rails.len();
+            let entry = (0..g).find(|&l| rail_of(l) == r).unwrap_or(0);
+            let exit = (entry + g - 1) % g;
+            let mut order = Vec::with_capacity(ranks.len());
+            let mut proxy = Vec::with_capacity(ranks.len());
+            for h in &hosts {
+                for j in 0..g {
+                    let l = (entry + j) % g;
+                    order.push(h[l]);
+                    let relay = j == g - 1 && pxn && rail_of(exit) != r;
+                    proxy.push(relay.then_some(h[entry]));
+                }
+            }
+            ChannelRing { order, proxy }
+        })
+        .collect()
+}
+
+/// The buffer bytes `(offset, len)` each ring position of channel `c` (of
+/// `channels`) is responsible for: all-reduce and broadcast split the buffer
+/// into one contiguous piece per channel and that piece into one segment per
+/// position; all-gather and reduce-scatter give channel c the c-th part of
+/// every rank's own segment, so each rank still owns `piece(S, N, rank)`.
+fn channel_segments(
+    op: CollectiveOp,
+    bytes: u64,
+    ranks: &[GpuId],
+    ring: &ChannelRing,
+    channels: u32,
+    c: u32,
+) -> Vec<(u64, u64)> {
+    let n = ranks.len() as u64;
+    let chans = u64::from(channels.max(1));
+    match op {
+        CollectiveOp::AllGather | CollectiveOp::ReduceScatter => ring
+            .order
+            .iter()
+            .map(|g| {
+                let idx = ranks.iter().position(|r| r == g).unwrap_or(0) as u64;
+                let (o, b) = piece(bytes, n, idx);
+                let (so, sb) = piece(b, chans, u64::from(c));
+                (o + so, sb)
+            })
+            .collect(),
+        CollectiveOp::Broadcast => vec![piece(bytes, chans, u64::from(c))],
+        _ => {
+            let (o, b) = piece(bytes, chans, u64::from(c));
+            (0..n)
+                .map(|p| {
+                    let (so, sb) = piece(b, n, p);
+                    (o + so, sb)
+                })
+                .collect()
+        }
+    }
 }
 
 /// Emits one ring collective on the buffer bytes `[base, base + bytes)`; returns
@@ -104,20 +231,85 @@ pub(crate) fn emit_op(
     em: &mut Emitter<'_>,
     after: &[Dep],
 ) -> Vec<Dep> {
-    let n = ranks.len();
-    if n <= 1 || bytes == 0 {
-        return after.to_vec();
-    }
+    let n = ranks.len() as u64;
+    let ring = ChannelRing {
+        order: ranks.to_vec(),
+        proxy: vec![None; ranks.len()],
+    };
+    let segs: Vec<(u64, u64)> = if op == CollectiveOp::Broadcast {
+        vec![(base, bytes)]
+    } else {
+        (0..n)
+            .map(|p| {
+                let (o, b) = piece(bytes, n, p);
+                (base + o, b)
+            })
+            .collect()
+    };
+    emit_ring(op, &segs, chunk, root, ranks, &ring, em, after)
+}
+
+/// A segment made of several ranges of the buffer, `(offset, bytes)` each.
+pub(crate) type Ranges = Vec<(u64, u64)>;
+
+/// Emits one ring of `ring.order` where position p's segment is `segs[p]`
+/// (broadcast: `segs` holds one range, the buffer); see the module doc.
+#[allow(clippy::too_many_arguments)]
+fn emit_ring(
+    op: CollectiveOp,
+    segs: &[(u64, u64)],
+    chunk: u64,
+    root: u32,
+    ranks: &[GpuId],
+    ring: &ChannelRing,
+    em: &mut Emitter<'_>,
+    after: &[Dep],
+) -> Vec<Dep> {
     if op == CollectiveOp::Broadcast {
-        return emit_broadcast(bytes, base, chunk, root as usize, ranks, em, after);
+        let n = ring.order.len();
+        let (base, bytes) = segs.first().copied().unwrap_or((0, 0));
+        if n <= 1 || bytes == 0 {
+            return after.to_vec();
+        }
+        let root_gpu = ranks.get(root as usize).copied().unwrap_or(ring.order[0]);
+        let start = ring.order.iter().position(|&g| g == root_gpu).unwrap_or(0);
+        let mut link = Link::new(n);
+        return emit_broadcast(bytes, base, chunk, start, ring, &mut link, em, after);
     }
-    let nn = n as u64;
+    let segs: Vec<Ranges> = segs.iter().map(|&r| vec![r]).collect();
+    let afters = vec![after.to_vec(); ring.order.len()];
+    match emit_ring_ranges(op, &segs, chunk, ring, em, &afters) {
+        Some(ends) => ends.into_iter().flatten().collect(),
+        None => after.to_vec(),
+    }
+}
+
+/// Emits a reduce-scatter, all-gather or all-reduce ring where position p's
+/// segment is the ranges `segs[p]` and position p's first send waits for
+/// `after[p]`. Returns, per position, the dependencies that mean it holds its
+/// result (`None` when nothing moves: one rank, or no bytes): the arrival of
+/// its last receives, and its last send having left, which implies that every
+/// earlier receive it forwarded had arrived.
+pub(crate) fn emit_ring_ranges(
+    op: CollectiveOp,
+    segs: &[Ranges],
+    chunk: u64,
+    ring: &ChannelRing,
+    em: &mut Emitter<'_>,
+    after: &[Vec<Dep>],
+) -> Option<Vec<Vec<Dep>>> {
+    let n = ring.order.len();
+    let total: u64 = segs.iter().flatten().map(|r| r.1).sum();
+    if n <= 1 || total == 0 {
+        return None;
+    }
+    let mut link = Link::new(n);
     let (steps, shift) = match op {
         CollectiveOp::AllReduce => (2 * (n - 1), 1),
         CollectiveOp::ReduceScatter => (n - 1, 1),
         _ => (n - 1, 0),
     };
-    let mut last: Vec<Option<TaskId>> = vec![None; n];
+    let chunked: Vec<Vec<Ranges>> = segs.iter().map(|r| chunk_ranges(r, chunk)).collect();
     let mut recv: Vec<Vec<TaskId>> = vec![Vec::new(); n];
     for k in 0..steps {
         let reduce = match op {
@@ -127,59 +319,143 @@ pub(crate) fn emit_op(
         };
         let mut next_recv: Vec<Vec<TaskId>> = vec![Vec::new(); n];
         for i in 0..n {
-            let seg = ((i + 2 * n - k % n - shift) % n) as u64;
-            let (off, len) = piece(bytes, nn, seg);
+            let seg = (i + 2 * n - k % n - shift) % n;
             let dst = (i + 1) % n;
-            for (c, (o, b)) in chunks_at(base + off, len, chunk).into_iter().enumerate() {
-                let mut deps: Vec<Dep> = Vec::with_capacity(2);
-                match last[i] {
-                    Some(t) => deps.push(Dep::Sent(t)),
-                    None => deps.extend_from_slice(after),
-                }
-                if k > 0 {
-                    deps.push(Dep::Done(recv[i][c]));
-                }
-                let t = em.send(ranks[i], ranks[dst], o, b, reduce, &deps);
-                last[i] = Some(t);
+            for (c, piece) in chunked[seg].iter().enumerate() {
+                let data = (k > 0).then(|| recv[i][c]);
+                let t = link.send(ring, i, piece, reduce, data, em, &after[i]);
                 next_recv[dst].push(t);
             }
         }
         recv = next_recv;
     }
-    recv.into_iter().flatten().map(Dep::Done).collect()
+    Some(
+        recv.into_iter()
+            .enumerate()
+            .map(|(p, r)| {
+                let mut v: Vec<Dep> = r.into_iter().map(Dep::Done).collect();
+                v.extend(link.last[p].map(Dep::Sent));
+                v
+            })
+            .collect(),
+    )
 }
 
-/// Pipelined chain from `root` along the ring.
+/// Cuts the ranges of a segment into chunks of at most `chunk` bytes (as
+/// [`super::chunk_sizes`] cuts their total), each chunk a list of ranges.
+fn chunk_ranges(ranges: &[(u64, u64)], chunk: u64) -> Vec<Ranges> {
+    let total: u64 = ranges.iter().map(|r| r.1).sum();
+    let mut out = Vec::new();
+    let mut it = ranges.iter().copied().filter(|r| r.1 > 0);
+    let mut cur = it.next();
+    for size in super::chunk_sizes(total, chunk) {
+        let mut left = size;
+        let mut piece = Vec::with_capacity(1);
+        while left > 0 {
+            let Some((o, b)) = cur else { break };
+            let take = b.min(left);
+            piece.push((o, take));
+            left -= take;
+            cur = if take == b {
+                it.next()
+            } else {
+                Some((o + take, b - take))
+            };
+        }
+        if piece.is_empty() {
+            piece.push((ranges.first().map_or(0, |r| r.0), 0));
+        }
+        out.push(piece);
+    }
+    out
+}
+
+/// The send side of every ring edge: the sender's channel (its previous message
+/// must have left before the next one goes) and, for an edge relayed by PXN,
+/// the relay's own channel into the network.
+struct Link {
+    last: Vec<Option<TaskId>>,
+    relay_last: Vec<Option<TaskId>>,
+}
+
+impl Link {
+    fn new(n: usize) -> Link {
+        Link {
+            last: vec![None; n],
+            relay_last: vec![None; n],
+        }
+    }
+
+    /// Sends the ranges `piece` from position `i` to `i + 1` once `data` (the
+    /// chunk it forwards, if any) has arrived; returns the task whose completion
+    /// delivers it.
+    #[allow(clippy::too_many_arguments)]
+    fn send(
+        &mut self,
+        ring: &ChannelRing,
+        i: usize,
+        piece: &[(u64, u64)],
+        reduce: bool,
+        data: Option<TaskId>,
+        em: &mut Emitter<'_>,
+        after: &[Dep],
+    ) -> TaskId {
+        let n = ring.order.len();
+        let (src, dst) = (ring.order[i], ring.order[(i + 1) % n]);
+        let mut deps: Vec<Dep> = Vec::with_capacity(2);
+        match self.last[i] {
+            Some(t) => deps.push(Dep::Sent(t)),
+            None => deps.extend_from_slice(after),
+        }
+        if let Some(d) = data {
+            deps.push(Dep::Done(d));
+        }
+        match ring.proxy[i] {
+            None => {
+                let t = em.send_ranges(src, dst, None, piece, reduce, &deps);
+                self.last[i] = Some(t);
+                t
+            }
+            Some(relay) => {
+                // PXN: an NVLink copy into the relay GPU's staging buffer, then the
+                // relay's NIC sends it on; the data is the sender's, as traced.
+                let bytes = piece.iter().map(|r| r.1).sum();
+                let hop = em.dag.transfer(src, relay, bytes, &deps);
+                self.last[i] = Some(hop);
+                let mut deps = vec![Dep::Done(hop)];
+                if let Some(t) = self.relay_last[i] {
+                    deps.push(Dep::Sent(t));
+                }
+                let t = em.send_ranges(relay, dst, Some(src), piece, reduce, &deps);
+                self.relay_last[i] = Some(t);
+                t
+            }
+        }
+    }
+}
+
+/// Pipelined chain along the channel's ring from position `start`.
+#[allow(clippy::too_many_arguments)]
 fn emit_broadcast(
     bytes: u64,
     base: u64,
     chunk: u64,
-    root: usize,
-    ranks: &[GpuId],
+    start: usize,
+    ring: &ChannelRing,
+    link: &mut Link,
     em: &mut Emitter<'_>,
     after: &[Dep],
 ) -> Vec<Dep> {
-    let n = ranks.len();
+    let n = ring.order.len();
     let chunks = chunks_at(base, bytes, chunk);
     let mut recv: Vec<TaskId> = Vec::new();
     for h in 0..n - 1 {
-        let src = ranks[(root + h) % n];
-        let dst = ranks[(root + h + 1) % n];
-        let mut prev: Option<TaskId> = None;
+        let i = (start + h) % n;
         let mut out = Vec::with_capacity(chunks.len());
-        for (c, &(o, b)) in chunks.iter().enumerate() {
-            let mut deps: Vec<Dep> = Vec::with_capacity(2);
-            if let Some(p) = prev {
-                deps.push(Dep::Sent(p));
-            } else if h == 0 {
-                deps.extend_from_slice(after);
-            }
-            if h > 0 {
-                deps.push(Dep::Done(recv[c]));
-            }
-            let t = em.send(src, dst, o, b, false, &deps);
-            prev = Some(t);
-            out.push(t);
+        for (c, &r) in chunks.iter().enumerate() {
+            let data = (h > 0).then(|| recv[c]);
+            let first = if h == 0 { after } else { &[] };
+            out.push(link.send(ring, i, &[r], false, data, em, first));
         }
         recv = out;
     }
@@ -196,6 +472,9 @@ pub fn time(
     topo: &Topology,
 ) -> Result<SimTime, CollectiveError> {
     precheck(spec, ranks, Some(topo))?;
+    if spec.channels > 1 && ranks.len() > 1 && spec.bytes > 0 {
+        return channels_time(spec, ranks, topo);
+    }
     time_of(
         spec.op,
         spec.bytes,
@@ -204,6 +483,189 @@ pub fn time(
         ranks,
         topo,
     )
+}
+
+/// Closed form of a ring collective on `spec.channels` channels
+/// ([`channel_rings`]), a lower bound of the fluid schedule: the larger of
+/// - the slowest channel alone on an idle fabric (the single-ring form,
+///   [`ring_pipeline_time`], on its share of the bytes; a PXN edge adds the
+///   NVLink leg's latency and one chunk's store-and-forward time to its α), and
+/// - the busiest link's bytes over its payload rate, every channel's edges
+///   spread evenly over their equal-cost paths ([`Topology::spread`]), plus the
+///   shortest edge latency: channels share links (every GPU's NVLink carries an
+///   edge of each channel), which no schedule can beat.
+///
+/// The first binds for small messages, the second for large ones.
+fn channels_time(
+    spec: &CollectiveSpec,
+    ranks: &[GpuId],
+    topo: &Topology,
+) -> Result<SimTime, CollectiveError> {
+    let rings = channel_rings(ranks, topo, spec.channels, spec.pxn);
+    let n = ranks.len();
+    let nn = n as u64;
+    let chans = u64::from(spec.channels);
+    let k = match spec.op {
+        CollectiveOp::AllReduce => 2 * (nn - 1),
+        _ => nn - 1,
+    };
+    let root_gpu = ranks[spec.root as usize];
+    let mut load = vec![0f64; topo.links.len()];
+    let mut slowest = SimTime::ZERO;
+    let mut shortest = SimTime::MAX;
+    let mut path = Vec::new();
+    let mut shares = Vec::new();
+    for (c, ring) in rings.iter().enumerate() {
+        let segs = channel_segments(spec.op, spec.bytes, ranks, ring, spec.channels, c as u32);
+        let seg = segs.iter().map(|s| s.1).max().unwrap_or(0);
+        let channel_bytes = piece(spec.bytes, chans, c as u64).1;
+        let relay_chunk = if spec.op == CollectiveOp::Broadcast {
+            channel_bytes
+        } else {
+            seg
+        }
+        .min(spec.chunk_bytes.max(1));
+        let mut rate = crate::units::Rate(u64::MAX);
+        let mut alphas = Vec::with_capacity(n);
+        let mut rates = Vec::with_capacity(n);
+        for i in 0..n {
+            let (src, dst) = (ring.order[i], ring.order[(i + 1) % n]);
+            let hops: [(GpuId, GpuId); 2];
+            let legs: &[(GpuId, GpuId)] = match ring.proxy[i] {
+                Some(relay) => {
+                    hops = [(src, relay), (relay, dst)];
+                    &hops
+                }
+                None => {
+                    hops = [(src, dst), (src, dst)];
+                    &hops[..1]
+                }
+            };
+            // bytes this edge carries over the whole collective
+            let carried = if spec.op == CollectiveOp::Broadcast {
+                if dst == root_gpu {
+                    0
+                } else {
+                    channel_bytes
+                }
+            } else {
+                segs.iter().map(|s| s.1).sum::<u64>() * k / nn
+            };
+            let mut alpha = SimTime::ZERO;
+            let mut edge_rate = crate::units::Rate(u64::MAX);
+            for (j, &(a, b)) in legs.iter().enumerate() {
+                if !topo.route(a, b, 0, &mut path) {
+                    return Err(CollectiveError::Unreachable(a.0, b.0));
+                }
+                let r = topo.path_bottleneck(&path);
+                rate = rate.min(r);
+                edge_rate = edge_rate.min(r);
+                alpha += topo.path_latency(&path);
+                if j + 1 < legs.len() {
+                    // the relay forwards a chunk once it has all arrived
+                    alpha += r.tx_time(relay_chunk);
+                }
+                shares.clear();
+                topo.spread(a, b, &mut shares);
+                for &(l, f) in &shares {
+                    load[l.0 as usize] += f * carried as f64;
+                }
+            }
+            shortest = shortest.min(alpha);
+            alphas.push(alpha);
+            rates.push(edge_rate);
+        }
+        let t = if spec.op == CollectiveOp::Broadcast {
+            let start = ring.order.iter().position(|&g| g == root_gpu).unwrap_or(0);
+            let chain: u64 = (0..n - 1).map(|h| alphas[(start + h) % n].0).sum();
+            let ct = ChunkTimes::new(channel_bytes, spec.chunk_bytes, rate);
+            SimTime(chain)
+                .saturating_add(ct.sum)
+                .saturating_add(times(nn - 2, ct.max))
+        } else {
+            mixed_ring_lower_bound(k, seg, spec.chunk_bytes, &alphas, &rates)
+        };
+        slowest = slowest.max(t);
+    }
+    let busiest = load
+        .iter()
+        .enumerate()
+        .filter(|(_, &b)| b > 0.0)
+        .map(|(l, &b)| {
+            let bps = topo.effective_rate(crate::topology::LinkId(l as u32)).bps() as f64;
+            SimTime((b * 8e12 / bps).ceil().min(u64::MAX as f64) as u64)
+        })
+        .max()
+        .unwrap_or(SimTime::ZERO);
+    Ok(slowest.max(busiest.saturating_add(shortest)))
+}
+
+/// A lower bound of the chained ring pipeline ([`ring_pipeline_time`]) whose
+/// edges differ in rate as well as latency, for K steps of `seg` bytes cut into
+/// chunks of `chunk`: the larger of two paths through the DAG,
+/// - one sender's K·C chunks back to back, then the last one's latency
+///   (the slowest edge: K·seg/B_e + α_e), and
+/// - the wavefront: K consecutive edges, each adding its α and one chunk's
+///   time, plus the C−1 other chunks on the slowest edge of that window.
+///
+/// O(N + K) with prefix sums; exact when all edges share one rate and one α.
+pub fn mixed_ring_lower_bound(
+    k: u64,
+    seg: u64,
+    chunk: u64,
+    alphas: &[SimTime],
+    rates: &[crate::units::Rate],
+) -> SimTime {
+    let n = alphas.len();
+    if k == 0 || n == 0 {
+        return SimTime::ZERO;
+    }
+    let c = seg.div_ceil(chunk.max(1)).max(1);
+    let piece_bytes = seg.div_ceil(c);
+    let beta: Vec<u64> = rates.iter().map(|r| r.tx_time(piece_bytes).0).collect();
+    let serial = (0..n)
+        .map(|e| times(k, rates[e].tx_time(seg)).saturating_add(alphas[e]))
+        .max()
+        .unwrap_or(SimTime::ZERO);
+    // windows of k consecutive edges over the repeated ring
+    let kk = k as usize;
+    let len = n + kk;
+    let mut prefix = Vec::with_capacity(len + 1);
+    prefix.push(0u128);
+    for p in 0..len {
+        let e = p % n;
+        prefix.push(prefix[p] + u128::from(alphas[e].0) + u128::from(beta[e]));
+    }
+    // the largest two chunk times, for windows that leave one edge out
+    let (mut top, mut second) = (0u64, 0u64);
+    for &b in &beta {
+        if b > top {
+            second = top;
+            top = b;
+        } else if b > second {
+            second = b;
+        }
+    }
+    let mut best = 0u128;
+    for s in 0..n {
+        let max_beta = if kk >= n {
+            top
+        } else if kk + 1 == n {
+            // the window is every edge but s − 1
+            let out = beta[(s + n - 1) % n];
+            if out == top {
+                second
+            } else {
+                top
+            }
+        } else {
+            (0..kk).map(|j| beta[(s + j) % n]).max().unwrap_or(0)
+        };
+        let w = prefix[s + kk] - prefix[s] + u128::from(c - 1) * u128::from(max_beta);
+        best = best.max(w);
+    }
+    let wave = SimTime(best.min(u128::from(u64::MAX)) as u64);
+    serial.max(wave)
 }
 
 /// [`time`] for one ring collective of `bytes` (nccl-tests meaning for `op`).
@@ -401,6 +863,8 @@ mod tests {
             chunk_bytes: u64::MAX,
             inter_host: Algorithm::Ring,
             root: 0,
+            channels: 1,
+            pxn: true,
         };
         let ranks = [GpuId(0), GpuId(1), GpuId(2)];
         let mut dag = Dag::new();

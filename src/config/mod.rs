@@ -105,6 +105,8 @@ pub struct RawCluster {
     pub host_copy_bandwidth: Option<RawQuantity>,
     /// Host-staged path: added latency of the copy per message, e.g. "5us".
     pub host_copy_latency: Option<RawQuantity>,
+    /// Fraction of the NVLink rate NCCL's kernels reach, in (0, 1].
+    pub nvlink_efficiency: Option<RawNumber>,
 }
 
 /// `[topology]` as written.
@@ -149,6 +151,8 @@ pub struct RawFabric {
     pub link_latency: Option<RawQuantity>,
     /// Forwarding latency per switch.
     pub switch_latency: Option<RawQuantity>,
+    /// Share of the payload rate a NIC moves (GPUDirect RDMA goodput), in (0, 1].
+    pub nic_efficiency: Option<RawNumber>,
     /// `ecmp`, `adaptive` or `spray`.
     pub routing: Option<String>,
     /// Packet level: buffer per port and virtual lane (credits advertise it; drop-tail limit).
@@ -259,6 +263,10 @@ pub struct RawWorkload {
     pub dtype: Option<String>,
     /// Root rank of a broadcast.
     pub root: Option<i64>,
+    /// Parallel channels of a collective (NCCL's); default one per NIC across hosts.
+    pub channels: Option<i64>,
+    /// NCCL's PXN: leave a host through the channel's rail over NVLink (default true).
+    pub pxn: Option<bool>,
     /// Traffic: `incast`, `permutation`, `alltoall` or `random`.
     pub pattern: Option<String>,
     /// Traffic: bytes per flow (incast, permutation, all-to-all).
@@ -446,6 +454,9 @@ pub struct FabricSpec {
     /// `fabric.sharp_groups`: aggregation trees one switch serves at once
     /// (u32::MAX when unset: no limit); see [`crate::collective::sharp::grant_trees`].
     pub sharp_groups: u32,
+    /// `fabric.nic_efficiency`: share of the payload rate the links between NICs
+    /// and their switches carry (NIC goodput with GPUDirect RDMA), in (0, 1].
+    pub nic_efficiency: f64,
 }
 
 impl FabricSpec {
@@ -508,6 +519,11 @@ pub struct CollectiveWorkload {
     pub dtype: Dtype,
     /// Broadcast root.
     pub root: u32,
+    /// Parallel channels; `None`: as NCCL, one per NIC when the communicator spans
+    /// hosts ([`crate::collective::default_channels`]).
+    pub channels: Option<u32>,
+    /// NCCL's PXN (see [`crate::collective::CollectiveSpec::pxn`]).
+    pub pxn: bool,
 }
 
 /// The checked `[workload]`.
@@ -592,6 +608,9 @@ pub struct Scenario {
     pub host_copy_rate: Rate,
     /// Host-staged copy latency.
     pub host_copy_latency: SimTime,
+    /// `cluster.nvlink_efficiency`: share of the NVLink rate the NVLink links
+    /// carry (what NCCL's kernels reach), in (0, 1].
+    pub nvlink_efficiency: f64,
     /// Network shape.
     pub topology: TopologySpec,
     /// Network technology.
@@ -611,6 +630,9 @@ pub struct Scenario {
     /// Traffic workloads: flows added to the pattern.
     pub extra_flows: Vec<crate::workload::traffic::ExtraFlow>,
 }
+
+/// Most channels a collective may ask for (NCCL's MAXCHANNELS is 64).
+pub const MAX_CHANNELS: i64 = 64;
 
 // ---------------------------------------------------------------- validation
 
@@ -934,6 +956,11 @@ impl Validator<'_> {
             c.host_copy_latency.as_ref(),
             Some("5us"),
         );
+        let nvlink_efficiency = self.efficiency(
+            "cluster.nvlink_efficiency",
+            c.nvlink_efficiency,
+            node.map_or(1.0, |p| p.nvlink_efficiency),
+        );
 
         // fabric
         let f = &raw.fabric;
@@ -1002,6 +1029,11 @@ impl Validator<'_> {
             "fabric.switch_latency",
             f.switch_latency.as_ref(),
             Some(fab.map_or("300ns", |p| p.switch_latency)),
+        );
+        let nic_efficiency = self.efficiency(
+            "fabric.nic_efficiency",
+            f.nic_efficiency,
+            fab.map_or(1.0, |p| p.nic_efficiency),
         );
         let routing = match f.routing.as_deref().unwrap_or("ecmp") {
             "ecmp" => Some(Routing::Ecmp),
@@ -1092,6 +1124,7 @@ impl Validator<'_> {
             routing: routing?,
             sharp: raw.fabric.sharp.unwrap_or(false),
             sharp_groups: sharp_groups?,
+            nic_efficiency: nic_efficiency?,
         };
         let topology = topology?;
         // The shape must hold the cluster: build it once now so the error is
@@ -1123,6 +1156,7 @@ impl Validator<'_> {
             gpu_direct,
             host_copy_rate: host_copy_rate?,
             host_copy_latency: host_copy_latency?,
+            nvlink_efficiency: nvlink_efficiency?,
             topology,
             fabric,
             workload: workload?,
@@ -1133,6 +1167,21 @@ impl Validator<'_> {
             faults: faults?,
             extra_flows: extra_flows?,
         })
+    }
+
+    /// A fraction in (0, 1] (`default` when the file leaves it out).
+    fn efficiency(&mut self, field: &str, v: Option<RawNumber>, default: f64) -> Option<f64> {
+        let x = v.map_or(default, RawNumber::as_f64);
+        if x > 0.0 && x <= 1.0 {
+            Some(x)
+        } else {
+            self.err(
+                field,
+                x.to_string(),
+                "a fraction of the line rate above 0 and at most 1, such as 0.82",
+            );
+            None
+        }
     }
 
     fn topology(&mut self, t: &RawTopology) -> Option<TopologySpec> {
@@ -1491,6 +1540,20 @@ impl Validator<'_> {
             }
             (r, _) => Some(r.unwrap_or(0) as u32),
         };
+        let channels = match w.channels {
+            None => Some(None),
+            Some(c) if (1..=MAX_CHANNELS).contains(&c) => Some(Some(c as u32)),
+            Some(c) => {
+                self.err(
+                    "workload.channels",
+                    c.to_string(),
+                    format!(
+                        "a whole number of channels from 1 to {MAX_CHANNELS} (NCCL runs up to 64)"
+                    ),
+                );
+                None
+            }
+        };
         Some(WorkloadSpec::Collective(CollectiveWorkload {
             op: op?,
             algorithm: algorithm?,
@@ -1499,6 +1562,8 @@ impl Validator<'_> {
             chunk_bytes: chunk_bytes?,
             dtype: dtype?,
             root: root?,
+            channels: channels?,
+            pxn: w.pxn.unwrap_or(true),
         }))
     }
 }
@@ -1517,6 +1582,8 @@ impl RawWorkload {
             ("chunk", self.chunk.is_some()),
             ("dtype", self.dtype.is_some()),
             ("root", self.root.is_some()),
+            ("channels", self.channels.is_some()),
+            ("pxn", self.pxn.is_some()),
         ]
         .into_iter()
         .filter_map(|(k, set)| set.then_some(k))
@@ -2396,7 +2463,7 @@ impl Scenario {
                     "oversubscription acts through contention on the uplinks, which the analytical fidelity does not model (use flow or packet)"
                         .into(),
                 ),
-                "cluster.nvlink_bandwidth" | "cluster.nvlink_latency"
+                "cluster.nvlink_bandwidth" | "cluster.nvlink_latency" | "cluster.nvlink_efficiency"
                     if self.cluster.gpus_per_host == 1 =>
                 {
                     Some("with one GPU per node no traffic crosses NVLink".into())
@@ -2443,6 +2510,7 @@ impl Scenario {
         // the packet level has no switch endpoints: SHARP falls back to ring there
         let mut t = crate::topology::build(&self.cluster, &self.fabric.links, &self.topology)?;
         t.set_network_efficiency(self.fabric.efficiency());
+        self.derate(&mut t);
         Ok(t)
     }
 
@@ -2461,7 +2529,16 @@ impl Scenario {
         t.set_network_efficiency(self.fabric.efficiency());
         t.set_sharp(self.fabric.sharp_active());
         t.set_sharp_groups(self.fabric.sharp_groups);
+        self.derate(&mut t);
         Ok(t)
+    }
+
+    /// Runs the NVLink links at `cluster.nvlink_efficiency` of their rate and the
+    /// NIC links at `fabric.nic_efficiency`: what NCCL's kernels and GPUDirect RDMA
+    /// reach on real hardware, at every fidelity alike.
+    fn derate(&self, t: &mut crate::topology::Topology) {
+        t.derate_nvlink(self.nvlink_efficiency);
+        t.derate_nics(self.fabric.nic_efficiency);
     }
 
     /// Total GPUs.

@@ -310,6 +310,49 @@ impl Topology {
         true
     }
 
+    /// The share of one unit of traffic from `src` to `dst` that each link carries
+    /// when ECMP spreads it evenly (a fluid split at every switch over its
+    /// equal-cost next hops), appended to `out` as `(link, share)`; shares on
+    /// the links of one hop level add up to 1. Returns false if `dst` is
+    /// unreachable. The analytical fidelity uses it for a contention bound that
+    /// no hash can beat.
+    pub fn spread(&self, src: GpuId, dst: GpuId, out: &mut Vec<(LinkId, f64)>) -> bool {
+        let target = self.gpus[dst.0 as usize].node;
+        let mut frontier: Vec<(NodeId, f64)> = vec![(self.gpus[src.0 as usize].node, 1.0)];
+        let mut next: Vec<(NodeId, f64)> = Vec::new();
+        let mut cands = Vec::with_capacity(8);
+        let mut guard = 0;
+        while !(frontier.len() == 1 && frontier[0].0 == target) {
+            if guard > 64 {
+                return false;
+            }
+            guard += 1;
+            next.clear();
+            for &(at, w) in &frontier {
+                if at == target {
+                    next.push((at, w));
+                    continue;
+                }
+                cands.clear();
+                self.next_hops(at, dst, &mut cands);
+                if cands.is_empty() {
+                    return false;
+                }
+                let share = w / cands.len() as f64;
+                for &l in &cands {
+                    out.push((l, share));
+                    let to = self.links[l.0 as usize].to;
+                    match next.iter_mut().find(|(n, _)| *n == to) {
+                        Some(e) => e.1 += share,
+                        None => next.push((to, share)),
+                    }
+                }
+            }
+            std::mem::swap(&mut frontier, &mut next);
+        }
+        true
+    }
+
     /// Latency of a path: link propagation plus the forwarding latency of every
     /// node traversed between the ends.
     pub fn path_latency(&self, path: &[LinkId]) -> SimTime {
@@ -412,6 +455,30 @@ impl Topology {
         match self.dist[li as usize * self.n_switches + si as usize] {
             UNREACHABLE => None,
             d => Some(u32::from(d)),
+        }
+    }
+
+    /// Runs every NVLink link at `eff` of its rate (the share NCCL's copy and
+    /// reduce kernels reach; `cluster.nvlink_efficiency`). 1.0 changes nothing.
+    pub fn derate_nvlink(&mut self, eff: f64) {
+        if eff < 1.0 {
+            for l in self.links.iter_mut().filter(|l| l.kind == LinkKind::NvLink) {
+                l.rate = l.rate.scaled(eff);
+            }
+        }
+    }
+
+    /// Runs the links between every NIC and its edge switch, both ways, at `eff`
+    /// of their rate (NIC goodput with GPUDirect RDMA; `fabric.nic_efficiency`).
+    /// 1.0 changes nothing.
+    pub fn derate_nics(&mut self, eff: f64) {
+        if eff < 1.0 {
+            for i in 0..self.nics.len() {
+                for l in [self.nics[i].uplink, self.nics[i].downlink] {
+                    let link = &mut self.links[l.0 as usize];
+                    link.rate = link.rate.scaled(eff);
+                }
+            }
         }
     }
 

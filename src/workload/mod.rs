@@ -161,6 +161,8 @@ impl<'a> Comm<'a> {
             chunk_bytes: u64::MAX,
             inter_host: collective::Algorithm::Ring,
             root: 0,
+            channels: 1,
+            pxn: true,
         };
         let key_algo = match algo {
             AlgoChoice::Auto => 255,

@@ -102,6 +102,8 @@ pub struct Task {
     pub kind: TaskKind,
     /// Index into [`Dag::ops`].
     pub op: u32,
+    /// Index into the DAG's software latencies ([`Dag::software_latency`]); 0 is none.
+    pub sw: u8,
 }
 
 /// A named operation (one collective, one compute phase) whose tasks are timed together.
@@ -121,6 +123,9 @@ pub struct Dag {
     /// The operations tasks are grouped into.
     pub ops: Vec<OpInfo>,
     current_op: u32,
+    /// Distinct software latencies of transfers (entry 0 is zero), see
+    /// [`Dag::transfer_after_software`].
+    software: Vec<SimTime>,
 }
 
 impl Dag {
@@ -177,8 +182,59 @@ impl Dag {
         self.tasks.push(Task {
             kind,
             op: self.current_op,
+            sw: 0,
         });
         TaskId(id)
+    }
+
+    /// Adds a transfer whose receiver may use the data `software` after its last
+    /// byte arrived: the per-step cost of the collective's software (NCCL's
+    /// per-hop protocol latency: flag polling, kernel loop, proxy), which every
+    /// backend adds to the transfer's completion, not to its serialization.
+    /// At most 255 distinct values per DAG; beyond that the nearest smaller one
+    /// already interned is used.
+    pub fn transfer_after_software(
+        &mut self,
+        src: GpuId,
+        dst: GpuId,
+        bytes: u64,
+        software: SimTime,
+        deps: &[Dep],
+    ) -> TaskId {
+        let t = self.transfer(src, dst, bytes, deps);
+        self.set_software(t, software);
+        t
+    }
+
+    /// Makes task `t` complete `software` after its last byte arrived (see
+    /// [`Dag::transfer_after_software`]).
+    pub fn set_software(&mut self, t: TaskId, software: SimTime) {
+        if software > SimTime::ZERO {
+            if self.software.is_empty() {
+                self.software.push(SimTime::ZERO);
+            }
+            let idx = match self.software.iter().position(|&x| x == software) {
+                Some(i) => i,
+                None if self.software.len() < 256 => {
+                    self.software.push(software);
+                    self.software.len() - 1
+                }
+                None => (0..self.software.len())
+                    .filter(|&i| self.software[i] <= software)
+                    .max_by_key(|&i| self.software[i])
+                    .unwrap_or(0),
+            };
+            self.tasks[t.0 as usize].sw = idx as u8;
+        }
+    }
+
+    /// The software latency added to task `t`'s completion (zero for most tasks).
+    #[inline]
+    pub fn software_latency(&self, t: TaskId) -> SimTime {
+        match self.tasks[t.0 as usize].sw {
+            0 => SimTime::ZERO,
+            i => self.software[i as usize],
+        }
     }
 
     /// Adds a transfer of `bytes` from `src` to `dst`.

@@ -79,7 +79,7 @@ enum Command {
     Collective {
         /// allreduce, allgather, reducescatter, broadcast or alltoall.
         op: String,
-        /// ring, tree, halving_doubling, hierarchical, direct, sharp or auto.
+        /// ring, tree, halving_doubling, hierarchical, direct, sharp, nvls or auto.
         #[arg(long, default_value = "auto")]
         algo: String,
         /// Smallest size (nccl-tests -b), e.g. 8, 1K, 1M.
@@ -103,6 +103,9 @@ enum Command {
         /// Parallel channels (NCCL's; default one per NIC across hosts), 1..=64.
         #[arg(long)]
         channels: Option<u32>,
+        /// NCCL protocol: auto, simple, ll128 or ll (NCCL_PROTO).
+        #[arg(long)]
+        protocol: Option<String>,
         #[command(flatten)]
         out: Output,
     },
@@ -275,6 +278,7 @@ fn main() -> ExitCode {
             preset,
             nodes,
             channels,
+            protocol,
             out,
         } => collective(
             &op,
@@ -286,6 +290,7 @@ fn main() -> ExitCode {
             preset.as_deref(),
             nodes,
             channels,
+            protocol.as_deref(),
             &out,
         ),
     }
@@ -321,8 +326,21 @@ fn collective(
     preset: Option<&str>,
     nodes: Option<u32>,
     channels: Option<u32>,
+    protocol: Option<&str>,
     out: &Output,
 ) -> ExitCode {
+    let protocol = match protocol {
+        None => None,
+        Some("auto") => Some(None),
+        Some(p) => match fabricsim::collective::Protocol::parse(p) {
+            Some(p) => Some(Some(p)),
+            None => {
+                return usage(&format!(
+                    "--protocol {p:?}: expected auto, simple, ll128 or ll"
+                ))
+            }
+        },
+    };
     if let Some(c) = channels {
         if !(1..=config::MAX_CHANNELS).contains(&i64::from(c)) {
             return usage(&format!(
@@ -347,7 +365,7 @@ fn collective(
                     fabricsim::collective::supported_ops(a)
                 ))
             }
-            None => return usage(&format!("unknown algorithm {algo:?}; expected auto, ring, tree, halving_doubling, hierarchical, direct or sharp")),
+            None => return usage(&format!("unknown algorithm {algo:?}; expected auto, ring, tree, halving_doubling, hierarchical, direct, sharp or nvls")),
         }
     };
     let (Ok(minb), Ok(maxb)) = (parse_size(min), parse_size(max)) else {
@@ -409,6 +427,18 @@ fn collective(
         pxn: match &s.workload {
             WorkloadSpec::Collective(w) => w.pxn,
             _ => true,
+        },
+        protocol: protocol.unwrap_or(match &s.workload {
+            WorkloadSpec::Collective(w) => w.protocol,
+            _ => None,
+        }),
+        step_latency: match &s.workload {
+            WorkloadSpec::Collective(w) => w.step_latency,
+            _ => None,
+        },
+        nvlink_step_latency: match &s.workload {
+            WorkloadSpec::Collective(w) => w.nvlink_step_latency,
+            _ => None,
         },
     });
     // The command line sets the workload: no file key applies to it any more.

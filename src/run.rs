@@ -12,7 +12,7 @@ use crate::backend::flow::ProgressHook;
 use crate::backend::{self, FabricCounters, LinkCounters, QpCounters, RunOutput, Sample, Series};
 use crate::collective::{self, CollectiveError, CollectiveSpec};
 use crate::config::{AlgoChoice, CollectiveWorkload, Fidelity, Scenario, WorkloadSpec};
-use crate::dag::Dag;
+use crate::dag::{Dag, TaskKind};
 use crate::metrics::FlowAccumulator;
 use crate::report::workload::{FaultEffect, InferenceReport, OpTime, TrainingReport};
 use crate::report::{
@@ -318,10 +318,19 @@ pub fn spec_for(
             .channels
             .unwrap_or_else(|| collective::default_channels(ranks, topo)),
         pxn: w.pxn,
+        proto: collective::ProtoCost::NONE,
     };
-    if w.algorithm == AlgoChoice::Auto {
-        spec.algorithm = collective::auto_select(&spec, ranks, topo)?;
-    }
+    let (algorithm, proto) = collective::tune(
+        &spec,
+        w.algorithm == AlgoChoice::Auto,
+        w.protocol,
+        w.nvlink_step_latency,
+        w.step_latency,
+        ranks,
+        topo,
+    )?;
+    spec.algorithm = algorithm;
+    spec.proto = proto;
     // without switches that reduce, SHARP runs as the ring: say so in the results
     if !collective::sharp::available(topo) {
         if spec.algorithm == collective::Algorithm::Sharp {
@@ -425,7 +434,14 @@ fn run_collectives(
                 record_flows(&mut acc.records, &dag, &out, bytes);
             }
             let t = out.op_timing[0];
-            t.end - t.start
+            let time = t.end - t.start;
+            let mut r = row(w, &spec, n, time.as_secs_f64());
+            let wire = busiest_nic_bytes(&dag, topo);
+            if wire > 0 && time > SimTime::ZERO {
+                r.wirebw_gbps = Some(wire as f64 / time.as_secs_f64() / 1e9);
+            }
+            acc.rows.push(r);
+            continue;
         };
         acc.rows.push(row(w, &spec, n, time.as_secs_f64()));
     }
@@ -579,7 +595,47 @@ pub fn row(w: &CollectiveWorkload, spec: &CollectiveSpec, n: u32, secs: f64) -> 
         time_us: secs * 1e6,
         algbw_gbps: algbw,
         busbw_gbps: algbw * spec.op.busbw_factor(n),
+        protocol: if collective::uses_protocol(spec.algorithm) {
+            spec.proto.protocol.name()
+        } else {
+            collective::Protocol::Simple.name()
+        }
+        .to_string(),
+        channels: if spec.algorithm == collective::Algorithm::Ring {
+            spec.channels
+        } else {
+            1
+        },
+        wirebw_gbps: None,
     }
+}
+
+/// Wire bytes the busiest NIC uplink carried in `dag`: GPU-to-GPU transfers
+/// between hosts leave through their source GPU's NIC (a PXN relay's, for a
+/// relayed leg), and in-network reductions through the NIC of the GPU that
+/// sends to its edge switch. Zero when nothing leaves a host.
+pub fn busiest_nic_bytes(dag: &Dag, topo: &Topology) -> u64 {
+    let mut per_nic: BTreeMap<u32, u64> = BTreeMap::new();
+    for t in &dag.tasks {
+        let nic = match t.kind {
+            TaskKind::Transfer { src, dst, bytes } if topo.host_of(src) != topo.host_of(dst) => {
+                Some((topo.gpus[src.0 as usize].nic, bytes))
+            }
+            TaskKind::NetTransfer { src, dst, bytes } => {
+                match (topo.node(src).kind, topo.node(dst).kind) {
+                    (NodeKind::Gpu { gpu }, NodeKind::Switch { .. }) => {
+                        Some((topo.gpus[gpu.0 as usize].nic, bytes))
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        if let Some((n, b)) = nic {
+            *per_nic.entry(n.0).or_insert(0) += b;
+        }
+    }
+    per_nic.values().copied().max().unwrap_or(0)
 }
 
 /// 64-bit FNV-1a, a stable hash for scenario fingerprints.

@@ -60,6 +60,7 @@ fn spec(op: CollectiveOp, algorithm: Algorithm, bytes: u64, chunk_bytes: u64) ->
         root: 0,
         channels: 1,
         pxn: true,
+        proto: fabricsim::collective::ProtoCost::NONE,
     }
 }
 

@@ -799,6 +799,7 @@ fn lowered_ring_allreduce_agrees_with_the_analytical_closed_form() {
             root: 0,
             channels: 1,
             pxn: true,
+            proto: fabricsim::collective::ProtoCost::NONE,
         };
         let mut dag = Dag::new();
         dag.begin_op("allreduce");

@@ -67,6 +67,7 @@ fn allreduce(algorithm: Algorithm, bytes: u64, chunk_bytes: u64) -> CollectiveSp
         root: 0,
         channels: 1,
         pxn: true,
+        proto: fabricsim::collective::ProtoCost::NONE,
     }
 }
 

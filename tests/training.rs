@@ -69,8 +69,10 @@ pcie_latency = "0ns"
 "#;
 
 fn fast(nodes: u32, gpus: u32, extra_model: &str, parallel: &str) -> Scenario {
-    // an infinitely fast network: 10^18 b/s everywhere, zero latency
-    let mut s = small(nodes, gpus, FAST_NET, extra_model, parallel);
+    // an infinitely fast network: 10^18 b/s everywhere, zero latency, and
+    // collectives whose software costs nothing per step
+    let parallel = format!("{parallel}\nstep_latency = \"0s\"\nnvlink_step_latency = \"0s\"");
+    let mut s = small(nodes, gpus, FAST_NET, extra_model, &parallel);
     s.fabric.links.link_rate = fabricsim::units::Rate(1_000_000_000_000_000_000);
     s.fabric.links.link_latency = SimTime::ZERO;
     s.fabric.links.switch_latency = SimTime::ZERO;
@@ -155,7 +157,8 @@ fn exposed_communication_is_the_part_overlap_cannot_hide() {
     // layer 1's gradients (C1) starts when layer 1's backward ends (t1) and overlaps
     // layer 0's backward (B0); layer 0's (C0, plus the embedding) waits for it. With
     // C1 > B0: step = t1 + C1 + C0, free-communication step = t1 + B0, so
-    // exposed = C1 + C0 − B0 (C from the ring closed form on the same topology).
+    // exposed = C1 + C0 − B0 (C from the ring closed form on the same topology,
+    // under the protocol NCCL's tuner picks for it, with its step latency).
     let mut s = small(
         2,
         1,
@@ -179,8 +182,12 @@ fn exposed_communication_is_the_part_overlap_cannot_hide() {
             root: 0,
             channels: 1,
             pxn: true,
+            proto: fabricsim::collective::ProtoCost::NONE,
         };
-        collective::analytical_time(&sp, &[GpuId(0), GpuId(1)], &topo).unwrap()
+        let ranks = [GpuId(0), GpuId(1)];
+        let (_, proto) = collective::tune(&sp, false, None, None, None, &ranks, &topo).unwrap();
+        let sp = CollectiveSpec { proto, ..sp };
+        collective::analytical_time(&sp, &ranks, &topo).unwrap()
     };
     let c1 = ar(layer);
     let c0 = ar(layer + 1024); // + input embedding h·V = 1024
@@ -316,6 +323,7 @@ sizes = ["64MiB"]
         chunk_bytes: 1 << 20,
         channels: 1,
         pxn: true,
+        proto: fabricsim::collective::ProtoCost::NONE,
         inter_host: Algorithm::Ring,
         root: 0,
     };

@@ -520,6 +520,8 @@ impl<'a> Sim<'a> {
                 kind @ (TaskKind::Transfer { .. } | TaskKind::NetTransfer { .. }) => {
                     let bytes = kind.transfer_bytes();
                     let (latency, local) = self.task_path(t.0, kind, 0)?;
+                    // the receiver's software sees the data this much later
+                    let latency = latency + self.dag.software_latency(t).0;
                     let ideal = self
                         .topo
                         .path_bottleneck(&self.path_buf)
@@ -703,6 +705,7 @@ impl<'a> Sim<'a> {
             return Ok(());
         }
         let (latency, _) = self.task_path(task, kind, reroutes)?;
+        let latency = latency + self.dag.software_latency(TaskId(task)).0;
         let f = &mut self.flows[fid as usize];
         f.path_len = self.path_buf.len() as u8;
         for (i, l) in self.path_buf.iter().enumerate() {

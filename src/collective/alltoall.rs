@@ -15,7 +15,11 @@
 //! the NIC injects (N−1)/N of the buffer at rate B. It equals the flow fidelity on a
 //! non-blocking fabric when N divides S; the idle critical path of the DAG (which
 //! lets the N−1 messages overlap at full rate each) is a lower bound.
-//! O(N) path-cost lookups. N = 1 or S = 0: a marker, time 0.
+//! The analytical time is the larger of that and the busiest link's load when
+//! every piece spreads evenly over its equal-cost paths
+//! ([`super::busiest_link_time`]): GPUs sharing a NIC, oversubscribed uplinks
+//! and the bisection bind there (up to 2,048 ranks).
+//! O(N) path-cost lookups plus O(N²) spreads. N = 1 or S = 0: a marker, time 0.
 //! Traffic: every rank sends all but its own piece, (N−1)·S in total.
 use super::{chunks_at, piece, precheck, ChunkTimes, CollectiveError, CollectiveSpec, Emitter};
 use crate::dag::{Dag, Dep, TaskId};
@@ -33,7 +37,13 @@ pub fn lower(
     dag: &mut Dag,
     after: &[Dep],
 ) -> Result<TaskId, CollectiveError> {
-    let mut em = Emitter { dag, trace: None };
+    let mut em = Emitter {
+        dag,
+        trace: None,
+        proto: super::ProtoCost::NONE,
+        gpus_per_host: topo.gpus_per_host,
+        wire: false,
+    };
     super::lower_with(spec, ranks, topo, &mut em, after)
 }
 
@@ -88,7 +98,22 @@ pub fn time(
         .chain((0..n).map(|r| (ranks[r], ranks[(r + n - 1) % n])));
     let cost = super::worst_cost(topo, pairs)?;
     let ct = ChunkTimes::new(spec.bytes.div_ceil(n as u64), spec.chunk_bytes, cost.rate);
-    Ok(super::times(n as u64 - 1, ct.sum).saturating_add(cost.alpha))
+    // the last message's software latency (a step between hosts when any is)
+    let software = if (1..n).any(|j| topo.host_of(ranks[0]) != topo.host_of(ranks[j])) {
+        spec.proto.inter
+    } else {
+        spec.proto.intra
+    };
+    let injection = super::times(n as u64 - 1, ct.sum)
+        .saturating_add(cost.alpha)
+        .saturating_add(software);
+    // shared NICs, oversubscribed uplinks, the bisection: the busiest link
+    let nn = n as u64;
+    let flows = (0..n * n).map(|k| {
+        let (i, j) = (k / n, k % n);
+        (ranks[i], ranks[j], piece(spec.bytes, nn, j as u64).1)
+    });
+    Ok(injection.max(super::busiest_link_time(topo, flows)?))
 }
 
 /// Total payload bytes moved: (N−1)·S.
@@ -119,6 +144,7 @@ mod tests {
             root: 0,
             channels: 1,
             pxn: true,
+            proto: crate::collective::ProtoCost::NONE,
         };
         let ranks: Vec<GpuId> = (0..4).map(GpuId).collect();
         let mut dag = Dag::new();

@@ -9,7 +9,8 @@
 //! it starts; a marker is sent and done when it starts. A [`Dep::Sent`] is met at
 //! the predecessor's sent time, a [`Dep::Done`] at its done time. A transfer whose
 //! ends cannot reach each other never completes (its times are [`SimTime::MAX`]).
-//! A [`TaskKind::NetTransfer`] follows [`Topology::hop_path`] with
+//! A transfer's software latency ([`Dag::software_latency`]) is added to its
+//! done time. A [`TaskKind::NetTransfer`] follows [`Topology::hop_path`] with
 //! α = [`Topology::hop_latency`] (which adds the receiving switch's latency).
 
 use crate::dag::{Dag, Dep, OpTiming, TaskId, TaskKind};
@@ -55,7 +56,9 @@ pub fn idle_schedule(dag: &Dag, topo: &Topology) -> Vec<TaskTimes> {
                         TaskTimes {
                             start,
                             sent,
-                            done: sent.saturating_add(alpha),
+                            done: sent
+                                .saturating_add(alpha)
+                                .saturating_add(dag.software_latency(TaskId(i as u32))),
                         }
                     }
                     None => TaskTimes {

@@ -53,7 +53,13 @@ pub fn lower(
     dag: &mut Dag,
     after: &[Dep],
 ) -> Result<TaskId, CollectiveError> {
-    let mut em = Emitter { dag, trace: None };
+    let mut em = Emitter {
+        dag,
+        trace: None,
+        proto: super::ProtoCost::NONE,
+        gpus_per_host: topo.gpus_per_host,
+        wire: false,
+    };
     super::lower_with(spec, ranks, topo, &mut em, after)
 }
 
@@ -163,16 +169,25 @@ pub fn time(
     topo: &Topology,
 ) -> Result<SimTime, CollectiveError> {
     precheck(spec, ranks, Some(topo))?;
-    time_of(spec.op, spec.bytes, spec.chunk_bytes, ranks, topo)
+    time_of(
+        spec.op,
+        spec.bytes,
+        spec.chunk_bytes,
+        ranks,
+        topo,
+        &spec.proto,
+    )
 }
 
-/// [`time`] for one collective of `bytes`.
+/// [`time`] for one collective of `bytes`; each step's α includes its
+/// software latency (`pc`).
 pub(crate) fn time_of(
     op: CollectiveOp,
     bytes: u64,
     chunk: u64,
     ranks: &[GpuId],
     topo: &Topology,
+    pc: &super::ProtoCost,
 ) -> Result<SimTime, CollectiveError> {
     let n = ranks.len();
     check_pow2(n)?;
@@ -190,7 +205,12 @@ pub(crate) fn time_of(
             Entry::Occupied(e) => e.into_mut(),
             Entry::Vacant(e) => e.insert(
                 (0..n)
-                    .map(|r| path_cost(topo, ranks[r], ranks[r ^ mask]))
+                    .map(|r| {
+                        path_cost(topo, ranks[r], ranks[r ^ mask]).map(|c| PathCost {
+                            alpha: c.alpha + pc.step(topo, ranks[r], ranks[r ^ mask]),
+                            rate: c.rate,
+                        })
+                    })
                     .collect::<Result<Vec<_>, _>>()?,
             ),
         };

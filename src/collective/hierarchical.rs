@@ -17,15 +17,22 @@
 //!    so does a rail refused a tree by [`super::sharp::grant_trees`]);
 //! 3. intra-host ring all-gather of the g segments.
 //!
-//! Phases are separated by a barrier marker (a phase starts when the previous one
-//! has ended everywhere), so the **closed form is the sum of the three phases**:
+//! A rail starts once its own GPUs hold their host's sums and a host's last
+//! phase once its GPUs hold their rails' results (no global barrier), so in a
+//! symmetric cluster the **closed form is the sum of the three phases**:
 //! `T = T_ring_RS(g, S) + max_rails T_inter_AR(H, S/g) + T_ring_AG(g, S)`, each from
 //! its module's formula on its own (uniform) edges: exact on a single switch with
 //! whole hosts when g divides S. One host: phases 1 and 3 only; one GPU per host:
 //! phase 2 only. Traffic: H·2(g−1)·S + 2(H−1)·S = 2(N−1)·S, the same as a flat ring
 //! (with sharp between hosts: H·2(g−1)·S plus each rail's [`super::sharp`] traffic).
-//! All-gather and reduce-scatter are not offered (their hierarchical forms need
-//! non-contiguous pieces; use ring or halving-doubling).
+//! When the rails share NICs or uplinks, the inter-host phase is at least the
+//! busiest link's bytes over its rate ([`super::busiest_link_time`]), which the
+//! analytical time takes when it binds (ring between hosts).
+//!
+//! **Reduce-scatter and all-gather** run in two levels on *rail blocks* (GPU l
+//! of every host is responsible, inside its host, for the pieces of all of rail
+//! l's ranks): reduce-scatter is an intra-host ring, then each rail's ring;
+//! all-gather the reverse. Half an all-reduce's bytes, (N−1)·S.
 use super::{
     halving_doubling, precheck, ring, sharp, tree, CollectiveError, CollectiveOp, CollectiveSpec,
     Emitter,
@@ -46,7 +53,13 @@ pub fn lower(
     dag: &mut Dag,
     after: &[Dep],
 ) -> Result<TaskId, CollectiveError> {
-    let mut em = Emitter { dag, trace: None };
+    let mut em = Emitter {
+        dag,
+        trace: None,
+        proto: super::ProtoCost::NONE,
+        gpus_per_host: topo.gpus_per_host,
+        wire: false,
+    };
     super::lower_with(spec, ranks, topo, &mut em, after)
 }
 
@@ -390,31 +403,42 @@ pub fn phase_times(
             (2, 1)
         };
         for h in &hosts {
-            t[intra] = t[intra].max(ring::time_of(op, s, chunk, 0, h, topo)?);
+            t[intra] = t[intra].max(ring::time_with(op, s, chunk, 0, h, topo, &spec.proto)?);
         }
         for l in 0..g {
             let rail: Vec<GpuId> = hosts.iter().map(|h| h[l]).collect();
             let seg = s.div_ceil(g as u64);
-            t[inter] = t[inter].max(ring::time_of(op, seg, chunk, 0, &rail, topo)?);
+            t[inter] = t[inter].max(ring::time_with(
+                op,
+                seg,
+                chunk,
+                0,
+                &rail,
+                topo,
+                &spec.proto,
+            )?);
         }
+        t[inter] = t[inter].max(rails_load_bound(op, s, &hosts, topo)?);
         return Ok(t);
     }
     for h in &hosts {
-        t[0] = t[0].max(ring::time_of(
+        t[0] = t[0].max(ring::time_with(
             CollectiveOp::ReduceScatter,
             s,
             chunk,
             0,
             h,
             topo,
+            &spec.proto,
         )?);
-        t[2] = t[2].max(ring::time_of(
+        t[2] = t[2].max(ring::time_with(
             CollectiveOp::AllGather,
             s,
             chunk,
             0,
             h,
             topo,
+            &spec.proto,
         )?);
     }
     let seg = s.div_ceil(g as u64);
@@ -423,15 +447,49 @@ pub fn phase_times(
     for (l, &algo) in algos.iter().enumerate() {
         let rail: Vec<GpuId> = hosts.iter().map(|h| h[l]).collect();
         let r = match algo {
-            Algorithm::Tree => tree::time_of(op, seg, chunk, 0, &rail, topo)?
+            Algorithm::Tree => tree::time_with(op, seg, chunk, 0, &rail, topo, &spec.proto)?
                 .max(tree::injection_bound(seg, &rail, topo)?),
-            Algorithm::HalvingDoubling => halving_doubling::time_of(op, seg, chunk, &rail, topo)?,
-            Algorithm::Sharp => sharp::time_of(seg, chunk, l, &rail, topo)?,
-            _ => ring::time_of(op, seg, chunk, 0, &rail, topo)?,
+            Algorithm::HalvingDoubling => {
+                halving_doubling::time_of(op, seg, chunk, &rail, topo, &spec.proto)?
+            }
+            Algorithm::Sharp => {
+                sharp::time_of(seg, chunk, l, &rail, topo)?.saturating_add(spec.proto.inter)
+            }
+            _ => ring::time_with(op, seg, chunk, 0, &rail, topo, &spec.proto)?,
         };
         t[1] = t[1].max(r);
     }
+    if algos.iter().all(|&a| a == Algorithm::Ring) {
+        t[1] = t[1].max(rails_load_bound(op, s, &hosts, topo)?);
+    }
     Ok(t)
+}
+
+/// The rails' rings run at once: when they share NICs or uplinks, the busiest
+/// link bounds the inter-host phase ([`super::busiest_link_time`]). Each ring
+/// edge carries K/H of rail l's piece (K = 2(H−1) for all-reduce, H−1 else).
+fn rails_load_bound(
+    op: CollectiveOp,
+    s: u64,
+    hosts: &[Vec<GpuId>],
+    topo: &Topology,
+) -> Result<SimTime, CollectiveError> {
+    let h = hosts.len();
+    if h < 2 {
+        return Ok(SimTime::ZERO);
+    }
+    let g = hosts[0].len();
+    let k = if op == CollectiveOp::AllReduce {
+        2 * (h as u64 - 1)
+    } else {
+        h as u64 - 1
+    };
+    let flows = (0..g * h).map(|x| {
+        let (l, p) = (x / h, x % h);
+        let bytes = super::piece(s, g as u64, l as u64).1 * k / h as u64;
+        (hosts[p][l], hosts[(p + 1) % h][l], bytes)
+    });
+    super::busiest_link_time(topo, flows)
 }
 
 /// Closed-form time: the sum of [`phase_times`]. O(N) path-cost lookups

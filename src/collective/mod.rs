@@ -21,6 +21,7 @@
 //! | [`hierarchical`] | all-reduce (whole hosts) | intra RS + inter AR(S/g) + intra AG |
 //! | [`alltoall`] | all-to-all | (N−1)·S/(N·B) + α |
 //! | [`sharp`] | all-reduce (switches with SHARP; else ring) | 2(d+1)·α + (C + 2d + 1)·β, tree depth d |
+//! | [`nvls`] | all-reduce (NVSwitch reduces and multicasts; else ring) | (1 + 1/g)·wire(S)/B + 2·(α_up + α_down) on one host |
 //!
 //! **Timing model** (shared by every closed form and [`critical_path`]): a transfer
 //! that starts at t is *sent* at t + tx_time(bytes) and *done* α later; a rank
@@ -46,6 +47,7 @@ pub mod alltoall;
 pub mod critical_path;
 pub mod halving_doubling;
 pub mod hierarchical;
+pub mod nvls;
 pub mod ring;
 pub mod sharp;
 pub mod tree;
@@ -128,17 +130,20 @@ pub enum Algorithm {
     Direct,
     /// In-network reduction by the switches (InfiniBand SHARP); see [`sharp`].
     Sharp,
+    /// Reduction and multicast by the NVSwitch (NVLink SHARP); see [`nvls`].
+    Nvls,
 }
 
 impl Algorithm {
     /// Every algorithm.
-    pub const ALL: [Algorithm; 6] = [
+    pub const ALL: [Algorithm; 7] = [
         Algorithm::Ring,
         Algorithm::Tree,
         Algorithm::HalvingDoubling,
         Algorithm::Hierarchical,
         Algorithm::Direct,
         Algorithm::Sharp,
+        Algorithm::Nvls,
     ];
     /// The name used in scenario files, the CLI and results.
     pub fn name(self) -> &'static str {
@@ -149,12 +154,128 @@ impl Algorithm {
             Algorithm::Hierarchical => "hierarchical",
             Algorithm::Direct => "direct",
             Algorithm::Sharp => "sharp",
+            Algorithm::Nvls => "nvls",
         }
     }
     /// Parses a name.
     pub fn parse(s: &str) -> Option<Algorithm> {
         let s = s.replace('-', "_").to_ascii_lowercase();
         Algorithm::ALL.into_iter().find(|a| a.name() == s)
+    }
+}
+
+/// NCCL's protocols: how a step's data and its readiness flags travel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Protocol {
+    /// Low latency: 8-byte stores of 4 data bytes and a 4-byte flag; half the
+    /// wire carries payload, each step costs little software latency.
+    Ll,
+    /// 128-byte lines of 120 data bytes and an 8-byte flag.
+    Ll128,
+    /// Bulk copies with a flag per step: full bandwidth, the most latency.
+    Simple,
+}
+
+impl Protocol {
+    /// Every protocol, in the order `auto` tries them.
+    pub const ALL: [Protocol; 3] = [Protocol::Ll, Protocol::Ll128, Protocol::Simple];
+
+    /// The name used in scenario files and results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Ll => "ll",
+            Protocol::Ll128 => "ll128",
+            Protocol::Simple => "simple",
+        }
+    }
+
+    /// Parses a name (case-insensitive).
+    pub fn parse(s: &str) -> Option<Protocol> {
+        let s = s.to_ascii_lowercase();
+        Protocol::ALL.into_iter().find(|p| p.name() == s)
+    }
+
+    /// Bytes on the wire for `payload` bytes: LL doubles it, LL128 adds 8 bytes
+    /// per 120, Simple adds nothing (NCCL `src/device/prims_ll*.h` line formats).
+    pub fn wire_bytes(self, payload: u64) -> u64 {
+        match self {
+            Protocol::Ll => payload.saturating_mul(2),
+            Protocol::Ll128 => payload.saturating_add(payload.div_ceil(120).saturating_mul(8)),
+            Protocol::Simple => payload,
+        }
+    }
+
+    /// Payload share of the wire: 1/2, 120/128, 1.
+    pub fn efficiency(self) -> f64 {
+        match self {
+            Protocol::Ll => 0.5,
+            Protocol::Ll128 => 120.0 / 128.0,
+            Protocol::Simple => 1.0,
+        }
+    }
+
+    /// Software latency of one ring step (inside a host over NVLink, between
+    /// hosts over the network): NCCL's tuning model, `hwLat` of the ring
+    /// (`src/graph/tuning.cc`, NCCL 2.19-2.23): LL 0.6 / 2.7 us, LL128 1.9 /
+    /// 4.0 us, Simple 3.4 / 14 us. They include NCCL's view of the wire, which
+    /// the links here add again (a few hundred ns inside a host, ~1-2 us
+    /// across a fabric); `workload.nvlink_step_latency` and
+    /// `workload.step_latency` override them.
+    pub fn step_latency(self) -> (SimTime, SimTime) {
+        let us = |x: f64| SimTime((x * 1e6) as u64);
+        match self {
+            Protocol::Ll => (us(0.6), us(2.7)),
+            Protocol::Ll128 => (us(1.9), us(4.0)),
+            Protocol::Simple => (us(3.4), us(14.0)),
+        }
+    }
+}
+
+/// A collective's protocol and the software latency it pays per step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ProtoCost {
+    /// The protocol (its wire overhead).
+    pub protocol: Protocol,
+    /// Software latency of a step between two GPUs of one host, picoseconds.
+    pub intra: SimTime,
+    /// Software latency of a step between hosts, picoseconds.
+    pub inter: SimTime,
+}
+
+impl ProtoCost {
+    /// Simple with no software latency: the bare α-β model.
+    pub const NONE: ProtoCost = ProtoCost {
+        protocol: Protocol::Simple,
+        intra: SimTime::ZERO,
+        inter: SimTime::ZERO,
+    };
+
+    /// `protocol` with its own per-step latencies ([`Protocol::step_latency`]).
+    pub fn of(protocol: Protocol) -> ProtoCost {
+        let (intra, inter) = protocol.step_latency();
+        ProtoCost {
+            protocol,
+            intra,
+            inter,
+        }
+    }
+
+    /// The software latency of a step from `a` to `b`.
+    pub fn step(&self, topo: &Topology, a: GpuId, b: GpuId) -> SimTime {
+        if topo.host_of(a) == topo.host_of(b) {
+            self.intra
+        } else {
+            self.inter
+        }
+    }
+
+    /// The payload rate of a link of rate `r` under this protocol.
+    pub fn payload_rate(&self, r: Rate) -> Rate {
+        if self.protocol == Protocol::Simple {
+            r
+        } else {
+            r.scaled(self.protocol.efficiency())
+        }
     }
 }
 
@@ -180,6 +301,9 @@ pub struct CollectiveSpec {
     /// NCCL's PXN: a channel leaving a host moves its data over NVLink to the GPU
     /// of the channel's rail and sends it through that GPU's NIC.
     pub pxn: bool,
+    /// The protocol and per-step software latency of ring and tree steps
+    /// (including a hierarchical collective's rings); other algorithms ignore it.
+    pub proto: ProtoCost,
 }
 
 /// Why a collective cannot be lowered or costed.
@@ -238,16 +362,16 @@ pub fn path_cost(topo: &Topology, a: GpuId, b: GpuId) -> Result<PathCost, Collec
 }
 
 /// The channels NCCL would run for `ranks`: one per NIC of a host when the
-/// communicator spans several hosts (so every NIC carries a ring), else one.
+/// communicator is made of several whole hosts of several GPUs (so every NIC
+/// carries a ring, [`ring::channel_rings`]); else one (more channels would
+/// split the bytes over the same path).
 pub fn default_channels(ranks: &[GpuId], topo: &Topology) -> u32 {
-    let first = match ranks.first() {
-        Some(&g) => topo.host_of(g),
-        None => return 1,
-    };
-    if ranks.iter().all(|&g| topo.host_of(g) == first) || topo.hosts == 0 {
-        return 1;
+    match hierarchical::hosts_of(ranks, topo) {
+        Ok(h) if h.len() >= 2 && h[0].len() >= 2 && topo.hosts > 0 => {
+            (topo.nics.len() as u32 / topo.hosts).max(1)
+        }
+        _ => 1,
     }
-    (topo.nics.len() as u32 / topo.hosts).max(1)
 }
 
 /// Splits `bytes` into `ceil(bytes / chunk)` pieces as equal as possible (at least one).
@@ -278,6 +402,7 @@ pub fn lower(
         Algorithm::Hierarchical => hierarchical::lower(spec, ranks, topo, dag, after),
         Algorithm::Direct => alltoall::lower(spec, ranks, topo, dag, after),
         Algorithm::Sharp => sharp::lower(spec, ranks, topo, dag, after),
+        Algorithm::Nvls => nvls::lower(spec, ranks, topo, dag, after),
     }
 }
 
@@ -298,6 +423,9 @@ pub fn lower_traced(
     let mut em = Emitter {
         dag,
         trace: Some(trace),
+        proto: ProtoCost::NONE,
+        gpus_per_host: topo.gpus_per_host,
+        wire: false,
     };
     lower_with(spec, ranks, topo, &mut em, after)
 }
@@ -315,6 +443,9 @@ pub(crate) fn lower_with(
     }
     check_ranks(ranks, Some(topo))?;
     check_root(spec, ranks)?;
+    em.gpus_per_host = topo.gpus_per_host;
+    em.proto = spec.proto;
+    em.wire = uses_protocol(spec.algorithm);
     let ends = match spec.algorithm {
         Algorithm::Ring => ring::emit(spec, ranks, topo, em, after)?,
         Algorithm::Tree => tree::emit(spec, ranks, topo, em, after)?,
@@ -322,8 +453,18 @@ pub(crate) fn lower_with(
         Algorithm::Hierarchical => hierarchical::emit(spec, ranks, topo, em, after)?,
         Algorithm::Direct => alltoall::emit(spec, ranks, em, after),
         Algorithm::Sharp => sharp::emit(spec, ranks, topo, em, after)?,
+        Algorithm::Nvls => nvls::emit(spec, ranks, topo, em, after)?,
     };
     Ok(em.dag.marker(&ends))
+}
+
+/// Whether `algo` runs NCCL's protocols ([`CollectiveSpec::proto`]): ring, tree
+/// and hierarchical (its rings); the others move bulk data without them.
+pub fn uses_protocol(algo: Algorithm) -> bool {
+    matches!(
+        algo,
+        Algorithm::Ring | Algorithm::Tree | Algorithm::Hierarchical
+    )
 }
 
 /// What one transfer of a lowered collective carries; see [`lower_traced`].
@@ -349,6 +490,15 @@ pub(crate) struct Emitter<'a> {
     pub dag: &'a mut Dag,
     /// Where [`Carry`] records go, if anyone asked.
     pub trace: Option<&'a mut Vec<Carry>>,
+    /// Protocol of the transfers [`Emitter::send`] adds (wire bytes and
+    /// per-step software latency), and the host size that tells steps inside a
+    /// host from steps between hosts.
+    pub proto: ProtoCost,
+    /// GPUs per host of the topology.
+    pub gpus_per_host: u32,
+    /// Whether the protocol's line format applies to the wire bytes (ring,
+    /// tree, hierarchical); the other algorithms move bulk data.
+    pub wire: bool,
 }
 
 impl Emitter<'_> {
@@ -377,8 +527,38 @@ impl Emitter<'_> {
         reduce: bool,
         deps: &[Dep],
     ) -> TaskId {
-        let task = self.dag.transfer(src, dst, bytes, deps);
+        let task = self.step(src, dst, bytes, deps);
         self.traced(task, offset, bytes, reduce, None)
+    }
+
+    /// Adds one protocol step: `payload` bytes from `src` to `dst`, on the wire
+    /// as the protocol sends them, done after the step's software latency.
+    fn step(&mut self, src: GpuId, dst: GpuId, payload: u64, deps: &[Dep]) -> TaskId {
+        let wire = self.wire_bytes(payload);
+        let g = self.gpus_per_host.max(1);
+        let software = if src.0 / g == dst.0 / g {
+            self.proto.intra
+        } else {
+            self.proto.inter
+        };
+        self.dag
+            .transfer_after_software(src, dst, wire, software, deps)
+    }
+
+    /// Adds a relay hop (PXN's NVLink copy into the relay GPU): the protocol's
+    /// wire bytes, no step latency of its own (it is part of the step).
+    pub fn relay_hop(&mut self, src: GpuId, relay: GpuId, payload: u64, deps: &[Dep]) -> TaskId {
+        let wire = self.wire_bytes(payload);
+        self.dag.transfer(src, relay, wire, deps)
+    }
+
+    /// Wire bytes of `payload` under the protocol, when it applies.
+    fn wire_bytes(&self, payload: u64) -> u64 {
+        if self.wire {
+            self.proto.protocol.wire_bytes(payload)
+        } else {
+            payload
+        }
     }
 
     /// Adds one transfer from `src` to `dst` carrying the buffer ranges `ranges`
@@ -395,7 +575,7 @@ impl Emitter<'_> {
         deps: &[Dep],
     ) -> TaskId {
         let bytes = ranges.iter().map(|r| r.1).sum();
-        let task = self.dag.transfer(src, dst, bytes, deps);
+        let task = self.step(src, dst, bytes, deps);
         for &(offset, b) in ranges {
             self.traced(task, offset, b, reduce, origin);
         }
@@ -548,6 +728,59 @@ pub fn worst_cost(
     }))
 }
 
+/// Most (source, destination) pairs [`busiest_link_time`] spreads; past it the
+/// bound is left out (an all-to-all of more than 2,048 ranks), and the closed
+/// form alone stands.
+pub const LOAD_BOUND_PAIRS: usize = 1 << 22;
+
+/// A contention lower bound: the time the busiest link needs to carry its
+/// bytes when each of `flows` (source, destination, bytes) spreads evenly over
+/// its equal-cost paths ([`Topology::spread`]), plus the smallest path latency
+/// among them. No schedule and no ECMP hash beats it; shared NICs, oversubscribed
+/// uplinks and thin bisections all show in it. Zero when there are more than
+/// [`LOAD_BOUND_PAIRS`] flows.
+///
+/// # Errors
+/// [`CollectiveError::Unreachable`] if a pair has no route.
+pub fn busiest_link_time(
+    topo: &Topology,
+    flows: impl ExactSizeIterator<Item = (GpuId, GpuId, u64)>,
+) -> Result<SimTime, CollectiveError> {
+    if flows.len() > LOAD_BOUND_PAIRS {
+        return Ok(SimTime::ZERO);
+    }
+    let mut load = vec![0f64; topo.links.len()];
+    let mut shares = Vec::new();
+    let mut shortest = SimTime::MAX;
+    for (a, b, bytes) in flows {
+        if a == b || bytes == 0 {
+            continue;
+        }
+        shares.clear();
+        if !topo.spread(a, b, &mut shares) {
+            return Err(CollectiveError::Unreachable(a.0, b.0));
+        }
+        for &(l, f) in &shares {
+            load[l.0 as usize] += f * bytes as f64;
+        }
+        shortest = shortest.min(path_cost(topo, a, b)?.alpha);
+    }
+    if shortest == SimTime::MAX {
+        return Ok(SimTime::ZERO);
+    }
+    let busiest = load
+        .iter()
+        .enumerate()
+        .filter(|(_, &b)| b > 0.0)
+        .map(|(l, &b)| {
+            let bps = topo.effective_rate(crate::topology::LinkId(l as u32)).bps() as f64;
+            SimTime((b * 8e12 / bps).ceil().min(u64::MAX as f64) as u64)
+        })
+        .max()
+        .unwrap_or(SimTime::ZERO);
+    Ok(busiest.saturating_add(shortest))
+}
+
 /// `n · t`, saturating at [`SimTime::MAX`] (closed forms never panic on huge inputs).
 pub fn times(n: u64, t: SimTime) -> SimTime {
     SimTime(n.saturating_mul(t.0))
@@ -594,12 +827,17 @@ pub fn analytical_time(
         Algorithm::Ring => ring::time(spec, ranks, topo),
         Algorithm::Tree => {
             let t = tree::time(spec, ranks, topo)?;
-            Ok(t.max(tree::injection_bound(spec.bytes, ranks, topo)?))
+            Ok(t.max(tree::injection_bound(
+                spec.proto.protocol.wire_bytes(spec.bytes),
+                ranks,
+                topo,
+            )?))
         }
         Algorithm::HalvingDoubling => halving_doubling::time(spec, ranks, topo),
         Algorithm::Hierarchical => hierarchical::time(spec, ranks, topo),
         Algorithm::Direct => alltoall::time(spec, ranks, topo),
         Algorithm::Sharp => sharp::time(spec, ranks, topo),
+        Algorithm::Nvls => nvls::time(spec, ranks, topo),
     }
 }
 
@@ -621,6 +859,7 @@ pub fn traffic_bytes(
         Algorithm::Hierarchical => hierarchical::traffic(spec, ranks, topo),
         Algorithm::Direct => alltoall::traffic(spec, ranks),
         Algorithm::Sharp => sharp::traffic(spec, ranks, topo),
+        Algorithm::Nvls => nvls::traffic(spec, ranks, topo),
     }
 }
 
@@ -643,7 +882,7 @@ pub fn supports(algo: Algorithm, op: CollectiveOp) -> bool {
                 O::AllReduce | O::AllGather | O::ReduceScatter
             )
             | (A::Direct, O::AllToAll)
-            | (A::Sharp, O::AllReduce)
+            | (A::Sharp | A::Nvls, O::AllReduce)
     )
 }
 
@@ -666,6 +905,80 @@ pub fn unsupported(algo: Algorithm, op: CollectiveOp) -> CollectiveError {
     }
 }
 
+/// The per-step cost of `protocol` with the scenario's overrides of its
+/// software latencies (NVLink step, network step).
+pub fn proto_cost(
+    protocol: Protocol,
+    nvlink: Option<SimTime>,
+    network: Option<SimTime>,
+) -> ProtoCost {
+    let mut pc = ProtoCost::of(protocol);
+    if let Some(t) = nvlink {
+        pc.intra = t;
+    }
+    if let Some(t) = network {
+        pc.inter = t;
+    }
+    pc
+}
+
+/// NCCL's tuner: the (algorithm, protocol) with the lowest closed-form time
+/// for `spec` — over every algorithm when `auto_algorithm`, over every protocol
+/// when `protocol` is `None` (algorithms without protocols run Simple).
+/// `nvlink` and `network` override the protocols' step latencies.
+///
+/// # Errors
+/// Fails only if no algorithm can run the operation on this communicator.
+pub fn tune(
+    spec: &CollectiveSpec,
+    auto_algorithm: bool,
+    protocol: Option<Protocol>,
+    nvlink: Option<SimTime>,
+    network: Option<SimTime>,
+    ranks: &[GpuId],
+    topo: &Topology,
+) -> Result<(Algorithm, ProtoCost), CollectiveError> {
+    let protocols: Vec<Protocol> = match protocol {
+        Some(p) => vec![p],
+        None => Protocol::ALL.to_vec(),
+    };
+    let mut best: Option<(SimTime, Algorithm, ProtoCost)> = None;
+    let mut last_err = None;
+    let algos: Vec<Algorithm> = if auto_algorithm {
+        Algorithm::ALL.to_vec()
+    } else {
+        vec![spec.algorithm]
+    };
+    for algo in algos {
+        if !supports(algo, spec.op)
+            || (auto_algorithm && algo == Algorithm::Sharp && !sharp::available(topo))
+            || (auto_algorithm && algo == Algorithm::Nvls && !nvls::available(topo))
+        {
+            continue;
+        }
+        let candidates: Vec<Protocol> = if uses_protocol(algo) {
+            protocols.clone()
+        } else {
+            vec![Protocol::Simple]
+        };
+        for p in candidates {
+            let pc = proto_cost(p, nvlink, network);
+            let s = CollectiveSpec {
+                algorithm: algo,
+                proto: pc,
+                ..spec.clone()
+            };
+            match analytical_time(&s, ranks, topo) {
+                Ok(t) if !matches!(best, Some((bt, _, _)) if bt <= t) => best = Some((t, algo, pc)),
+                Ok(_) => {}
+                Err(e) => last_err = Some(e),
+            }
+        }
+    }
+    best.map(|(_, a, p)| (a, p))
+        .ok_or_else(|| last_err.unwrap_or_else(|| unsupported(spec.algorithm, spec.op)))
+}
+
 /// Picks the algorithm with the lowest closed-form time for `spec.op` at
 /// `spec.bytes` (what `--algo auto` does). Ties go to the earlier in [`Algorithm::ALL`].
 /// [`Algorithm::Sharp`] is a candidate only when the switches reduce
@@ -681,7 +994,10 @@ pub fn auto_select(
     let mut best: Option<(SimTime, Algorithm)> = None;
     let mut last_err = None;
     for algo in Algorithm::ALL {
-        if !supports(algo, spec.op) || (algo == Algorithm::Sharp && !sharp::available(topo)) {
+        if !supports(algo, spec.op)
+            || (algo == Algorithm::Sharp && !sharp::available(topo))
+            || (algo == Algorithm::Nvls && !nvls::available(topo))
+        {
             continue;
         }
         let s = CollectiveSpec {

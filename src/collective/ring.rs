@@ -67,7 +67,13 @@ pub fn lower(
     dag: &mut Dag,
     after: &[Dep],
 ) -> Result<TaskId, CollectiveError> {
-    let mut em = Emitter { dag, trace: None };
+    let mut em = Emitter {
+        dag,
+        trace: None,
+        proto: super::ProtoCost::NONE,
+        gpus_per_host: topo.gpus_per_host,
+        wire: false,
+    };
     super::lower_with(spec, ranks, topo, &mut em, after)
 }
 
@@ -420,7 +426,7 @@ impl Link {
                 // PXN: an NVLink copy into the relay GPU's staging buffer, then the
                 // relay's NIC sends it on; the data is the sender's, as traced.
                 let bytes = piece.iter().map(|r| r.1).sum();
-                let hop = em.dag.transfer(src, relay, bytes, &deps);
+                let hop = em.relay_hop(src, relay, bytes, &deps);
                 self.last[i] = Some(hop);
                 let mut deps = vec![Dep::Done(hop)];
                 if let Some(t) = self.relay_last[i] {
@@ -475,13 +481,14 @@ pub fn time(
     if spec.channels > 1 && ranks.len() > 1 && spec.bytes > 0 {
         return channels_time(spec, ranks, topo);
     }
-    time_of(
+    time_with(
         spec.op,
         spec.bytes,
         spec.chunk_bytes,
         spec.root,
         ranks,
         topo,
+        &spec.proto,
     )
 }
 
@@ -557,7 +564,7 @@ fn channels_time(
                 if !topo.route(a, b, 0, &mut path) {
                     return Err(CollectiveError::Unreachable(a.0, b.0));
                 }
-                let r = topo.path_bottleneck(&path);
+                let r = spec.proto.payload_rate(topo.path_bottleneck(&path));
                 rate = rate.min(r);
                 edge_rate = edge_rate.min(r);
                 alpha += topo.path_latency(&path);
@@ -567,10 +574,13 @@ fn channels_time(
                 }
                 shares.clear();
                 topo.spread(a, b, &mut shares);
+                let wire = spec.proto.protocol.wire_bytes(carried);
                 for &(l, f) in &shares {
-                    load[l.0 as usize] += f * carried as f64;
+                    load[l.0 as usize] += f * wire as f64;
                 }
             }
+            // the step's software latency, once per edge (not for the relay hop)
+            alpha += spec.proto.step(topo, src, dst);
             shortest = shortest.min(alpha);
             alphas.push(alpha);
             rates.push(edge_rate);
@@ -668,14 +678,17 @@ pub fn mixed_ring_lower_bound(
     serial.max(wave)
 }
 
-/// [`time`] for one ring collective of `bytes` (nccl-tests meaning for `op`).
-pub(crate) fn time_of(
+/// [`time`] for one ring collective of `bytes` (nccl-tests meaning for `op`)
+/// under a protocol: each edge's α gains the step's software latency and its
+/// rate the protocol's payload share.
+pub(crate) fn time_with(
     op: CollectiveOp,
     bytes: u64,
     chunk: u64,
     root: u32,
     ranks: &[GpuId],
     topo: &Topology,
+    pc: &super::ProtoCost,
 ) -> Result<SimTime, CollectiveError> {
     let n = ranks.len();
     if n <= 1 || bytes == 0 {
@@ -686,10 +699,12 @@ pub(crate) fn time_of(
     let mut rates = Vec::with_capacity(n);
     let mut rate = crate::units::Rate(u64::MAX);
     for i in 0..n {
-        let c = super::path_cost(topo, ranks[i], ranks[(i + 1) % n])?;
-        alphas.push(c.alpha);
-        rates.push(c.rate);
-        rate = rate.min(c.rate);
+        let (a, b) = (ranks[i], ranks[(i + 1) % n]);
+        let c = super::path_cost(topo, a, b)?;
+        alphas.push(c.alpha + pc.step(topo, a, b));
+        let r = pc.payload_rate(c.rate);
+        rates.push(r);
+        rate = rate.min(r);
     }
     let nn = n as u64;
     if op != CollectiveOp::Broadcast && rates.iter().any(|&r| r != rate) {
@@ -865,6 +880,7 @@ mod tests {
             root: 0,
             channels: 1,
             pxn: true,
+            proto: crate::collective::ProtoCost::NONE,
         };
         let ranks = [GpuId(0), GpuId(1), GpuId(2)];
         let mut dag = Dag::new();
@@ -942,7 +958,15 @@ mod tests {
     fn one_rank_costs_nothing() {
         let t = test_topo(2, 1);
         assert_eq!(
-            time_of(CollectiveOp::AllReduce, 1 << 20, 1024, 0, &[GpuId(1)], &t),
+            time_with(
+                CollectiveOp::AllReduce,
+                1 << 20,
+                1024,
+                0,
+                &[GpuId(1)],
+                &t,
+                &crate::collective::ProtoCost::NONE
+            ),
             Ok(SimTime::ZERO)
         );
     }

@@ -253,7 +253,13 @@ pub fn lower(
     dag: &mut Dag,
     after: &[Dep],
 ) -> Result<TaskId, CollectiveError> {
-    let mut em = Emitter { dag, trace: None };
+    let mut em = Emitter {
+        dag,
+        trace: None,
+        proto: super::ProtoCost::NONE,
+        gpus_per_host: topo.gpus_per_host,
+        wire: false,
+    };
     super::lower_with(spec, ranks, topo, &mut em, after)
 }
 
@@ -354,6 +360,11 @@ pub(crate) fn emit_op(
                 let mut deps = vec![Dep::Done(src_have[c])];
                 deps.extend(prev.map(Dep::Sent));
                 let t = em.net_send(s, d, o, b, false, &deps);
+                if is_gpu {
+                    // the host's software sees the result: a step between hosts
+                    let sw = em.proto.inter;
+                    em.dag.set_software(t, sw);
+                }
                 prev = Some(t);
                 out.push(t);
             }
@@ -393,7 +404,9 @@ pub fn time(
     if !available(topo) {
         return super::ring::time(spec, ranks, topo);
     }
-    time_of(spec.bytes, spec.chunk_bytes, 0, ranks, topo)
+    // plus the host's software latency on the final delivery (NCCL's CollNet
+    // charges a network step's latency too)
+    Ok(time_of(spec.bytes, spec.chunk_bytes, 0, ranks, topo)?.saturating_add(spec.proto.inter))
 }
 
 /// [`time`] of one SHARP all-reduce of `bytes` over [`SharpTree::build_nth`]`(pick)`.

@@ -59,7 +59,13 @@ pub fn lower(
     dag: &mut Dag,
     after: &[Dep],
 ) -> Result<TaskId, CollectiveError> {
-    let mut em = Emitter { dag, trace: None };
+    let mut em = Emitter {
+        dag,
+        trace: None,
+        proto: super::ProtoCost::NONE,
+        gpus_per_host: topo.gpus_per_host,
+        wire: false,
+    };
     super::lower_with(spec, ranks, topo, &mut em, after)
 }
 
@@ -302,13 +308,14 @@ pub fn time(
     topo: &Topology,
 ) -> Result<SimTime, CollectiveError> {
     precheck(spec, ranks, Some(topo))?;
-    time_of(
+    time_with(
         spec.op,
         spec.bytes,
         spec.chunk_bytes,
         spec.root as usize,
         ranks,
         topo,
+        &spec.proto,
     )
 }
 
@@ -347,6 +354,7 @@ fn tree_costs(
     tree: &Tree,
     rank_of: &[GpuId],
     topo: &Topology,
+    pc: &super::ProtoCost,
 ) -> Result<(Vec<SimTime>, Vec<SimTime>, Rate), CollectiveError> {
     let n = rank_of.len();
     let mut up = vec![SimTime::ZERO; n];
@@ -356,29 +364,34 @@ fn tree_costs(
         if let Some(p) = tree.parent[v] {
             let u = path_cost(topo, rank_of[v], rank_of[p])?;
             let d = path_cost(topo, rank_of[p], rank_of[v])?;
-            up[v] = u.alpha;
-            down[v] = d.alpha;
-            rate = rate.min(u.rate).min(d.rate);
+            let sw = pc.step(topo, rank_of[v], rank_of[p]);
+            up[v] = u.alpha + sw;
+            down[v] = d.alpha + sw;
+            rate = rate
+                .min(pc.payload_rate(u.rate))
+                .min(pc.payload_rate(d.rate));
         }
     }
     Ok((up, down, rate))
 }
 
-/// [`time`] for one tree collective of `bytes`.
-pub(crate) fn time_of(
+/// [`time`] for one tree collective of `bytes` under a protocol (software
+/// latency per edge, payload share of the rate).
+pub(crate) fn time_with(
     op: CollectiveOp,
     bytes: u64,
     chunk: u64,
     root: usize,
     ranks: &[GpuId],
     topo: &Topology,
+    pc: &super::ProtoCost,
 ) -> Result<SimTime, CollectiveError> {
     let n = ranks.len();
     if n <= 1 || bytes == 0 {
         return Ok(SimTime::ZERO);
     }
     let eval = |tree: &Tree, rank_of: &[GpuId], len: u64, up: bool| {
-        let (ua, da, rate) = tree_costs(tree, rank_of, topo)?;
+        let (ua, da, rate) = tree_costs(tree, rank_of, topo, pc)?;
         let ct = ChunkTimes::new(len, chunk, rate);
         Ok::<_, CollectiveError>(tree.time(ct.count, ct.max, &ua, &da, up))
     };

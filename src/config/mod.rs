@@ -107,6 +107,8 @@ pub struct RawCluster {
     pub host_copy_latency: Option<RawQuantity>,
     /// Fraction of the NVLink rate NCCL's kernels reach, in (0, 1].
     pub nvlink_efficiency: Option<RawNumber>,
+    /// The NVSwitches reduce and multicast (NVLink SHARP).
+    pub nvls: Option<bool>,
 }
 
 /// `[topology]` as written.
@@ -267,6 +269,12 @@ pub struct RawWorkload {
     pub channels: Option<i64>,
     /// NCCL's PXN: leave a host through the channel's rail over NVLink (default true).
     pub pxn: Option<bool>,
+    /// NCCL protocol: `auto`, `simple`, `ll128` or `ll`.
+    pub protocol: Option<String>,
+    /// Software latency of a ring or tree step between hosts (default: the protocol's).
+    pub step_latency: Option<RawQuantity>,
+    /// Software latency of a ring or tree step over NVLink (default: the protocol's).
+    pub nvlink_step_latency: Option<RawQuantity>,
     /// Traffic: `incast`, `permutation`, `alltoall` or `random`.
     pub pattern: Option<String>,
     /// Traffic: bytes per flow (incast, permutation, all-to-all).
@@ -524,6 +532,12 @@ pub struct CollectiveWorkload {
     pub channels: Option<u32>,
     /// NCCL's PXN (see [`crate::collective::CollectiveSpec::pxn`]).
     pub pxn: bool,
+    /// The protocol; `None`: chosen per size like NCCL's tuner.
+    pub protocol: Option<crate::collective::Protocol>,
+    /// Per-step software latency between hosts; `None`: the protocol's.
+    pub step_latency: Option<SimTime>,
+    /// Per-step software latency over NVLink; `None`: the protocol's.
+    pub nvlink_step_latency: Option<SimTime>,
 }
 
 /// The checked `[workload]`.
@@ -611,6 +625,9 @@ pub struct Scenario {
     /// `cluster.nvlink_efficiency`: share of the NVLink rate the NVLink links
     /// carry (what NCCL's kernels reach), in (0, 1].
     pub nvlink_efficiency: f64,
+    /// `cluster.nvls`: the NVSwitches reduce and multicast (NVLink SHARP); used by
+    /// the `nvls` algorithm at the analytical and flow fidelities.
+    pub nvls: bool,
     /// Network shape.
     pub topology: TopologySpec,
     /// Network technology.
@@ -1157,6 +1174,7 @@ impl Validator<'_> {
             host_copy_rate: host_copy_rate?,
             host_copy_latency: host_copy_latency?,
             nvlink_efficiency: nvlink_efficiency?,
+            nvls: c.nvls.unwrap_or(node.is_some_and(|p| p.nvls)),
             topology,
             fabric,
             workload: workload?,
@@ -1412,7 +1430,7 @@ impl Validator<'_> {
                 }
             },
         };
-        let algo_names = "auto, ring, tree, halving_doubling, hierarchical, direct, sharp";
+        let algo_names = "auto, ring, tree, halving_doubling, hierarchical, direct, sharp, nvls";
         let algorithm = match w.algorithm.as_deref().unwrap_or("auto") {
             "auto" => Some(AlgoChoice::Auto),
             s => match Algorithm::parse(s) {
@@ -1554,6 +1572,32 @@ impl Validator<'_> {
                 None
             }
         };
+        let protocol = match w.protocol.as_deref().unwrap_or("auto") {
+            "auto" => Some(None),
+            p => match crate::collective::Protocol::parse(p) {
+                Some(p) => Some(Some(p)),
+                None => {
+                    self.err(
+                        "workload.protocol",
+                        format!("{p:?}"),
+                        "one of \"auto\", \"simple\", \"ll128\", \"ll\" (NCCL_PROTO)",
+                    );
+                    None
+                }
+            },
+        };
+        let step_latency = match &w.step_latency {
+            None => Some(None),
+            v => self
+                .time("workload.step_latency", v.as_ref(), None)
+                .map(Some),
+        };
+        let nvlink_step_latency = match &w.nvlink_step_latency {
+            None => Some(None),
+            v => self
+                .time("workload.nvlink_step_latency", v.as_ref(), None)
+                .map(Some),
+        };
         Some(WorkloadSpec::Collective(CollectiveWorkload {
             op: op?,
             algorithm: algorithm?,
@@ -1564,6 +1608,9 @@ impl Validator<'_> {
             root: root?,
             channels: channels?,
             pxn: w.pxn.unwrap_or(true),
+            protocol: protocol?,
+            step_latency: step_latency?,
+            nvlink_step_latency: nvlink_step_latency?,
         }))
     }
 }
@@ -1584,6 +1631,9 @@ impl RawWorkload {
             ("root", self.root.is_some()),
             ("channels", self.channels.is_some()),
             ("pxn", self.pxn.is_some()),
+            ("protocol", self.protocol.is_some()),
+            ("step_latency", self.step_latency.is_some()),
+            ("nvlink_step_latency", self.nvlink_step_latency.is_some()),
         ]
         .into_iter()
         .filter_map(|(k, set)| set.then_some(k))
@@ -2468,6 +2518,50 @@ impl Scenario {
                 {
                     Some("with one GPU per node no traffic crosses NVLink".into())
                 }
+                "fabric.nic_efficiency" if self.cluster.hosts == 1 => {
+                    Some("with one node no traffic crosses a NIC".into())
+                }
+                "cluster.nvls" if self.cluster.gpus_per_host == 1 => {
+                    Some("with one GPU per node there is nothing for the NVSwitch to reduce".into())
+                }
+                "cluster.nvls" if fidelity == Fidelity::Packet => Some(
+                    "NVLS is modeled at the analytical and flow fidelities; the packet level has no switch endpoints, so nvls falls back to ring"
+                        .into(),
+                ),
+                "cluster.nvls"
+                    if collective.is_some_and(|w| {
+                        w.op != CollectiveOp::AllReduce
+                            || !matches!(w.algorithm, AlgoChoice::Auto | AlgoChoice::Fixed(Algorithm::Nvls))
+                    }) =>
+                {
+                    Some("only the nvls algorithm (or auto) of an all-reduce uses the NVSwitch's reduction".into())
+                }
+                "workload.algorithm"
+                    if collective.is_some_and(|w| w.algorithm == AlgoChoice::Fixed(Algorithm::Nvls))
+                        && !(self.nvls && self.cluster.gpus_per_host > 1 && fidelity != Fidelity::Packet) =>
+                {
+                    Some(if fidelity == Fidelity::Packet {
+                        "nvls falls back to ring: NVLS is modeled at the analytical and flow fidelities".into()
+                    } else {
+                        "nvls falls back to ring: the NVSwitches do not reduce (cluster.nvls = false, or one GPU per node)".into()
+                    })
+                }
+                "workload.channels" | "workload.pxn"
+                    if collective.is_some_and(|w| {
+                        !matches!(w.algorithm, AlgoChoice::Auto | AlgoChoice::Fixed(Algorithm::Ring))
+                            || w.op == CollectiveOp::AllToAll
+                    }) =>
+                {
+                    Some("channels and PXN shape the ring algorithm only".into())
+                }
+                "workload.pxn" if self.cluster.hosts == 1 || self.cluster.gpus_per_host == 1 => Some(
+                    "PXN relays a ring's data to another GPU's NIC; it needs several nodes of several GPUs".into(),
+                ),
+                "workload.pxn"
+                    if collective.is_some_and(|w| w.channels == Some(1)) =>
+                {
+                    Some("with one channel the ring is the plain ring in communicator order; PXN lays out several channels".into())
+                }
                 "cluster.host_copy_bandwidth" | "cluster.host_copy_latency" if self.gpu_direct => {
                     Some("the host-staged copy applies only with gpu_direct = false".into())
                 }
@@ -2507,7 +2601,8 @@ impl Scenario {
         if fidelity != Fidelity::Packet {
             return self.build_topology();
         }
-        // the packet level has no switch endpoints: SHARP falls back to ring there
+        // the packet level has no switch endpoints: SHARP and NVLS fall back to
+        // ring there
         let mut t = crate::topology::build(&self.cluster, &self.fabric.links, &self.topology)?;
         t.set_network_efficiency(self.fabric.efficiency());
         self.derate(&mut t);
@@ -2529,6 +2624,7 @@ impl Scenario {
         t.set_network_efficiency(self.fabric.efficiency());
         t.set_sharp(self.fabric.sharp_active());
         t.set_sharp_groups(self.fabric.sharp_groups);
+        t.set_nvls(self.nvls);
         self.derate(&mut t);
         Ok(t)
     }

@@ -26,6 +26,8 @@ pub struct NodePreset {
     /// Fraction of the NVLink rate NCCL's copy and reduce kernels reach (Simple
     /// protocol, large messages); the NVLink links run at this share of their rate.
     pub nvlink_efficiency: f64,
+    /// The NVSwitches reduce and multicast (NVLink SHARP, NVLink 4 and later).
+    pub nvls: bool,
 }
 
 /// Host presets.
@@ -46,6 +48,8 @@ pub const NODE_PRESETS: [NodePreset; 3] = [
         // 370 GB/s ring all-reduce busbw on 8 x H100 ("protocol overhead ~20%"),
         // 370 / 450 = 0.822. Checked (not fitted) on multi-node rings.
         nvlink_efficiency: 370.0 / 450.0,
+        // third-generation NVSwitch: NVLink SHARP (NCCL's NVLS algorithm)
+        nvls: true,
     },
     NodePreset {
         name: "dgx-a100-node",
@@ -60,6 +64,8 @@ pub const NODE_PRESETS: [NodePreset; 3] = [
         // NCCL's tuning model caps sm80 (A100) bus bandwidth at 235 GB/s
         // (src/graph/tuning.cc), what 8 x A100 all_reduce_perf reaches: 235 / 300.
         nvlink_efficiency: 235.0 / 300.0,
+        // second-generation NVSwitch: no in-switch reduction
+        nvls: false,
     },
     NodePreset {
         name: "dgx-b200-node",
@@ -73,6 +79,7 @@ pub const NODE_PRESETS: [NodePreset; 3] = [
         // No public B200 measurement was found: H100's measured ratio is assumed,
         // not calibrated. Override it with `cluster.nvlink_efficiency`.
         nvlink_efficiency: 370.0 / 450.0,
+        nvls: true,
     },
 ];
 

@@ -132,6 +132,10 @@ pub struct RawParallel {
     pub tp_algorithm: Option<String>,
     /// `all` or `one`.
     pub replicas: Option<String>,
+    /// Software latency of a collective step between hosts (default: the protocol's).
+    pub step_latency: Option<RawQuantity>,
+    /// Software latency of a collective step over NVLink (default: the protocol's).
+    pub nvlink_step_latency: Option<RawQuantity>,
 }
 
 /// `[workload.gpu]` as written.
@@ -330,6 +334,9 @@ pub struct ParallelPlan {
     pub tp_algorithm: AlgoChoice,
     /// Replicas in the DAG.
     pub replicas: Replicas,
+    /// Per-step software latency of collectives (NVLink step, network step);
+    /// `None`: the protocol's ([`crate::collective::Protocol::step_latency`]).
+    pub step_latency: (Option<SimTime>, Option<SimTime>),
 }
 
 /// A checked training workload: one optimizer step.
@@ -964,6 +971,18 @@ impl Validator<'_> {
             moe_every: moe_every?,
             precision: precision?,
         };
+        let nvlink_step = match &p.nvlink_step_latency {
+            None => Some(None),
+            v => self
+                .time("workload.parallel.nvlink_step_latency", v.as_ref(), None)
+                .map(Some),
+        };
+        let net_step = match &p.step_latency {
+            None => Some(None),
+            v => self
+                .time("workload.parallel.step_latency", v.as_ref(), None)
+                .map(Some),
+        };
         let plan = ParallelPlan {
             dp: dp?,
             tp: tp?,
@@ -979,6 +998,7 @@ impl Validator<'_> {
             dp_algorithm: dp_algorithm?,
             tp_algorithm: tp_algorithm?,
             replicas: replicas?,
+            step_latency: (nvlink_step?, net_step?),
         };
         let gpu = GpuSpec {
             name: if g.peak_tflops_bf16.is_some() && g.preset.is_none() {

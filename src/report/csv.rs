@@ -8,12 +8,12 @@ use super::Report;
 /// One row per collective size.
 pub fn collectives(r: &Report) -> String {
     let mut s = String::from(
-        "scenario,fidelity,op,algorithm,bytes,count,type,ranks,time_us,algbw_GBps,busbw_GBps\n",
+        "scenario,fidelity,op,algorithm,bytes,count,type,ranks,time_us,algbw_GBps,busbw_GBps,protocol,channels,wirebw_GBps\n",
     );
     for c in &r.collectives {
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{:.4},{:.4},{:.4}",
+            "{},{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{},{},{}",
             csv_field(&r.scenario),
             r.fidelity,
             c.op,
@@ -24,7 +24,11 @@ pub fn collectives(r: &Report) -> String {
             c.ranks,
             c.time_us,
             c.algbw_gbps,
-            c.busbw_gbps
+            c.busbw_gbps,
+            c.protocol,
+            c.channels,
+            c.wirebw_gbps
+                .map_or_else(String::new, |w| format!("{w:.4}"))
         );
     }
     s

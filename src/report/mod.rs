@@ -44,6 +44,17 @@ pub struct CollectiveRow {
     /// Bus bandwidth: algbw × nccl-tests factor, GB/s.
     #[serde(rename = "busbw_GBps")]
     pub busbw_gbps: f64,
+    /// NCCL protocol of its steps (`simple`, `ll128`, `ll`; `simple` for
+    /// algorithms without protocols).
+    pub protocol: String,
+    /// Parallel channels it ran on.
+    pub channels: u32,
+    /// What the busiest host link (a NIC's uplink) actually carried, wire
+    /// bytes / time, GB/s: with SHARP or NVLS it is below busbw, with a
+    /// protocol's flags above. `None` at the analytical fidelity, which builds
+    /// no schedule, and on one host.
+    #[serde(rename = "wirebw_GBps")]
+    pub wirebw_gbps: Option<f64>,
 }
 
 /// Percentiles of flow completion times, microseconds.

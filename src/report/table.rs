@@ -99,19 +99,40 @@ pub fn collective_table(r: &Report) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "#\n# {:>12} {:>12} {:>8} {:>16} {:>6} {:>12} {:>10} {:>10}",
-        "size", "count", "type", "algorithm", "ranks", "time(us)", "algbw", "busbw"
+        "#\n# {:>12} {:>12} {:>8} {:>16} {:>6} {:>6} {:>12} {:>10} {:>10} {:>10}",
+        "size",
+        "count",
+        "type",
+        "algorithm",
+        "proto",
+        "ranks",
+        "time(us)",
+        "algbw",
+        "busbw",
+        "wirebw"
     );
     let _ = writeln!(
         s,
-        "# {:>12} {:>12} {:>8} {:>16} {:>6} {:>12} {:>10} {:>10}",
-        "(B)", "(elements)", "", "", "", "", "(GB/s)", "(GB/s)"
+        "# {:>12} {:>12} {:>8} {:>16} {:>6} {:>6} {:>12} {:>10} {:>10} {:>10}",
+        "(B)", "(elements)", "", "", "", "", "", "(GB/s)", "(GB/s)", "(GB/s)"
     );
     for c in &r.collectives {
+        let wire = c
+            .wirebw_gbps
+            .map_or_else(|| "n/a".to_string(), |w| format!("{w:.2}"));
         let _ = writeln!(
             s,
-            "  {:>12} {:>12} {:>8} {:>16} {:>6} {:>12.2} {:>10.2} {:>10.2}",
-            c.bytes, c.count, c.dtype, c.algorithm, c.ranks, c.time_us, c.algbw_gbps, c.busbw_gbps
+            "  {:>12} {:>12} {:>8} {:>16} {:>6} {:>6} {:>12.2} {:>10.2} {:>10.2} {:>10}",
+            c.bytes,
+            c.count,
+            c.dtype,
+            c.algorithm,
+            c.protocol,
+            c.ranks,
+            c.time_us,
+            c.algbw_gbps,
+            c.busbw_gbps,
+            wire
         );
     }
     if !r.collectives.is_empty() {

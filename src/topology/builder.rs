@@ -303,6 +303,7 @@ impl TopologyBuilder {
             network_efficiency: 1.0,
             sharp: false,
             sharp_groups: u32::MAX,
+            nvls: false,
         };
         t.compute_distances();
         t

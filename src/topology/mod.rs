@@ -161,6 +161,9 @@ pub struct Topology {
     /// Aggregation trees one switch can serve at once (SHARP groups); u32::MAX
     /// (no limit) until [`Topology::set_sharp_groups`]. Trees beyond it fall back.
     pub sharp_groups: u32,
+    /// The NVSwitches reduce and multicast (NVLink SHARP); false until
+    /// [`Topology::set_nvls`]. Only [`crate::collective::nvls`] looks at it.
+    pub nvls: bool,
 }
 
 /// The unreachable marker in the distance table.
@@ -372,13 +375,19 @@ impl Topology {
         self.sharp = on;
     }
 
+    /// Declares whether the NVSwitches reduce and multicast (NVLS).
+    pub fn set_nvls(&mut self, on: bool) {
+        self.nvls = on;
+    }
+
     /// Limits the aggregation trees one switch serves at once (0: none at all).
     pub fn set_sharp_groups(&mut self, groups: u32) {
         self.sharp_groups = groups;
     }
 
     /// The links of one hop between adjacent nodes, written into `out` (cleared
-    /// first): GPU → the edge switch of its NIC is `[pcie_up, nic uplink]`, that
+    /// first): GPU → its NVSwitch is `[nvlink_up]` and back `[nvlink_down]`,
+    /// GPU → the edge switch of its NIC is `[pcie_up, nic uplink]`, that
     /// switch → the GPU is `[nic downlink, pcie_down]`, and switch → switch is the
     /// lowest-index up link between them. Returns false (and leaves `out` empty)
     /// when the nodes are not adjacent in that sense or the hop is down.
@@ -405,6 +414,20 @@ impl Topology {
                     }
                     _ => false,
                 }
+            }
+            (Some(NodeKind::Gpu { gpu }), Some(NodeKind::NvSwitch { .. })) => {
+                let up = self.gpus[gpu.0 as usize].nvlink_up;
+                if self.link(up).to == dst {
+                    out.push(up);
+                }
+                !out.is_empty()
+            }
+            (Some(NodeKind::NvSwitch { .. }), Some(NodeKind::Gpu { gpu })) => {
+                let down = self.gpus[gpu.0 as usize].nvlink_down;
+                if self.link(down).from == src {
+                    out.push(down);
+                }
+                !out.is_empty()
             }
             (Some(NodeKind::Switch { .. }), Some(NodeKind::Switch { .. })) => {
                 match self

@@ -60,6 +60,7 @@ pub fn build(
     let gpu = |t: u32, p: u32| GpuId(t + tp * p);
     let mut dag = Dag::new();
     let mut comm = Comm::new(topo);
+    comm.step_latency = i.plan.step_latency;
     let mut last: Vec<Option<TaskId>> = vec![None; (tp * pp) as usize];
     let outputs = output_lengths(i, seed);
     let steps = outputs.iter().copied().max().unwrap_or(1).saturating_sub(1);

@@ -119,10 +119,17 @@ pub fn compute_time(gpu: &GpuSpec, m: &ModelSpec, flops: f64, bytes: f64) -> Sim
     SimTime::from_secs_f64(f.max(mem))
 }
 
+/// What the tuner's choice depends on: operation, bytes, communicator and the
+/// fixed algorithm (255 for `auto`).
+type TuneKey = (CollectiveOp, u64, Vec<GpuId>, u8);
+
 /// Lowers collectives into a DAG, resolving `auto` once per (op, bytes, communicator).
 pub struct Comm<'a> {
     topo: &'a Topology,
-    cache: HashMap<(CollectiveOp, u64, Vec<GpuId>, u8), collective::Algorithm>,
+    /// Overrides of the protocols' per-step software latency (NVLink step,
+    /// network step); `None` keeps the protocol's.
+    pub step_latency: (Option<SimTime>, Option<SimTime>),
+    cache: HashMap<TuneKey, (collective::Algorithm, collective::ProtoCost)>,
 }
 
 impl<'a> Comm<'a> {
@@ -130,6 +137,7 @@ impl<'a> Comm<'a> {
     pub fn new(topo: &'a Topology) -> Comm<'a> {
         Comm {
             topo,
+            step_latency: (None, None),
             cache: HashMap::new(),
         }
     }
@@ -161,27 +169,42 @@ impl<'a> Comm<'a> {
             chunk_bytes: u64::MAX,
             inter_host: collective::Algorithm::Ring,
             root: 0,
-            channels: 1,
+            channels: collective::default_channels(ranks, self.topo),
             pxn: true,
+            proto: collective::ProtoCost::NONE,
         };
         let key_algo = match algo {
             AlgoChoice::Auto => 255,
             AlgoChoice::Fixed(a) => a as u8,
         };
-        spec.algorithm = match algo {
-            AlgoChoice::Fixed(a) if collective::supports(a, op) => a,
-            AlgoChoice::Fixed(_) | AlgoChoice::Auto => {
-                let key = (op, bytes, ranks.to_vec(), key_algo);
-                match self.cache.get(&key) {
-                    Some(&a) => a,
-                    None => {
-                        let a = collective::auto_select(&spec, ranks, self.topo)?;
-                        self.cache.insert(key, a);
-                        a
-                    }
+        // NCCL's tuner: the algorithm (when not fixed) and the protocol
+        let fixed = match algo {
+            AlgoChoice::Fixed(a) if collective::supports(a, op) => Some(a),
+            _ => None,
+        };
+        let key = (op, bytes, ranks.to_vec(), key_algo);
+        let (algorithm, proto) = match self.cache.get(&key) {
+            Some(&chosen) => chosen,
+            None => {
+                if let Some(a) = fixed {
+                    spec.algorithm = a;
                 }
+                let (nvlink, network) = self.step_latency;
+                let chosen = collective::tune(
+                    &spec,
+                    fixed.is_none(),
+                    None,
+                    nvlink,
+                    network,
+                    ranks,
+                    self.topo,
+                )?;
+                self.cache.insert(key, chosen);
+                chosen
             }
         };
+        spec.algorithm = algorithm;
+        spec.proto = proto;
         collective::lower(&spec, ranks, self.topo, dag, after).map(Some)
     }
 }

@@ -423,7 +423,11 @@ pub fn build(s: &TrainingSpec, topo: &Topology) -> Result<StepDag, CollectiveErr
         s,
         dag: Dag::new(),
         ops: Vec::new(),
-        comm: Comm::new(topo),
+        comm: {
+            let mut c = Comm::new(topo);
+            c.step_latency = s.plan.step_latency;
+            c
+        },
         last: vec![None; n_gpus as usize],
         reps: reps.clone(),
         op_fwd: 0,

@@ -520,7 +520,16 @@ impl Sim<'_> {
             }
             qp.rcv_cursor += 1;
             completed = true;
-            self.task_done(m.task);
+            // the receiver's software (a collective's per-step cost) sees it later
+            let software = self.dag.software_latency(crate::dag::TaskId(m.task));
+            if software > crate::units::SimTime::ZERO {
+                self.q.push(
+                    self.now + software.0,
+                    super::engine::Event::TaskDone { task: m.task },
+                );
+            } else {
+                self.task_done(m.task);
+            }
         }
         // DCTCP windows shrink to a few packets per flow under fan-in; a
         // receiver that waited for `ack_every` packets would then stall the

@@ -1,0 +1,296 @@
+//! NVLink SHARP (NVLS): the NVSwitch reduces and multicasts, the way NCCL's
+//! `NVLS` algorithm runs all-reduce on H100 and B200 nodes (NVIDIA, "NVLink
+//! SHARP"; NCCL 2.17+, `NCCL_NVLS_ENABLE`).
+//!
+//! **Inside a host** (g GPUs, S bytes per rank, shard j = `piece(S, g, j)`):
+//! 1. *reduce*: every GPU sends its part of shard j to the NVSwitch, which sums
+//!    the g contributions and hands the result to GPU j (NCCL's
+//!    `multimem.ld_reduce`);
+//! 2. *multicast*: GPU j stores its reduced shard into the switch, which writes
+//!    it to all g GPUs (`multimem.st`).
+//!
+//! Each GPU's NVLink carries S + S/g each way, against 2(g−1)/g·S for a ring, and
+//! the latency does not grow with g. Every move is a
+//! [`crate::dag::TaskKind::NetTransfer`] between a GPU and its NVSwitch, chunked
+//! by `chunk_bytes`; a GPU sends its contributions one after the other (one
+//! channel), and a shard's multicast starts as soon as that chunk is reduced, so
+//! the two directions overlap.
+//!
+//! **Across hosts** (NCCL's NVLS + a network algorithm between nodes): after the
+//! reduce, rail j (GPU j of every host) runs a ring all-reduce of shard j over
+//! the network, and the multicast of shard j waits for it.
+//!
+//! **Bandwidth.** NCCL's tuning model (`src/graph/tuning.cc`) credits NVLS with
+//! 5/6 of the NVLink bandwidth; NVLS moves data in multimem transactions whose
+//! requests and responses cost that share. Here every NVLS transfer carries
+//! 6/5 of its payload on the wire ([`wire_bytes`]). With NVLink at 370 GB/s (the
+//! H100 preset's efficiency) that gives 8 GPUs 575 × 5/6 ≈ 480 GB/s busbw, the
+//! figure NVIDIA's nccl-tests maintainers quote for NVLS on 8 x H100.
+//!
+//! **Capability.** NVSwitches of NVLink 4 and later ([`Topology::nvls`], from
+//! `cluster.nvls`). Without it, and at the packet fidelity (which has no switch
+//! endpoints), this algorithm lowers, costs and counts exactly as the ring.
+//! Only all-reduce is implemented.
+//!
+//! **Closed form.** Reduce, network and multicast add up: each host phase is
+//! its busiest NVLink's wire bytes over the NVLink rate plus one chunk's trip
+//! through the switch (α up, α down), `T = T_reduce + T_rail + T_multicast`;
+//! on one host the phases overlap and `T = (1 + 1/g)·wire(S)/B + 2·(α_up + α_down)
+//! + wire(chunk)/B`.
+
+use super::{
+    chunks_at, hierarchical, piece, precheck, ring, CollectiveError, CollectiveOp, CollectiveSpec,
+    Emitter,
+};
+use crate::dag::{Dag, Dep, TaskId};
+use crate::topology::{GpuId, NodeId, Topology};
+use crate::units::SimTime;
+
+/// Whether the NVSwitches of `topo` reduce and multicast (and a host has GPUs to
+/// reduce over).
+pub fn available(topo: &Topology) -> bool {
+    topo.nvls && topo.gpus_per_host >= 2
+}
+
+/// Software latency of an NVLS delivery to a GPU (the reduced shard, a
+/// multicast copy): NCCL's tuning model charges NVLS 25 us inside a node
+/// (`hwLat[NVLINK][NVLS][Simple]`, `src/graph/tuning.cc`), half here on each
+/// of the two deliveries a chunk's critical path crosses.
+pub const DELIVERY_LATENCY: SimTime = SimTime(12_500_000);
+
+/// Wire bytes of an NVLS transfer of `payload` bytes: 6/5 of it (NCCL's NVLS
+/// bandwidth share, see the module doc), rounded up.
+pub fn wire_bytes(payload: u64) -> u64 {
+    payload.saturating_add(payload.div_ceil(5))
+}
+
+/// Lowers the collective into transfers (see the module doc); returns the final marker.
+///
+/// # Errors
+/// Unsupported operation, bad communicator (NVLS needs whole hosts) or unreachable ranks.
+pub fn lower(
+    spec: &CollectiveSpec,
+    ranks: &[GpuId],
+    topo: &Topology,
+    dag: &mut Dag,
+    after: &[Dep],
+) -> Result<TaskId, CollectiveError> {
+    let mut em = Emitter {
+        dag,
+        trace: None,
+        proto: super::ProtoCost::NONE,
+        gpus_per_host: topo.gpus_per_host,
+        wire: false,
+    };
+    super::lower_with(spec, ranks, topo, &mut em, after)
+}
+
+/// The NVSwitch node of the host of `gpu`.
+fn switch_of(topo: &Topology, gpu: GpuId) -> NodeId {
+    topo.link(topo.gpus[gpu.0 as usize].nvlink_up).to
+}
+
+/// Emits NVLS (or the ring fallback); returns the dependencies that mark the end.
+pub(crate) fn emit(
+    spec: &CollectiveSpec,
+    ranks: &[GpuId],
+    topo: &Topology,
+    em: &mut Emitter<'_>,
+    after: &[Dep],
+) -> Result<Vec<Dep>, CollectiveError> {
+    if !available(topo) {
+        return ring::emit(spec, ranks, topo, em, after);
+    }
+    let hosts = hierarchical::hosts_of(ranks, topo)?;
+    let (s, chunk) = (spec.bytes, spec.chunk_bytes);
+    if ranks.len() <= 1 || s == 0 {
+        return Ok(after.to_vec());
+    }
+    let g = hosts[0].len();
+    let shards: Vec<Vec<(u64, u64)>> = (0..g as u64)
+        .map(|j| {
+            let (o, b) = piece(s, g as u64, j);
+            chunks_at(o, b, chunk)
+        })
+        .collect();
+    let rounds = shards.iter().map(Vec::len).max().unwrap_or(0);
+    let node = |gpu: GpuId| topo.gpus[gpu.0 as usize].node;
+    // 1. reduce: reduced[h][j][c] = the transfer bringing reduced chunk c of shard j to GPU j
+    let mut reduced: Vec<Vec<Vec<TaskId>>> = Vec::with_capacity(hosts.len());
+    for gpus in &hosts {
+        let sw = switch_of(topo, gpus[0]);
+        let mut last_up: Vec<Option<TaskId>> = vec![None; g];
+        let mut out = vec![Vec::new(); g];
+        for c in 0..rounds {
+            for (j, chunks) in shards.iter().enumerate() {
+                let Some(&(o, b)) = chunks.get(c) else {
+                    continue;
+                };
+                let mut parts = Vec::with_capacity(g);
+                for (i, &gpu) in gpus.iter().enumerate() {
+                    let deps: Vec<Dep> = match last_up[i] {
+                        Some(t) => vec![Dep::Sent(t)],
+                        None => after.to_vec(),
+                    };
+                    let t = em.net_send(node(gpu), sw, o, wire_bytes(b), true, &deps);
+                    last_up[i] = Some(t);
+                    parts.push(Dep::Done(t));
+                }
+                let t = em.net_send(sw, node(gpus[j]), o, wire_bytes(b), false, &parts);
+                em.dag.set_software(t, DELIVERY_LATENCY);
+                out[j].push(t);
+            }
+        }
+        reduced.push(out);
+    }
+    // 2. between hosts: a ring all-reduce of shard j on rail j, once its GPUs hold
+    // their host's sums
+    let mut ready: Vec<Vec<Option<Vec<Dep>>>> = vec![vec![None; g]; hosts.len()];
+    if hosts.len() > 1 {
+        for j in 0..g {
+            let rail: Vec<GpuId> = hosts.iter().map(|h| h[j]).collect();
+            let (off, len) = piece(s, g as u64, j as u64);
+            let n = rail.len() as u64;
+            let segs: Vec<ring::Ranges> = (0..n)
+                .map(|p| {
+                    let (o, b) = piece(len, n, p);
+                    vec![(off + o, b)]
+                })
+                .collect();
+            let starts: Vec<Vec<Dep>> = reduced
+                .iter()
+                .map(|r| r[j].iter().map(|&t| Dep::Done(t)).collect())
+                .collect();
+            let plain = ring::ChannelRing {
+                order: rail.clone(),
+                proxy: vec![None; rail.len()],
+            };
+            let ends =
+                ring::emit_ring_ranges(CollectiveOp::AllReduce, &segs, chunk, &plain, em, &starts)
+                    .unwrap_or(starts);
+            for (h, e) in ends.into_iter().enumerate() {
+                ready[h][j] = Some(e);
+            }
+        }
+    }
+    // 3. multicast: GPU j stores each reduced chunk; the switch writes it to all
+    let mut ends = Vec::new();
+    for (h, gpus) in hosts.iter().enumerate() {
+        let sw = switch_of(topo, gpus[0]);
+        for (j, chunks) in shards.iter().enumerate() {
+            let mut last_store: Option<TaskId> = None;
+            for (c, &(o, b)) in chunks.iter().enumerate() {
+                let mut deps: Vec<Dep> = match &ready[h][j] {
+                    Some(d) => d.clone(),
+                    None => vec![Dep::Done(reduced[h][j][c])],
+                };
+                deps.extend(last_store.map(Dep::Sent));
+                let store = em.net_send(node(gpus[j]), sw, o, wire_bytes(b), false, &deps);
+                last_store = Some(store);
+                for &gpu in gpus {
+                    let t =
+                        em.net_send(sw, node(gpu), o, wire_bytes(b), false, &[Dep::Done(store)]);
+                    ends.push(Dep::Done(t));
+                }
+            }
+        }
+    }
+    Ok(ends)
+}
+
+/// Closed-form time on an idle fabric (see the module doc).
+///
+/// # Errors
+/// Unsupported operation, bad communicator or unreachable ranks.
+pub fn time(
+    spec: &CollectiveSpec,
+    ranks: &[GpuId],
+    topo: &Topology,
+) -> Result<SimTime, CollectiveError> {
+    precheck(spec, ranks, Some(topo))?;
+    if !available(topo) {
+        return ring::time(spec, ranks, topo);
+    }
+    let hosts = hierarchical::hosts_of(ranks, topo)?;
+    let s = spec.bytes;
+    if ranks.len() <= 1 || s == 0 {
+        return Ok(SimTime::ZERO);
+    }
+    let g = hosts[0].len() as u64;
+    let gpu = hosts[0][0];
+    let p = &topo.gpus[gpu.0 as usize];
+    let (up, down) = (p.nvlink_up, p.nvlink_down);
+    let rate = topo.effective_rate(up).min(topo.effective_rate(down));
+    let sw = topo.link(up).to;
+    let hop = topo.link(up).latency + topo.node(sw).latency + topo.link(down).latency;
+    let chunk = wire_bytes(spec.chunk_bytes.min(s.div_ceil(g)));
+    if hosts.len() == 1 {
+        // both directions carry (1 + 1/g)·wire(S); the last chunk's reduce and
+        // multicast trips follow the busiest link
+        let busiest = wire_bytes(s).saturating_add(wire_bytes(s.div_ceil(g)));
+        return Ok(rate
+            .tx_time(busiest)
+            .saturating_add(rate.tx_time(chunk))
+            .saturating_add(SimTime(2 * (hop.0 + DELIVERY_LATENCY.0))));
+    }
+    let phase = rate
+        .tx_time(wire_bytes(s))
+        .saturating_add(hop)
+        .saturating_add(DELIVERY_LATENCY);
+    let mut rail_time = SimTime::ZERO;
+    for j in 0..g as usize {
+        let rail: Vec<GpuId> = hosts.iter().map(|h| h[j]).collect();
+        let len = piece(s, g, j as u64).1;
+        rail_time = rail_time.max(ring::time_with(
+            CollectiveOp::AllReduce,
+            len,
+            spec.chunk_bytes,
+            0,
+            &rail,
+            topo,
+            &spec.proto,
+        )?);
+    }
+    Ok(phase.saturating_add(rail_time).saturating_add(phase))
+}
+
+/// Total wire bytes moved: per host, g·wire(S) up and wire(S) down for the
+/// reduce, wire(S) up and g·wire(S) down for the multicast (shard by shard),
+/// plus each rail's ring between hosts.
+///
+/// # Errors
+/// Unsupported operation or bad communicator.
+pub fn traffic(
+    spec: &CollectiveSpec,
+    ranks: &[GpuId],
+    topo: &Topology,
+) -> Result<u64, CollectiveError> {
+    precheck(spec, ranks, None)?;
+    if !available(topo) {
+        return ring::traffic(spec, ranks);
+    }
+    let hosts = hierarchical::hosts_of(ranks, topo)?;
+    let s = spec.bytes;
+    if ranks.len() <= 1 || s == 0 {
+        return Ok(0);
+    }
+    let g = hosts[0].len() as u64;
+    let h = hosts.len() as u64;
+    let chunked = |len: u64| -> u64 {
+        chunks_at(0, len, spec.chunk_bytes)
+            .iter()
+            .map(|&(_, b)| wire_bytes(b))
+            .sum()
+    };
+    let per_host: u64 = (0..g)
+        .map(|j| {
+            let w = chunked(piece(s, g, j).1);
+            // g contributions + 1 reduced + 1 store + g multicast copies
+            (2 * g + 2) * w
+        })
+        .sum();
+    let rails: u64 = (0..g)
+        .map(|j| ring::traffic_of(CollectiveOp::AllReduce, piece(s, g, j).1, h))
+        .sum();
+    Ok(per_host.saturating_mul(h).saturating_add(rails))
+}

@@ -62,7 +62,7 @@ struct BaseArgs {
     /// Cluster and fabric from this scenario file (its workload is replaced).
     #[arg(long, conflicts_with = "preset")]
     scenario: Option<PathBuf>,
-    /// A built-in cluster: dgx-h100-ndr, dgx-h100-roce, dgx-a100-hdr (takes the measured nodes and GPUs per node unless --nodes).
+    /// A built-in cluster: dgx-h100-ndr, dgx-h100-roce, dgx-a100-hdr (takes the measured nodes and GPUs per node unless --nodes). Default: the file's `# preset:` line, else dgx-h100-ndr.
     #[arg(long)]
     preset: Option<String>,
     /// Override the number of nodes.
@@ -661,19 +661,13 @@ fn sweep_cmd(
     ExitCode::SUCCESS
 }
 
-/// Parses the measured files and matches each to the base cluster.
+/// Parses the measured files and matches each to its cluster: `--scenario`,
+/// `--preset`, or else the file's own `# preset:` line (default dgx-h100-ndr).
 fn prepare_all(
     measured: &[PathBuf],
     base: &BaseArgs,
     tolerance: f64,
-) -> Result<
-    (
-        cluster::ScenarioSource,
-        CheckOptions,
-        Vec<compare::Prepared>,
-    ),
-    ExitCode,
-> {
+) -> Result<(CheckOptions, Vec<compare::Prepared>), ExitCode> {
     let mut sets = Vec::new();
     for s in &base.sets {
         match s.split_once('=') {
@@ -698,19 +692,38 @@ fn prepare_all(
         nodes: base.nodes,
         sets,
     };
-    let src = cluster::source(base.scenario.as_deref(), base.preset.as_deref())
-        .map_err(|e| base_failure(&e))?;
+    let given = if base.scenario.is_some() || base.preset.is_some() {
+        Some(
+            cluster::source(base.scenario.as_deref(), base.preset.as_deref())
+                .map_err(|e| base_failure(&e))?,
+        )
+    } else {
+        None
+    };
     let mut prepared = Vec::new();
     let mut bad = false;
     for f in measured {
-        match nccltests::load(f) {
-            Ok(m) => match compare::prepare(&m, &src, &opts) {
-                Ok(p) => prepared.push(p),
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    bad = true;
-                }
-            },
+        let m = match nccltests::load(f) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("error: {e}");
+                bad = true;
+                continue;
+            }
+        };
+        let src = match &given {
+            Some(s) => Ok(s.clone()),
+            None => {
+                let p = m
+                    .meta
+                    .iter()
+                    .find(|(k, _)| k == "preset")
+                    .map(|(_, v)| v.trim());
+                cluster::source(None, p)
+            }
+        };
+        match src.and_then(|src| compare::prepare(&m, &src, &opts)) {
+            Ok(p) => prepared.push(p),
             Err(e) => {
                 eprintln!("error: {e}");
                 bad = true;
@@ -720,7 +733,7 @@ fn prepare_all(
     if bad {
         return Err(ExitCode::from(2));
     }
-    Ok((src, opts, prepared))
+    Ok((opts, prepared))
 }
 
 fn check_cmd(
@@ -730,13 +743,13 @@ fn check_cmd(
     json: bool,
     markdown: bool,
 ) -> ExitCode {
-    let (src, opts, prepared) = match prepare_all(measured, base, tolerance) {
+    let (opts, prepared) = match prepare_all(measured, base, tolerance) {
         Ok(x) => x,
         Err(code) => return code,
     };
     let mut results = Vec::new();
     for p in &prepared {
-        match compare::check(p, &src, &opts) {
+        match compare::check(p, &opts) {
             Ok(r) => results.push(r),
             Err(e) => return base_failure(&e),
         }
@@ -781,7 +794,7 @@ fn calibrate_cmd(
         Some(Ok(r)) => r,
         Some(Err(e)) => return usage(&e),
     };
-    let (src, opts, prepared) = match prepare_all(measured, base, 15.0) {
+    let (opts, prepared) = match prepare_all(measured, base, 15.0) {
         Ok(x) => x,
         Err(code) => return code,
     };
@@ -790,7 +803,7 @@ fn calibrate_cmd(
             eprintln!("# {}: {n}", p.measured.file);
         }
     }
-    let c = match calibrate::calibrate(&prepared, &src, &opts, &ps, fit, rounds) {
+    let c = match calibrate::calibrate(&prepared, &opts, &ps, fit, rounds) {
         Ok(c) => c,
         Err(e) => return base_failure(&e),
     };
@@ -803,7 +816,9 @@ fn calibrate_cmd(
         (sizes.clone().min().unwrap_or(0), sizes.max().unwrap_or(0))
     };
     let inputs: Vec<String> = measured.iter().map(|m| m.display().to_string()).collect();
-    let toml = calibrate::toml_fragment(&c, &ps, &inputs, &src, &opts, fit_shown);
+    let mut bases: Vec<&str> = prepared.iter().map(|p| p.src.label.as_str()).collect();
+    bases.dedup();
+    let toml = calibrate::toml_fragment(&c, &ps, &inputs, &bases.join(", "), &opts, fit_shown);
     print!("{}", calibrate::summary(&c, &ps));
     match output {
         Some(path) => {

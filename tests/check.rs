@@ -19,13 +19,18 @@ fn tmp(name: &str, text: &[u8]) -> PathBuf {
     p
 }
 
+/// validation/*.txt|json and validation/parser-only/* (operations fabricsim does not simulate).
 fn validation_files() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("validation");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "txt" || x == "json"))
-        .collect();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("validation");
+    let mut v: Vec<PathBuf> = Vec::new();
+    for dir in [root.clone(), root.join("parser-only")] {
+        v.extend(
+            std::fs::read_dir(&dir)
+                .unwrap()
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "txt" || x == "json")),
+        );
+    }
     v.sort();
     v
 }
@@ -283,7 +288,7 @@ fn check_on_its_own_table_has_no_error() {
     assert!(m.guesses.is_empty(), "{:?}", m.guesses);
     let opts = CheckOptions::default();
     let prep = compare::prepare(&m, &source(), &opts).unwrap();
-    let r = compare::check(&prep, &source(), &opts).unwrap();
+    let r = compare::check(&prep, &opts).unwrap();
     assert_eq!(r.rows.len(), 8);
     assert!(r.geomean_error < 1e-3, "{}", compare::render(&r));
     assert!(r.slow_sizes.is_empty());
@@ -305,7 +310,7 @@ fn one_slowed_size_is_flagged_and_no_other() {
     let m = nccltests::load(&p).unwrap();
     let opts = CheckOptions::default();
     let prep = compare::prepare(&m, &source(), &opts).unwrap();
-    let r = compare::check(&prep, &source(), &opts).unwrap();
+    let r = compare::check(&prep, &opts).unwrap();
     assert_eq!(r.slow_sizes, vec![4 << 20], "{}", compare::render(&r));
     let row = r.rows.iter().find(|x| x.bytes == 4 << 20).unwrap();
     assert!(
@@ -377,7 +382,6 @@ fn calibrate_recovers_link_latency() {
     );
     let c = calibrate::calibrate(
         &[prep],
-        &source(),
         &opts,
         std::slice::from_ref(&param),
         (0, u64::MAX),
@@ -397,7 +401,7 @@ fn calibrate_recovers_link_latency() {
         &c,
         &[param],
         &["latency.txt".into()],
-        &source(),
+        "<preset dgx-h100-ndr>",
         &opts,
         (8, 8192),
     );

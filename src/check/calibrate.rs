@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use super::cluster::{BaseError, ScenarioSource};
+use super::cluster::BaseError;
 use super::compare::{geomean_error, simulate, CheckOptions, Prepared};
 use crate::units::{format_bytes, parse_rate, parse_size, parse_time};
 
@@ -173,14 +173,13 @@ pub struct Calibration {
 /// Errors (sim/meas − 1) of every point, split into (fit, held out).
 fn errors(
     files: &[Prepared],
-    src: &ScenarioSource,
     opts: &CheckOptions,
     sets: &[(String, String)],
     fit: (u64, u64),
 ) -> Result<(Vec<f64>, Vec<f64>), BaseError> {
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for p in files {
-        let sim = simulate(p, src, opts, sets)?;
+        let sim = simulate(p, opts, sets)?;
         for (pt, (t, _, _)) in p.points.iter().zip(sim) {
             let e = t / pt.time_us - 1.0;
             if pt.bytes >= fit.0 && pt.bytes <= fit.1 {
@@ -207,13 +206,12 @@ fn sets_for(params: &[Param], values: &[f64]) -> Vec<(String, String)> {
 /// A parameter value the scenario refuses, or a failed run.
 pub fn calibrate(
     files: &[Prepared],
-    src: &ScenarioSource,
     opts: &CheckOptions,
     params: &[Param],
     fit: (u64, u64),
     rounds: usize,
 ) -> Result<Calibration, BaseError> {
-    let (fb, hb) = errors(files, src, opts, &[], fit)?;
+    let (fb, hb) = errors(files, opts, &[], fit)?;
     if fb.is_empty() {
         return Err(BaseError::Usage(format!(
             "--fit-sizes {}..{}: no measured row in that range",
@@ -224,7 +222,7 @@ pub fn calibrate(
     let mut evaluations = 1;
     let objective = |values: &[f64], evals: &mut usize| -> Result<f64, BaseError> {
         *evals += 1;
-        let (f, _) = errors(files, src, opts, &sets_for(params, values), fit)?;
+        let (f, _) = errors(files, opts, &sets_for(params, values), fit)?;
         Ok(f.iter().map(|e| (1.0 + e).ln().powi(2)).sum())
     };
     // start in the middle of each range (geometric when positive)
@@ -270,7 +268,7 @@ pub fn calibrate(
             best = fx;
         }
     }
-    let (fa, ha) = errors(files, src, opts, &sets_for(params, &values), fit)?;
+    let (fa, ha) = errors(files, opts, &sets_for(params, &values), fit)?;
     evaluations += 1;
     Ok(Calibration {
         values,
@@ -290,7 +288,7 @@ pub fn toml_fragment(
     c: &Calibration,
     params: &[Param],
     inputs: &[String],
-    src: &ScenarioSource,
+    base: &str,
     opts: &CheckOptions,
     fit: (u64, u64),
 ) -> String {
@@ -312,7 +310,7 @@ pub fn toml_fragment(
     let _ = writeln!(
         s,
         "# base: {}, fidelity {}, algorithm {}",
-        src.label,
+        base,
         opts.fidelity.name(),
         opts.algo
     );

@@ -76,6 +76,10 @@ pub struct Prepared {
     pub nodes: Option<u32>,
     /// The scenario as built (for ranks, nodes).
     pub scenario: Scenario,
+    /// The base scenario text.
+    pub src: ScenarioSource,
+    /// `auto` or an algorithm (the command line's, or the file's `# algo:` line).
+    pub algo: String,
     /// Measured points, ascending size, size 0 left out.
     pub points: Vec<MeasuredPoint>,
     /// Guesses of the parser and warnings about the match, in words.
@@ -110,9 +114,36 @@ pub fn prepare(
             op.name()
         )));
     };
-    cluster::algo_choice(&opts.algo, cop).map_err(BaseError::Usage)?;
     let mut notes: Vec<String> = m.guesses.iter().map(|g| format!("guess: {g}")).collect();
-    let mut sets = opts.sets.clone();
+    let meta = |k: &str| {
+        m.meta
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+    };
+    let mut algo = opts.algo.clone();
+    if algo == "auto" {
+        if let Some(a) = meta("algo") {
+            let a = a.split_whitespace().next().unwrap_or("auto").to_string();
+            notes.push(format!("algorithm {a} from the file's `# algo:` line"));
+            algo = a;
+        }
+    }
+    cluster::algo_choice(&algo, cop).map_err(|e| BaseError::Usage(format!("{file}: {e}")))?;
+    // the file's own description of its hardware (`# set: key=value, key=value`)
+    let mut sets = Vec::new();
+    if let Some(line) = meta("set") {
+        for kv in line.split(',') {
+            let Some((k, v)) = kv.split_once('=') else {
+                return Err(BaseError::Usage(format!(
+                    "{file}: `# set: {line}`: expected key=value, key=value"
+                )));
+            };
+            sets.push((k.trim().to_string(), v.trim().to_string()));
+        }
+        notes.push(format!("overrides from the file's `# set:` line: {line}"));
+    }
+    sets.extend(opts.sets.iter().cloned());
     let mut nodes = opts.nodes;
     let base = cluster::build(src, &sets, nodes)?;
     if src.preset.is_some() && opts.nodes.is_none() {
@@ -218,6 +249,8 @@ pub fn prepare(
         sets,
         nodes,
         scenario,
+        src: src.clone(),
+        algo,
         points,
         notes,
     })
@@ -230,15 +263,14 @@ pub fn prepare(
 /// An override that does not validate, or a failed run.
 pub fn simulate(
     p: &Prepared,
-    src: &ScenarioSource,
     opts: &CheckOptions,
     extra: &[(String, String)],
 ) -> Result<Vec<(f64, f64, String)>, BaseError> {
     let mut sets = p.sets.clone();
     sets.extend(extra.iter().cloned());
-    let mut s = cluster::build(src, &sets, p.nodes)?;
+    let mut s = cluster::build(&p.src, &sets, p.nodes)?;
     let cop = p.op.collective().expect("prepare checked the operation");
-    let algo = cluster::algo_choice(&opts.algo, cop).map_err(BaseError::Usage)?;
+    let algo = cluster::algo_choice(&p.algo, cop).map_err(BaseError::Usage)?;
     let dtype = cluster::dtype(
         p.measured
             .rows
@@ -351,12 +383,8 @@ pub fn geomean_error(errors: impl IntoIterator<Item = f64>) -> Option<f64> {
 ///
 /// # Errors
 /// As [`simulate`].
-pub fn check(
-    p: &Prepared,
-    src: &ScenarioSource,
-    opts: &CheckOptions,
-) -> Result<CheckResult, BaseError> {
-    let sim = simulate(p, src, opts, &[])?;
+pub fn check(p: &Prepared, opts: &CheckOptions) -> Result<CheckResult, BaseError> {
+    let sim = simulate(p, opts, &[])?;
     let rows: Vec<CheckRow> = p
         .points
         .iter()
@@ -395,7 +423,7 @@ pub fn check(
         nodes: p.scenario.cluster.hosts,
         gpus_per_node: p.scenario.cluster.gpus_per_host,
         gpu: p.measured.gpu.clone(),
-        scenario: src.label.clone(),
+        scenario: p.src.label.clone(),
         fidelity: opts.fidelity.name(),
         columns: if opts.in_place {
             "in-place"

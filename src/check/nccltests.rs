@@ -686,6 +686,27 @@ fn finish(m: &mut Measured, rank_lines: Vec<(u32, String)>, nthread_ngpus: Optio
             "no rank lines: {n} ranks from nThread × nGpus, assumed one process on one node"
         ));
     }
+    // validation files state what their source says in `# nodes:` / `# gpus_per_node:`
+    let meta_n = |k: &str| {
+        m.meta
+            .iter()
+            .find(|(key, _)| key == k)
+            .and_then(|(_, v)| v.split_whitespace().next())
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|&v| v > 0)
+    };
+    if m.nodes.is_none() {
+        if let (Some(n), Some(g)) = (meta_n("nodes"), meta_n("gpus_per_node")) {
+            if m.ranks.is_none_or(|r| r == n * g) {
+                m.ranks = Some(n * g);
+                m.nodes = Some(n);
+                m.gpus_per_node = Some(g);
+                m.guesses.push(format!(
+                    "no rank lines: {n} nodes x {g} GPUs from the file's `# nodes:` and `# gpus_per_node:` comment lines"
+                ));
+            }
+        }
+    }
     // the operation from the busbw/algbw ratio or the redop column, as a last resort
     if m.op.is_none() {
         let name = Path::new(&m.file)

@@ -548,20 +548,26 @@ pub fn markdown(results: &[CheckResult]) -> String {
         let name = std::path::Path::new(&r.file)
             .file_name()
             .map_or(r.file.clone(), |f| f.to_string_lossy().to_string());
+        let label = match meta("label") {
+            l if l.is_empty() => meta("hardware"),
+            l => l,
+        };
+        let (lo, hi) = (
+            r.rows.first().map_or(0, |x| x.bytes),
+            r.rows.last().map_or(0, |x| x.bytes),
+        );
+        let sizes = if lo == hi {
+            format_bytes(lo)
+        } else {
+            format!("{}–{}", format_bytes(lo), format_bytes(hi))
+        };
         let _ = writeln!(
             s,
-            "| `{name}` | {} | {} | {} ({} x {}) | {}–{} | {} | {} | {} | {} | {} | {} | {} |",
-            meta("hardware"),
+            "| `{name}` | {label} | {} | {} ({} x {}) | {sizes} | {} | {} | {} | {} | {} | {} | {} |",
             r.op,
             r.ranks,
             r.nodes,
             r.gpus_per_node,
-            r.rows
-                .first()
-                .map_or(String::new(), |x| format_bytes(x.bytes)),
-            r.rows
-                .last()
-                .map_or(String::new(), |x| format_bytes(x.bytes)),
             r.fidelity,
             pct_opt(r.bands.small),
             pct_opt(r.bands.medium),

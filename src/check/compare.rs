@@ -478,8 +478,8 @@ pub fn render(r: &CheckResult) -> String {
     let _ = writeln!(s, "#");
     let _ = writeln!(
         s,
-        "# {:>12}  {:>10}  {:>10}  {:>9}  {:>9}  {:>8}  {:<12}",
-        "size", "measured", "simulated", "measured", "simulated", "error", "algorithm"
+        "# {:>12}  {:>10}  {:>10}  {:>9}  {:>9}  {:>8}  algorithm",
+        "size", "measured", "simulated", "measured", "simulated", "error"
     );
     let _ = writeln!(
         s,
@@ -487,9 +487,8 @@ pub fn render(r: &CheckResult) -> String {
         "(B)", "(us)", "(us)", "busbw", "busbw", "sim/meas"
     );
     for row in &r.rows {
-        let _ = writeln!(
-            s,
-            "  {:>12}  {:>10.2}  {:>10.2}  {:>9.2}  {:>9.2}  {:>8}  {:<12}{}",
+        let line = format!(
+            "  {:>12}  {:>10.2}  {:>10.2}  {:>9.2}  {:>9.2}  {:>8}  {:<16}{}",
             row.bytes,
             row.measured_us,
             row.simulated_us,
@@ -499,6 +498,7 @@ pub fn render(r: &CheckResult) -> String {
             row.algorithm,
             if row.slow { "  SLOW" } else { "" }
         );
+        let _ = writeln!(s, "{}", line.trim_end());
     }
     let _ = writeln!(
         s,

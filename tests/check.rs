@@ -483,3 +483,25 @@ fn command_line_check() {
         String::from_utf8_lossy(&o.stdout)
     );
 }
+
+/// Output pasted where Markdown ate the `#` of the header lines (as in
+/// NVIDIA/nccl#583), and mpirun's `--timestamp-output` prefix (as in NVIDIA/nccl#1368),
+/// still parse: the keywords `size`, `Rank`, `nThread` start their lines. The row
+/// figures here are made up for the test.
+#[test]
+fn headers_without_hash_and_mpirun_prefixes() {
+    let text = " nThread 1 nGpus 1 minBytes 32 maxBytes 64 step: 2(factor) warmup iters: 5 iters: 20 validation: 1
+   Rank  0 Pid 11 on host-a device  0 [0x00] NVIDIA A100-SXM4-40GB
+   Rank  1 Pid 12 on host-b device  0 [0x00] NVIDIA A100-SXM4-40GB
+       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error
+Thu Jul 18 15:41:05 2024<stdout>:     1048576        262144   float     sum    50.00   20.97   20.97  0e+00    50.00   20.97   20.97  0e+00
+[1,0]<stdout>:     2097152        524288   float     sum    90.00   23.30   23.30  0e+00    90.00   23.30   23.30  0e+00
+";
+    let m = nccltests::parse_bytes("all_reduce.log", text.as_bytes()).unwrap();
+    assert_eq!(
+        (m.ranks, m.nodes, m.gpus_per_node),
+        (Some(2), Some(2), Some(1))
+    );
+    assert_eq!(m.rows.len(), 2);
+    assert_eq!(m.rows[1].bytes, 2 << 20);
+}

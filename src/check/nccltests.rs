@@ -422,13 +422,22 @@ fn parse_text(file: &str, text: &str) -> Result<Measured, ParseError> {
     let mut in_leading_comments = true;
     for (idx, raw) in text.lines().enumerate() {
         let ln = idx + 1;
-        let l = raw.trim();
+        let mut l = raw.trim();
+        // mpirun --tag-output / --timestamp-output prefixes: `[1,0]<stdout>:`, `Thu Jul 18 15:41:05 2024<stdout>:`
+        if let Some(i) = l.find("<stdout>:") {
+            l = l[i + "<stdout>:".len()..].trim();
+        }
         if l.is_empty() {
             continue;
         }
-        if let Some(c) = l.strip_prefix('#') {
-            let c = c.trim();
-            if in_leading_comments {
+        // Header lines pasted where Markdown ate the `#` still start with their keyword.
+        let first = l.split_whitespace().next().unwrap_or("");
+        let bare_header = matches!(first, "size" | "Rank" | "nThread")
+            || l.starts_with("Avg bus bandwidth")
+            || l.starts_with("Collective test starting:");
+        let comment = l.strip_prefix('#').map(str::trim);
+        if let Some(c) = comment.or(if bare_header { Some(l) } else { None }) {
+            if in_leading_comments && comment.is_some() {
                 if let Some((k, v)) = c.split_once(':') {
                     let k = k.trim();
                     if !k.is_empty()

@@ -200,6 +200,9 @@ enum Command {
         /// Print one Markdown table row per file (docs/validation.md).
         #[arg(long)]
         markdown: bool,
+        /// Also write a self-contained HTML report (busbw versus size, measured and simulated).
+        #[arg(long, value_name = "FILE")]
+        report: Option<PathBuf>,
     },
     /// Fit scenario keys to measured nccl-tests output (least squares on log time) and write them as a TOML fragment.
     #[command(
@@ -333,7 +336,15 @@ fn main() -> ExitCode {
             tolerance,
             json,
             markdown,
-        } => check_cmd(&measured, &base, tolerance, json, markdown),
+            report,
+        } => check_cmd(
+            &measured,
+            &base,
+            tolerance,
+            json,
+            markdown,
+            report.as_deref(),
+        ),
         Command::Calibrate {
             measured,
             base,
@@ -742,6 +753,7 @@ fn check_cmd(
     tolerance: f64,
     json: bool,
     markdown: bool,
+    report: Option<&Path>,
 ) -> ExitCode {
     let (opts, prepared) = match prepare_all(measured, base, tolerance) {
         Ok(x) => x,
@@ -769,6 +781,12 @@ fn check_cmd(
                 println!();
             }
             print!("{}", compare::render(r));
+        }
+    }
+    if let Some(path) = report {
+        if let Err(e) = std::fs::write(path, compare::html(&results)) {
+            eprintln!("error: writing the report {}: {e}", path.display());
+            return ExitCode::FAILURE;
         }
     }
     ExitCode::SUCCESS

@@ -469,6 +469,19 @@ fn command_line_check() {
     ]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["results"][0]["rows"].as_array().unwrap().len(), 31);
+    let html = std::env::temp_dir().join(format!("fabricsim-check-{}.html", std::process::id()));
+    let o = fabricsim(&[
+        "check",
+        f,
+        "--fidelity",
+        "analytical",
+        "--report",
+        html.to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<svg") && page.contains("measured") && page.contains("simulated"));
+    let _ = std::fs::remove_file(&html);
     let o = fabricsim(&["check", f, "--fidelity", "analytical", "--markdown"]);
     assert!(String::from_utf8_lossy(&o.stdout).starts_with("| case |"));
     let bad = tmp("cli-empty.txt", b"");

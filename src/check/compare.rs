@@ -579,3 +579,51 @@ pub fn markdown(results: &[CheckResult]) -> String {
     }
     s
 }
+
+/// A self-contained HTML report: per file, measured and simulated busbw against
+/// size (log x, like nccl-tests plots) and the side-by-side table.
+pub fn html(results: &[CheckResult]) -> String {
+    use crate::report::html::{page, slug};
+    use crate::report::svg::{esc, line_chart, Line, LineChart, XAxis};
+    let mut b = String::new();
+    for r in results {
+        let _ = writeln!(
+            b,
+            "<section id=\"{}\"><h2>{}</h2>",
+            slug(&format!("check-{}", r.file)),
+            esc(&format!("{}: {} on {} ranks", r.file, r.op, r.ranks))
+        );
+        let chart = LineChart {
+            id: slug(&format!("busbw-{}", r.file)),
+            title: "bus bandwidth versus size".into(),
+            x_label: "size (bytes)".into(),
+            y_label: "busbw (GB/s)".into(),
+            x_axis: XAxis::Bytes,
+            lines: vec![
+                Line {
+                    name: "measured".into(),
+                    points: r
+                        .rows
+                        .iter()
+                        .map(|x| (x.bytes as f64, x.measured_busbw_gbps))
+                        .collect(),
+                },
+                Line {
+                    name: format!("simulated ({})", r.fidelity),
+                    points: r
+                        .rows
+                        .iter()
+                        .map(|x| (x.bytes as f64, x.simulated_busbw_gbps))
+                        .collect(),
+                },
+            ],
+            markers: Vec::new(),
+            steps: false,
+        };
+        b.push_str(&line_chart(&chart));
+        b.push_str("<pre>");
+        b.push_str(&esc(&render(r)));
+        b.push_str("</pre></section>\n");
+    }
+    page("fabricsim check: measured versus simulated", &b)
+}

@@ -518,3 +518,75 @@ Thu Jul 18 15:41:05 2024<stdout>:     1048576        262144   float     sum    5
     assert_eq!(m.rows.len(), 2);
     assert_eq!(m.rows[1].bytes, 2 << 20);
 }
+
+/// Two parameters at once (coordinate search, several rounds): a table generated with
+/// fabric.link_latency = 3us and cluster.nvlink_bandwidth = 300GB/s over 8 B..1 GiB
+/// (analytical) is fitted back from 0.5us..10us and 100GB/s..900GB/s within 1% each.
+#[test]
+fn calibrate_recovers_two_parameters() {
+    let sizes: Vec<u64> = (0..14).map(|i| 8u64 << (2 * i)).collect(); // 8 B .. 512 MiB
+    let sets = [
+        ("fabric.link_latency".to_string(), "3us".to_string()),
+        (
+            "cluster.nvlink_bandwidth".to_string(),
+            "300GB/s".to_string(),
+        ),
+    ];
+    let text = generated_table(Fidelity::Analytical, &sets, sizes, |_| 1.0);
+    let p = tmp("two.txt", text.as_bytes());
+    let m = nccltests::load(&p).unwrap();
+    let opts = CheckOptions {
+        fidelity: Fidelity::Analytical,
+        ..CheckOptions::default()
+    };
+    let prep = compare::prepare(&m, &source(), &opts).unwrap();
+    let params = [
+        calibrate::parse_param("fabric.link_latency=0.5us..10us").unwrap(),
+        calibrate::parse_param("cluster.nvlink_bandwidth=100GB/s..900GB/s").unwrap(),
+    ];
+    let c = calibrate::calibrate(&[prep], &opts, &params, (0, u64::MAX), 4).unwrap();
+    let lat_us = c.values[0] / 1e6;
+    let nvl_gbytes = c.values[1] / 8e9;
+    assert!((lat_us / 3.0 - 1.0).abs() < 0.01, "{lat_us} us, {c:?}");
+    assert!(
+        (nvl_gbytes / 300.0 - 1.0).abs() < 0.01,
+        "{nvl_gbytes} GB/s, {c:?}"
+    );
+}
+
+/// Every shipped case simulates on the cluster its `# preset:`/`# set:` lines name
+/// (analytical, fast), with the file's ranks, and every row gets a finite error.
+/// The errors themselves are reported in docs/validation.md, not asserted here: the
+/// model is expected to change (channels, NVLS, protocols).
+#[test]
+fn every_validation_case_simulates() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("validation");
+    let mut n = 0;
+    for f in validation_files()
+        .into_iter()
+        .filter(|f| f.parent() == Some(root.as_path()))
+    {
+        let m = nccltests::load(&f).unwrap();
+        let preset = m
+            .meta
+            .iter()
+            .find(|(k, _)| k == "preset")
+            .map(|(_, v)| v.as_str());
+        assert!(preset.is_some(), "{}: no `# preset:` line", f.display());
+        let src = cluster::source(None, preset).unwrap();
+        let opts = CheckOptions {
+            fidelity: Fidelity::Analytical,
+            ..CheckOptions::default()
+        };
+        let p =
+            compare::prepare(&m, &src, &opts).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let r = compare::check(&p, &opts).unwrap();
+        assert_eq!(Some(r.ranks), m.ranks, "{}", f.display());
+        assert!(r
+            .rows
+            .iter()
+            .all(|x| x.error.is_finite() && x.simulated_us > 0.0));
+        n += 1;
+    }
+    assert!(n >= 11, "{n} cases");
+}

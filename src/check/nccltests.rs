@@ -442,8 +442,7 @@ fn parse_text(file: &str, text: &str) -> Result<Measured, ParseError> {
                     let k = k.trim();
                     if !k.is_empty()
                         && k.len() <= 24
-                        && k.chars()
-                            .all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == ' ')
+                        && k.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
                     {
                         m.meta.push((k.to_ascii_lowercase(), v.trim().to_string()));
                     }
@@ -684,9 +683,6 @@ fn finish(m: &mut Measured, rank_lines: Vec<(u32, String)>, nthread_ngpus: Optio
             ));
         }
         m.gpus_per_node = Some(max);
-        if per_host.len() == 1 && n > 1 {
-            // one host: nothing to guess
-        }
     } else if let Some(n) = nthread_ngpus.filter(|&n| n > 1) {
         m.ranks = Some(n);
         m.nodes = Some(1);
@@ -936,7 +932,6 @@ pub fn format_text(
         let _ = writeln!(s, "# {h}");
     }
     let _ = writeln!(s, "# Collective test starting: {}_perf", op.name());
-    let n: u32 = hosts.iter().map(|h| h.1).sum();
     let _ = writeln!(s, "# nThread 1 nGpus 1 minBytes {} maxBytes {} step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0",
         rows.first().map_or(0, |r| r.0), rows.last().map_or(0, |r| r.0));
     let _ = writeln!(s, "#\n# Using devices");
@@ -952,7 +947,6 @@ pub fn format_text(
             rank += 1;
         }
     }
-    let _ = n;
     let redop = if matches!(
         op,
         NcclOp::AllReduce | NcclOp::ReduceScatter | NcclOp::Reduce

@@ -55,6 +55,7 @@ impl Param {
     pub fn show(&self, v: f64) -> String {
         match self.unit {
             Unit::Size => format_bytes(v.round() as u64),
+            Unit::Time if v >= 1e6 => format!("{}us", (v / 1e3).round() / 1e3),
             _ => self.format(v),
         }
     }

@@ -212,6 +212,18 @@ pub fn calibrate(
     fit: (u64, u64),
     rounds: usize,
 ) -> Result<Calibration, BaseError> {
+    // every key must exist and take both bounds before any search
+    for p in files {
+        for bound in [0usize, 1] {
+            let vals: Vec<f64> = params
+                .iter()
+                .map(|q| if bound == 0 { q.lo } else { q.hi })
+                .collect();
+            let mut sets = p.sets.clone();
+            sets.extend(sets_for(params, &vals));
+            super::cluster::build(&p.src, &sets, p.nodes)?;
+        }
+    }
     let (fb, hb) = errors(files, opts, &[], fit)?;
     if fb.is_empty() {
         return Err(BaseError::Usage(format!(

@@ -495,6 +495,41 @@ fn command_line_check() {
         "{}",
         String::from_utf8_lossy(&o.stdout)
     );
+    // calibrate: a key the schema does not have is refused at its bound, before any search
+    let o = fabricsim(&[
+        "calibrate",
+        f,
+        "--fidelity",
+        "analytical",
+        "--param",
+        "fabric.no_such_key=1..2",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("no_such_key=1]") && err.contains("unknown field"),
+        "{err}"
+    );
+    // and a real one prints the fit and writes the fragment (README's example)
+    let toml = std::env::temp_dir().join(format!("fabricsim-cal-{}.toml", std::process::id()));
+    let o = fabricsim(&[
+        "calibrate",
+        f,
+        "--fidelity",
+        "analytical",
+        "--param",
+        "fabric.link_latency=100ns..100us",
+        "--fit-sizes",
+        "8..1M",
+        "-o",
+        toml.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("held-out rows (13)"), "{out}");
+    let frag = std::fs::read_to_string(&toml).unwrap();
+    assert!(frag.contains("[fabric]\nlink_latency = "), "{frag}");
+    let _ = std::fs::remove_file(&toml);
 }
 
 /// Output pasted where Markdown ate the `#` of the header lines (as in

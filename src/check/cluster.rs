@@ -114,7 +114,10 @@ pub fn build(
 }
 
 /// Replaces the scenario's workload with one collective over `sizes`, as
-/// nccl-tests runs it; no `workload.*` key of the file applies any more.
+/// nccl-tests runs it; no `workload.*` key of the file applies any more. Fields
+/// the command line does not set (the pipelining chunk, and whatever the collective
+/// workload grows) come from the file's collective workload, or from the defaults
+/// of a collective scenario when the file's workload is something else.
 pub fn set_collective(
     s: &mut Scenario,
     op: CollectiveOp,
@@ -122,19 +125,32 @@ pub fn set_collective(
     sizes: Vec<u64>,
     dtype: Dtype,
 ) {
+    let base = match &s.workload {
+        WorkloadSpec::Collective(w) => w.clone(),
+        _ => default_collective(),
+    };
     s.workload = WorkloadSpec::Collective(config::CollectiveWorkload {
         op,
         algorithm,
         inter_host: Algorithm::Ring,
         sizes,
-        chunk_bytes: match &s.workload {
-            WorkloadSpec::Collective(w) => w.chunk_bytes,
-            _ => 512 << 10,
-        },
         dtype,
         root: 0,
+        ..base
     });
     s.keys_set.retain(|k| !k.starts_with("workload."));
+}
+
+/// The collective workload a scenario gets when it only names an operation.
+fn default_collective() -> config::CollectiveWorkload {
+    let text = format!(
+        "{}[workload]\nop = \"allreduce\"\nsizes = [\"1MiB\"]\n",
+        CLUSTERS[0].2
+    );
+    match config::parse("<default collective>", &text).map(|s| s.workload) {
+        Ok(WorkloadSpec::Collective(w)) => w,
+        _ => unreachable!("the built-in cluster with a collective workload validates"),
+    }
 }
 
 /// `auto` or an algorithm that implements `op`.

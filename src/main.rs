@@ -782,6 +782,21 @@ fn check_cmd(
             }
             print!("{}", compare::render(r));
         }
+        if results.len() > 1 {
+            let errors = results.iter().flat_map(|r| r.rows.iter().map(|x| x.error));
+            let sizes: usize = results.iter().map(|r| r.rows.len()).sum();
+            let slow: Vec<String> = results
+                .iter()
+                .filter(|r| !r.slow_sizes.is_empty())
+                .map(|r| format!("{} ({})", r.file, r.slow_sizes.len()))
+                .collect();
+            println!(
+                "\n# all {} files: geomean error over {sizes} sizes {:.1}%; files with slow sizes: {}",
+                results.len(),
+                compare::geomean_error(errors).unwrap_or(0.0) * 100.0,
+                if slow.is_empty() { "none".to_string() } else { slow.join(", ") }
+            );
+        }
     }
     if let Some(path) = report {
         if let Err(e) = std::fs::write(path, compare::html(&results)) {

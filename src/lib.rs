@@ -19,6 +19,7 @@
 //! - [`metrics`], [`report`]: flow statistics and the result schema (JSON, table, CSV,
 //!   self-contained HTML with SVG charts, side-by-side comparisons).
 //! - [`sweep`]: `--set` overrides of scenario text and parallel parameter sweeps.
+//! - [`check`]: nccl-tests output in: measured against simulated, calibration.
 //!
 //! ```
 //! let scenario = fabricsim::config::parse("demo.toml", fabricsim::demo::SCENARIO).unwrap();
@@ -27,6 +28,7 @@
 //! ```
 
 pub mod backend;
+pub mod check;
 pub mod collective;
 pub mod config;
 pub mod dag;

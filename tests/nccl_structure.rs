@@ -215,7 +215,7 @@ fn analytical_bounds_an_all_to_all_on_a_4_to_1_fabric() {
     // analytical time used to be 72% too fast; now the graph's bound, which
     // spreads every piece evenly over the uplinks. The flow fidelity hashes
     // each transfer onto one uplink, and the collisions cost more: measured
-    // flow/analytical 1.17 at 64 MiB and 256 MiB, not the 10% (the
+    // flow/analytical 1.17 at 64 MiB and 1.06 at 256 MiB, not the 10% (the
     // gap is ECMP's, the same that examples/permutation-fat-tree.toml shows;
     // the 3:1 example with 4 KiB MTU measures 1.09).
     lower_bound_within(

@@ -827,6 +827,11 @@ pub fn analytical_time(
         Algorithm::Ring => ring::time(spec, ranks, topo),
         Algorithm::Tree => {
             let t = tree::time(spec, ranks, topo)?;
+            if spec.op == CollectiveOp::AllReduce {
+                if let Some(bound) = tree::node_load_bound(spec, ranks, topo)? {
+                    return Ok(t.max(bound));
+                }
+            }
             Ok(t.max(tree::injection_bound(
                 spec.proto.protocol.wire_bytes(spec.bytes),
                 ranks,

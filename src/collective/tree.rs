@@ -32,6 +32,12 @@
 //! when the tree's edges share one rate and the chunks are equal (2C divides S),
 //! an upper bound otherwise.
 //!
+//! **Over nodes** (NCCL's tree for multi-node all-reduce): on whole hosts the
+//! double binary tree spans the nodes and each node's GPUs form an NVLink chain
+//! to the node's head ([`node_layout`], [`node_tree_parent`]); the same lattice
+//! and closed form apply to that tree, and the analytical fidelity adds the
+//! busiest link's load ([`node_load_bound`]).
+//!
 //! **Limitation (stated on purpose).** The idle α-β model has no contention, so a
 //! rank's four streams (up and down in two trees) each get the whole path rate:
 //! the bandwidth term is ≈ S/B, whereas one NIC shared by the streams gives ≈ 2S/B
@@ -125,32 +131,40 @@ impl Tree {
         }
     }
 
-    /// Critical path of the lattice (module doc) with `count` chunks of time `beta`
-    /// and one latency per edge: `up_alpha[v]` for v → parent, `down_alpha[v]` for
-    /// parent → v. The up part (if `up`) is the heaviest leaf-to-root path of
-    /// `beta + α` stages; the down part the heaviest root-to-node path.
+    /// Critical path of the lattice (module doc) with `count` chunks and one
+    /// latency and one chunk time per edge: `up_alpha[v]`/`up_beta[v]` for
+    /// v → parent, `down_alpha[v]`/`down_beta[v]` for parent → v. The up part (if
+    /// `up`) is the heaviest leaf-to-root path of `β + α` stages; the down part
+    /// the heaviest root-to-node path, plus the other chunks through the
+    /// slowest stage on that path (a sender serves its children one after the
+    /// other). With one rate this is the module doc's form.
     fn time(
         &self,
         count: u64,
-        beta: SimTime,
+        up_beta: &[SimTime],
+        down_beta: &[SimTime],
         up_alpha: &[SimTime],
         down_alpha: &[SimTime],
         up: bool,
     ) -> SimTime {
         let n = self.parent.len();
-        // acc[v]: Σ (p·β + α) over the senders above v; widest[v]: max children of them.
+        // acc[v]: Σ (sends before v's + α) over the senders above v; stage[v]:
+        // the slowest per-chunk stage on that path.
         let mut acc = vec![SimTime::ZERO; n];
-        let mut widest = vec![1u64; n];
+        let mut stage = vec![SimTime::ZERO; n];
         let mut best = SimTime::ZERO;
         for &v in &self.by_depth {
-            let m = self.children[v].len() as u64;
-            for (i, &c) in self.children[v].iter().enumerate() {
-                acc[c] = acc[v]
-                    .saturating_add(times(i as u64 + 1, beta))
-                    .saturating_add(down_alpha[c]);
-                widest[c] = widest[v].max(m);
-                best = best
-                    .max(acc[c].saturating_add(times((count - 1).saturating_mul(widest[c]), beta)));
+            let serve: SimTime = self.children[v]
+                .iter()
+                .fold(SimTime::ZERO, |a, &c| a.saturating_add(down_beta[c]));
+            let mut before = SimTime::ZERO;
+            for &c in &self.children[v] {
+                before = before.saturating_add(down_beta[c]);
+                acc[c] = acc[v].saturating_add(before).saturating_add(down_alpha[c]);
+                stage[c] = stage[v]
+                    .max(serve)
+                    .max(if up { up_beta[c] } else { SimTime::ZERO });
+                best = best.max(acc[c].saturating_add(times(count - 1, stage[c])));
             }
         }
         if up {
@@ -158,7 +172,9 @@ impl Tree {
             let mut height = vec![SimTime::ZERO; n];
             for &v in self.by_depth.iter().rev() {
                 if let Some(p) = self.parent[v] {
-                    let h = height[v].saturating_add(beta).saturating_add(up_alpha[v]);
+                    let h = height[v]
+                        .saturating_add(up_beta[v])
+                        .saturating_add(up_alpha[v]);
                     height[p] = height[p].max(h);
                 }
             }
@@ -168,14 +184,75 @@ impl Tree {
     }
 }
 
+/// NCCL's trees over nodes: when the communicator is made of whole hosts (at
+/// least two, several GPUs each), the double binary tree spans the *nodes*, and
+/// inside each node the GPUs form a chain that ends at the node's tree member
+/// (its head). Each channel has its own tree (trees 0 and 1 alternate) and its
+/// own head, local GPU c mod g, so the channels leave a node through
+/// different NICs. Returns the ranks host by host (the positions the
+/// trees are laid over), or `None` for a flat tree.
+pub fn node_layout(ranks: &[GpuId], topo: &Topology) -> Option<(Vec<GpuId>, usize, usize)> {
+    let hosts = super::hierarchical::hosts_of(ranks, topo).ok()?;
+    let (h, g) = (hosts.len(), hosts.first().map_or(0, Vec::len));
+    (h >= 2 && g >= 2).then(|| (hosts.into_iter().flatten().collect(), h, g))
+}
+
+/// Parent of position `pos` (host `pos / g`, local `pos % g`) in the tree of
+/// channel `c` ([`node_layout`]): tree t = c mod 2 of the double binary tree
+/// over the `hosts` nodes, whose node members (heads) are local GPU `c mod g`,
+/// so channels leave through different NICs. A non-head's parent is the next
+/// GPU of its node's chain towards the head; a head's, the head of its parent
+/// node.
+pub fn node_tree_parent(hosts: usize, g: usize, c: usize, pos: usize) -> Option<usize> {
+    let (h, j) = (pos / g, pos % g);
+    let (t, head) = (c % 2, c % g);
+    let k = (j + g - head) % g;
+    if k > 0 {
+        Some(h * g + (head + k - 1) % g)
+    } else {
+        dtree_parent(hosts, t, h).map(|ph| ph * g + head)
+    }
+}
+
+/// Trees of a node-aware all-reduce: one per channel, at least the two of the
+/// double binary tree.
+fn tree_channels(spec: &CollectiveSpec) -> usize {
+    (spec.channels as usize).max(2)
+}
+
 /// Emits the transfers of `spec`; returns the dependencies that mark the end.
 pub(crate) fn emit(
     spec: &CollectiveSpec,
     ranks: &[GpuId],
-    _topo: &Topology,
+    topo: &Topology,
     em: &mut Emitter<'_>,
     after: &[Dep],
 ) -> Result<Vec<Dep>, CollectiveError> {
+    if spec.op == CollectiveOp::AllReduce && spec.bytes > 0 {
+        if let Some((rank_of, hosts, g)) = node_layout(ranks, topo) {
+            let mut ends = Vec::new();
+            let chans = tree_channels(spec);
+            for c in 0..chans {
+                let (off, len) = piece(spec.bytes, chans as u64, c as u64);
+                if len == 0 {
+                    continue;
+                }
+                let tree = Tree::new(rank_of.len(), |r| node_tree_parent(hosts, g, c, r));
+                emit_tree(
+                    &tree,
+                    &rank_of,
+                    off,
+                    len,
+                    spec.chunk_bytes,
+                    true,
+                    em,
+                    after,
+                    &mut ends,
+                );
+            }
+            return Ok(ends);
+        }
+    }
     Ok(emit_op(
         spec.op,
         spec.bytes,
@@ -308,6 +385,30 @@ pub fn time(
     topo: &Topology,
 ) -> Result<SimTime, CollectiveError> {
     precheck(spec, ranks, Some(topo))?;
+    if spec.op == CollectiveOp::AllReduce && spec.bytes > 0 {
+        if let Some((rank_of, hosts, g)) = node_layout(ranks, topo) {
+            let mut t = SimTime::ZERO;
+            let chans = tree_channels(spec);
+            for tr in 0..chans {
+                let len = piece(spec.bytes, chans as u64, tr as u64).1;
+                if len > 0 {
+                    let tree = Tree::new(rank_of.len(), |r| node_tree_parent(hosts, g, tr, r));
+                    // NVLink chain and network edges each at their own rate
+                    let c = tree_costs(
+                        &tree,
+                        &rank_of,
+                        topo,
+                        &spec.proto,
+                        len,
+                        spec.chunk_bytes,
+                        false,
+                    )?;
+                    t = t.max(tree.time_of(&c, true));
+                }
+            }
+            return Ok(t);
+        }
+    }
     time_with(
         spec.op,
         spec.bytes,
@@ -317,6 +418,39 @@ pub fn time(
         topo,
         &spec.proto,
     )
+}
+
+/// The contention bound of the node-aware trees ([`node_layout`]): every edge
+/// carries its tree's half of the buffer up and down at once, spread over its
+/// equal-cost paths ([`super::busiest_link_time`]); heads share their NIC and
+/// NVLink with the chain. `None` for a flat tree (see [`injection_bound`]).
+///
+/// # Errors
+/// Unreachable ranks.
+pub fn node_load_bound(
+    spec: &CollectiveSpec,
+    ranks: &[GpuId],
+    topo: &Topology,
+) -> Result<Option<SimTime>, CollectiveError> {
+    let Some((rank_of, hosts, g)) = node_layout(ranks, topo) else {
+        return Ok(None);
+    };
+    let n = rank_of.len();
+    let chans = tree_channels(spec);
+    let mut flows = Vec::with_capacity(2 * chans * n);
+    for t in 0..chans {
+        let half = spec
+            .proto
+            .protocol
+            .wire_bytes(piece(spec.bytes, chans as u64, t as u64).1);
+        for v in 0..n {
+            if let Some(p) = node_tree_parent(hosts, g, t, v) {
+                flows.push((rank_of[v], rank_of[p], half));
+                flows.push((rank_of[p], rank_of[v], half));
+            }
+        }
+    }
+    super::busiest_link_time(topo, flows.into_iter()).map(Some)
 }
 
 /// Lower bound set by a rank's own NIC: in the double binary tree an inner rank sends
@@ -350,29 +484,77 @@ pub fn injection_bound(
 
 /// Per-edge latencies of a tree (up: v → parent, down: parent → v, indexed by v)
 /// and the slowest rate over its edges in both directions. 2(N−1) lookups.
+/// The per-edge costs of a tree for `len` bytes in chunks of `chunk` (indexed
+/// by the child v of edge v–parent).
+struct EdgeCosts {
+    count: u64,
+    up_beta: Vec<SimTime>,
+    down_beta: Vec<SimTime>,
+    up_alpha: Vec<SimTime>,
+    down_alpha: Vec<SimTime>,
+}
+
+/// Per-edge latencies (with the step's software latency) and chunk times of a
+/// tree. With `uniform`, every edge takes the slowest edge's chunk time (the
+/// flat tree's closed form, exact on one rate); else each edge its own.
+/// 2(N−1) lookups.
+#[allow(clippy::too_many_arguments)]
 fn tree_costs(
     tree: &Tree,
     rank_of: &[GpuId],
     topo: &Topology,
     pc: &super::ProtoCost,
-) -> Result<(Vec<SimTime>, Vec<SimTime>, Rate), CollectiveError> {
+    len: u64,
+    chunk: u64,
+    uniform: bool,
+) -> Result<EdgeCosts, CollectiveError> {
     let n = rank_of.len();
-    let mut up = vec![SimTime::ZERO; n];
-    let mut down = vec![SimTime::ZERO; n];
-    let mut rate = Rate(u64::MAX);
+    let mut c = EdgeCosts {
+        count: ChunkTimes::new(len, chunk, Rate(u64::MAX)).count,
+        up_beta: vec![SimTime::ZERO; n],
+        down_beta: vec![SimTime::ZERO; n],
+        up_alpha: vec![SimTime::ZERO; n],
+        down_alpha: vec![SimTime::ZERO; n],
+    };
+    let mut slowest = Rate(u64::MAX);
+    let mut rates = vec![(Rate(u64::MAX), Rate(u64::MAX)); n];
     for v in 0..n {
         if let Some(p) = tree.parent[v] {
             let u = path_cost(topo, rank_of[v], rank_of[p])?;
             let d = path_cost(topo, rank_of[p], rank_of[v])?;
             let sw = pc.step(topo, rank_of[v], rank_of[p]);
-            up[v] = u.alpha + sw;
-            down[v] = d.alpha + sw;
-            rate = rate
-                .min(pc.payload_rate(u.rate))
-                .min(pc.payload_rate(d.rate));
+            c.up_alpha[v] = u.alpha + sw;
+            c.down_alpha[v] = d.alpha + sw;
+            rates[v] = (pc.payload_rate(u.rate), pc.payload_rate(d.rate));
+            slowest = slowest.min(rates[v].0).min(rates[v].1);
         }
     }
-    Ok((up, down, rate))
+    for (v, &(ru, rd)) in rates.iter().enumerate() {
+        if tree.parent[v].is_some() {
+            let (ru, rd) = if uniform {
+                (slowest, slowest)
+            } else {
+                (ru, rd)
+            };
+            c.up_beta[v] = ChunkTimes::new(len, chunk, ru).max;
+            c.down_beta[v] = ChunkTimes::new(len, chunk, rd).max;
+        }
+    }
+    Ok(c)
+}
+
+impl Tree {
+    /// [`Tree::time`] on `costs`.
+    fn time_of(&self, c: &EdgeCosts, up: bool) -> SimTime {
+        self.time(
+            c.count,
+            &c.up_beta,
+            &c.down_beta,
+            &c.up_alpha,
+            &c.down_alpha,
+            up,
+        )
+    }
 }
 
 /// [`time`] for one tree collective of `bytes` under a protocol (software
@@ -391,9 +573,8 @@ pub(crate) fn time_with(
         return Ok(SimTime::ZERO);
     }
     let eval = |tree: &Tree, rank_of: &[GpuId], len: u64, up: bool| {
-        let (ua, da, rate) = tree_costs(tree, rank_of, topo, pc)?;
-        let ct = ChunkTimes::new(len, chunk, rate);
-        Ok::<_, CollectiveError>(tree.time(ct.count, ct.max, &ua, &da, up))
+        let c = tree_costs(tree, rank_of, topo, pc, len, chunk, true)?;
+        Ok::<_, CollectiveError>(tree.time_of(&c, up))
     };
     if op == CollectiveOp::Broadcast {
         let tree = Tree::new(n, |r| btree_parent(n, r));

@@ -104,6 +104,9 @@ pub struct Task {
     pub op: u32,
     /// Index into the DAG's software latencies ([`Dag::software_latency`]); 0 is none.
     pub sw: u8,
+    /// The queue pair of its (source, destination) connection that carries a
+    /// transfer (NCCL_IB_QPS_PER_CONNECTION); each is its own flow for ECMP.
+    pub qp: u8,
 }
 
 /// A named operation (one collective, one compute phase) whose tasks are timed together.
@@ -183,6 +186,7 @@ impl Dag {
             kind,
             op: self.current_op,
             sw: 0,
+            qp: 0,
         });
         TaskId(id)
     }
@@ -226,6 +230,11 @@ impl Dag {
             };
             self.tasks[t.0 as usize].sw = idx as u8;
         }
+    }
+
+    /// Puts transfer `t` on queue pair `qp` of its connection.
+    pub fn set_qp(&mut self, t: TaskId, qp: u8) {
+        self.tasks[t.0 as usize].qp = qp;
     }
 
     /// The software latency added to task `t`'s completion (zero for most tasks).

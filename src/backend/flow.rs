@@ -598,11 +598,13 @@ impl<'a> Sim<'a> {
     ) -> Result<(u64, bool), FlowError> {
         let (found, a, b, local) = match kind {
             TaskKind::Transfer { src, dst, .. } => {
-                let hash = mix64(
-                    self.cfg.seed
-                        ^ (task as u64).wrapping_mul(0x2545_F491_4F6C_DD1D)
-                        ^ (reroutes as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-                );
+                // a transfer rides its queue pair's path, as at the packet level
+                // (one path per connection and queue pair); a reroute picks anew
+                let qp = self.dag.tasks[task as usize].qp;
+                let mut hash = crate::topology::qp_hash(self.cfg.seed, src.0, dst.0, qp);
+                if reroutes > 0 {
+                    hash = mix64(hash ^ (reroutes as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+                }
                 (
                     self.topo.route(src, dst, hash, &mut self.path_buf),
                     src.0,

@@ -426,6 +426,8 @@ pub fn lower_traced(
         proto: ProtoCost::NONE,
         gpus_per_host: topo.gpus_per_host,
         wire: false,
+        qps: 1,
+        sent: Default::default(),
     };
     lower_with(spec, ranks, topo, &mut em, after)
 }
@@ -444,6 +446,7 @@ pub(crate) fn lower_with(
     check_ranks(ranks, Some(topo))?;
     check_root(spec, ranks)?;
     em.gpus_per_host = topo.gpus_per_host;
+    em.qps = topo.qps_per_connection;
     em.proto = spec.proto;
     em.wire = uses_protocol(spec.algorithm);
     let ends = match spec.algorithm {
@@ -499,6 +502,11 @@ pub(crate) struct Emitter<'a> {
     /// Whether the protocol's line format applies to the wire bytes (ring,
     /// tree, hierarchical); the other algorithms move bulk data.
     pub wire: bool,
+    /// Queue pairs per connection between hosts, and how many messages each
+    /// connection has sent so far (they take the queue pairs in turn).
+    pub qps: u8,
+    /// Messages posted per (source, destination) connection between hosts.
+    pub sent: std::collections::HashMap<(u32, u32), u32>,
 }
 
 impl Emitter<'_> {
@@ -541,8 +549,22 @@ impl Emitter<'_> {
         } else {
             self.proto.inter
         };
-        self.dag
-            .transfer_after_software(src, dst, wire, software, deps)
+        let t = self
+            .dag
+            .transfer_after_software(src, dst, wire, software, deps);
+        self.take_qp(t, src, dst);
+        t
+    }
+
+    /// Puts transfer `t` between hosts on its connection's next queue pair
+    /// (NCCL posts successive messages on the connection's QPs in turn).
+    fn take_qp(&mut self, t: TaskId, src: GpuId, dst: GpuId) {
+        let g = self.gpus_per_host.max(1);
+        if self.qps > 1 && src.0 / g != dst.0 / g {
+            let n = self.sent.entry((src.0, dst.0)).or_insert(0);
+            self.dag.set_qp(t, (*n % u32::from(self.qps)) as u8);
+            *n += 1;
+        }
     }
 
     /// Adds a relay hop (PXN's NVLink copy into the relay GPU): the protocol's

@@ -73,6 +73,8 @@ pub fn lower(
         proto: super::ProtoCost::NONE,
         gpus_per_host: topo.gpus_per_host,
         wire: false,
+        qps: 1,
+        sent: Default::default(),
     };
     super::lower_with(spec, ranks, topo, &mut em, after)
 }

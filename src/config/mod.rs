@@ -155,6 +155,8 @@ pub struct RawFabric {
     pub switch_latency: Option<RawQuantity>,
     /// Share of the payload rate a NIC moves (GPUDirect RDMA goodput), in (0, 1].
     pub nic_efficiency: Option<RawNumber>,
+    /// Queue pairs per connection between hosts (NCCL_IB_QPS_PER_CONNECTION).
+    pub qps_per_connection: Option<i64>,
     /// `ecmp`, `adaptive` or `spray`.
     pub routing: Option<String>,
     /// Packet level: buffer per port and virtual lane (credits advertise it; drop-tail limit).
@@ -465,6 +467,9 @@ pub struct FabricSpec {
     /// `fabric.nic_efficiency`: share of the payload rate the links between NICs
     /// and their switches carry (NIC goodput with GPUDirect RDMA), in (0, 1].
     pub nic_efficiency: f64,
+    /// `fabric.qps_per_connection`: queue pairs per connection between hosts
+    /// (NCCL_IB_QPS_PER_CONNECTION, default 1); each is its own ECMP flow.
+    pub qps_per_connection: u8,
 }
 
 impl FabricSpec {
@@ -650,6 +655,10 @@ pub struct Scenario {
 
 /// Most channels a collective may ask for (NCCL's MAXCHANNELS is 64).
 pub const MAX_CHANNELS: i64 = 64;
+
+/// Most queue pairs per connection (NCCL_IB_QPS_PER_CONNECTION; NCCL caps it
+/// at 128, real deployments use 1 to 8).
+pub const MAX_QPS: i64 = 16;
 
 // ---------------------------------------------------------------- validation
 
@@ -1052,6 +1061,18 @@ impl Validator<'_> {
             f.nic_efficiency,
             fab.map_or(1.0, |p| p.nic_efficiency),
         );
+        let qps_per_connection = match f.qps_per_connection {
+            None => Some(1u8),
+            Some(q) if (1..=MAX_QPS).contains(&q) => Some(q as u8),
+            Some(q) => {
+                self.err(
+                    "fabric.qps_per_connection",
+                    q.to_string(),
+                    format!("a whole number of queue pairs from 1 to {MAX_QPS}"),
+                );
+                None
+            }
+        };
         let routing = match f.routing.as_deref().unwrap_or("ecmp") {
             "ecmp" => Some(Routing::Ecmp),
             "adaptive" => Some(Routing::Adaptive),
@@ -1142,6 +1163,7 @@ impl Validator<'_> {
             sharp: raw.fabric.sharp.unwrap_or(false),
             sharp_groups: sharp_groups?,
             nic_efficiency: nic_efficiency?,
+            qps_per_connection: qps_per_connection?,
         };
         let topology = topology?;
         // The shape must hold the cluster: build it once now so the error is
@@ -2518,6 +2540,17 @@ impl Scenario {
                 {
                     Some("with one GPU per node no traffic crosses NVLink".into())
                 }
+                "fabric.qps_per_connection" if matches!(self.workload, WorkloadSpec::Traffic(_)) => {
+                    Some("a traffic pattern's flows are one queue pair each; queue pairs per connection shape collectives".into())
+                }
+                "fabric.qps_per_connection" if self.cluster.hosts == 1 => {
+                    Some("with one node no connection crosses the network".into())
+                }
+                "fabric.qps_per_connection"
+                    if fidelity == Fidelity::Analytical =>
+                {
+                    Some("queue pairs only choose ECMP paths, which the analytical fidelity spreads evenly".into())
+                }
                 "fabric.nic_efficiency" if self.cluster.hosts == 1 => {
                     Some("with one node no traffic crosses a NIC".into())
                 }
@@ -2630,11 +2663,13 @@ impl Scenario {
     }
 
     /// Runs the NVLink links at `cluster.nvlink_efficiency` of their rate and the
-    /// NIC links at `fabric.nic_efficiency`: what NCCL's kernels and GPUDirect RDMA
-    /// reach on real hardware, at every fidelity alike.
+    /// NIC links at `fabric.nic_efficiency` (what NCCL's kernels and GPUDirect RDMA
+    /// reach on real hardware, at every fidelity alike), and gives connections
+    /// `fabric.qps_per_connection` queue pairs.
     fn derate(&self, t: &mut crate::topology::Topology) {
         t.derate_nvlink(self.nvlink_efficiency);
         t.derate_nics(self.fabric.nic_efficiency);
+        t.set_qps_per_connection(self.fabric.qps_per_connection);
     }
 
     /// Total GPUs.

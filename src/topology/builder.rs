@@ -304,6 +304,7 @@ impl TopologyBuilder {
             sharp: false,
             sharp_groups: u32::MAX,
             nvls: false,
+            qps_per_connection: 1,
         };
         t.compute_distances();
         t

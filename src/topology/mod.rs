@@ -164,6 +164,22 @@ pub struct Topology {
     /// The NVSwitches reduce and multicast (NVLink SHARP); false until
     /// [`Topology::set_nvls`]. Only [`crate::collective::nvls`] looks at it.
     pub nvls: bool,
+    /// Queue pairs per connection between hosts (NCCL_IB_QPS_PER_CONNECTION);
+    /// a collective's successive messages take them in turn. 1 until
+    /// [`Topology::set_qps_per_connection`].
+    pub qps_per_connection: u8,
+}
+
+/// The ECMP hash of queue pair `qp` from GPU `src` to GPU `dst` under `seed`:
+/// the flow and packet fidelities both route a queue pair by it, so they put a
+/// connection on the same path.
+pub fn qp_hash(seed: u64, src: u32, dst: u32, qp: u8) -> u64 {
+    let base = mix64(seed ^ mix64((u64::from(src) << 32) | u64::from(dst)));
+    if qp == 0 {
+        base
+    } else {
+        base ^ mix64(u64::from(qp).wrapping_mul(0xA076_1D64_78BD_642F))
+    }
 }
 
 /// The unreachable marker in the distance table.
@@ -304,7 +320,9 @@ impl Topology {
             let pick = if cands.len() == 1 {
                 cands[0]
             } else {
-                cands[(mix64(flow_hash ^ ((at.0 as u64) << 32)) % cands.len() as u64) as usize]
+                // multiply-shift, as the packet level's switches pick
+                let h = mix64(flow_hash ^ ((at.0 as u64) << 32));
+                cands[((h as u128 * cands.len() as u128) >> 64) as usize]
             };
             out.push(pick);
             at = self.links[pick.0 as usize].to;
@@ -373,6 +391,11 @@ impl Topology {
     /// Declares whether the switches support in-network reduction (SHARP).
     pub fn set_sharp(&mut self, on: bool) {
         self.sharp = on;
+    }
+
+    /// Sets the queue pairs per connection (at least 1).
+    pub fn set_qps_per_connection(&mut self, qps: u8) {
+        self.qps_per_connection = qps.max(1);
     }
 
     /// Declares whether the NVSwitches reduce and multicast (NVLS).

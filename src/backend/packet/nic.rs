@@ -37,7 +37,7 @@ use super::sim::Sim;
 use super::slab::{Packet, PktKind, F_ECN, NONE};
 use super::switch::{FlowletEntry, FLOWLET_ENTRIES, NEVER};
 use super::{HostPath, PacketError, Routing, Transport};
-use crate::topology::{mix64, GpuId, LinkId, LinkKind};
+use crate::topology::{GpuId, LinkId, LinkKind};
 
 /// One message (transfer) on a queue pair.
 #[derive(Clone, Copy, Debug)]
@@ -174,9 +174,10 @@ impl Sim<'_> {
         dst: u32,
         bytes: u64,
     ) -> Result<(), PacketError> {
-        let qpi = match self.qp_index.get(&(src, dst)) {
+        let qp = self.dag.tasks[task as usize].qp;
+        let qpi = match self.qp_index.get(&(src, dst, qp)) {
             Some(&q) => q,
-            None => self.new_qp(task, src, dst)?,
+            None => self.new_qp(task, src, dst, qp)?,
         };
         let mtu = self.cfg.mtu as u64;
         let npkts = bytes.div_ceil(mtu).max(1) as u32;
@@ -218,7 +219,7 @@ impl Sim<'_> {
         Ok(())
     }
 
-    fn new_qp(&mut self, task: u32, src: u32, dst: u32) -> Result<u32, PacketError> {
+    fn new_qp(&mut self, task: u32, src: u32, dst: u32, qp: u8) -> Result<u32, PacketError> {
         let unreachable = PacketError::Unreachable { task, src, dst };
         let mut hops: Vec<LinkId> = Vec::new();
         self.topo
@@ -245,7 +246,7 @@ impl Sim<'_> {
             dst,
             port,
             ack_port,
-            hash: mix64(self.cfg.seed ^ mix64(((src as u64) << 32) | dst as u64)),
+            hash: crate::topology::qp_hash(self.cfg.seed, src, dst, qp),
             msgs: Vec::new(),
             posted_psn: 0,
             snd_nxt: 0,
@@ -281,6 +282,7 @@ impl Sim<'_> {
             .map(|n| self.topo.links[n.uplink.0 as usize].rate)
             .unwrap_or(self.topo.links[port as usize].rate);
         let now = self.now;
+        let qpair = qp;
         let qp = &mut self.qps[qpi as usize];
         qp.cc_on = cc_on;
         match self.cfg.cc {
@@ -295,7 +297,7 @@ impl Sim<'_> {
             self.flowlets
                 .extend([[FlowletEntry::EMPTY; FLOWLET_ENTRIES]; 2]);
         }
-        self.qp_index.insert((src, dst), qpi);
+        self.qp_index.insert((src, dst, qpair), qpi);
         Ok(qpi)
     }
 

@@ -67,7 +67,7 @@ pub(super) struct Sim<'a> {
     /// [`Routing::Flowlet`] state, per queue pair and direction (`2·qp` data,
     /// `2·qp + 1` ACKs); empty under other routings.
     pub flowlets: Vec<[FlowletEntry; FLOWLET_ENTRIES]>,
-    pub qp_index: HashMap<(u32, u32), u32>,
+    pub qp_index: HashMap<(u32, u32, u8), u32>,
     pub msgs: Vec<Msg>,
     /// Task → message index (NONE for non-transfers).
     pub msg_of_task: Vec<u32>,

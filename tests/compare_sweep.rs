@@ -195,7 +195,7 @@ fn a_bad_set_value_is_a_located_diagnostic_naming_the_override() {
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("[--set fabric.link_rate=fast]:24:13: `fabric.link_rate`"),
+        err.contains("[--set fabric.link_rate=fast]:23:13: `fabric.link_rate`"),
         "{err}"
     );
     assert!(err.contains("nothing was run"), "{err}");

@@ -76,7 +76,9 @@ pub fn idle_schedule(dag: &Dag, topo: &Topology) -> Vec<TaskTimes> {
                     TaskTimes {
                         start,
                         sent,
-                        done: sent.saturating_add(topo.hop_latency(&path)),
+                        done: sent
+                            .saturating_add(topo.hop_latency(&path))
+                            .saturating_add(dag.software_latency(TaskId(i as u32))),
                     }
                 } else {
                     TaskTimes {

@@ -455,7 +455,7 @@ pub fn phase_times(
                 halving_doubling::time_of(op, seg, chunk, &rail, topo, &spec.proto)?
             }
             Algorithm::Sharp => {
-                sharp::time_of(seg, chunk, l, &rail, topo)?.saturating_add(spec.proto.inter)
+                sharp::time_of(seg, chunk, l, &rail, topo)?.saturating_add(spec.proto.collnet)
             }
             _ => ring::time_with(op, seg, chunk, 0, &rail, topo, &spec.proto)?,
         };

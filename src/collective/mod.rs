@@ -240,14 +240,22 @@ pub struct ProtoCost {
     pub intra: SimTime,
     /// Software latency of a step between hosts, picoseconds.
     pub inter: SimTime,
+    /// Host latency of an in-network (SHARP) reduction, paid once when the
+    /// result reaches a GPU ([`sharp::HOST_LATENCY`]), picoseconds.
+    pub collnet: SimTime,
+    /// Latency of each NVLS delivery to a GPU ([`nvls::DELIVERY_LATENCY`]),
+    /// picoseconds.
+    pub nvls: SimTime,
 }
 
 impl ProtoCost {
-    /// Simple with no software latency: the bare α-β model.
+    /// Simple with no software latency at all: the bare α-β model.
     pub const NONE: ProtoCost = ProtoCost {
         protocol: Protocol::Simple,
         intra: SimTime::ZERO,
         inter: SimTime::ZERO,
+        collnet: SimTime::ZERO,
+        nvls: SimTime::ZERO,
     };
 
     /// `protocol` with its own per-step latencies ([`Protocol::step_latency`]).
@@ -257,6 +265,8 @@ impl ProtoCost {
             protocol,
             intra,
             inter,
+            collnet: sharp::HOST_LATENCY,
+            nvls: nvls::DELIVERY_LATENCY,
         }
     }
 

@@ -139,7 +139,8 @@ pub(crate) fn emit(
                     parts.push(Dep::Done(t));
                 }
                 let t = em.net_send(sw, node(gpus[j]), o, wire_bytes(b), false, &parts);
-                em.dag.set_software(t, DELIVERY_LATENCY);
+                let delivery = em.proto.nvls;
+                em.dag.set_software(t, delivery);
                 out[j].push(t);
             }
         }
@@ -233,12 +234,12 @@ pub fn time(
         return Ok(rate
             .tx_time(busiest)
             .saturating_add(rate.tx_time(chunk))
-            .saturating_add(SimTime(2 * (hop.0 + DELIVERY_LATENCY.0))));
+            .saturating_add(SimTime(2 * (hop.0 + spec.proto.nvls.0))));
     }
     let phase = rate
         .tx_time(wire_bytes(s))
         .saturating_add(hop)
-        .saturating_add(DELIVERY_LATENCY);
+        .saturating_add(spec.proto.nvls);
     let mut rail_time = SimTime::ZERO;
     for j in 0..g as usize {
         let rail: Vec<GpuId> = hosts.iter().map(|h| h[j]).collect();

@@ -68,6 +68,14 @@ use crate::topology::{GpuId, NodeId, NodeKind, Topology};
 use crate::units::{Rate, SimTime};
 use std::collections::{HashMap, VecDeque};
 
+/// Host-side latency of one SHARP operation, paid when the result reaches a
+/// GPU: NCCL's tuning model charges CollNet (SHARP) 31 us over the network
+/// (`hwLat[NET][CollNetDirect][Simple]`, `src/graph/tuning.cc`): posting to the
+/// SHARP daemon's queue, completion polling, the proxy thread. It makes SHARP's
+/// small-message advantage over NCCL's tree about 2x, as published
+/// measurements show, instead of an order of magnitude.
+pub const HOST_LATENCY: SimTime = SimTime(31_000_000);
+
 /// An aggregation tree over the switches for one communicator.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SharpTree {
@@ -363,9 +371,9 @@ pub(crate) fn emit_op(
                 deps.extend(prev.map(Dep::Sent));
                 let t = em.net_send(s, d, o, b, false, &deps);
                 if is_gpu {
-                    // the host's software sees the result: a step between hosts
-                    let sw = em.proto.inter;
-                    em.dag.set_software(t, sw);
+                    // the host's software sees the result
+                    let host = em.proto.collnet;
+                    em.dag.set_software(t, host);
                 }
                 prev = Some(t);
                 out.push(t);
@@ -406,9 +414,8 @@ pub fn time(
     if !available(topo) {
         return super::ring::time(spec, ranks, topo);
     }
-    // plus the host's software latency on the final delivery (NCCL's CollNet
-    // charges a network step's latency too)
-    Ok(time_of(spec.bytes, spec.chunk_bytes, 0, ranks, topo)?.saturating_add(spec.proto.inter))
+    // plus the host's software latency on the final delivery
+    Ok(time_of(spec.bytes, spec.chunk_bytes, 0, ranks, topo)?.saturating_add(spec.proto.collnet))
 }
 
 /// [`time`] of one SHARP all-reduce of `bytes` over [`SharpTree::build_nth`]`(pick)`.

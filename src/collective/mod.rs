@@ -464,7 +464,7 @@ pub(crate) fn lower_with(
         Algorithm::Tree => tree::emit(spec, ranks, topo, em, after)?,
         Algorithm::HalvingDoubling => halving_doubling::emit(spec, ranks, em, after)?,
         Algorithm::Hierarchical => hierarchical::emit(spec, ranks, topo, em, after)?,
-        Algorithm::Direct => alltoall::emit(spec, ranks, em, after),
+        Algorithm::Direct => alltoall::emit(spec, ranks, topo, em, after),
         Algorithm::Sharp => sharp::emit(spec, ranks, topo, em, after)?,
         Algorithm::Nvls => nvls::emit(spec, ranks, topo, em, after)?,
     };

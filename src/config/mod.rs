@@ -2579,19 +2579,26 @@ impl Scenario {
                         "nvls falls back to ring: the NVSwitches do not reduce (cluster.nvls = false, or one GPU per node)".into()
                     })
                 }
-                "workload.channels" | "workload.pxn"
+                "workload.channels"
                     if collective.is_some_and(|w| {
-                        !matches!(w.algorithm, AlgoChoice::Auto | AlgoChoice::Fixed(Algorithm::Ring))
+                        !matches!(w.algorithm, AlgoChoice::Auto | AlgoChoice::Fixed(Algorithm::Ring | Algorithm::Tree))
                             || w.op == CollectiveOp::AllToAll
                     }) =>
                 {
-                    Some("channels and PXN shape the ring algorithm only".into())
+                    Some("channels shape the ring and tree algorithms only".into())
+                }
+                "workload.pxn"
+                    if collective.is_some_and(|w| {
+                        !matches!(w.algorithm, AlgoChoice::Auto | AlgoChoice::Fixed(Algorithm::Ring | Algorithm::Direct))
+                    }) =>
+                {
+                    Some("PXN shapes the ring and the all-to-all only".into())
                 }
                 "workload.pxn" if self.cluster.hosts == 1 || self.cluster.gpus_per_host == 1 => Some(
                     "PXN relays a ring's data to another GPU's NIC; it needs several nodes of several GPUs".into(),
                 ),
                 "workload.pxn"
-                    if collective.is_some_and(|w| w.channels == Some(1)) =>
+                    if collective.is_some_and(|w| w.channels == Some(1) && w.op != CollectiveOp::AllToAll) =>
                 {
                     Some("with one channel the ring is the plain ring in communicator order; PXN lays out several channels".into())
                 }

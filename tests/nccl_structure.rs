@@ -267,8 +267,9 @@ fn protocol_auto_picks_low_latency_for_small_and_simple_for_large() {
     assert_eq!(r.collectives[0].protocol, "ll");
     assert_ne!(r.collectives[1].protocol, "ll");
     // LL sends twice the bytes: a forced LL ring runs at half the busbw
-    let ll = scenario(
-        &r#"
+    let one_node = |proto: &str| {
+        scenario(&format!(
+            r#"
 [cluster]
 preset = "dgx-h100-node"
 nodes = 1
@@ -279,28 +280,12 @@ preset = "ib-ndr-400"
 [workload]
 op = "allreduce"
 algorithm = "ring"
-protocol = "PROTO"
+protocol = "{proto}"
 sizes = ["1GiB"]
 "#
-        .replace("PROTO", "ll"),
-    );
-    let simple = scenario(
-        &r#"
-[cluster]
-preset = "dgx-h100-node"
-nodes = 1
-[topology]
-kind = "single_switch"
-[fabric]
-preset = "ib-ndr-400"
-[workload]
-op = "allreduce"
-algorithm = "ring"
-protocol = "PROTO"
-sizes = ["1GiB"]
-"#
-        .replace("PROTO", "simple"),
-    );
+        ))
+    };
+    let (ll, simple) = (one_node("ll"), one_node("simple"));
     let (a, b) = (
         at(&ll, Fidelity::Flow).collectives[0].busbw_gbps,
         at(&simple, Fidelity::Flow).collectives[0].busbw_gbps,

@@ -53,15 +53,7 @@ pub fn lower(
     dag: &mut Dag,
     after: &[Dep],
 ) -> Result<TaskId, CollectiveError> {
-    let mut em = Emitter {
-        dag,
-        trace: None,
-        proto: super::ProtoCost::NONE,
-        gpus_per_host: topo.gpus_per_host,
-        wire: false,
-        qps: 1,
-        sent: Default::default(),
-    };
+    let mut em = Emitter::new(dag, topo);
     super::lower_with(spec, ranks, topo, &mut em, after)
 }
 

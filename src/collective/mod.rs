@@ -430,15 +430,8 @@ pub fn lower_traced(
     after: &[Dep],
     trace: &mut Vec<Carry>,
 ) -> Result<TaskId, CollectiveError> {
-    let mut em = Emitter {
-        dag,
-        trace: Some(trace),
-        proto: ProtoCost::NONE,
-        gpus_per_host: topo.gpus_per_host,
-        wire: false,
-        qps: 1,
-        sent: Default::default(),
-    };
+    let mut em = Emitter::new(dag, topo);
+    em.trace = Some(trace);
     lower_with(spec, ranks, topo, &mut em, after)
 }
 
@@ -519,7 +512,21 @@ pub(crate) struct Emitter<'a> {
     pub sent: std::collections::HashMap<(u32, u32), u32>,
 }
 
-impl Emitter<'_> {
+impl<'a> Emitter<'a> {
+    /// An emitter adding to `dag` for collectives on `topo`, tracing nothing;
+    /// [`lower_with`] sets the protocol from the spec.
+    pub fn new(dag: &'a mut Dag, topo: &Topology) -> Emitter<'a> {
+        Emitter {
+            dag,
+            trace: None,
+            proto: ProtoCost::NONE,
+            gpus_per_host: topo.gpus_per_host,
+            wire: false,
+            qps: 1,
+            sent: Default::default(),
+        }
+    }
+
     /// Adds a transfer of the buffer bytes `[offset, offset + bytes)` between the
     /// adjacent nodes `src` and `dst` ([`crate::dag::TaskKind::NetTransfer`]).
     pub fn net_send(
@@ -800,8 +807,13 @@ pub fn busiest_link_time(
     if shortest == SimTime::MAX {
         return Ok(SimTime::ZERO);
     }
-    let busiest = load
-        .iter()
+    Ok(busiest_of(&load, topo).saturating_add(shortest))
+}
+
+/// The time the busiest link needs for its `load` (bytes per link id) at its
+/// payload rate.
+pub(crate) fn busiest_of(load: &[f64], topo: &Topology) -> SimTime {
+    load.iter()
         .enumerate()
         .filter(|(_, &b)| b > 0.0)
         .map(|(l, &b)| {
@@ -809,8 +821,7 @@ pub fn busiest_link_time(
             SimTime((b * 8e12 / bps).ceil().min(u64::MAX as f64) as u64)
         })
         .max()
-        .unwrap_or(SimTime::ZERO);
-    Ok(busiest.saturating_add(shortest))
+        .unwrap_or(SimTime::ZERO)
 }
 
 /// `n · t`, saturating at [`SimTime::MAX`] (closed forms never panic on huge inputs).

@@ -67,15 +67,7 @@ pub fn lower(
     dag: &mut Dag,
     after: &[Dep],
 ) -> Result<TaskId, CollectiveError> {
-    let mut em = Emitter {
-        dag,
-        trace: None,
-        proto: super::ProtoCost::NONE,
-        gpus_per_host: topo.gpus_per_host,
-        wire: false,
-        qps: 1,
-        sent: Default::default(),
-    };
+    let mut em = Emitter::new(dag, topo);
     super::lower_with(spec, ranks, topo, &mut em, after)
 }
 
@@ -599,16 +591,7 @@ fn channels_time(
         };
         slowest = slowest.max(t);
     }
-    let busiest = load
-        .iter()
-        .enumerate()
-        .filter(|(_, &b)| b > 0.0)
-        .map(|(l, &b)| {
-            let bps = topo.effective_rate(crate::topology::LinkId(l as u32)).bps() as f64;
-            SimTime((b * 8e12 / bps).ceil().min(u64::MAX as f64) as u64)
-        })
-        .max()
-        .unwrap_or(SimTime::ZERO);
+    let busiest = super::busiest_of(&load, topo);
     Ok(slowest.max(busiest.saturating_add(shortest)))
 }
 

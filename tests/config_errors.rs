@@ -393,3 +393,57 @@ fn flowlet_routing_is_named_and_a_zero_gap_is_refused() {
         "{ignored:?}"
     );
 }
+
+#[test]
+fn nccl_structure_keys_are_checked_at_their_line() {
+    // issue 10's keys: each out-of-range value is one located diagnostic
+    for (old, new, field, found) in [
+        (
+            "sizes = [",
+            "channels = 0\nsizes = [",
+            "workload.channels",
+            "0",
+        ),
+        (
+            "sizes = [",
+            "channels = 65\nsizes = [",
+            "workload.channels",
+            "65",
+        ),
+        (
+            "sizes = [",
+            "protocol = \"fast\"\nsizes = [",
+            "workload.protocol",
+            "\"fast\"",
+        ),
+        (
+            "sizes = [",
+            "step_latency = 5\nsizes = [",
+            "workload.step_latency",
+            "5",
+        ),
+        (
+            "nodes = 4",
+            "nodes = 4\nnvlink_efficiency = 1.5",
+            "cluster.nvlink_efficiency",
+            "1.5",
+        ),
+        (
+            "preset = \"ib-ndr-400\"",
+            "preset = \"ib-ndr-400\"\nnic_efficiency = 0",
+            "fabric.nic_efficiency",
+            "0",
+        ),
+        (
+            "preset = \"ib-ndr-400\"",
+            "preset = \"ib-ndr-400\"\nqps_per_connection = 0",
+            "fabric.qps_per_connection",
+            "0",
+        ),
+    ] {
+        let d = one(&with(old, new));
+        assert_eq!(d.field, field, "{d}");
+        assert!(d.found.contains(found), "{d}");
+        assert!(d.line > 0, "{d}: located");
+    }
+}

@@ -2594,6 +2594,13 @@ impl Scenario {
                 {
                     Some("PXN shapes the ring and the all-to-all only".into())
                 }
+                "workload.protocol"
+                    if collective.is_some_and(|w| {
+                        matches!(w.algorithm, AlgoChoice::Fixed(a) if !crate::collective::uses_protocol(a))
+                    }) =>
+                {
+                    Some("NCCL's protocols shape ring, tree and hierarchical steps; this algorithm moves bulk data (Simple)".into())
+                }
                 "workload.pxn" if self.cluster.hosts == 1 || self.cluster.gpus_per_host == 1 => Some(
                     "PXN relays a ring's data to another GPU's NIC; it needs several nodes of several GPUs".into(),
                 ),

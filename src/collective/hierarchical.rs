@@ -157,6 +157,42 @@ fn plain(gpus: &[GpuId]) -> ring::ChannelRing {
     }
 }
 
+/// Runs `op` as a plain ring over `gpus` on `segs`, position p starting after
+/// `starts[p]`; returns per position what marks it holding its result (its
+/// start when nothing moves: one GPU, or no bytes).
+pub(crate) fn ring_from(
+    op: CollectiveOp,
+    segs: &[ring::Ranges],
+    chunk: u64,
+    gpus: &[GpuId],
+    em: &mut Emitter<'_>,
+    starts: Vec<Vec<Dep>>,
+) -> Vec<Vec<Dep>> {
+    ring::emit_ring_ranges(op, segs, chunk, &plain(gpus), em, &starts).unwrap_or(starts)
+}
+
+/// [`ring_from`] inside every host, GPU l of host h starting after
+/// `starts[h][l]`; indexed `[host][local GPU]`.
+fn in_every_host(
+    op: CollectiveOp,
+    segs: &[ring::Ranges],
+    chunk: u64,
+    hosts: &[Vec<GpuId>],
+    em: &mut Emitter<'_>,
+    starts: Vec<Vec<Vec<Dep>>>,
+) -> Vec<Vec<Vec<Dep>>> {
+    hosts
+        .iter()
+        .zip(starts)
+        .map(|(gpus, st)| ring_from(op, segs, chunk, gpus, em, st))
+        .collect()
+}
+
+/// GPU l of every host: rail l.
+fn rail(hosts: &[Vec<GpuId>], l: usize) -> Vec<GpuId> {
+    hosts.iter().map(|h| h[l]).collect()
+}
+
 /// All-reduce: intra-host reduce-scatter, one inter-host all-reduce per rail,
 /// intra-host all-gather. A rail starts once its own GPUs hold their host's
 /// sums, and a host's all-gather once its GPUs hold their rails' results: the
@@ -178,31 +214,23 @@ fn emit_allreduce(
         .map(|l| vec![super::piece(s, g as u64, l)])
         .collect();
     // phase 1: ready[h][l] = what GPU l of host h waits for before its rail starts
-    let mut ready: Vec<Vec<Vec<Dep>>> = Vec::with_capacity(hosts.len());
-    for h in hosts {
-        let starts = vec![after.to_vec(); g];
-        ready.push(
-            match ring::emit_ring_ranges(
-                CollectiveOp::ReduceScatter,
-                &pieces,
-                chunk,
-                &plain(h),
-                em,
-                &starts,
-            ) {
-                Some(ends) => ends,
-                None => starts,
-            },
-        );
-    }
+    let starts = vec![vec![after.to_vec(); g]; hosts.len()];
+    let ready = in_every_host(
+        CollectiveOp::ReduceScatter,
+        &pieces,
+        chunk,
+        hosts,
+        em,
+        starts,
+    );
     // phase 2: per rail; rail_done[h][l] = what GPU l of host h waits for next
     let mut rail_done: Vec<Vec<Vec<Dep>>> = vec![vec![Vec::new(); g]; hosts.len()];
     let algos = rail_algorithms(algo, hosts, topo)?;
     for (l, &algo) in algos.iter().enumerate() {
-        let rail: Vec<GpuId> = hosts.iter().map(|h| h[l]).collect();
+        let rail = rail(hosts, l);
         let (off, len) = super::piece(s, g as u64, l as u64);
         let op = CollectiveOp::AllReduce;
-        let starts: Vec<Vec<Dep>> = (0..hosts.len()).map(|h| ready[h][l].clone()).collect();
+        let starts: Vec<Vec<Dep>> = ready.iter().map(|r| r[l].clone()).collect();
         if algo == Algorithm::Ring {
             let n = rail.len() as u64;
             let segs: Vec<ring::Ranges> = (0..n)
@@ -211,17 +239,9 @@ fn emit_allreduce(
                     vec![(off + o, b)]
                 })
                 .collect();
-            match ring::emit_ring_ranges(op, &segs, chunk, &plain(&rail), em, &starts) {
-                Some(ends) => {
-                    for (h, e) in ends.into_iter().enumerate() {
-                        rail_done[h][l] = e;
-                    }
-                }
-                None => {
-                    for (h, st) in starts.into_iter().enumerate() {
-                        rail_done[h][l] = st;
-                    }
-                }
+            let ends = ring_from(op, &segs, chunk, &rail, em, starts);
+            for (h, e) in ends.into_iter().enumerate() {
+                rail_done[h][l] = e;
             }
             continue;
         }
@@ -238,21 +258,15 @@ fn emit_allreduce(
         }
     }
     // phase 3: intra-host all-gather, each GPU starting from its rail's result
-    let mut out = Vec::new();
-    for (h, gpus) in hosts.iter().enumerate() {
-        match ring::emit_ring_ranges(
-            CollectiveOp::AllGather,
-            &pieces,
-            chunk,
-            &plain(gpus),
-            em,
-            &rail_done[h],
-        ) {
-            Some(ends) => out.extend(ends.into_iter().flatten()),
-            None => out.extend(rail_done[h].iter().flatten().copied()),
-        }
-    }
-    Ok(out)
+    let done = in_every_host(
+        CollectiveOp::AllGather,
+        &pieces,
+        chunk,
+        hosts,
+        em,
+        rail_done,
+    );
+    Ok(done.into_iter().flatten().flatten().collect())
 }
 
 /// Reduce-scatter (intra-host first, then per rail) and all-gather (per rail
@@ -279,91 +293,63 @@ fn emit_two_level(
         .map(|(i, &r)| (r, i as u64))
         .collect();
     let own = |gpu: GpuId| super::piece(s, n, idx[&gpu]);
-    let rail = |l: usize| -> Vec<GpuId> { hosts.iter().map(|h| h[l]).collect() };
     // rail block l of host h's GPUs: every rail-l rank's piece, in buffer order
-    let block = |l: usize| -> ring::Ranges {
-        let mut r: ring::Ranges = rail(l).into_iter().map(own).collect();
-        r.sort_unstable();
-        r
+    let blocks: Vec<ring::Ranges> = (0..g)
+        .map(|l| {
+            let mut r: ring::Ranges = rail(hosts, l).into_iter().map(own).collect();
+            r.sort_unstable();
+            r
+        })
+        .collect();
+    let inter_segs = |l: usize| -> Vec<ring::Ranges> {
+        rail(hosts, l)
+            .into_iter()
+            .map(|gpu| vec![own(gpu)])
+            .collect()
     };
-    let blocks: Vec<ring::Ranges> = (0..g).map(block).collect();
-    let inter_segs =
-        |l: usize| -> Vec<ring::Ranges> { rail(l).into_iter().map(|gpu| vec![own(gpu)]).collect() };
     let hosts_n = hosts.len();
     if spec.op == CollectiveOp::ReduceScatter {
-        let mut ready: Vec<Vec<Vec<Dep>>> = Vec::with_capacity(hosts_n);
-        for h in hosts {
-            let starts = vec![after.to_vec(); g];
-            ready.push(
-                match ring::emit_ring_ranges(
-                    CollectiveOp::ReduceScatter,
-                    &blocks,
-                    chunk,
-                    &plain(h),
-                    em,
-                    &starts,
-                ) {
-                    Some(ends) => ends,
-                    None => starts,
-                },
-            );
-        }
+        let starts = vec![vec![after.to_vec(); g]; hosts_n];
+        let ready = in_every_host(
+            CollectiveOp::ReduceScatter,
+            &blocks,
+            chunk,
+            hosts,
+            em,
+            starts,
+        );
         let mut out = Vec::new();
         for l in 0..g {
             let starts: Vec<Vec<Dep>> = ready.iter().map(|r| r[l].clone()).collect();
-            match ring::emit_ring_ranges(
-                CollectiveOp::ReduceScatter,
-                &inter_segs(l),
-                chunk,
-                &plain(&rail(l)),
-                em,
-                &starts,
-            ) {
-                Some(ends) => out.extend(ends.into_iter().flatten()),
-                None => out.extend(starts.into_iter().flatten()),
-            }
+            let op = CollectiveOp::ReduceScatter;
+            out.extend(
+                ring_from(op, &inter_segs(l), chunk, &rail(hosts, l), em, starts)
+                    .into_iter()
+                    .flatten(),
+            );
         }
         return out;
     }
-    // all-gather: rails first, then inside each host
-    let mut rail_done: Vec<Vec<Vec<Dep>>> = vec![vec![Vec::new(); g]; hosts_n];
-    for l in 0..g {
-        let starts = vec![after.to_vec(); hosts_n];
-        match ring::emit_ring_ranges(
-            CollectiveOp::AllGather,
-            &inter_segs(l),
-            chunk,
-            &plain(&rail(l)),
-            em,
-            &starts,
-        ) {
-            Some(ends) => {
-                for (h, e) in ends.into_iter().enumerate() {
-                    rail_done[h][l] = e;
-                }
-            }
-            None => {
-                for row in rail_done.iter_mut() {
-                    row[l] = after.to_vec();
-                }
-            }
-        }
-    }
-    let mut out = Vec::new();
-    for (h, gpus) in hosts.iter().enumerate() {
-        match ring::emit_ring_ranges(
-            CollectiveOp::AllGather,
-            &blocks,
-            chunk,
-            &plain(gpus),
-            em,
-            &rail_done[h],
-        ) {
-            Some(ends) => out.extend(ends.into_iter().flatten()),
-            None => out.extend(rail_done[h].iter().flatten().copied()),
-        }
-    }
-    out
+    // all-gather: rails first (by_rail[l][h]), then inside each host
+    let by_rail: Vec<Vec<Vec<Dep>>> = (0..g)
+        .map(|l| {
+            let starts = vec![after.to_vec(); hosts_n];
+            let op = CollectiveOp::AllGather;
+            ring_from(op, &inter_segs(l), chunk, &rail(hosts, l), em, starts)
+        })
+        .collect();
+    let rail_done: Vec<Vec<Vec<Dep>>> = (0..hosts_n)
+        .map(|h| by_rail.iter().map(|r| r[h].clone()).collect())
+        .collect();
+    let done = in_every_host(
+        CollectiveOp::AllGather,
+        &blocks,
+        chunk,
+        hosts,
+        em,
+        rail_done,
+    );
+    done.into_iter().flatten().flatten().collect()
 }
 
 /// The three phase times (intra reduce-scatter, inter all-reduce, intra all-gather).

@@ -156,13 +156,8 @@ pub(crate) fn emit(
                 .iter()
                 .map(|r| r[j].iter().map(|&t| Dep::Done(t)).collect())
                 .collect();
-            let plain = ring::ChannelRing {
-                order: rail.clone(),
-                proxy: vec![None; rail.len()],
-            };
             let ends =
-                ring::emit_ring_ranges(CollectiveOp::AllReduce, &segs, chunk, &plain, em, &starts)
-                    .unwrap_or(starts);
+                hierarchical::ring_from(CollectiveOp::AllReduce, &segs, chunk, &rail, em, starts);
             for (h, e) in ends.into_iter().enumerate() {
                 ready[h][j] = Some(e);
             }

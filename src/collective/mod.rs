@@ -21,7 +21,7 @@
 //! | [`hierarchical`] | all-reduce (whole hosts) | intra RS + inter AR(S/g) + intra AG |
 //! | [`alltoall`] | all-to-all | (N−1)·S/(N·B) + α |
 //! | [`sharp`] | all-reduce (switches with SHARP; else ring) | 2(d+1)·α + (C + 2d + 1)·β, tree depth d |
-//! | [`nvls`] | all-reduce (NVSwitch reduces and multicasts; else ring) | (1 + 1/g)·wire(S)/B + 2·(α_up + α_down) on one host |
+//! | [`nvls`] | all-reduce (NVSwitch reduces and multicasts, trees per rail across hosts; else ring) | (1 + 1/g)·wire(S)/B + 2·(α_up + α_down) on one host |
 //!
 //! **Timing model** (shared by every closed form and [`critical_path`]): a transfer
 //! that starts at t is *sent* at t + tx_time(bytes) and *done* α later; a rank

@@ -16,9 +16,16 @@
 //! channel), and a shard's multicast starts as soon as that chunk is reduced, so
 //! the two directions overlap.
 //!
-//! **Across hosts** (NCCL's NVLS + a network algorithm between nodes): after the
-//! reduce, rail j (GPU j of every host) runs a ring all-reduce of shard j over
-//! the network, and the multicast of shard j waits for it.
+//! **Across hosts** (NCCL's `NVLS_TREE`, which NCCL runs on multi-node H100
+//! when the network does not aggregate): shard j is halved, and half t is
+//! all-reduced over tree t of the double binary tree spanning rail j (GPU j of
+//! every host, so each rail leaves through its own NIC). The three stages
+//! pipeline by chunk: a chunk enters its tree as soon as the switch has
+//! reduced it ([`super::tree`]'s chunk-fed lattice), and its multicast starts
+//! as soon as the tree has reduced it over every host. NCCL's tuner credits
+//! this with the NVLink rate on two nodes and half the network rate beyond
+//! (`bwInter/2`, `src/graph/tuning.cc`): an inner tree node's NIC carries its
+//! part twice each way.
 //!
 //! **Bandwidth.** NCCL's tuning model (`src/graph/tuning.cc`) credits NVLS with
 //! 5/6 of the NVLink bandwidth; NVLS moves data in multimem transactions whose
@@ -32,15 +39,20 @@
 //! endpoints), this algorithm lowers, costs and counts exactly as the ring.
 //! Only all-reduce is implemented.
 //!
-//! **Closed form.** Reduce, network and multicast add up: each host phase is
-//! its busiest NVLink's wire bytes over the NVLink rate plus one chunk's trip
-//! through the switch (α up, α down), `T = T_reduce + T_rail + T_multicast`;
-//! on one host the phases overlap and `T = (1 + 1/g)·wire(S)/B + 2·(α_up + α_down)
-//! + wire(chunk)/B`.
+//! **Closed form.** On one host the phases overlap:
+//! `T = (1 + 1/g)·wire(S)/B + 2·(α_up + α_down) + wire(chunk)/B`.
+//! Across hosts, with `head` the first chunk's trip into the switch and back
+//! (α + δ_NVLS + wire(chunk)/B) and `tail` the last chunk's store and
+//! multicast: `T = max(head + max_j T_tree(j) + tail, head + (1 + 1/g)·wire(S)/B)`,
+//! where T_tree(j) is the larger of the tree's lattice ([`super::tree`]), its
+//! busiest NIC (2·S/g each way for an inner node) and the busiest link when
+//! rails share NICs or uplinks. A lower bound of the flow fidelity; the flow
+//! fidelity's tree pipeline leaves the busiest NIC idle a little (about 12%
+//! on four hosts).
 
 use super::{
-    chunks_at, hierarchical, piece, precheck, ring, CollectiveError, CollectiveOp, CollectiveSpec,
-    Emitter,
+    chunks_at, hierarchical, piece, precheck, ring, tree, CollectiveError, CollectiveOp,
+    CollectiveSpec, Emitter,
 };
 use crate::dag::{Dag, Dep, TaskId};
 use crate::topology::{GpuId, NodeId, Topology};
@@ -101,86 +113,117 @@ pub(crate) fn emit(
         return Ok(after.to_vec());
     }
     let g = hosts[0].len();
-    let shards: Vec<Vec<(u64, u64)>> = (0..g as u64)
+    // Across hosts each shard is halved over the two trees of its rail (NCCL's
+    // double binary tree); inside one host a shard is one piece.
+    let trees = if hosts.len() > 1 { 2 } else { 1 };
+    let parts: Vec<Vec<Vec<(u64, u64)>>> = (0..g as u64)
         .map(|j| {
             let (o, b) = piece(s, g as u64, j);
-            chunks_at(o, b, chunk)
+            (0..trees)
+                .map(|t| {
+                    let (to, tb) = piece(b, trees, t);
+                    chunks_at(o + to, tb, chunk)
+                })
+                .collect()
         })
         .collect();
-    let rounds = shards.iter().map(Vec::len).max().unwrap_or(0);
+    let rounds = parts.iter().flatten().map(Vec::len).max().unwrap_or(0);
     let node = |gpu: GpuId| topo.gpus[gpu.0 as usize].node;
-    // 1. reduce: reduced[h][j][c] = the transfer bringing reduced chunk c of shard j to GPU j
-    let mut reduced: Vec<Vec<Vec<TaskId>>> = Vec::with_capacity(hosts.len());
+    // 1. reduce: reduced[h][j][t][c] = the transfer bringing reduced chunk c of
+    // part t of shard j to GPU j
+    let mut reduced: Vec<Vec<Vec<Vec<TaskId>>>> = Vec::with_capacity(hosts.len());
     for gpus in &hosts {
         let sw = switch_of(topo, gpus[0]);
         let mut last_up: Vec<Option<TaskId>> = vec![None; g];
-        let mut out = vec![Vec::new(); g];
+        let mut out = vec![vec![Vec::new(); trees as usize]; g];
         for c in 0..rounds {
-            for (j, chunks) in shards.iter().enumerate() {
-                let Some(&(o, b)) = chunks.get(c) else {
-                    continue;
-                };
-                let mut parts = Vec::with_capacity(g);
-                for (i, &gpu) in gpus.iter().enumerate() {
-                    let deps: Vec<Dep> = match last_up[i] {
-                        Some(t) => vec![Dep::Sent(t)],
-                        None => after.to_vec(),
+            for (j, shard) in parts.iter().enumerate() {
+                for (t, chunks) in shard.iter().enumerate() {
+                    let Some(&(o, b)) = chunks.get(c) else {
+                        continue;
                     };
-                    let t = em.net_send(node(gpu), sw, o, wire_bytes(b), true, &deps);
-                    last_up[i] = Some(t);
-                    parts.push(Dep::Done(t));
+                    let mut contributions = Vec::with_capacity(g);
+                    for (i, &gpu) in gpus.iter().enumerate() {
+                        let deps: Vec<Dep> = match last_up[i] {
+                            Some(t) => vec![Dep::Sent(t)],
+                            None => after.to_vec(),
+                        };
+                        let t = em.net_send(node(gpu), sw, o, wire_bytes(b), true, &deps);
+                        last_up[i] = Some(t);
+                        contributions.push(Dep::Done(t));
+                    }
+                    let r = em.net_send(sw, node(gpus[j]), o, wire_bytes(b), false, &contributions);
+                    let delivery = em.proto.nvls;
+                    em.dag.set_software(r, delivery);
+                    out[j][t].push(r);
                 }
-                let t = em.net_send(sw, node(gpus[j]), o, wire_bytes(b), false, &parts);
-                let delivery = em.proto.nvls;
-                em.dag.set_software(t, delivery);
-                out[j].push(t);
             }
         }
         reduced.push(out);
     }
-    // 2. between hosts: a ring all-reduce of shard j on rail j, once its GPUs hold
-    // their host's sums
-    let mut ready: Vec<Vec<Option<Vec<Dep>>>> = vec![vec![None; g]; hosts.len()];
-    if hosts.len() > 1 {
-        for j in 0..g {
-            let rail: Vec<GpuId> = hosts.iter().map(|h| h[j]).collect();
-            let (off, len) = piece(s, g as u64, j as u64);
-            let n = rail.len() as u64;
-            let segs: Vec<ring::Ranges> = (0..n)
-                .map(|p| {
-                    let (o, b) = piece(len, n, p);
-                    vec![(off + o, b)]
-                })
-                .collect();
-            let starts: Vec<Vec<Dep>> = reduced
-                .iter()
-                .map(|r| r[j].iter().map(|&t| Dep::Done(t)).collect())
-                .collect();
-            let ends =
-                hierarchical::ring_from(CollectiveOp::AllReduce, &segs, chunk, &rail, em, starts);
-            for (h, e) in ends.into_iter().enumerate() {
-                ready[h][j] = Some(e);
+    // 2. between hosts (NCCL's NVLS-tree): part t of shard j is all-reduced over
+    // tree t of rail j (GPU j of every host), chunk by chunk as the chunks come
+    // out of the switch. ready[h][j][t][c]: chunk c reduced over every host.
+    let ready: Vec<Vec<Vec<Vec<Vec<Dep>>>>> = if hosts.len() > 1 {
+        let h = hosts.len();
+        let mut ready = vec![vec![Vec::new(); g]; h];
+        for (j, shard) in parts.iter().enumerate() {
+            let rail: Vec<GpuId> = hosts.iter().map(|host| host[j]).collect();
+            for (t, chunks) in shard.iter().enumerate() {
+                let starts: Vec<Vec<Vec<Dep>>> = reduced
+                    .iter()
+                    .map(|r| r[j][t].iter().map(|&x| vec![Dep::Done(x)]).collect())
+                    .collect();
+                let finals = tree::emit_chunked_allreduce(h, t, &rail, chunks, &starts, em);
+                for (pos, f) in finals.into_iter().enumerate() {
+                    ready[pos][j].push(f);
+                }
             }
         }
-    }
+        ready
+    } else {
+        reduced
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .map(|parts| {
+                        parts
+                            .iter()
+                            .map(|chunks| chunks.iter().map(|&x| vec![Dep::Done(x)]).collect())
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect()
+    };
     // 3. multicast: GPU j stores each reduced chunk; the switch writes it to all
     let mut ends = Vec::new();
     for (h, gpus) in hosts.iter().enumerate() {
         let sw = switch_of(topo, gpus[0]);
-        for (j, chunks) in shards.iter().enumerate() {
+        for (j, shard) in parts.iter().enumerate() {
             let mut last_store: Option<TaskId> = None;
-            for (c, &(o, b)) in chunks.iter().enumerate() {
-                let mut deps: Vec<Dep> = match &ready[h][j] {
-                    Some(d) => d.clone(),
-                    None => vec![Dep::Done(reduced[h][j][c])],
-                };
-                deps.extend(last_store.map(Dep::Sent));
-                let store = em.net_send(node(gpus[j]), sw, o, wire_bytes(b), false, &deps);
-                last_store = Some(store);
-                for &gpu in gpus {
-                    let t =
-                        em.net_send(sw, node(gpu), o, wire_bytes(b), false, &[Dep::Done(store)]);
-                    ends.push(Dep::Done(t));
+            for c in 0..rounds {
+                for (t, chunks) in shard.iter().enumerate() {
+                    let (Some(&(o, b)), Some(reduced_everywhere)) =
+                        (chunks.get(c), ready[h][j][t].get(c))
+                    else {
+                        continue;
+                    };
+                    let mut deps = reduced_everywhere.clone();
+                    deps.extend(last_store.map(Dep::Sent));
+                    let store = em.net_send(node(gpus[j]), sw, o, wire_bytes(b), false, &deps);
+                    last_store = Some(store);
+                    for &gpu in gpus {
+                        let x = em.net_send(
+                            sw,
+                            node(gpu),
+                            o,
+                            wire_bytes(b),
+                            false,
+                            &[Dep::Done(store)],
+                        );
+                        ends.push(Dep::Done(x));
+                    }
                 }
             }
         }
@@ -223,15 +266,22 @@ pub fn time(
             .saturating_add(rate.tx_time(chunk))
             .saturating_add(SimTime(2 * (hop.0 + spec.proto.nvls.0))));
     }
-    let phase = rate
-        .tx_time(wire_bytes(s))
-        .saturating_add(hop)
-        .saturating_add(spec.proto.nvls);
-    let mut rail_time = SimTime::ZERO;
+    // Across hosts the three stages pipeline by chunk: the first chunk is
+    // reduced in the switch before the network sees it, the rails' trees run
+    // at the pace of their busiest NIC, and the last chunk is stored and
+    // multicast after the network is done; the NVLinks carry their
+    // (1 + 1/g)·wire(S) meanwhile.
+    let nvlink_busy = rate.tx_time(wire_bytes(s).saturating_add(wire_bytes(s.div_ceil(g))));
+    let head = hop
+        .saturating_add(spec.proto.nvls)
+        .saturating_add(rate.tx_time(chunk));
+    let tail = hop.saturating_add(rate.tx_time(chunk));
+    let mut rails = SimTime::ZERO;
+    let mut flows = Vec::new();
     for j in 0..g as usize {
         let rail: Vec<GpuId> = hosts.iter().map(|h| h[j]).collect();
         let len = piece(s, g, j as u64).1;
-        rail_time = rail_time.max(ring::time_with(
+        let lattice = tree::time_with(
             CollectiveOp::AllReduce,
             len,
             spec.chunk_bytes,
@@ -239,14 +289,20 @@ pub fn time(
             &rail,
             topo,
             &spec.proto,
-        )?);
+        )?;
+        let nic = tree::injection_bound(spec.proto.protocol.wire_bytes(len), &rail, topo)?;
+        rails = rails.max(lattice).max(nic);
+        flows.extend(tree::edge_flows(&rail, spec.proto.protocol.wire_bytes(len)));
     }
-    Ok(phase.saturating_add(rail_time).saturating_add(phase))
+    // rails that share a NIC (fewer NICs than GPUs) or an uplink
+    let shared = super::busiest_link_time(topo, flows.into_iter())?;
+    let network = head.saturating_add(rails.max(shared)).saturating_add(tail);
+    Ok(network.max(nvlink_busy.saturating_add(head)))
 }
 
 /// Total wire bytes moved: per host, g·wire(S) up and wire(S) down for the
 /// reduce, wire(S) up and g·wire(S) down for the multicast (shard by shard),
-/// plus each rail's ring between hosts.
+/// plus each rail's tree between hosts.
 ///
 /// # Errors
 /// Unsupported operation or bad communicator.
@@ -279,8 +335,10 @@ pub fn traffic(
             (2 * g + 2) * w
         })
         .sum();
+    // each rail's double binary tree: every non-root position sends its part
+    // up and receives it down, 2(h−1)·len
     let rails: u64 = (0..g)
-        .map(|j| ring::traffic_of(CollectiveOp::AllReduce, piece(s, g, j).1, h))
+        .map(|j| (2 * (h - 1)).saturating_mul(piece(s, g, j).1))
         .sum();
     Ok(per_host.saturating_mul(h).saturating_add(rails))
 }

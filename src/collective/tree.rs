@@ -318,13 +318,66 @@ fn emit_tree(
     after: &[Dep],
     ends: &mut Vec<Dep>,
 ) {
-    let n = rank_of.len();
     let chunks = chunks_at(off, len, chunk);
+    emit_tree_chunks(tree, rank_of, &chunks, up, em, after, None, ends);
+}
+
+/// A pipelined all-reduce over a tree whose inputs arrive chunk by chunk (NCCL's
+/// NVLS-tree and hierarchical schedules feed it): position v may send chunk c
+/// up once `starts[v][c]` holds (and, as always, its children's chunk c is
+/// reduced and its previous chunk has left). Returns, per position and chunk,
+/// the dependencies that mark the fully reduced chunk c at v: the root's
+/// children's up transfers and its own input, or the transfer that brought
+/// chunk c down to v.
+pub(crate) fn emit_chunked_allreduce(
+    n: usize,
+    t: usize,
+    rank_of: &[GpuId],
+    chunks: &[(u64, u64)],
+    starts: &[Vec<Vec<Dep>>],
+    em: &mut Emitter<'_>,
+) -> Vec<Vec<Vec<Dep>>> {
+    let tree = Tree::new(n, |r| dtree_parent(n, t, r));
+    let mut ends = Vec::new();
+    let mut finals = Vec::new();
+    emit_tree_chunks(
+        &tree,
+        rank_of,
+        chunks,
+        true,
+        em,
+        &[],
+        Some((starts, &mut finals)),
+        &mut ends,
+    );
+    finals
+}
+
+/// The tree lattice of [`emit_tree`] over explicit `chunks`; with `fed`, chunk
+/// inputs come per position and the per-position results are returned in it.
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn emit_tree_chunks(
+    tree: &Tree,
+    rank_of: &[GpuId],
+    chunks: &[(u64, u64)],
+    up: bool,
+    em: &mut Emitter<'_>,
+    after: &[Dep],
+    mut fed: Option<(&[Vec<Vec<Dep>>], &mut Vec<Vec<Vec<Dep>>>)>,
+    ends: &mut Vec<Dep>,
+) {
+    let n = rank_of.len();
+    let start = |v: usize, c: usize| -> &[Dep] {
+        match &fed {
+            Some((s, _)) => &s[v][c],
+            None => &[],
+        }
+    };
     // up_sent[v][c]: v's up transfer of chunk c.
     let mut up_sent: Vec<Vec<TaskId>> = vec![Vec::new(); n];
     if up {
         let mut last: Vec<Option<TaskId>> = vec![None; n];
-        for &(o, b) in &chunks {
+        for &(o, b) in chunks {
             for &v in tree.by_depth.iter().rev() {
                 let Some(p) = tree.parent[v] else { continue };
                 let c = up_sent[v].len();
@@ -332,6 +385,7 @@ fn emit_tree(
                     Some(t) => vec![Dep::Sent(t)],
                     None => after.to_vec(),
                 };
+                deps.extend_from_slice(start(v, c));
                 deps.extend(tree.children[v].iter().map(|&ch| Dep::Done(up_sent[ch][c])));
                 let t = em.send(rank_of[v], rank_of[p], o, b, true, &deps);
                 last[v] = Some(t);
@@ -354,6 +408,7 @@ fn emit_tree(
                 if v == tree.root {
                     if up {
                         deps.extend(tree.children[v].iter().map(|&x| Dep::Done(up_sent[x][c])));
+                        deps.extend_from_slice(start(v, c));
                     }
                 } else {
                     deps.push(Dep::Done(down_recv[v][c]));
@@ -367,6 +422,26 @@ fn emit_tree(
     // A later chunk's arrival does not imply an earlier one's in the DAG, so the
     // end waits for every chunk.
     ends.extend(down_recv.iter().flatten().map(|&t| Dep::Done(t)));
+    if let Some((starts, finals)) = fed.as_mut() {
+        **finals = (0..n)
+            .map(|v| {
+                (0..chunks.len())
+                    .map(|c| {
+                        if v == tree.root {
+                            let mut d: Vec<Dep> = tree.children[v]
+                                .iter()
+                                .map(|&x| Dep::Done(up_sent[x][c]))
+                                .collect();
+                            d.extend_from_slice(&starts[v][c]);
+                            d
+                        } else {
+                            vec![Dep::Done(down_recv[v][c])]
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+    }
 }
 
 /// Closed-form time (see the module doc). O(N) path-cost lookups.
@@ -445,6 +520,24 @@ pub fn node_load_bound(
         }
     }
     super::busiest_link_time(topo, flows.into_iter()).map(Some)
+}
+
+/// The (source, destination, bytes) of every edge of the double binary tree
+/// over `ranks` carrying `bytes` (half per tree, up and down), for the
+/// contention bound ([`super::busiest_link_time`]) of trees that share links.
+pub(crate) fn edge_flows(ranks: &[GpuId], bytes: u64) -> Vec<(GpuId, GpuId, u64)> {
+    let n = ranks.len();
+    let mut flows = Vec::with_capacity(4 * n);
+    for t in 0..2 {
+        let half = piece(bytes, 2, t as u64).1;
+        for v in 0..n {
+            if let Some(p) = dtree_parent(n, t, v) {
+                flows.push((ranks[v], ranks[p], half));
+                flows.push((ranks[p], ranks[v], half));
+            }
+        }
+    }
+    flows
 }
 
 /// Lower bound set by a rank's own NIC: in the double binary tree an inner rank sends

@@ -182,18 +182,44 @@ sizes = ["1GiB"]
 }
 
 #[test]
+fn hierarchical_phases_pipeline_up_to_the_nvlink_bound() {
+    // Issue 10: the hierarchical phases waited on each other (225 GB/s busbw
+    // at 1 GiB on 4 DGX H100). Pipelined by blocks, NVLink and the network
+    // work at once, so the busiest resource sets the time: each GPU's NVLink
+    // carries the reduce-scatter and the all-gather, 2·(7/8)·S at 370 GB/s
+    // (the preset's calibrated NVLink), i.e. busbw = 2·31/32 / (2·7/8) × 370
+    // = 409.6 GB/s, while each NIC needs only 2·3/4·S/8 at 47 GB/s (486 GB/s
+    // of busbw). Flow must come within 10% of the NVLink bound (measured
+    // 408.1), and the analytical fidelity stay a lower bound of it (409.6).
+    let s = dgx(4, "allreduce", "hierarchical", r#"["1GiB"]"#);
+    let flow = &at(&s, Fidelity::Flow).collectives[0];
+    let ana = &at(&s, Fidelity::Analytical).collectives[0];
+    assert!(
+        within(flow.busbw_gbps, 409.6, 0.10),
+        "pipelined hierarchical: busbw {:.1} GB/s, want 409.6 ± 10%",
+        flow.busbw_gbps
+    );
+    assert!(ana.time_us <= flow.time_us);
+}
+
+#[test]
 fn hierarchical_reduce_scatter_and_all_gather_take_half_an_all_reduce() {
     // Issue 10: they used to run a whole all-reduce. On 4 DGX H100 each moves
-    // (N−1)·S bytes against 2(N−1)·S, so it takes half the time.
+    // (N−1)·S bytes against 2(N−1)·S, so it takes half the time, plus the
+    // step latencies of its pipeline blocks, which the all-reduce hides under
+    // its NVLink bound: 16 blocks × 7 NVLink ring steps × 3.4 us (Simple's
+    // hwLat) = 381 us more (measured 0.562 analytical, 0.554–0.560 flow).
     let s = |op| dgx(4, op, "hierarchical", r#"["1GiB"]"#);
+    let blocks = fabricsim::collective::hierarchical::MAX_PIPELINE_BLOCKS as f64;
     for f in [Fidelity::Analytical, Fidelity::Flow] {
         let ar = at(&s("allreduce"), f);
+        let latencies = blocks * 7.0 * 3.4 / ar.collectives[0].time_us;
         for op in ["reducescatter", "allgather"] {
             let r = at(&s(op), f);
             let ratio = r.collectives[0].time_us / ar.collectives[0].time_us;
             assert!(
-                within(ratio, 0.5, 0.02),
-                "{f:?} {op}: {ratio:.3} of an all-reduce"
+                (0.49..=0.5 + latencies * 1.1).contains(&ratio),
+                "{f:?} {op}: {ratio:.3} of an all-reduce (latencies {latencies:.3})"
             );
             assert_eq!(2 * r.fabric.bytes_delivered, ar.fabric.bytes_delivered);
         }

@@ -229,6 +229,11 @@ impl<'a> Sim<'a> {
         let limit = self.cfg.time_limit.0;
         while let Some((t, ev)) = self.q.pop() {
             debug_assert!(t >= self.now, "time went backwards");
+            if matches!(ev, Event::Link { .. }) && self.runner.finished() && self.pkts.live() == 0 {
+                // A fault after the work ended and every packet drained changes
+                // nothing: it neither advances the clock nor hits the time limit.
+                continue;
+            }
             if t > limit {
                 return Err(PacketError::TimeLimit {
                     at: self.cfg.time_limit,

@@ -169,19 +169,7 @@ impl<'a> Sim<'a> {
             routes: RouteCache::default(),
             cands: Vec::with_capacity(64),
             tmp_links: Vec::with_capacity(64),
-            ideal: dag
-                .tasks
-                .iter()
-                .map(|t| match t.kind {
-                    TaskKind::Transfer { src, dst, bytes } if src != dst => {
-                        match topo.path_cost(src, dst) {
-                            Some((lat, rate)) => lat + rate.tx_time(cfg.message_wire_bytes(bytes)),
-                            None => SimTime::ZERO,
-                        }
-                    }
-                    _ => SimTime::ZERO,
-                })
-                .collect(),
+            ideal: ideal_times(dag, topo, cfg),
             qps: Vec::new(),
             flowlets: Vec::new(),
             qp_index: HashMap::new(),
@@ -482,6 +470,43 @@ impl<'a> Sim<'a> {
         };
         (out, self.stats)
     }
+}
+
+/// Ideal completion time of every task (transfers between two GPUs; zero for
+/// the rest): what the message takes alone on an idle path, `α + W / B`, with
+/// α the path's latency ([`Topology::path_latency`]), W the message's *wire*
+/// bytes (every packet pays its header, [`PacketConfig::message_wire_bytes`])
+/// and B the slowest **line** rate on the path, the rate ports serialize wire
+/// bytes at. The topology's payload rate ([`Topology::effective_rate`]) already
+/// discounts headers, so W over it would count them twice and bias slowdowns
+/// below 1. Store-and-forward still adds one packet time per extra hop on top
+/// (see the module doc), so an idle flow's slowdown is 1 plus at most
+/// (hops − 1) · (MTU + header) / W.
+fn ideal_times(dag: &Dag, topo: &Topology, cfg: &PacketConfig) -> Vec<SimTime> {
+    let mut cost: HashMap<(u32, u32), Option<(SimTime, crate::units::Rate)>> = HashMap::new();
+    let mut path = Vec::with_capacity(16);
+    dag.tasks
+        .iter()
+        .map(|t| match t.kind {
+            TaskKind::Transfer { src, dst, bytes } if src != dst => {
+                let c = *cost.entry((src.0, dst.0)).or_insert_with(|| {
+                    topo.route(src, dst, 0, &mut path).then(|| {
+                        let line = path
+                            .iter()
+                            .map(|&l| topo.links[l.0 as usize].rate)
+                            .min()
+                            .unwrap_or(crate::units::Rate(u64::MAX));
+                        (topo.path_latency(&path), line)
+                    })
+                });
+                match c {
+                    Some((lat, rate)) => lat + rate.tx_time(cfg.message_wire_bytes(bytes)),
+                    None => SimTime::ZERO,
+                }
+            }
+            _ => SimTime::ZERO,
+        })
+        .collect()
 }
 
 /// The error for a [`TaskKind::NetTransfer`] (a switch as an endpoint): the packet

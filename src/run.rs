@@ -238,6 +238,7 @@ impl Accumulated {
         f.bytes_delivered += o.bytes_delivered;
         f.bytes_sent += o.bytes_sent;
         f.drops += o.drops;
+        f.drops_corrupted += o.drops_corrupted;
         f.bytes_dropped += o.bytes_dropped;
         f.ecn_marks += o.ecn_marks;
         f.pfc_pause_frames += o.pfc_pause_frames;

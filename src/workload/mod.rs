@@ -292,9 +292,13 @@ pub fn evaluate(
                         flow::LinkChange::Rate(r) => LinkEventKind::Rate(r),
                     },
                 })
+                .chain(faults.bit_errors.iter().map(|&(at, link, ber)| LinkEvent {
+                    at,
+                    link,
+                    kind: LinkEventKind::Ber(ber),
+                }))
                 .collect();
-            packet::run(dag, topo, &cfg)
-                .map_err(|e| WorkloadError::Unsupported(format!("packet backend: {e}")))
+            packet::run(dag, topo, &cfg).map_err(WorkloadError::Packet)
         }
     }
 }

@@ -417,6 +417,7 @@ impl<'a> Sim<'a> {
         self.fabric.retransmitted_packets = self.stats.retransmitted_packets;
         self.fabric.timeouts = self.stats.timeouts;
         self.fabric.drops = self.stats.drops_total();
+        self.fabric.drops_corrupted = self.stats.drops_corrupt;
         self.fabric.bytes_dropped = self.stats.payload_bytes_dropped;
         self.stats.packets_alive_at_end = self.pkts.live() as u64;
         self.stats.slab_high_water = self.pkts.capacity_used() as u64;

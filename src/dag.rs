@@ -317,6 +317,8 @@ pub struct DagRunner {
     op_seen: Vec<bool>,
     completed: usize,
     ops_of: Vec<u32>,
+    /// Latest completion time reported so far, picoseconds.
+    last_done: SimTime,
 }
 
 impl DagRunner {
@@ -358,6 +360,7 @@ impl DagRunner {
             op_seen: vec![false; dag.ops.len().max(1)],
             completed: 0,
             ops_of: dag.tasks.iter().map(|t| t.op).collect(),
+            last_done: SimTime::ZERO,
         }
     }
 
@@ -413,6 +416,7 @@ impl DagRunner {
         self.sent(t, now, ready);
         self.completed += 1;
         self.done_at[t.0 as usize] = now;
+        self.last_done = self.last_done.max(now);
         let op = self.ops_of[t.0 as usize] as usize;
         if now > self.op_timing[op].end {
             self.op_timing[op].end = now;
@@ -427,6 +431,12 @@ impl DagRunner {
     /// True when every task completed.
     pub fn finished(&self) -> bool {
         self.completed == self.pending.len()
+    }
+    /// When the last task completed so far (zero before any): a run's makespan
+    /// once [`DagRunner::finished`]. Backends report this, never the time of
+    /// their last queued event, which may be stale or after the work (a fault).
+    pub fn last_done(&self) -> SimTime {
+        self.last_done
     }
 }
 
@@ -455,6 +465,7 @@ mod tests {
         assert_eq!(ready, vec![c]);
         r.done(c, SimTime(9), &mut Vec::new());
         assert!(r.finished());
+        assert_eq!(r.last_done(), SimTime(9));
         assert_eq!(
             r.op_timing[0],
             OpTiming {

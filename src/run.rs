@@ -238,6 +238,7 @@ impl Accumulated {
         f.bytes_delivered += o.bytes_delivered;
         f.bytes_sent += o.bytes_sent;
         f.drops += o.drops;
+        f.drops_corrupted += o.drops_corrupted;
         f.bytes_dropped += o.bytes_dropped;
         f.ecn_marks += o.ecn_marks;
         f.pfc_pause_frames += o.pfc_pause_frames;
@@ -664,7 +665,6 @@ pub fn run_training(
     opts: &RunOptions,
     acc: &mut Accumulated,
 ) -> Result<TrainingReport, RunError> {
-    use crate::workload::faults::Applied;
     let est = training::estimated_tasks(t);
     if est > training::MAX_TASKS {
         return Err(RunError::Unsupported(format!(
@@ -683,28 +683,90 @@ pub fn run_training(
             }
         }
     }
-    let all = Applied::new(&scenario.faults, topo);
-    let (dag, out) = run_dag_with(&step.dag, scenario, topo, fidelity, seed, &all)?;
+    let every: Vec<usize> = (0..scenario.faults.len()).collect();
+    let (dag, out) = run_dag_with(&step.dag, scenario, topo, fidelity, seed, &every)?;
     acc.absorb(&out, opts.collect_links);
     let mut report = training_report(t, &step, &dag, &out);
     report.faults = fault_effects(&step.dag, scenario, topo, fidelity, seed, out.makespan, acc)?;
     Ok(report)
 }
 
-/// Runs `dag` with `faults`: slow GPUs stretch its compute, link changes go to
-/// the backend. Returns the DAG that ran and its output.
+/// Runs `dag` with the faults `scenario.faults[i]` for each `i` of `which`: slow
+/// GPUs stretch its compute, link changes go to the backend. Returns the DAG that
+/// ran and its output. A transfer the faults leave without a path is an error
+/// located at the fault that cut it ([`cut_error`]).
 fn run_dag_with(
     dag: &crate::dag::Dag,
     scenario: &Scenario,
     topo: &Topology,
     fidelity: Fidelity,
     seed: u64,
-    faults: &crate::workload::faults::Applied,
+    which: &[usize],
 ) -> Result<(crate::dag::Dag, RunOutput), RunError> {
+    let chosen: Vec<_> = which.iter().map(|&i| scenario.faults[i].clone()).collect();
+    let faults = crate::workload::faults::Applied::new(&chosen, topo);
     let d = faults.slow_dag(dag, topo).into_owned();
     let packet = (fidelity == Fidelity::Packet).then(|| packet_config(scenario, seed));
-    let out = crate::workload::evaluate(&d, topo, fidelity, seed, faults, packet.as_ref())?;
-    Ok((d, out))
+    match crate::workload::evaluate(&d, topo, fidelity, seed, &faults, packet.as_ref()) {
+        Ok(out) => Ok((d, out)),
+        Err(e) => Err(cut_error(&d, scenario, topo, fidelity, which, e)),
+    }
+}
+
+/// A backend's "no route" turned into an error located at the fault entry that
+/// cut the pair: the faults of `which` are applied in time order (then file
+/// order) to the healthy fabric until the transfer's endpoints are disconnected.
+/// Other errors, and a pair no fault explains, pass through unchanged.
+fn cut_error(
+    dag: &crate::dag::Dag,
+    scenario: &Scenario,
+    topo: &Topology,
+    fidelity: Fidelity,
+    which: &[usize],
+    e: crate::workload::WorkloadError,
+) -> RunError {
+    use crate::backend::{analytical::AnalyticalError, flow::FlowError, packet::PacketError};
+    use crate::workload::WorkloadError as W;
+    let task = match &e {
+        W::Flow(FlowError::Unreachable { task, .. })
+        | W::Analytical(AnalyticalError::Unreachable { task, .. })
+        | W::Packet(PacketError::Unreachable { task, .. }) => *task,
+        _ => return e.into(),
+    };
+    let Some(kind) = dag.tasks.get(task as usize).map(|t| t.kind) else {
+        return e.into();
+    };
+    let connected = |t: &Topology| {
+        let mut path = Vec::new();
+        match kind {
+            TaskKind::Transfer { src, dst, .. } => t.route(src, dst, 0, &mut path),
+            TaskKind::NetTransfer { src, dst, .. } => t.hop_path(src, dst, &mut path),
+            _ => true,
+        }
+    };
+    let (what, a, b) = match kind {
+        TaskKind::Transfer { src, dst, .. } => ("GPU", src.0, dst.0),
+        TaskKind::NetTransfer { src, dst, .. } => ("node", src.0, dst.0),
+        _ => return e.into(),
+    };
+    let mut order = which.to_vec();
+    order.sort_by_key(|&i| (scenario.faults[i].at, i));
+    let mut fabric = topo.clone();
+    for i in order {
+        let f = &scenario.faults[i];
+        let one = crate::workload::faults::Applied::new(std::slice::from_ref(f), &fabric);
+        fabric = one.static_topology(&fabric).into_owned();
+        if !connected(&fabric) {
+            return RunError::Unsupported(format!(
+                "faults[{i}] ({:?}, {} at {}): found that it leaves {what} {a} with no path to {what} {b}, which the workload sends to (transfer task {task}) at the {} fidelity; expected faults that leave every communicating pair a path: fail a redundant link or switch (a spine, one of several uplinks), or give the hosts more NICs",
+                f.name,
+                fault_kind_name(&f.kind),
+                f.at,
+                fidelity.name(),
+            ));
+        }
+    }
+    e.into()
 }
 
 /// Each fault of the scenario alone against the healthy run of `dag` (`with_all`:
@@ -718,20 +780,18 @@ fn fault_effects(
     with_all: crate::units::SimTime,
     acc: &mut Accumulated,
 ) -> Result<Vec<FaultEffect>, RunError> {
-    use crate::workload::faults::Applied;
     let mut out = Vec::new();
     if scenario.faults.is_empty() {
         return Ok(out);
     }
-    let (_, healthy) = run_dag_with(dag, scenario, topo, fidelity, seed, &Applied::none())?;
+    let (_, healthy) = run_dag_with(dag, scenario, topo, fidelity, seed, &[])?;
     acc.events += healthy.events;
     let h = healthy.makespan.as_secs_f64();
-    for f in &scenario.faults {
+    for (i, f) in scenario.faults.iter().enumerate() {
         let alone = if scenario.faults.len() == 1 {
             with_all
         } else {
-            let one = Applied::new(std::slice::from_ref(f), topo);
-            let (_, o) = run_dag_with(dag, scenario, topo, fidelity, seed, &one)?;
+            let (_, o) = run_dag_with(dag, scenario, topo, fidelity, seed, &[i])?;
             acc.events += o.events;
             o.makespan
         };
@@ -898,8 +958,8 @@ pub fn run_inference(
         )));
     }
     let b = inference::build(i, topo, seed)?;
-    let all = crate::workload::faults::Applied::new(&scenario.faults, topo);
-    let (dag, out) = run_dag_with(&b.dag, scenario, topo, fidelity, seed, &all)?;
+    let every: Vec<usize> = (0..scenario.faults.len()).collect();
+    let (dag, out) = run_dag_with(&b.dag, scenario, topo, fidelity, seed, &every)?;
     acc.absorb(&out, opts.collect_links);
     let mut report = inference::report(i, &b, &dag, &out);
     report.faults = fault_effects(&b.dag, scenario, topo, fidelity, seed, out.makespan, acc)?;

@@ -6,16 +6,228 @@
 //! ([`crate::collective::analytical_time`]), which scale to 100k+ GPUs without
 //! building a DAG; this backend serves workloads that are DAGs by nature
 //! (traffic patterns, training steps).
+//!
+//! **Link events** ([`run_with_events`]): the fabric changes at each event's
+//! time, and a transfer sees the fabric as it is when the transfer *starts*
+//! (its dependencies met): routes avoid links that are down by then and rates
+//! are the degraded ones. A transfer already under way when a link fails keeps
+//! its path (the flow fidelity moves it; here there is no in-flight state), and a
+//! change after the last task ends changes nothing. This is the rule slow GPUs
+//! follow too ([`crate::workload::faults`]: a compute task that starts at or after
+//! the fault's time is slowed). A transfer whose endpoints the fabric of its
+//! start no longer connects is an [`AnalyticalError::Unreachable`], never a
+//! saturated time.
 
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use super::flow::{LinkChange, LinkEvent};
 use super::{FabricCounters, RunOutput};
-use crate::collective::critical_path::idle_schedule;
-use crate::dag::{Dag, OpTiming};
+use crate::collective::critical_path::{idle_schedule, TaskTimes};
+use crate::dag::{Dag, Dep, OpTiming, TaskId, TaskKind};
 use crate::topology::Topology;
-use crate::units::SimTime;
+use crate::units::{Rate, SimTime};
 
-/// Runs `dag` on an idle `topo`.
+/// Why the analytical backend cannot give a finite result.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AnalyticalError {
+    /// A transfer's endpoints have no path in the fabric as it is when the
+    /// transfer starts (links or switches down).
+    #[error("transfer {task} from {src} to {dst} has no route at {at} (GPU indices; node indices for a hop between adjacent nodes)")]
+    Unreachable {
+        /// Task index.
+        task: u32,
+        /// Source GPU (node, for a hop between adjacent nodes).
+        src: u32,
+        /// Destination GPU (node, for a hop between adjacent nodes).
+        dst: u32,
+        /// When the transfer would start, picoseconds.
+        at: SimTime,
+    },
+}
+
+/// Runs `dag` on an idle `topo`. A transfer whose endpoints cannot reach each
+/// other gets [`SimTime::MAX`] times; [`run_with_events`] reports it as an error
+/// instead.
 pub fn run(dag: &Dag, topo: &Topology) -> RunOutput {
-    let times = idle_schedule(dag, topo);
+    output(dag, &idle_schedule(dag, topo))
+}
+
+/// Runs `dag` on `topo` with `events` applied at their times (see the module
+/// doc); without events, exactly [`run`].
+///
+/// # Errors
+/// [`AnalyticalError::Unreachable`] for the first transfer (in DAG order) whose
+/// endpoints the fabric at its start does not connect.
+pub fn run_with_events(
+    dag: &Dag,
+    topo: &Topology,
+    events: &[LinkEvent],
+) -> Result<RunOutput, AnalyticalError> {
+    let times = if events.is_empty() {
+        idle_schedule(dag, topo)
+    } else {
+        schedule_with_events(dag, topo, events)?
+    };
+    let unreachable = dag
+        .tasks
+        .iter()
+        .zip(&times)
+        .position(|(task, t)| task.kind.is_transfer() && t.done == SimTime::MAX);
+    if let Some(i) = unreachable {
+        let (src, dst) = endpoints(dag.tasks[i].kind);
+        return Err(AnalyticalError::Unreachable {
+            task: i as u32,
+            src,
+            dst,
+            at: times[i].start,
+        });
+    }
+    Ok(output(dag, &times))
+}
+
+/// Source and destination indices of a transfer (GPUs, or nodes for a hop).
+fn endpoints(kind: TaskKind) -> (u32, u32) {
+    match kind {
+        TaskKind::Transfer { src, dst, .. } => (src.0, dst.0),
+        TaskKind::NetTransfer { src, dst, .. } => (src.0, dst.0),
+        _ => (0, 0),
+    }
+}
+
+/// The fabric after every event of `events` at or before each distinct event
+/// time: `(start, fabric)` pairs in time order, the first starting at zero.
+fn epochs<'t>(topo: &'t Topology, events: &[LinkEvent]) -> Vec<(SimTime, Cow<'t, Topology>)> {
+    let mut order: Vec<&LinkEvent> = events.iter().collect();
+    order.sort_by_key(|e| e.at); // stable: equal times keep their given order
+    let mut out: Vec<(SimTime, Cow<'t, Topology>)> = vec![(SimTime::ZERO, Cow::Borrowed(topo))];
+    for e in order {
+        if e.link.0 as usize >= topo.links.len() {
+            continue; // validated scenarios never name a missing link
+        }
+        let last = out.len() - 1;
+        if out[last].0 != e.at {
+            let next = out[last].1.clone().into_owned();
+            out.push((e.at, Cow::Owned(next)));
+        }
+        let t = out.last_mut().map(|(_, t)| t.to_mut());
+        if let Some(t) = t {
+            match e.change {
+                LinkChange::Down => {
+                    if t.is_link_up(e.link) {
+                        t.set_link_up(e.link, false);
+                    }
+                }
+                LinkChange::Rate(r) => t.links[e.link.0 as usize].rate = r,
+            }
+        }
+    }
+    out
+}
+
+/// (epoch, is a hop between adjacent nodes, source, destination): the key of a
+/// path's cost in one epoch's fabric.
+type CostKey = (usize, bool, u32, u32);
+
+/// [`idle_schedule`] where each transfer takes the fabric of the epoch its start
+/// falls in. Same formulas: sent = start + bytes / bottleneck payload rate,
+/// done = sent + path latency + software latency.
+fn schedule_with_events(
+    dag: &Dag,
+    topo: &Topology,
+    events: &[LinkEvent],
+) -> Result<Vec<TaskTimes>, AnalyticalError> {
+    let fabrics = epochs(topo, events);
+    let mut cost: HashMap<CostKey, Option<(SimTime, Rate)>> = HashMap::new();
+    let mut path = Vec::new();
+    let mut times: Vec<TaskTimes> = Vec::with_capacity(dag.len());
+    for (i, task) in dag.tasks.iter().enumerate() {
+        let id = TaskId(i as u32);
+        let mut start = SimTime::ZERO;
+        for d in dag.deps_of(id) {
+            let t = match d {
+                Dep::Sent(p) => times[p.0 as usize].sent,
+                Dep::Done(p) => times[p.0 as usize].done,
+            };
+            start = start.max(t);
+        }
+        let epoch = fabrics.partition_point(|(s, _)| *s <= start).max(1) - 1;
+        let fabric: &Topology = &fabrics[epoch].1;
+        let tt = match task.kind {
+            TaskKind::Transfer { src, dst, bytes } => {
+                let c = *cost.entry((epoch, false, src.0, dst.0)).or_insert_with(|| {
+                    fabric
+                        .route(src, dst, 0, &mut path)
+                        .then(|| (fabric.path_latency(&path), fabric.path_bottleneck(&path)))
+                });
+                transfer_times(dag, id, start, bytes, c)
+            }
+            TaskKind::NetTransfer { src, dst, bytes } => {
+                let c = *cost.entry((epoch, true, src.0, dst.0)).or_insert_with(|| {
+                    fabric
+                        .hop_path(src, dst, &mut path)
+                        .then(|| (fabric.hop_latency(&path), fabric.path_bottleneck(&path)))
+                });
+                transfer_times(dag, id, start, bytes, c)
+            }
+            TaskKind::Compute { duration, .. } => {
+                let done = start.saturating_add(duration);
+                TaskTimes {
+                    start,
+                    sent: done,
+                    done,
+                }
+            }
+            TaskKind::Marker => TaskTimes {
+                start,
+                sent: start,
+                done: start,
+            },
+        };
+        if tt.done == SimTime::MAX && task.kind.is_transfer() {
+            let (src, dst) = endpoints(task.kind);
+            return Err(AnalyticalError::Unreachable {
+                task: i as u32,
+                src,
+                dst,
+                at: start,
+            });
+        }
+        times.push(tt);
+    }
+    Ok(times)
+}
+
+/// Times of a transfer of `bytes` starting at `start` over a path of latency
+/// α and bottleneck rate B (`None`: no path, times saturate).
+fn transfer_times(
+    dag: &Dag,
+    id: TaskId,
+    start: SimTime,
+    bytes: u64,
+    cost: Option<(SimTime, Rate)>,
+) -> TaskTimes {
+    match cost {
+        Some((alpha, rate)) => {
+            let sent = start.saturating_add(rate.tx_time(bytes));
+            TaskTimes {
+                start,
+                sent,
+                done: sent
+                    .saturating_add(alpha)
+                    .saturating_add(dag.software_latency(id)),
+            }
+        }
+        None => TaskTimes {
+            start,
+            sent: SimTime::MAX,
+            done: SimTime::MAX,
+        },
+    }
+}
+
+/// The common result from every task's times.
+fn output(dag: &Dag, times: &[TaskTimes]) -> RunOutput {
     let mut op_timing = vec![
         OpTiming {
             start: SimTime::MAX,
@@ -26,7 +238,7 @@ pub fn run(dag: &Dag, topo: &Topology) -> RunOutput {
     let mut fct = Vec::new();
     let mut bytes = 0u64;
     let mut makespan = SimTime::ZERO;
-    for (task, t) in dag.tasks.iter().zip(&times) {
+    for (task, t) in dag.tasks.iter().zip(times) {
         let op = &mut op_timing[task.op as usize];
         op.start = op.start.min(t.start);
         op.end = op.end.max(t.done);
@@ -54,5 +266,105 @@ pub fn run(dag: &Dag, topo: &Topology) -> RunOutput {
         },
         events: dag.len() as u64,
         ..RunOutput::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::{build, ClusterSpec, FabricLinkSpec, GpuId, LinkId, TopologySpec};
+
+    /// 4 hosts of 1 GPU on a leaf-spine with 2 hosts per leaf and 2 spines.
+    fn topo() -> Topology {
+        let c = ClusterSpec {
+            hosts: 4,
+            gpus_per_host: 1,
+            nics_per_host: 1,
+            nvlink_rate: Rate::gbps(3600),
+            nvlink_latency: SimTime::from_ns(100),
+            pcie_rate: Rate::gbps(512),
+            pcie_latency: SimTime::from_ns(200),
+        };
+        let f = FabricLinkSpec {
+            link_rate: Rate::gbps(400),
+            link_latency: SimTime::from_ns(50),
+            switch_latency: SimTime::from_ns(300),
+        };
+        build(
+            &c,
+            &f,
+            &TopologySpec::LeafSpine {
+                radix: 4,
+                oversubscription: 1.0,
+            },
+        )
+        .unwrap()
+    }
+
+    fn chain(t: &Topology) -> Dag {
+        let mut d = Dag::new();
+        d.begin_op("x");
+        let a = d.transfer(GpuId(0), GpuId(3), 1 << 20, &[]);
+        let b = d.transfer(GpuId(3), GpuId(0), 1 << 20, &[Dep::Done(a)]);
+        d.compute(GpuId(0), SimTime::from_us(5), &[Dep::Done(b)]);
+        let _ = t;
+        d
+    }
+
+    #[test]
+    fn an_event_after_the_last_task_changes_nothing() {
+        // The healthy makespan is the idle critical path; a NIC cable cut 1 ps
+        // after it cannot touch any transfer, so the result is identical.
+        let t = topo();
+        let d = chain(&t);
+        let healthy = run(&d, &t);
+        let late = [LinkEvent {
+            at: SimTime(healthy.makespan.0 + 1),
+            link: t.nics[0].uplink,
+            change: LinkChange::Down,
+        }];
+        let out = run_with_events(&d, &t, &late).unwrap();
+        assert_eq!(out.makespan, healthy.makespan);
+        assert_eq!(out.op_timing, healthy.op_timing);
+        assert_eq!(out.transfer_fct, healthy.transfer_fct);
+    }
+
+    #[test]
+    fn a_cut_host_is_an_error_at_the_first_transfer_after_the_cut() {
+        // GPU 0's only cable fails at 1 µs: the first transfer (start 0) still
+        // runs, the second (from GPU 3 back to GPU 0, starting once the first is
+        // done, ~23 µs) has no path.
+        let t = topo();
+        let d = chain(&t);
+        let cut = [LinkEvent {
+            at: SimTime::from_us(1),
+            link: t.nics[0].uplink,
+            change: LinkChange::Down,
+        }];
+        match run_with_events(&d, &t, &cut) {
+            Err(AnalyticalError::Unreachable { task, src, dst, at }) => {
+                assert_eq!((task, src, dst), (1, 3, 0));
+                assert!(at > SimTime::from_us(1));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_degraded_link_slows_only_transfers_that_start_after_it() {
+        // GPU 0's cable drops to 100 Gb/s at 1 µs. The first transfer (start 0)
+        // keeps 400 Gb/s; the second starts later and crosses the slow cable,
+        // so it takes longer than in the healthy run, by about 3 × 1 MiB / 400 Gb/s.
+        let t = topo();
+        let d = chain(&t);
+        let healthy = run(&d, &t);
+        let slow = [t.nics[0].uplink, t.reverse(t.nics[0].uplink)].map(|l: LinkId| LinkEvent {
+            at: SimTime::from_us(1),
+            link: l,
+            change: LinkChange::Rate(Rate::gbps(100)),
+        });
+        let out = run_with_events(&d, &t, &slow).unwrap();
+        assert_eq!(out.transfer_fct[0], healthy.transfer_fct[0]);
+        assert!(out.transfer_fct[1].0 > healthy.transfer_fct[1].0 * 3);
     }
 }

@@ -459,11 +459,20 @@ impl<'a> Sim<'a> {
                     });
                 }
             }
+            if self.runner.finished() {
+                // Every task is done: what is left in the queue are completions
+                // superseded by rate changes and link events after the work,
+                // neither of which moves a byte.
+                break;
+            }
         }
         if !self.runner.finished() {
             return Err(FlowError::Stalled(self.dag.len() - self.runner.completed()));
         }
-        Ok(self.output(now))
+        // The makespan is the end of the last task, not the time of the last
+        // event popped (a stale completion or a fault after the work ended).
+        let makespan = self.runner.last_done().ps();
+        Ok(self.output(makespan))
     }
 
     fn finish_flow(&mut self, fid: u32, now: u64, ready: &mut Vec<TaskId>) {

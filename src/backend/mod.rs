@@ -23,6 +23,10 @@ pub struct FabricCounters {
     pub bytes_sent: u64,
     /// Packets dropped (buffer overflow, corruption, link down).
     pub drops: u64,
+    /// Of `drops`, packets a bit error corrupted (a `link_degraded` fault's
+    /// `bit_error_rate`, packet level only); the receiver discards them and the
+    /// transport resends.
+    pub drops_corrupted: u64,
     /// Payload bytes in dropped packets.
     pub bytes_dropped: u64,
     /// Packets marked Congestion Experienced.

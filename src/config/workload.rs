@@ -1381,8 +1381,8 @@ pub fn ignored(s: &super::Scenario, key: &str, _fidelity: super::Fidelity) -> Op
 }
 
 /// Fault settings this fidelity does not use: the bit-error rate (packet level
-/// only) and, at the analytical fidelity, the start time of link and switch
-/// faults (applied from time zero: the idle critical path has no time-varying fabric).
+/// only). Every fidelity applies a fault at its time `at` (the analytical one to
+/// the transfers that start at or after it).
 pub fn fault_notes(s: &super::Scenario, fidelity: super::Fidelity) -> Vec<super::IgnoredSetting> {
     let mut out = Vec::new();
     if matches!(s.workload, super::WorkloadSpec::Collective(_)) {
@@ -1403,15 +1403,6 @@ pub fn fault_notes(s: &super::Scenario, fidelity: super::Fidelity) -> Vec<super:
                     ),
                 });
             }
-        }
-        if fidelity == super::Fidelity::Analytical
-            && f.at > SimTime::ZERO
-            && !matches!(f.kind, FaultKind::SlowGpu { .. })
-        {
-            out.push(super::IgnoredSetting {
-                key: format!("faults.{i}.at"),
-                reason: "the analytical fidelity evaluates the step on a fixed fabric, so link and switch faults apply from the start of the step (use flow for a fault mid-step)".into(),
-            });
         }
     }
     out

@@ -48,9 +48,14 @@ pub fn render(r: &Report) -> String {
         );
     }
     let c = &r.fabric;
+    let corrupted = if c.drops_corrupted > 0 {
+        format!(" ({} corrupted)", c.drops_corrupted)
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         s,
-        "# fabric: {} delivered, {} drops, {} ECN marks, {} CNPs, {} PFC pauses, {} retransmitted, max queue {}",
+        "# fabric: {} delivered, {} drops{corrupted}, {} ECN marks, {} CNPs, {} PFC pauses, {} retransmitted, max queue {}",
         format_bytes(c.bytes_delivered),
         c.drops,
         c.ecn_marks,

@@ -4,13 +4,18 @@
 //!   `factor` times longer. Whether a task starts after `at` is decided on the
 //!   healthy idle schedule (the analytical critical path), so the DAG stays
 //!   static and the same slowed DAG runs at every fidelity.
-//! - `link_down`, `switch_down`: at the flow fidelity, timed events of the flow
-//!   backend ([`crate::backend::flow::LinkEvent`]): the links stop at `at`, routes
-//!   are recomputed and flows on them move to a new path with their remaining
-//!   bytes. At the analytical fidelity the links are down for the whole step.
-//! - `link_degraded`: the link's line rate drops to `rate` at `at` (flow) or for
-//!   the whole step (analytical). The bit-error rate is kept for the packet
-//!   fidelity and listed in `ignored_settings` elsewhere.
+//! - `link_down`, `switch_down`: timed link events ([`crate::backend::flow::LinkEvent`]):
+//!   the links stop at `at`, routes are recomputed and, at the flow and packet
+//!   fidelities, traffic on them moves to a new path (flow: with its remaining
+//!   bytes; packet: packets on the wire or queued are lost and recovered by the
+//!   transport). At the analytical fidelity a transfer that starts at or after
+//!   `at` sees the failed fabric ([`crate::backend::analytical`]).
+//! - `link_degraded`: the link's line rate drops to `rate` at `at` (both
+//!   directions), with the same timing rule. Its `bit_error_rate` goes to the
+//!   packet fidelity ([`Applied::bit_errors`]), where each packet crossing the
+//!   link is corrupted with probability 1 − (1 − BER)^(wire bits), dropped by the
+//!   receiver and recovered by go-back-N or the retransmission timeout; the other
+//!   fidelities do not model bit errors and list the key in `ignored_settings`.
 
 use std::borrow::Cow;
 
@@ -28,6 +33,10 @@ pub struct Applied {
     pub link_events: Vec<LinkEvent>,
     /// (GPU, slowdown factor, from time).
     pub slow_gpus: Vec<(u32, f64, SimTime)>,
+    /// (from time, directed link, bit-error rate as a probability per bit): the
+    /// `bit_error_rate` of `link_degraded` faults, both directions of the cable,
+    /// for the packet fidelity (sorted by time).
+    pub bit_errors: Vec<(SimTime, crate::topology::LinkId, f64)>,
 }
 
 impl Applied {
@@ -51,13 +60,20 @@ impl Applied {
                         });
                     }
                 }
-                FaultKind::LinkDegraded { link, rate, .. } => {
+                FaultKind::LinkDegraded {
+                    link,
+                    rate,
+                    bit_error_rate,
+                } => {
                     for l in links_of(*link, topo) {
                         a.link_events.push(LinkEvent {
                             at: f.at,
                             link: l,
                             change: LinkChange::Rate(*rate),
                         });
+                        if let Some(b) = bit_error_rate.filter(|&b| b > 0.0) {
+                            a.bit_errors.push((f.at, l, b));
+                        }
                     }
                 }
                 FaultKind::SwitchDown { switch } => {
@@ -72,10 +88,13 @@ impl Applied {
             }
         }
         a.link_events.sort_by_key(|e| e.at);
+        a.bit_errors.sort_by_key(|e| e.0);
         a
     }
 
-    /// `topo` with every link change applied from the start (the analytical view).
+    /// `topo` with every link change applied from the start (a fabric that was
+    /// already degraded when the step began). The analytical backend applies
+    /// each change at its time instead ([`crate::backend::analytical::run_with_events`]).
     pub fn static_topology<'t>(&self, topo: &'t Topology) -> Cow<'t, Topology> {
         if self.link_events.is_empty() {
             return Cow::Borrowed(topo);

@@ -45,6 +45,12 @@ pub enum WorkloadError {
     /// The flow backend stopped.
     #[error("flow backend: {0}")]
     Flow(#[from] flow::FlowError),
+    /// The analytical backend cannot give a finite time (a transfer has no path).
+    #[error("analytical backend: {0}")]
+    Analytical(#[from] crate::backend::analytical::AnalyticalError),
+    /// The packet backend stopped (an unreachable destination, the time limit).
+    #[error("packet backend: {0}")]
+    Packet(crate::backend::packet::PacketError),
     /// Not available (e.g. the packet fidelity).
     #[error("{0}")]
     Unsupported(String),
@@ -258,10 +264,11 @@ pub fn evaluate(
     packet: Option<&crate::backend::packet::PacketConfig>,
 ) -> Result<RunOutput, WorkloadError> {
     match fidelity {
-        Fidelity::Analytical => {
-            let topo = faults.static_topology(topo);
-            Ok(crate::backend::analytical::run(dag, &topo))
-        }
+        Fidelity::Analytical => Ok(crate::backend::analytical::run_with_events(
+            dag,
+            topo,
+            &faults.link_events,
+        )?),
         Fidelity::Flow => {
             let cfg = flow::FlowConfig {
                 seed,
@@ -285,9 +292,13 @@ pub fn evaluate(
                         flow::LinkChange::Rate(r) => LinkEventKind::Rate(r),
                     },
                 })
+                .chain(faults.bit_errors.iter().map(|&(at, link, ber)| LinkEvent {
+                    at,
+                    link,
+                    kind: LinkEventKind::Ber(ber),
+                }))
                 .collect();
-            packet::run(dag, topo, &cfg)
-                .map_err(|e| WorkloadError::Unsupported(format!("packet backend: {e}")))
+            packet::run(dag, topo, &cfg).map_err(WorkloadError::Packet)
         }
     }
 }

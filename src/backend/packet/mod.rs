@@ -75,10 +75,11 @@
 //! [`PacketStats`], the packet-level conservation counters
 //! (transmitted = accepted + duplicates + out-of-order discards + dropped).
 //! A run ends when the event queue drains (every ACK home), so conservation is
-//! exact; the makespan is the time the last task completed. `transfer_ideal` is
-//! the path latency plus the message's *wire* bytes (headers included) at the
-//! path's bottleneck rate; store-and-forward adds one packet time per extra hop
-//! on top of it. `links[i].utilization` is busy time over the makespan;
+//! exact (a link event after the last task and the last packet changes nothing
+//! and is skipped); the makespan is the time the last task completed.
+//! `transfer_ideal` is the path latency plus the message's *wire* bytes
+//! (headers included, once) at the path's slowest *line* rate; store-and-forward
+//! adds one packet time per extra hop on top of it. `links[i].utilization` is busy time over the makespan;
 //! `avg_queue_bytes` is averaged over the whole run. `events` counts events
 //! popped from the queue; credit returns are absorbed lazily and only count
 //! when a starved sender had to be woken.

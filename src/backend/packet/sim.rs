@@ -169,19 +169,7 @@ impl<'a> Sim<'a> {
             routes: RouteCache::default(),
             cands: Vec::with_capacity(64),
             tmp_links: Vec::with_capacity(64),
-            ideal: dag
-                .tasks
-                .iter()
-                .map(|t| match t.kind {
-                    TaskKind::Transfer { src, dst, bytes } if src != dst => {
-                        match topo.path_cost(src, dst) {
-                            Some((lat, rate)) => lat + rate.tx_time(cfg.message_wire_bytes(bytes)),
-                            None => SimTime::ZERO,
-                        }
-                    }
-                    _ => SimTime::ZERO,
-                })
-                .collect(),
+            ideal: ideal_times(dag, topo, cfg),
             qps: Vec::new(),
             flowlets: Vec::new(),
             qp_index: HashMap::new(),
@@ -229,6 +217,11 @@ impl<'a> Sim<'a> {
         let limit = self.cfg.time_limit.0;
         while let Some((t, ev)) = self.q.pop() {
             debug_assert!(t >= self.now, "time went backwards");
+            if matches!(ev, Event::Link { .. }) && self.runner.finished() && self.pkts.live() == 0 {
+                // A fault after the work ended and every packet drained changes
+                // nothing: it neither advances the clock nor hits the time limit.
+                continue;
+            }
             if t > limit {
                 return Err(PacketError::TimeLimit {
                     at: self.cfg.time_limit,
@@ -424,6 +417,7 @@ impl<'a> Sim<'a> {
         self.fabric.retransmitted_packets = self.stats.retransmitted_packets;
         self.fabric.timeouts = self.stats.timeouts;
         self.fabric.drops = self.stats.drops_total();
+        self.fabric.drops_corrupted = self.stats.drops_corrupt;
         self.fabric.bytes_dropped = self.stats.payload_bytes_dropped;
         self.stats.packets_alive_at_end = self.pkts.live() as u64;
         self.stats.slab_high_water = self.pkts.capacity_used() as u64;
@@ -477,6 +471,43 @@ impl<'a> Sim<'a> {
         };
         (out, self.stats)
     }
+}
+
+/// Ideal completion time of every task (transfers between two GPUs; zero for
+/// the rest): what the message takes alone on an idle path, `α + W / B`, with
+/// α the path's latency ([`Topology::path_latency`]), W the message's *wire*
+/// bytes (every packet pays its header, [`PacketConfig::message_wire_bytes`])
+/// and B the slowest **line** rate on the path, the rate ports serialize wire
+/// bytes at. The topology's payload rate ([`Topology::effective_rate`]) already
+/// discounts headers, so W over it would count them twice and bias slowdowns
+/// below 1. Store-and-forward still adds one packet time per extra hop on top
+/// (see the module doc), so an idle flow's slowdown is 1 plus at most
+/// (hops − 1) · (MTU + header) / W.
+fn ideal_times(dag: &Dag, topo: &Topology, cfg: &PacketConfig) -> Vec<SimTime> {
+    let mut cost: HashMap<(u32, u32), Option<(SimTime, crate::units::Rate)>> = HashMap::new();
+    let mut path = Vec::with_capacity(16);
+    dag.tasks
+        .iter()
+        .map(|t| match t.kind {
+            TaskKind::Transfer { src, dst, bytes } if src != dst => {
+                let c = *cost.entry((src.0, dst.0)).or_insert_with(|| {
+                    topo.route(src, dst, 0, &mut path).then(|| {
+                        let line = path
+                            .iter()
+                            .map(|&l| topo.links[l.0 as usize].rate)
+                            .min()
+                            .unwrap_or(crate::units::Rate(u64::MAX));
+                        (topo.path_latency(&path), line)
+                    })
+                });
+                match c {
+                    Some((lat, rate)) => lat + rate.tx_time(cfg.message_wire_bytes(bytes)),
+                    None => SimTime::ZERO,
+                }
+            }
+            _ => SimTime::ZERO,
+        })
+        .collect()
 }
 
 /// The error for a [`TaskKind::NetTransfer`] (a switch as an endpoint): the packet

@@ -145,6 +145,19 @@ impl Algorithm {
         Algorithm::Sharp,
         Algorithm::Nvls,
     ];
+    /// The algorithms NCCL itself runs, among which `auto` chooses as NCCL's
+    /// tuner does (ring, tree, NVLS and NVLS-tree, CollNet as in-network
+    /// SHARP, point-to-point all-to-all). Halving-doubling and the
+    /// hierarchical ring are MPI's and Horovod's: they run when named, and
+    /// `auto` leaves them out so that a simulated table stands beside a
+    /// measured nccl-tests one.
+    pub const NCCL: [Algorithm; 5] = [
+        Algorithm::Ring,
+        Algorithm::Tree,
+        Algorithm::Direct,
+        Algorithm::Sharp,
+        Algorithm::Nvls,
+    ];
     /// The name used in scenario files, the CLI and results.
     pub fn name(self) -> &'static str {
         match self {
@@ -971,7 +984,7 @@ pub fn proto_cost(
 }
 
 /// NCCL's tuner: the (algorithm, protocol) with the lowest closed-form time
-/// for `spec` — over every algorithm when `auto_algorithm`, over every protocol
+/// for `spec` — over NCCL's algorithms ([`Algorithm::NCCL`]) when `auto_algorithm`, over every protocol
 /// when `protocol` is `None` (algorithms without protocols run Simple).
 /// `nvlink` and `network` override the protocols' step latencies.
 ///
@@ -993,7 +1006,7 @@ pub fn tune(
     let mut best: Option<(SimTime, Algorithm, ProtoCost)> = None;
     let mut last_err = None;
     let algos: Vec<Algorithm> = if auto_algorithm {
-        Algorithm::ALL.to_vec()
+        Algorithm::NCCL.to_vec()
     } else {
         vec![spec.algorithm]
     };
@@ -1028,7 +1041,8 @@ pub fn tune(
 }
 
 /// Picks the algorithm with the lowest closed-form time for `spec.op` at
-/// `spec.bytes` (what `--algo auto` does). Ties go to the earlier in [`Algorithm::ALL`].
+/// `spec.bytes` among NCCL's own algorithms ([`Algorithm::NCCL`], what `--algo auto`
+/// does). Ties go to the earlier in that list.
 /// [`Algorithm::Sharp`] is a candidate only when the switches reduce
 /// ([`Topology::sharp`]); otherwise it would only repeat the ring.
 ///
@@ -1041,7 +1055,7 @@ pub fn auto_select(
 ) -> Result<Algorithm, CollectiveError> {
     let mut best: Option<(SimTime, Algorithm)> = None;
     let mut last_err = None;
-    for algo in Algorithm::ALL {
+    for algo in Algorithm::NCCL {
         if !supports(algo, spec.op)
             || (algo == Algorithm::Sharp && !sharp::available(topo))
             || (algo == Algorithm::Nvls && !nvls::available(topo))

@@ -87,6 +87,10 @@ pub enum RunError {
     /// A training or inference workload could not run.
     #[error("{0}")]
     Workload(#[from] crate::workload::WorkloadError),
+    /// The run would need more memory or packet events than its budget
+    /// (`simulation.max_memory`, `simulation.max_events`) allows.
+    #[error("over budget at this fidelity: {0}")]
+    Budget(String),
 }
 
 /// A run stopped by a PFC deadlock: the cycle, and the counters up to it.
@@ -110,7 +114,21 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
     let wall = Instant::now();
     let fidelity = opts.fidelity.unwrap_or(scenario.fidelity);
     let seed = opts.seed.unwrap_or(scenario.seed);
+    // What the run costs at the fidelity it runs (validation checked the
+    // file's): the topology before it is built, then the workload.
+    let budget = &scenario.budget;
+    crate::budget::topology(
+        scenario.cluster.hosts,
+        scenario.cluster.gpus_per_host,
+        scenario.cluster.nics_per_host,
+        &scenario.topology,
+    )
+    .check(budget)
+    .map_err(|e| RunError::Budget(e.to_string()))?;
     let topo = scenario.build_topology_for(fidelity)?;
+    crate::budget::run(scenario, &topo, fidelity)
+        .check(budget)
+        .map_err(|e| RunError::Budget(e.to_string()))?;
     let mut acc = Accumulated::default();
     let (mut training, mut inference) = (None, None);
     let exec = Executor {
@@ -665,13 +683,7 @@ pub fn run_training(
     acc: &mut Accumulated,
 ) -> Result<TrainingReport, RunError> {
     use crate::workload::faults::Applied;
-    let est = training::estimated_tasks(t);
-    if est > training::MAX_TASKS {
-        return Err(RunError::Unsupported(format!(
-            "this step would build about {est:.1e} tasks (more than {:.0e}); use replicas = \"one\", fewer micro-batches or fewer layers",
-            training::MAX_TASKS
-        )));
-    }
+    // the DAG's size was checked against the budget (crate::budget::run)
     let step = training::build(t, topo)?;
     for f in &scenario.faults {
         if let crate::config::workload::FaultKind::SlowGpu { gpu, .. } = f.kind {
@@ -890,13 +902,7 @@ pub fn run_inference(
     opts: &RunOptions,
     acc: &mut Accumulated,
 ) -> Result<InferenceReport, RunError> {
-    let est = inference::estimated_tasks(i);
-    if est > training::MAX_TASKS {
-        return Err(RunError::Unsupported(format!(
-            "this batch would build about {est:.1e} tasks (more than {:.0e}); use fewer output tokens or layers",
-            training::MAX_TASKS
-        )));
-    }
+    // the DAG's size was checked against the budget (crate::budget::run)
     let b = inference::build(i, topo, seed)?;
     let all = crate::workload::faults::Applied::new(&scenario.faults, topo);
     let (dag, out) = run_dag_with(&b.dag, scenario, topo, fidelity, seed, &all)?;

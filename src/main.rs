@@ -249,8 +249,55 @@ fn parse_fidelity(s: &str) -> Result<Fidelity, String> {
         .ok_or_else(|| format!("unknown fidelity {s:?}; expected analytical, flow or packet"))
 }
 
+/// The first error writing to standard output; later writes are skipped.
+static STDOUT_ERROR: std::sync::OnceLock<std::io::Error> = std::sync::OnceLock::new();
+
+/// Writes to standard output without panicking (`print!` panics on a full disk or
+/// a closed pipe); the first error is kept for [`finish`].
+fn emit(args: std::fmt::Arguments<'_>) {
+    if STDOUT_ERROR.get().is_some() {
+        return;
+    }
+    if let Err(e) = std::io::stdout().lock().write_fmt(args) {
+        let _ = STDOUT_ERROR.set(e);
+    }
+}
+
+/// `print!` that cannot panic.
+macro_rules! out {
+    ($($t:tt)*) => { emit(format_args!($($t)*)) };
+}
+
+/// `println!` that cannot panic.
+macro_rules! outln {
+    () => { emit(format_args!("\n")) };
+    ($($t:tt)*) => { emit(format_args!("{}\n", format_args!($($t)*))) };
+}
+
+/// Flushes standard output and turns a write error into the exit code: a closed
+/// pipe (`fabricsim … | head`) ends quietly with the command's own code; any
+/// other error (`> /dev/full`) is reported, exit code 1.
+fn finish(code: ExitCode) -> ExitCode {
+    let flushed = std::io::stdout().lock().flush();
+    let err = STDOUT_ERROR.get().map(|e| (e.kind(), e.to_string()));
+    let err = err.or_else(|| flushed.err().map(|e| (e.kind(), e.to_string())));
+    match err {
+        None => code,
+        Some((std::io::ErrorKind::BrokenPipe, _)) => code,
+        Some((_, msg)) => {
+            eprintln!("error: writing to standard output: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let code = command(cli);
+    finish(code)
+}
+
+fn command(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Demo { out } => {
             match config::parse(fabricsim::demo::FILE, fabricsim::demo::SCENARIO) {
@@ -264,7 +311,7 @@ fn main() -> ExitCode {
         },
         Command::Validate { scenario } => match config::load(&scenario) {
             Ok(s) => {
-                println!(
+                outln!(
                     "ok: {} — {} nodes x {} GPUs = {} GPUs on {} ({}), {} fidelity",
                     scenario.display(),
                     s.cluster.hosts,
@@ -275,9 +322,10 @@ fn main() -> ExitCode {
                     s.fidelity.name()
                 );
                 for ig in s.ignored_settings(s.fidelity) {
-                    println!(
+                    outln!(
                         "note: {} is not used at this fidelity: {}",
-                        ig.key, ig.reason
+                        ig.key,
+                        ig.reason
                     );
                 }
                 ExitCode::SUCCESS
@@ -285,34 +333,41 @@ fn main() -> ExitCode {
             Err(e) => config_failure(&e),
         },
         Command::Presets => {
-            println!("cluster presets ([cluster] preset = …):");
+            outln!("cluster presets ([cluster] preset = …):");
             for p in config::presets::NODE_PRESETS {
-                println!(
+                outln!(
                     "  {:<16} {}; NVLink efficiency {:.3}",
-                    p.name, p.about, p.nvlink_efficiency
+                    p.name,
+                    p.about,
+                    p.nvlink_efficiency
                 );
             }
-            println!("fabric presets ([fabric] preset = …):");
+            outln!("fabric presets ([fabric] preset = …):");
             for p in config::presets::FABRIC_PRESETS {
-                println!(
+                outln!(
                     "  {:<16} {}; NIC efficiency {:.3}",
-                    p.name, p.about, p.nic_efficiency
+                    p.name,
+                    p.about,
+                    p.nic_efficiency
                 );
             }
-            println!("model presets ([workload] kind = \"training\" | \"inference\", preset = …):");
+            outln!("model presets ([workload] kind = \"training\" | \"inference\", preset = …):");
             for p in config::workload::MODEL_PRESETS {
-                println!("  {:<16} {}", p.name, p.about);
+                outln!("  {:<16} {}", p.name, p.about);
             }
-            println!("GPU presets ([workload.gpu] preset = …):");
+            outln!("GPU presets ([workload.gpu] preset = …):");
             for p in config::workload::GPU_PRESETS {
-                println!(
+                outln!(
                     "  {:<16} dense bf16 {} TFLOP/s, fp8 {} TFLOP/s, HBM {}",
-                    p.name, p.tflops[0], p.tflops[2], p.hbm
+                    p.name,
+                    p.tflops[0],
+                    p.tflops[2],
+                    p.hbm
                 );
             }
-            println!("built-in clusters (fabricsim collective --preset …):");
+            outln!("built-in clusters (fabricsim collective --preset …):");
             for (name, about, _) in cluster::CLUSTERS {
-                println!("  {name:<16} {about}");
+                outln!("  {name:<16} {about}");
             }
             ExitCode::SUCCESS
         }
@@ -547,9 +602,9 @@ fn execute(s: &Scenario, out: &Output) -> ExitCode {
         }
     };
     if out.json {
-        println!("{}", report.to_json());
+        outln!("{}", report.to_json());
     } else {
-        print!("{}", report::table::render(&report));
+        out!("{}", report::table::render(&report));
     }
     if let Some(dir) = &out.out {
         if let Err(e) = write_outputs(dir, &report) {
@@ -633,7 +688,7 @@ fn compare(
     }
     progress_done(&progress);
     let labels: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-    print!("{}", report::compare::table(&reports, &labels));
+    out!("{}", report::compare::table(&reports, &labels));
     if let Some(path) = html {
         if let Err(e) = std::fs::write(path, report::html::render_compare(&reports, &labels)) {
             eprintln!("error: writing the report {}: {e}", path.display());
@@ -661,7 +716,7 @@ fn sweep_cmd(
             Err(e) => return usage(&e),
         }
     }
-    let text = match std::fs::read_to_string(file) {
+    let text = match fabricsim::budget::read_text(file, fabricsim::budget::MAX_INPUT_BYTES) {
         Ok(t) => t,
         Err(_) => {
             // the usual diagnostic for an unreadable file
@@ -697,7 +752,7 @@ fn sweep_cmd(
         eprint!("\r\x1b[K");
     }
     let csv = sweep::csv(&axes, &runs);
-    print!("{csv}");
+    out!("{csv}");
     if let Some(dir) = out {
         let w =
             std::fs::create_dir_all(dir).and_then(|()| std::fs::write(dir.join("sweep.csv"), &csv));
@@ -819,15 +874,15 @@ fn check_cmd(
             "results": results,
             "geomean_error": compare::geomean_error(results.iter().flat_map(|r| r.rows.iter().map(|x| x.error))),
         });
-        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
     } else if markdown {
-        print!("{}", compare::markdown(&results));
+        out!("{}", compare::markdown(&results));
     } else {
         for (i, r) in results.iter().enumerate() {
             if i > 0 {
-                println!();
+                outln!();
             }
-            print!("{}", compare::render(r));
+            out!("{}", compare::render(r));
         }
         if results.len() > 1 {
             let errors = results.iter().flat_map(|r| r.rows.iter().map(|x| x.error));
@@ -837,7 +892,7 @@ fn check_cmd(
                 .filter(|r| !r.slow_sizes.is_empty())
                 .map(|r| format!("{} ({})", r.file, r.slow_sizes.len()))
                 .collect();
-            println!(
+            outln!(
                 "\n# all {} files: geomean error over {sizes} sizes {:.1}%; files with slow sizes: {}",
                 results.len(),
                 compare::geomean_error(errors).unwrap_or(0.0) * 100.0,
@@ -899,16 +954,16 @@ fn calibrate_cmd(
     let mut bases: Vec<&str> = prepared.iter().map(|p| p.src.label.as_str()).collect();
     bases.dedup();
     let toml = calibrate::toml_fragment(&c, &ps, &inputs, &bases.join(", "), &opts, fit_shown);
-    print!("{}", calibrate::summary(&c, &ps));
+    out!("{}", calibrate::summary(&c, &ps));
     match output {
         Some(path) => {
             if let Err(e) = std::fs::write(path, &toml) {
                 eprintln!("error: writing {}: {e}", path.display());
                 return ExitCode::FAILURE;
             }
-            println!("wrote {}", path.display());
+            outln!("wrote {}", path.display());
         }
-        None => print!("{toml}"),
+        None => out!("{toml}"),
     }
     ExitCode::SUCCESS
 }

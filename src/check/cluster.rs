@@ -61,7 +61,7 @@ pub struct ScenarioSource {
 /// An unreadable file (the usual located diagnostic) or an unknown preset.
 pub fn source(scenario: Option<&Path>, preset: Option<&str>) -> Result<ScenarioSource, BaseError> {
     if let Some(p) = scenario {
-        return match std::fs::read_to_string(p) {
+        return match crate::budget::read_text(p, crate::budget::MAX_INPUT_BYTES) {
             Ok(text) => Ok(ScenarioSource {
                 label: p.display().to_string(),
                 text,

@@ -231,20 +231,30 @@ pub fn topology(
         }
     };
     let links = host_links + 2.0 * nics + 2.0 * fabric_links;
-    let nodes = host_nodes + switches;
     // routing: one byte of distance per (switch, leaf)
-    let memory = nodes * BYTES_PER_NODE + links * BYTES_PER_LINK + switches * leaves;
+    let host_memory = host_nodes * BYTES_PER_NODE + (host_links + 2.0 * nics) * BYTES_PER_LINK;
+    let fabric_memory =
+        switches * BYTES_PER_NODE + 2.0 * fabric_links * BYTES_PER_LINK + switches * leaves;
+    // blame the shape's own parameter when the switches cost more than the hosts
+    let driver = if fabric_memory > host_memory {
+        match spec {
+            TopologySpec::SingleSwitch => "cluster.nodes",
+            TopologySpec::LeafSpine { .. } | TopologySpec::RailOptimized { .. } => "topology.radix",
+            TopologySpec::FatTree { .. } => "topology.k",
+            TopologySpec::Dragonfly { .. } => "topology.groups",
+        }
+    } else if gpus_per_host > hosts {
+        "cluster.gpus_per_node"
+    } else {
+        "cluster.nodes"
+    };
     Estimate {
         hosts: h,
         gpus,
         switches,
         links,
-        memory,
-        driver: if gpus_per_host > hosts {
-            "cluster.gpus_per_node"
-        } else {
-            "cluster.nodes"
-        },
+        memory: host_memory + fabric_memory,
+        driver,
         ..Estimate::default()
     }
 }

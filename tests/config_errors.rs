@@ -530,3 +530,29 @@ fn an_endless_scenario_file_fails_fast() {
     let e = config::load(std::path::Path::new("/dev/zero")).unwrap_err();
     assert!(e.to_string().contains("64MiB"), "{e}");
 }
+
+#[test]
+fn latencies_and_durations_stay_inside_the_simulated_time_range() {
+    // a latency is added once per hop and step: 1e6 s each would sum past 2^64 ps
+    let d = one(&with(
+        "preset = \"ib-ndr-400\"",
+        "preset = \"ib-ndr-400\"\nlink_latency = \"1e6s\"",
+    ));
+    assert_eq!(d.field, "fabric.link_latency", "{d}");
+    assert!(d.expected.contains("at most 1s"), "{d}");
+    // 2^60 ps is about 13 days; 1e7 s is past it
+    let d = one(&with("seed = 7", "seed = 7\ntime_limit = \"1e7s\""));
+    assert_eq!(d.field, "simulation.time_limit", "{d}");
+    assert!(d.expected.contains("simulated-time range"), "{d}");
+}
+
+#[test]
+fn a_fat_tree_too_large_to_build_blames_k() {
+    let text = GOOD.replace(
+        "kind = \"leaf_spine\"\nradix = 16",
+        "kind = \"fat_tree\"\nk = 100000",
+    );
+    let d = one(&text);
+    assert_eq!(d.field, "topology.k", "{d}");
+    assert!(d.found.contains("switches"), "{d}");
+}

@@ -105,6 +105,23 @@ pub fn build(
         if n == 0 {
             return Err(BaseError::Usage("--nodes must be at least 1".into()));
         }
+        let gpus = u64::from(n) * u64::from(s.cluster.gpus_per_host.max(s.cluster.nics_per_host));
+        if gpus > config::MAX_ENDPOINTS {
+            return Err(BaseError::Usage(format!(
+                "--nodes {n}: {gpus} GPUs; expected at most {} (32-bit ids)",
+                config::MAX_ENDPOINTS
+            )));
+        }
+        // what the topology costs, before building it
+        let est = crate::budget::topology(
+            n,
+            s.cluster.gpus_per_host,
+            s.cluster.nics_per_host,
+            &s.topology,
+        );
+        if let Err(e) = est.check(&s.budget) {
+            return Err(BaseError::Usage(format!("--nodes {n}: {e}")));
+        }
         s.cluster.hosts = n;
         if let Err(e) = s.build_topology() {
             return Err(BaseError::Usage(format!("--nodes {n}: {e}")));

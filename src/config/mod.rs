@@ -659,6 +659,25 @@ pub struct Scenario {
     pub budget: crate::budget::Budget,
 }
 
+/// Longest latency or per-packet overhead a key may set: 1 s. Latencies are
+/// paid once per step, hop or packet, so a run adds up millions of them; at most
+/// 1 s each (2⁴⁰ ps), 2²⁴ of them still fit in `u64` picoseconds.
+pub const MAX_LATENCY: SimTime = SimTime(1_000_000_000_000);
+
+/// The largest value `field` may hold: [`MAX_LATENCY`] for latencies, jitter
+/// and per-packet overheads, else [`MAX_SIM_TIME`].
+fn max_duration(field: &str) -> SimTime {
+    if field.ends_with("latency") || field.ends_with("overhead") || field.ends_with("jitter") {
+        MAX_LATENCY
+    } else {
+        MAX_SIM_TIME
+    }
+}
+
+/// Most sizes in one collective workload: each is one simulation (a
+/// min_bytes..max_bytes sweep has at most 64).
+pub const MAX_SIZES: usize = 1024;
+
 /// Most GPUs (and NICs) in a cluster: their ids are 32-bit.
 pub const MAX_ENDPOINTS: u64 = 1 << 31;
 
@@ -869,6 +888,19 @@ impl Validator<'_> {
             }
         };
         match parse_time(&text) {
+            Ok(t) if t > max_duration(field) => {
+                let cap = max_duration(field);
+                self.err(
+                    field,
+                    shown,
+                    if cap == MAX_LATENCY {
+                        "a latency of at most 1s".to_string()
+                    } else {
+                        format!("a duration within the simulated-time range, at most {cap} (2^60 ps, about 13 days)")
+                    },
+                );
+                None
+            }
             Ok(t) => Some(t),
             Err(e) => {
                 self.err(field, shown, e.expected);
@@ -1322,25 +1354,23 @@ impl Validator<'_> {
                 } else {
                     "workload.max_bytes"
                 };
-                let listed = self.src.span_of("workload.sizes").is_some();
+                // the index of each size in the file's list, when there is one
+                let mut index: std::collections::HashMap<u64, usize> = Default::default();
+                if self.src.span_of("workload.sizes").is_some() {
+                    for i in 0..w.sizes.len() {
+                        let b = self
+                            .src
+                            .text_of(&format!("workload.sizes.{i}"))
+                            .and_then(|t| parse_size(t.trim().trim_matches('"')).ok());
+                        if let Some(b) = b {
+                            index.entry(b).or_insert(i);
+                        }
+                    }
+                }
                 for &b in &w.sizes {
-                    // the index in the file's list when there is one
-                    let field = if listed {
-                        (0..w.sizes.len())
-                            .map(|i| format!("workload.sizes.{i}"))
-                            .find(|f| {
-                                self.src
-                                    .text_of(f)
-                                    .and_then(|t| {
-                                        let t = t.trim().trim_matches('"');
-                                        parse_size(t).ok()
-                                    })
-                                    .is_some_and(|x| x == b)
-                            })
-                            .unwrap_or_else(|| key.to_string())
-                    } else {
-                        key.to_string()
-                    };
+                    let field = index
+                        .get(&b)
+                        .map_or_else(|| key.to_string(), |i| format!("workload.sizes.{i}"));
                     sizes.push((field, b, 2 * u128::from(b) * n));
                 }
             }
@@ -1699,6 +1729,13 @@ impl Validator<'_> {
                     "workload.sizes",
                     "an empty list",
                     "at least one size such as \"1MiB\"",
+                );
+                None
+            } else if list.len() > MAX_SIZES {
+                self.err(
+                    "workload.sizes",
+                    format!("a list of {} sizes", list.len()),
+                    format!("at most {MAX_SIZES} sizes (each is one simulation)"),
                 );
                 None
             } else {

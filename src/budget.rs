@@ -237,11 +237,17 @@ pub fn topology(
         switches * BYTES_PER_NODE + 2.0 * fabric_links * BYTES_PER_LINK + switches * leaves;
     // blame the shape's own parameter when the switches cost more than the hosts
     let driver = if fabric_memory > host_memory {
-        match spec {
-            TopologySpec::SingleSwitch => "cluster.nodes",
-            TopologySpec::LeafSpine { .. } | TopologySpec::RailOptimized { .. } => "topology.radix",
+        match *spec {
+            // leaves grow with the hosts; the radix is to blame only when it
+            // dwarfs the cluster
+            TopologySpec::LeafSpine { radix, .. } | TopologySpec::RailOptimized { radix, .. }
+                if f64::from(radix) > nics =>
+            {
+                "topology.radix"
+            }
             TopologySpec::FatTree { .. } => "topology.k",
             TopologySpec::Dragonfly { .. } => "topology.groups",
+            _ => "cluster.nodes",
         }
     } else if gpus_per_host > hosts {
         "cluster.gpus_per_node"
@@ -287,6 +293,7 @@ pub fn run(s: &Scenario, topo: &Topology, fidelity: Fidelity) -> Estimate {
             let g = f64::from(topo.gpus_per_host.max(1));
             let hosts = f64::from(topo.hosts.max(1));
             let (mut largest, mut flows, mut bytes) = (0.0f64, 0.0f64, 0.0f64);
+            let mut per_message = 0.0f64;
             use crate::collective::{Algorithm as A, CollectiveOp as O};
             // the tuner is not asked (its closed forms cost O(N) per candidate):
             // `auto` counts as ring on small communicators, else as the larger of
@@ -318,14 +325,19 @@ pub fn run(s: &Scenario, topo: &Topology, fidelity: Fidelity) -> Estimate {
                 // every algorithm moves at most ~2 buffers per rank (NVLink included)
                 let moved = 2.0 * size as f64 * n;
                 let chunk = w.chunk_bytes.max(1) as f64;
-                let t = n * channels * steps + moved / chunk;
+                let messages = n * channels * steps;
+                let t = messages + moved / chunk;
                 if fidelity != Fidelity::Analytical {
                     largest = largest.max(t);
                     flows += t;
+                    per_message = per_message.max(messages);
                 }
                 bytes += moved;
             }
-            let driver = if w.chunk_bytes < 4096 {
+            // a huge communicator (messages grow with the ranks) or huge sizes
+            let driver = if per_message * 2.0 > largest {
+                e.driver
+            } else if w.chunk_bytes < 4096 {
                 "workload.chunk"
             } else {
                 "workload.sizes"

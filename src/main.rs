@@ -263,6 +263,21 @@ fn emit(args: std::fmt::Arguments<'_>) {
     }
 }
 
+/// `eprint!` that cannot panic (`eprint!` panics when stderr is a full disk);
+/// a message that cannot be written is dropped, the exit code still tells.
+macro_rules! err {
+    ($($t:tt)*) => {{
+        let _ = std::io::stderr().lock().write_fmt(format_args!($($t)*));
+    }};
+}
+
+/// `eprintln!` that cannot panic.
+macro_rules! errln {
+    ($($t:tt)*) => {{
+        let _ = std::io::stderr().lock().write_fmt(format_args!("{}\n", format_args!($($t)*)));
+    }};
+}
+
 /// `print!` that cannot panic.
 macro_rules! out {
     ($($t:tt)*) => { emit(format_args!($($t)*)) };
@@ -285,7 +300,7 @@ fn finish(code: ExitCode) -> ExitCode {
         None => code,
         Some((std::io::ErrorKind::BrokenPipe, _)) => code,
         Some((_, msg)) => {
-            eprintln!("error: writing to standard output: {msg}");
+            errln!("error: writing to standard output: {msg}");
             ExitCode::FAILURE
         }
     }
@@ -540,12 +555,12 @@ fn base_failure(e: &cluster::BaseError) -> ExitCode {
 }
 
 fn usage(msg: &str) -> ExitCode {
-    eprintln!("error: {msg}");
+    errln!("error: {msg}");
     ExitCode::from(2)
 }
 
 fn config_failure(e: &ConfigError) -> ExitCode {
-    eprintln!("{e}");
+    errln!("{e}");
     ExitCode::from(2)
 }
 
@@ -578,7 +593,7 @@ fn progress_bar(quiet: bool) -> Option<ProgressHook> {
 /// Clears the progress line.
 fn progress_done(hook: &Option<ProgressHook>) {
     if hook.is_some() {
-        eprint!("\r\x1b[K");
+        err!("\r\x1b[K");
     }
 }
 
@@ -597,7 +612,7 @@ fn execute(s: &Scenario, out: &Output) -> ExitCode {
     let report = match result {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("error: {}: {e}", s.file);
+            errln!("error: {}: {e}", s.file);
             return ExitCode::FAILURE;
         }
     };
@@ -608,7 +623,7 @@ fn execute(s: &Scenario, out: &Output) -> ExitCode {
     }
     if let Some(dir) = &out.out {
         if let Err(e) = write_outputs(dir, &report) {
-            eprintln!("error: writing results into {}: {e}", dir.display());
+            errln!("error: writing results into {}: {e}", dir.display());
             return ExitCode::FAILURE;
         }
     }
@@ -617,11 +632,11 @@ fn execute(s: &Scenario, out: &Output) -> ExitCode {
         let html = report::html::render(&report, Some(s));
         let render_s = t.elapsed().as_secs_f64();
         if let Err(e) = std::fs::write(path, &html) {
-            eprintln!("error: writing the report {}: {e}", path.display());
+            errln!("error: writing the report {}: {e}", path.display());
             return ExitCode::FAILURE;
         }
         if !out.quiet {
-            eprintln!(
+            errln!(
                 "# report: {} ({} KiB, rendered in {:.1} ms; simulation {:.3} s)",
                 path.display(),
                 html.len() / 1024,
@@ -681,7 +696,7 @@ fn compare(
             Ok(r) => reports.push(r),
             Err(e) => {
                 progress_done(&progress);
-                eprintln!("error: {}: {e}", s.file);
+                errln!("error: {}: {e}", s.file);
                 return ExitCode::FAILURE;
             }
         }
@@ -691,7 +706,7 @@ fn compare(
     out!("{}", report::compare::table(&reports, &labels));
     if let Some(path) = html {
         if let Err(e) = std::fs::write(path, report::html::render_compare(&reports, &labels)) {
-            eprintln!("error: writing the report {}: {e}", path.display());
+            errln!("error: writing the report {}: {e}", path.display());
             return ExitCode::FAILURE;
         }
     }
@@ -740,7 +755,7 @@ fn sweep_cmd(
         }
         let d = done.fetch_add(1, Ordering::Relaxed) + 1;
         if show {
-            eprint!("\r\x1b[K[fabricsim] sweep: {d}/{total} runs done");
+            err!("\r\x1b[K[fabricsim] sweep: {d}/{total} runs done");
         }
     };
     let name = file.display().to_string();
@@ -749,7 +764,7 @@ fn sweep_cmd(
         Err(e) => return config_failure(&e),
     };
     if show {
-        eprint!("\r\x1b[K");
+        err!("\r\x1b[K");
     }
     let csv = sweep::csv(&axes, &runs);
     out!("{csv}");
@@ -757,18 +772,18 @@ fn sweep_cmd(
         let w =
             std::fs::create_dir_all(dir).and_then(|()| std::fs::write(dir.join("sweep.csv"), &csv));
         if let Err(e) = w {
-            eprintln!("error: writing sweep.csv into {}: {e}", dir.display());
+            errln!("error: writing sweep.csv into {}: {e}", dir.display());
             return ExitCode::FAILURE;
         }
     }
     if let Some(path) = html {
         if let Err(e) = std::fs::write(path, sweep::html(&name, &axes, &runs)) {
-            eprintln!("error: writing the report {}: {e}", path.display());
+            errln!("error: writing the report {}: {e}", path.display());
             return ExitCode::FAILURE;
         }
     }
     if runs.iter().any(|r| r.result.is_err()) {
-        eprintln!("error: some runs failed; see the error column");
+        errln!("error: some runs failed; see the error column");
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
@@ -819,7 +834,7 @@ fn prepare_all(
         let m = match nccltests::load(f) {
             Ok(m) => m,
             Err(e) => {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 bad = true;
                 continue;
             }
@@ -837,8 +852,13 @@ fn prepare_all(
         };
         match src.and_then(|src| compare::prepare(&m, &src, &opts)) {
             Ok(p) => prepared.push(p),
+            // located diagnostics carry their own "error:" prefix
+            Err(cluster::BaseError::Config(e)) => {
+                errln!("{e}");
+                bad = true;
+            }
             Err(e) => {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 bad = true;
             }
         }
@@ -902,7 +922,7 @@ fn check_cmd(
     }
     if let Some(path) = report {
         if let Err(e) = std::fs::write(path, compare::html(&results)) {
-            eprintln!("error: writing the report {}: {e}", path.display());
+            errln!("error: writing the report {}: {e}", path.display());
             return ExitCode::FAILURE;
         }
     }
@@ -935,7 +955,7 @@ fn calibrate_cmd(
     };
     for p in &prepared {
         for n in &p.notes {
-            eprintln!("# {}: {n}", p.measured.file);
+            errln!("# {}: {n}", p.measured.file);
         }
     }
     let c = match calibrate::calibrate(&prepared, &opts, &ps, fit, rounds) {
@@ -958,7 +978,7 @@ fn calibrate_cmd(
     match output {
         Some(path) => {
             if let Err(e) = std::fs::write(path, &toml) {
-                eprintln!("error: writing {}: {e}", path.display());
+                errln!("error: writing {}: {e}", path.display());
                 return ExitCode::FAILURE;
             }
             outln!("wrote {}", path.display());

@@ -34,8 +34,8 @@ pub const DEFAULT_MAX_EVENTS: u64 = 36_000_000_000;
 pub const FALLBACK_MEMORY: u64 = 8 << 30;
 
 /// Bytes per DAG task held by the DAG and a backend's per-task state (the
-/// 131,072-GPU flow benchmark holds 67 M flows in 7.0 GiB, ~110 B each).
-const BYTES_PER_TASK: f64 = 160.0;
+/// 131,072-GPU flow benchmark holds 67 M flows in 7.0 GiB, 112 B each).
+const BYTES_PER_TASK: f64 = 128.0;
 /// Bytes per node of the topology (node, adjacency, per-node backend state).
 const BYTES_PER_NODE: f64 = 96.0;
 /// Bytes per directed link (link, adjacency, per-link counters and backend state).
@@ -124,6 +124,20 @@ pub struct Estimate {
     pub driver: &'static str,
     /// Whether the workload (tasks, packets) costs more than the topology.
     pub workload_heavy: bool,
+}
+
+/// The advice for a scenario too large because of `driver`.
+fn hint_for(driver: &str) -> &'static str {
+    match driver {
+        "workload.chunk" => "a larger workload.chunk",
+        "workload.sizes" | "workload.max_bytes" => "smaller workload sizes",
+        "workload.bytes" => "fewer bytes per flow",
+        "workload.duration" => "a shorter workload.duration or a lower load",
+        "workload.parallel.replicas" => "replicas = \"one\", fewer micro-batches or fewer layers",
+        "workload.inference.output_tokens" => "fewer output tokens or layers",
+        "topology.radix" | "topology.k" | "topology.groups" => "a smaller topology",
+        _ => "fewer nodes or GPUs per node",
+    }
 }
 
 /// A scenario over its budget: where to point the error and what to say.
@@ -312,7 +326,15 @@ pub fn run(s: &Scenario, topo: &Topology, fidelity: Fidelity) -> Estimate {
             for &size in &w.sizes {
                 // messages each rank sends per channel
                 let tree = 4.0 * (n.log2().ceil() + g);
-                let hierarchical = 2.0 * (g + hosts);
+                // NVLink steps in the host, then the inter-host algorithm per rail
+                let log_hosts = hosts.log2().ceil().max(1.0);
+                let hierarchical = 2.0 * g
+                    + match w.inter_host {
+                        A::Tree => 4.0 * log_hosts,
+                        A::HalvingDoubling => 2.0 * log_hosts + 2.0,
+                        A::Sharp => 4.0,
+                        _ => 2.0 * hosts,
+                    };
                 let steps = match algo {
                     Some(A::Ring) => 2.0 * n,
                     Some(A::Direct) => n,
@@ -325,8 +347,17 @@ pub fn run(s: &Scenario, topo: &Topology, fidelity: Fidelity) -> Estimate {
                 // every algorithm moves at most ~2 buffers per rank (NVLink included)
                 let moved = 2.0 * size as f64 * n;
                 let chunk = w.chunk_bytes.max(1) as f64;
-                let messages = n * channels * steps;
-                let t = messages + moved / chunk;
+                // channels split a ring's buffer; hierarchical runs one ring per rail
+                let channels = match algo {
+                    Some(A::Hierarchical | A::Nvls) | None => 1.0,
+                    _ => channels,
+                };
+                // each queue pair of a connection is its own flow
+                let qps = f64::from(s.fabric.qps_per_connection.max(1));
+                let messages = n * channels * steps * qps;
+                // each message is cut into chunks: at least one transfer per
+                // message and one per chunk of the bytes moved
+                let t = messages.max(moved / chunk);
                 if fidelity != Fidelity::Analytical {
                     largest = largest.max(t);
                     flows += t;
@@ -441,8 +472,9 @@ impl Estimate {
                     human_bytes(self.memory)
                 ),
                 expected: format!(
-                    "at most simulation.max_memory = {}{whose}; make the scenario smaller or raise simulation.max_memory",
-                    format_bytes(budget.max_memory)
+                    "at most simulation.max_memory = {}{whose}; {}, or raise simulation.max_memory",
+                    format_bytes(budget.max_memory),
+                    hint_for(self.driver)
                 ),
             });
         }
@@ -455,8 +487,9 @@ impl Estimate {
                     duration_words(self.packet_events / 1e7)
                 ),
                 expected: format!(
-                    "at most simulation.max_events = {}; fewer bytes, the flow fidelity, or raise simulation.max_events",
-                    figure(budget.max_events as f64)
+                    "at most simulation.max_events = {}; {}, the flow fidelity, or raise simulation.max_events",
+                    figure(budget.max_events as f64),
+                    hint_for(self.driver)
                 ),
             });
         }

@@ -1284,7 +1284,8 @@ impl Validator<'_> {
             extra_flows: extra_flows?,
             budget,
         };
-        if !self.in_time_range(&scenario, &built) {
+        // estimates are made of valid scenarios only: one mistake, one diagnostic
+        if !self.diags.is_empty() || !self.in_time_range(&scenario, &built) {
             return None;
         }
         // What the run costs at the file's fidelity (run::run checks again at

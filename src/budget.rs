@@ -124,6 +124,8 @@ pub struct Estimate {
     pub driver: &'static str,
     /// Whether the workload (tasks, packets) costs more than the topology.
     pub workload_heavy: bool,
+    /// The scenario key that drives the packet events (the bytes moved).
+    pub events_driver: &'static str,
 }
 
 /// The advice for a scenario too large because of `driver`.
@@ -366,6 +368,7 @@ pub fn run(s: &Scenario, topo: &Topology, fidelity: Fidelity) -> Estimate {
                 bytes += moved;
             }
             // a huge communicator (messages grow with the ranks) or huge sizes
+            e.events_driver = "workload.sizes";
             let driver = if per_message * 2.0 > largest {
                 e.driver
             } else if w.chunk_bytes < 4096 {
@@ -399,6 +402,7 @@ pub fn run(s: &Scenario, topo: &Topology, fidelity: Fidelity) -> Estimate {
                     (b / mean, b, "workload.duration")
                 }
             };
+            e.events_driver = driver;
             let extra: f64 = s.extra_flows.iter().map(|f| f.bytes as f64).sum();
             let flows = flows + s.extra_flows.len() as f64;
             // random pairs add one compute task per transfer
@@ -479,8 +483,13 @@ impl Estimate {
             });
         }
         if self.packet_events > budget.max_events as f64 {
+            let field = if self.events_driver.is_empty() {
+                self.driver
+            } else {
+                self.events_driver
+            };
             return Err(OverBudget {
-                field: self.driver,
+                field,
                 found: format!(
                     "a packet-level run estimated at {} packet events (about {} at 10 M events/s)",
                     figure(self.packet_events),
@@ -489,7 +498,7 @@ impl Estimate {
                 expected: format!(
                     "at most simulation.max_events = {}; {}, the flow fidelity, or raise simulation.max_events",
                     figure(budget.max_events as f64),
-                    hint_for(self.driver)
+                    hint_for(field)
                 ),
             });
         }

@@ -28,6 +28,7 @@
 //! ```
 
 pub mod backend;
+pub mod budget;
 pub mod check;
 pub mod collective;
 pub mod config;

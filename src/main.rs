@@ -249,8 +249,70 @@ fn parse_fidelity(s: &str) -> Result<Fidelity, String> {
         .ok_or_else(|| format!("unknown fidelity {s:?}; expected analytical, flow or packet"))
 }
 
+/// The first error writing to standard output; later writes are skipped.
+static STDOUT_ERROR: std::sync::OnceLock<std::io::Error> = std::sync::OnceLock::new();
+
+/// Writes to standard output without panicking (`print!` panics on a full disk or
+/// a closed pipe); the first error is kept for [`finish`].
+fn emit(args: std::fmt::Arguments<'_>) {
+    if STDOUT_ERROR.get().is_some() {
+        return;
+    }
+    if let Err(e) = std::io::stdout().lock().write_fmt(args) {
+        let _ = STDOUT_ERROR.set(e);
+    }
+}
+
+/// `eprint!` that cannot panic (`eprint!` panics when stderr is a full disk);
+/// a message that cannot be written is dropped, the exit code still tells.
+macro_rules! err {
+    ($($t:tt)*) => {{
+        let _ = std::io::stderr().lock().write_fmt(format_args!($($t)*));
+    }};
+}
+
+/// `eprintln!` that cannot panic.
+macro_rules! errln {
+    ($($t:tt)*) => {{
+        let _ = std::io::stderr().lock().write_fmt(format_args!("{}\n", format_args!($($t)*)));
+    }};
+}
+
+/// `print!` that cannot panic.
+macro_rules! out {
+    ($($t:tt)*) => { emit(format_args!($($t)*)) };
+}
+
+/// `println!` that cannot panic.
+macro_rules! outln {
+    () => { emit(format_args!("\n")) };
+    ($($t:tt)*) => { emit(format_args!("{}\n", format_args!($($t)*))) };
+}
+
+/// Flushes standard output and turns a write error into the exit code: a closed
+/// pipe (`fabricsim … | head`) ends quietly with the command's own code; any
+/// other error (`> /dev/full`) is reported, exit code 1.
+fn finish(code: ExitCode) -> ExitCode {
+    let flushed = std::io::stdout().lock().flush();
+    let err = STDOUT_ERROR.get().map(|e| (e.kind(), e.to_string()));
+    let err = err.or_else(|| flushed.err().map(|e| (e.kind(), e.to_string())));
+    match err {
+        None => code,
+        Some((std::io::ErrorKind::BrokenPipe, _)) => code,
+        Some((_, msg)) => {
+            errln!("error: writing to standard output: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let code = command(cli);
+    finish(code)
+}
+
+fn command(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Demo { out } => {
             match config::parse(fabricsim::demo::FILE, fabricsim::demo::SCENARIO) {
@@ -264,7 +326,7 @@ fn main() -> ExitCode {
         },
         Command::Validate { scenario } => match config::load(&scenario) {
             Ok(s) => {
-                println!(
+                outln!(
                     "ok: {} — {} nodes x {} GPUs = {} GPUs on {} ({}), {} fidelity",
                     scenario.display(),
                     s.cluster.hosts,
@@ -275,9 +337,10 @@ fn main() -> ExitCode {
                     s.fidelity.name()
                 );
                 for ig in s.ignored_settings(s.fidelity) {
-                    println!(
+                    outln!(
                         "note: {} is not used at this fidelity: {}",
-                        ig.key, ig.reason
+                        ig.key,
+                        ig.reason
                     );
                 }
                 ExitCode::SUCCESS
@@ -285,34 +348,41 @@ fn main() -> ExitCode {
             Err(e) => config_failure(&e),
         },
         Command::Presets => {
-            println!("cluster presets ([cluster] preset = …):");
+            outln!("cluster presets ([cluster] preset = …):");
             for p in config::presets::NODE_PRESETS {
-                println!(
+                outln!(
                     "  {:<16} {}; NVLink efficiency {:.3}",
-                    p.name, p.about, p.nvlink_efficiency
+                    p.name,
+                    p.about,
+                    p.nvlink_efficiency
                 );
             }
-            println!("fabric presets ([fabric] preset = …):");
+            outln!("fabric presets ([fabric] preset = …):");
             for p in config::presets::FABRIC_PRESETS {
-                println!(
+                outln!(
                     "  {:<16} {}; NIC efficiency {:.3}",
-                    p.name, p.about, p.nic_efficiency
+                    p.name,
+                    p.about,
+                    p.nic_efficiency
                 );
             }
-            println!("model presets ([workload] kind = \"training\" | \"inference\", preset = …):");
+            outln!("model presets ([workload] kind = \"training\" | \"inference\", preset = …):");
             for p in config::workload::MODEL_PRESETS {
-                println!("  {:<16} {}", p.name, p.about);
+                outln!("  {:<16} {}", p.name, p.about);
             }
-            println!("GPU presets ([workload.gpu] preset = …):");
+            outln!("GPU presets ([workload.gpu] preset = …):");
             for p in config::workload::GPU_PRESETS {
-                println!(
+                outln!(
                     "  {:<16} dense bf16 {} TFLOP/s, fp8 {} TFLOP/s, HBM {}",
-                    p.name, p.tflops[0], p.tflops[2], p.hbm
+                    p.name,
+                    p.tflops[0],
+                    p.tflops[2],
+                    p.hbm
                 );
             }
-            println!("built-in clusters (fabricsim collective --preset …):");
+            outln!("built-in clusters (fabricsim collective --preset …):");
             for (name, about, _) in cluster::CLUSTERS {
-                println!("  {name:<16} {about}");
+                outln!("  {name:<16} {about}");
             }
             ExitCode::SUCCESS
         }
@@ -485,12 +555,12 @@ fn base_failure(e: &cluster::BaseError) -> ExitCode {
 }
 
 fn usage(msg: &str) -> ExitCode {
-    eprintln!("error: {msg}");
+    errln!("error: {msg}");
     ExitCode::from(2)
 }
 
 fn config_failure(e: &ConfigError) -> ExitCode {
-    eprintln!("{e}");
+    errln!("{e}");
     ExitCode::from(2)
 }
 
@@ -523,7 +593,7 @@ fn progress_bar(quiet: bool) -> Option<ProgressHook> {
 /// Clears the progress line.
 fn progress_done(hook: &Option<ProgressHook>) {
     if hook.is_some() {
-        eprint!("\r\x1b[K");
+        err!("\r\x1b[K");
     }
 }
 
@@ -542,18 +612,18 @@ fn execute(s: &Scenario, out: &Output) -> ExitCode {
     let report = match result {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("error: {}: {e}", s.file);
+            errln!("error: {}: {e}", s.file);
             return ExitCode::FAILURE;
         }
     };
     if out.json {
-        println!("{}", report.to_json());
+        outln!("{}", report.to_json());
     } else {
-        print!("{}", report::table::render(&report));
+        out!("{}", report::table::render(&report));
     }
     if let Some(dir) = &out.out {
         if let Err(e) = write_outputs(dir, &report) {
-            eprintln!("error: writing results into {}: {e}", dir.display());
+            errln!("error: writing results into {}: {e}", dir.display());
             return ExitCode::FAILURE;
         }
     }
@@ -562,11 +632,11 @@ fn execute(s: &Scenario, out: &Output) -> ExitCode {
         let html = report::html::render(&report, Some(s));
         let render_s = t.elapsed().as_secs_f64();
         if let Err(e) = std::fs::write(path, &html) {
-            eprintln!("error: writing the report {}: {e}", path.display());
+            errln!("error: writing the report {}: {e}", path.display());
             return ExitCode::FAILURE;
         }
         if !out.quiet {
-            eprintln!(
+            errln!(
                 "# report: {} ({} KiB, rendered in {:.1} ms; simulation {:.3} s)",
                 path.display(),
                 html.len() / 1024,
@@ -626,17 +696,17 @@ fn compare(
             Ok(r) => reports.push(r),
             Err(e) => {
                 progress_done(&progress);
-                eprintln!("error: {}: {e}", s.file);
+                errln!("error: {}: {e}", s.file);
                 return ExitCode::FAILURE;
             }
         }
     }
     progress_done(&progress);
     let labels: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-    print!("{}", report::compare::table(&reports, &labels));
+    out!("{}", report::compare::table(&reports, &labels));
     if let Some(path) = html {
         if let Err(e) = std::fs::write(path, report::html::render_compare(&reports, &labels)) {
-            eprintln!("error: writing the report {}: {e}", path.display());
+            errln!("error: writing the report {}: {e}", path.display());
             return ExitCode::FAILURE;
         }
     }
@@ -661,7 +731,7 @@ fn sweep_cmd(
             Err(e) => return usage(&e),
         }
     }
-    let text = match std::fs::read_to_string(file) {
+    let text = match fabricsim::budget::read_text(file, fabricsim::budget::MAX_INPUT_BYTES) {
         Ok(t) => t,
         Err(_) => {
             // the usual diagnostic for an unreadable file
@@ -685,7 +755,7 @@ fn sweep_cmd(
         }
         let d = done.fetch_add(1, Ordering::Relaxed) + 1;
         if show {
-            eprint!("\r\x1b[K[fabricsim] sweep: {d}/{total} runs done");
+            err!("\r\x1b[K[fabricsim] sweep: {d}/{total} runs done");
         }
     };
     let name = file.display().to_string();
@@ -694,26 +764,26 @@ fn sweep_cmd(
         Err(e) => return config_failure(&e),
     };
     if show {
-        eprint!("\r\x1b[K");
+        err!("\r\x1b[K");
     }
     let csv = sweep::csv(&axes, &runs);
-    print!("{csv}");
+    out!("{csv}");
     if let Some(dir) = out {
         let w =
             std::fs::create_dir_all(dir).and_then(|()| std::fs::write(dir.join("sweep.csv"), &csv));
         if let Err(e) = w {
-            eprintln!("error: writing sweep.csv into {}: {e}", dir.display());
+            errln!("error: writing sweep.csv into {}: {e}", dir.display());
             return ExitCode::FAILURE;
         }
     }
     if let Some(path) = html {
         if let Err(e) = std::fs::write(path, sweep::html(&name, &axes, &runs)) {
-            eprintln!("error: writing the report {}: {e}", path.display());
+            errln!("error: writing the report {}: {e}", path.display());
             return ExitCode::FAILURE;
         }
     }
     if runs.iter().any(|r| r.result.is_err()) {
-        eprintln!("error: some runs failed; see the error column");
+        errln!("error: some runs failed; see the error column");
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
@@ -764,7 +834,7 @@ fn prepare_all(
         let m = match nccltests::load(f) {
             Ok(m) => m,
             Err(e) => {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 bad = true;
                 continue;
             }
@@ -782,8 +852,13 @@ fn prepare_all(
         };
         match src.and_then(|src| compare::prepare(&m, &src, &opts)) {
             Ok(p) => prepared.push(p),
+            // located diagnostics carry their own "error:" prefix
+            Err(cluster::BaseError::Config(e)) => {
+                errln!("{e}");
+                bad = true;
+            }
             Err(e) => {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 bad = true;
             }
         }
@@ -819,15 +894,15 @@ fn check_cmd(
             "results": results,
             "geomean_error": compare::geomean_error(results.iter().flat_map(|r| r.rows.iter().map(|x| x.error))),
         });
-        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
     } else if markdown {
-        print!("{}", compare::markdown(&results));
+        out!("{}", compare::markdown(&results));
     } else {
         for (i, r) in results.iter().enumerate() {
             if i > 0 {
-                println!();
+                outln!();
             }
-            print!("{}", compare::render(r));
+            out!("{}", compare::render(r));
         }
         if results.len() > 1 {
             let errors = results.iter().flat_map(|r| r.rows.iter().map(|x| x.error));
@@ -837,7 +912,7 @@ fn check_cmd(
                 .filter(|r| !r.slow_sizes.is_empty())
                 .map(|r| format!("{} ({})", r.file, r.slow_sizes.len()))
                 .collect();
-            println!(
+            outln!(
                 "\n# all {} files: geomean error over {sizes} sizes {:.1}%; files with slow sizes: {}",
                 results.len(),
                 compare::geomean_error(errors).unwrap_or(0.0) * 100.0,
@@ -847,7 +922,7 @@ fn check_cmd(
     }
     if let Some(path) = report {
         if let Err(e) = std::fs::write(path, compare::html(&results)) {
-            eprintln!("error: writing the report {}: {e}", path.display());
+            errln!("error: writing the report {}: {e}", path.display());
             return ExitCode::FAILURE;
         }
     }
@@ -880,7 +955,7 @@ fn calibrate_cmd(
     };
     for p in &prepared {
         for n in &p.notes {
-            eprintln!("# {}: {n}", p.measured.file);
+            errln!("# {}: {n}", p.measured.file);
         }
     }
     let c = match calibrate::calibrate(&prepared, &opts, &ps, fit, rounds) {
@@ -899,16 +974,16 @@ fn calibrate_cmd(
     let mut bases: Vec<&str> = prepared.iter().map(|p| p.src.label.as_str()).collect();
     bases.dedup();
     let toml = calibrate::toml_fragment(&c, &ps, &inputs, &bases.join(", "), &opts, fit_shown);
-    print!("{}", calibrate::summary(&c, &ps));
+    out!("{}", calibrate::summary(&c, &ps));
     match output {
         Some(path) => {
             if let Err(e) = std::fs::write(path, &toml) {
-                eprintln!("error: writing {}: {e}", path.display());
+                errln!("error: writing {}: {e}", path.display());
                 return ExitCode::FAILURE;
             }
-            println!("wrote {}", path.display());
+            outln!("wrote {}", path.display());
         }
-        None => print!("{toml}"),
+        None => out!("{toml}"),
     }
     ExitCode::SUCCESS
 }

@@ -87,6 +87,10 @@ pub enum RunError {
     /// A training or inference workload could not run.
     #[error("{0}")]
     Workload(#[from] crate::workload::WorkloadError),
+    /// The run would need more memory or packet events than its budget
+    /// (`simulation.max_memory`, `simulation.max_events`) allows.
+    #[error("over budget at this fidelity: {0}")]
+    Budget(String),
 }
 
 /// A run stopped by a PFC deadlock: the cycle, and the counters up to it.
@@ -110,7 +114,21 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
     let wall = Instant::now();
     let fidelity = opts.fidelity.unwrap_or(scenario.fidelity);
     let seed = opts.seed.unwrap_or(scenario.seed);
+    // What the run costs at the fidelity it runs (validation checked the
+    // file's): the topology before it is built, then the workload.
+    let budget = &scenario.budget;
+    crate::budget::topology(
+        scenario.cluster.hosts,
+        scenario.cluster.gpus_per_host,
+        scenario.cluster.nics_per_host,
+        &scenario.topology,
+    )
+    .check(budget)
+    .map_err(|e| RunError::Budget(e.to_string()))?;
     let topo = scenario.build_topology_for(fidelity)?;
+    crate::budget::run(scenario, &topo, fidelity)
+        .check(budget)
+        .map_err(|e| RunError::Budget(e.to_string()))?;
     let mut acc = Accumulated::default();
     let (mut training, mut inference) = (None, None);
     let exec = Executor {
@@ -157,6 +175,11 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
         }
         Err(e) => return Err(e),
     };
+    if let Some(name) = acc.overflowed {
+        return Err(RunError::Unsupported(format!(
+            "the run's {name} summed over its sizes and steps exceeds 2^64; fewer or smaller workload sizes"
+        )));
+    }
     let wall_s = wall.elapsed().as_secs_f64();
     let detail = opts.detail && fidelity != Fidelity::Analytical;
     let fct_cdf = (detail && acc.flows.stats().count > 0).then(|| acc.flows.cdf());
@@ -227,27 +250,68 @@ pub struct Accumulated {
     timeline: TimelineAcc,
     series: Vec<Series>,
     records: FlowRecords,
+    /// The first counter whose sum over the runs would not fit in `u64`.
+    overflowed: Option<&'static str>,
+}
+
+/// `*into += v`, or records `name` as overflowed and leaves `into` unchanged:
+/// totals summed over sizes, steps and faults are checked, never wrapped or
+/// saturated. (Validation keeps a run's bytes under 2⁶² and its times under
+/// 2⁶⁰ ps per size, so this only trips on inputs past those bounds.)
+fn checked_sum(into: &mut u64, v: u64, name: &'static str, overflowed: &mut Option<&'static str>) {
+    match into.checked_add(v) {
+        Some(x) => *into = x,
+        None => {
+            overflowed.get_or_insert(name);
+        }
+    }
 }
 
 impl Accumulated {
     fn absorb(&mut self, out: &RunOutput, collect_links: bool) {
-        self.makespan += out.makespan;
+        let o = &out.fabric;
+        let ov = &mut self.overflowed;
+        checked_sum(&mut self.makespan.0, out.makespan.0, "makespan (ps)", ov);
         self.flows.add_all(&out.transfer_fct, &out.transfer_ideal);
         let f = &mut self.fabric;
-        let o = &out.fabric;
-        f.bytes_delivered += o.bytes_delivered;
-        f.bytes_sent += o.bytes_sent;
-        f.drops += o.drops;
-        f.drops_corrupted += o.drops_corrupted;
-        f.bytes_dropped += o.bytes_dropped;
-        f.ecn_marks += o.ecn_marks;
-        f.pfc_pause_frames += o.pfc_pause_frames;
-        f.retransmitted_packets += o.retransmitted_packets;
+        checked_sum(
+            &mut f.bytes_delivered,
+            o.bytes_delivered,
+            "bytes_delivered",
+            ov,
+        );
+        checked_sum(&mut f.bytes_sent, o.bytes_sent, "bytes_sent", ov);
+        checked_sum(&mut f.drops, o.drops, "drops", ov);
+        checked_sum(
+            &mut f.drops_corrupted,
+            o.drops_corrupted,
+            "drops_corrupted",
+            ov,
+        );
+        checked_sum(&mut f.bytes_dropped, o.bytes_dropped, "bytes_dropped", ov);
+        checked_sum(&mut f.ecn_marks, o.ecn_marks, "ecn_marks", ov);
+        checked_sum(
+            &mut f.pfc_pause_frames,
+            o.pfc_pause_frames,
+            "pfc_pause_frames",
+            ov,
+        );
+        checked_sum(
+            &mut f.retransmitted_packets,
+            o.retransmitted_packets,
+            "retransmitted_packets",
+            ov,
+        );
         f.max_queue_bytes = f.max_queue_bytes.max(o.max_queue_bytes);
-        f.credit_stall_ps += o.credit_stall_ps;
-        f.cnps += o.cnps;
-        f.timeouts += o.timeouts;
-        self.events += out.events;
+        checked_sum(
+            &mut f.credit_stall_ps,
+            o.credit_stall_ps,
+            "credit_stall_ps",
+            ov,
+        );
+        checked_sum(&mut f.cnps, o.cnps, "cnps", ov);
+        checked_sum(&mut f.timeouts, o.timeouts, "timeouts", ov);
+        checked_sum(&mut self.events, out.events, "events", ov);
         if collect_links {
             merge_links(&mut self.links, &out.links);
             for q in &out.queue_pairs {
@@ -402,9 +466,15 @@ fn run_collectives(
             // closed forms: no DAG, so 100k+ GPUs cost O(N)
             let t = collective::analytical_time(&spec, &ranks, topo)?;
             let moved = collective::traffic_bytes(&spec, &ranks, topo)?;
-            acc.fabric.bytes_delivered += moved;
-            acc.fabric.bytes_sent += moved;
-            acc.makespan += t;
+            let ov = &mut acc.overflowed;
+            checked_sum(
+                &mut acc.fabric.bytes_delivered,
+                moved,
+                "bytes_delivered",
+                ov,
+            );
+            checked_sum(&mut acc.fabric.bytes_sent, moved, "bytes_sent", ov);
+            checked_sum(&mut acc.makespan.0, t.0, "makespan (ps)", ov);
             t
         } else {
             let mut dag = Dag::new();
@@ -665,13 +735,7 @@ pub fn run_training(
     opts: &RunOptions,
     acc: &mut Accumulated,
 ) -> Result<TrainingReport, RunError> {
-    let est = training::estimated_tasks(t);
-    if est > training::MAX_TASKS {
-        return Err(RunError::Unsupported(format!(
-            "this step would build about {est:.1e} tasks (more than {:.0e}); use replicas = \"one\", fewer micro-batches or fewer layers",
-            training::MAX_TASKS
-        )));
-    }
+    // the DAG's size was checked against the budget (crate::budget::run)
     let step = training::build(t, topo)?;
     for f in &scenario.faults {
         if let crate::config::workload::FaultKind::SlowGpu { gpu, .. } = f.kind {
@@ -950,13 +1014,7 @@ pub fn run_inference(
     opts: &RunOptions,
     acc: &mut Accumulated,
 ) -> Result<InferenceReport, RunError> {
-    let est = inference::estimated_tasks(i);
-    if est > training::MAX_TASKS {
-        return Err(RunError::Unsupported(format!(
-            "this batch would build about {est:.1e} tasks (more than {:.0e}); use fewer output tokens or layers",
-            training::MAX_TASKS
-        )));
-    }
+    // the DAG's size was checked against the budget (crate::budget::run)
     let b = inference::build(i, topo, seed)?;
     let every: Vec<usize> = (0..scenario.faults.len()).collect();
     let (dag, out) = run_dag_with(&b.dag, scenario, topo, fidelity, seed, &every)?;

@@ -201,6 +201,20 @@ pub enum SweepEvent {
     Finished(usize),
 }
 
+/// Most runs in one sweep.
+pub const MAX_RUNS: usize = 10_000;
+
+/// Most threads a sweep starts, whatever `--jobs` says.
+pub const MAX_JOBS: usize = 256;
+
+/// Threads for `runs` runs: `jobs` (0 = all cores), never more than the runs
+/// or [`MAX_JOBS`], at least one.
+pub fn threads(jobs: usize, runs: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let asked = if jobs == 0 { cores } else { jobs };
+    asked.min(runs).clamp(1, MAX_JOBS)
+}
+
 /// Validates every combination first (so a bad value stops the sweep before anything
 /// runs), then runs them on `jobs` threads (0 = all cores). `on_event` is called as
 /// each run starts and finishes, from its worker thread. Results are in
@@ -216,6 +230,26 @@ pub fn run(
     jobs: usize,
     on_event: &(dyn Fn(SweepEvent) + Sync),
 ) -> Result<Vec<SweepRun>, ConfigError> {
+    // the cross product is counted before it is built: 20 axes of 10 values
+    // would not fit in memory
+    let total = axes
+        .iter()
+        .try_fold(1usize, |n, a| n.checked_mul(a.values.len()))
+        .filter(|&n| n <= MAX_RUNS);
+    if total.is_none() {
+        let sizes: Vec<String> = axes.iter().map(|a| a.values.len().to_string()).collect();
+        return Err(ConfigError {
+            diagnostics: vec![crate::config::Diagnostic {
+                file: file.to_string(),
+                line: 0,
+                col: 0,
+                field: "--set".into(),
+                found: format!("a cross product of {} values", sizes.join(" x ")),
+                expected: format!("at most {MAX_RUNS} runs in one sweep"),
+                snippet: String::new(),
+            }],
+        });
+    }
     let combos = combinations(axes);
     let mut scenarios = Vec::with_capacity(combos.len());
     for c in &combos {
@@ -242,7 +276,9 @@ pub fn run(
             })
             .collect::<Vec<_>>()
     };
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads(jobs, scenarios.len()))
+        .build();
     Ok(match pool {
         Ok(p) => p.install(work),
         Err(_) => work(),
@@ -408,6 +444,14 @@ pub fn html(title: &str, axes: &[Axis], runs: &[SweepRun]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn jobs_are_capped_by_the_runs_and_a_maximum() {
+        assert_eq!(threads(100_000, 3), 3);
+        assert_eq!(threads(100_000, 100_000), MAX_JOBS);
+        assert_eq!(threads(2, 10), 2);
+        assert!(threads(0, 1) == 1);
+    }
 
     const TEXT: &str = "name = \"t\" # x\n\n[cluster]\nnodes = 4 # four\n\n[fabric]  # net\nlink_rate = \"100Gbps\"\n";
 

@@ -447,3 +447,112 @@ fn nccl_structure_keys_are_checked_at_their_line() {
         assert!(d.line > 0, "{d}: located");
     }
 }
+
+// ---- issue 12: bounded resources and numbers that cannot lie
+
+#[test]
+fn a_billion_nodes_is_refused_before_anything_is_built() {
+    // 10^9 nodes x 8 GPUs = 8e9 GPUs: more than 32-bit ids hold (2^31 kept)
+    let d = one(&with("nodes = 4", "nodes = 1000000000"));
+    assert_eq!((d.field.as_str(), d.line), ("cluster.nodes", 4), "{d}");
+    assert!(d.found.contains("8000000000 GPUs"), "{d}");
+}
+
+#[test]
+fn a_cluster_over_the_memory_budget_names_the_estimate_and_the_key() {
+    // 4 x 100,000 GPUs: 1.6e6 directed host links at 256 B each ~ 0.4 GiB > 64 MiB
+    let text = with(
+        "nodes = 4",
+        "nodes = 4\ngpus_per_node = 100000\nnics_per_node = 1",
+    )
+    .replace("seed = 7", "seed = 7\nmax_memory = \"64MiB\"");
+    let d = one(&text);
+    assert_eq!(d.field, "cluster.gpus_per_node", "{d}");
+    assert!(d.found.contains("estimated at"), "{d}");
+    assert!(d.expected.contains("simulation.max_memory = 64MiB"), "{d}");
+}
+
+#[test]
+fn a_one_byte_chunk_is_refused_by_its_task_estimate() {
+    // 16 MiB in 1-byte chunks over 32 ranks: ~1e9 transfers, ~160 GiB
+    let d = one(&with("sizes = [", "chunk = \"1B\"\nsizes = ["));
+    assert_eq!(d.field, "workload.chunk", "{d}");
+    assert!(d.found.contains("tasks"), "{d}");
+    assert!(d.expected.contains("simulation.max_memory"), "{d}");
+}
+
+#[test]
+fn a_size_beyond_the_simulated_time_range_is_located() {
+    // 1e19 B at 400 Gb/s takes 2e8 s, past 2^60 ps (13 days)
+    let d = one(&with("[\"1MiB\", \"16MiB\"]", "[\"1MiB\", \"1e19\"]"));
+    assert_eq!(d.field, "workload.sizes.1", "{d}");
+    assert!(d.expected.contains("simulated-time range"), "{d}");
+    assert!(d.expected.contains("400Gbps"), "{d}");
+}
+
+#[test]
+fn a_packet_incast_over_the_event_budget_is_refused_with_its_estimate() {
+    // 3 senders x 1 TiB in 4 KiB packets over 6 links: ~5e9 events > 1e6
+    let text = with(
+        "op = \"allreduce\"\nalgorithm = \"ring\"\nsizes = [\"1MiB\", \"16MiB\"]",
+        "kind = \"traffic\"\npattern = \"incast\"\nsenders = 3\nbytes = \"1TiB\"",
+    )
+    .replace(
+        "fidelity = \"flow\"",
+        "fidelity = \"packet\"\nmax_events = 1e6",
+    );
+    let d = one(&text);
+    assert_eq!(d.field, "workload.bytes", "{d}");
+    assert!(d.found.contains("packet events"), "{d}");
+    assert!(d.expected.contains("simulation.max_events = 1.0e6"), "{d}");
+}
+
+#[test]
+fn budget_keys_are_validated() {
+    let d = one(&with("seed = 7", "seed = 7\nmax_events = -3"));
+    assert_eq!(d.field, "simulation.max_events", "{d}");
+    let d = one(&with("seed = 7", "seed = 7\nmax_memory = \"lots\""));
+    assert_eq!(d.field, "simulation.max_memory", "{d}");
+    let s = config::parse(
+        "good.toml",
+        &with(
+            "seed = 7",
+            "seed = 7\nmax_memory = \"8GiB\"\nmax_events = 1e9",
+        ),
+    )
+    .unwrap();
+    assert_eq!(s.budget.max_memory, 8 << 30);
+    assert_eq!(s.budget.max_events, 1_000_000_000);
+}
+
+#[test]
+fn an_endless_scenario_file_fails_fast() {
+    let e = config::load(std::path::Path::new("/dev/zero")).unwrap_err();
+    assert!(e.to_string().contains("64MiB"), "{e}");
+}
+
+#[test]
+fn latencies_and_durations_stay_inside_the_simulated_time_range() {
+    // a latency is added once per hop and step: 1e6 s each would sum past 2^64 ps
+    let d = one(&with(
+        "preset = \"ib-ndr-400\"",
+        "preset = \"ib-ndr-400\"\nlink_latency = \"1e6s\"",
+    ));
+    assert_eq!(d.field, "fabric.link_latency", "{d}");
+    assert!(d.expected.contains("at most 1s"), "{d}");
+    // 2^60 ps is about 13 days; 1e7 s is past it
+    let d = one(&with("seed = 7", "seed = 7\ntime_limit = \"1e7s\""));
+    assert_eq!(d.field, "simulation.time_limit", "{d}");
+    assert!(d.expected.contains("simulated-time range"), "{d}");
+}
+
+#[test]
+fn a_fat_tree_too_large_to_build_blames_k() {
+    let text = GOOD.replace(
+        "kind = \"leaf_spine\"\nradix = 16",
+        "kind = \"fat_tree\"\nk = 100000",
+    );
+    let d = one(&text);
+    assert_eq!(d.field, "topology.k", "{d}");
+    assert!(d.found.contains("switches"), "{d}");
+}

@@ -506,9 +506,13 @@ preset = "llama2-70b"
 [workload.model]
 global_batch = 16777216
 "#;
-    let s = config::parse("huge.toml", text).unwrap();
-    let e = run(&s, &RunOptions::default()).unwrap_err();
-    assert!(e.to_string().contains("replicas = \"one\""), "{e}");
+    // refused by validation (issue 12: the estimate comes before anything is
+    // built, and `validate` refuses too), at the key to change
+    let e = config::parse("huge.toml", text).unwrap_err();
+    let d = &e.diagnostics[0];
+    assert_eq!(d.field, "workload.parallel.replicas", "{e}");
+    assert!(d.expected.contains("replicas = \"one\""), "{e}");
+    assert!(d.expected.contains("simulation.max_memory"), "{e}");
     // sizes beyond the model bounds are validation errors on the field
     let e = config::parse("huge.toml", &text.replace("16777216", "16777217")).unwrap_err();
     assert_eq!(e.diagnostics[0].field, "workload.model.global_batch", "{e}");

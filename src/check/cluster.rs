@@ -61,7 +61,7 @@ pub struct ScenarioSource {
 /// An unreadable file (the usual located diagnostic) or an unknown preset.
 pub fn source(scenario: Option<&Path>, preset: Option<&str>) -> Result<ScenarioSource, BaseError> {
     if let Some(p) = scenario {
-        return match std::fs::read_to_string(p) {
+        return match crate::budget::read_text(p, crate::budget::MAX_INPUT_BYTES) {
             Ok(text) => Ok(ScenarioSource {
                 label: p.display().to_string(),
                 text,
@@ -104,6 +104,23 @@ pub fn build(
     if let Some(n) = nodes {
         if n == 0 {
             return Err(BaseError::Usage("--nodes must be at least 1".into()));
+        }
+        let gpus = u64::from(n) * u64::from(s.cluster.gpus_per_host.max(s.cluster.nics_per_host));
+        if gpus > config::MAX_ENDPOINTS {
+            return Err(BaseError::Usage(format!(
+                "--nodes {n}: {gpus} GPUs; expected at most {} (32-bit ids)",
+                config::MAX_ENDPOINTS
+            )));
+        }
+        // what the topology costs, before building it
+        let est = crate::budget::topology(
+            n,
+            s.cluster.gpus_per_host,
+            s.cluster.nics_per_host,
+            &s.topology,
+        );
+        if let Err(e) = est.check(&s.budget) {
+            return Err(BaseError::Usage(format!("--nodes {n}: {e}")));
         }
         s.cluster.hosts = n;
         if let Err(e) = s.build_topology() {

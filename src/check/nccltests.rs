@@ -32,7 +32,7 @@ use std::path::Path;
 use serde::Serialize;
 
 /// Files larger than this are refused (so `/dev/zero` cannot fill memory).
-pub const MAX_FILE_BYTES: u64 = 64 << 20;
+pub const MAX_FILE_BYTES: u64 = crate::budget::MAX_INPUT_BYTES;
 /// Lines longer than this are refused.
 pub const MAX_LINE_BYTES: usize = 64 << 10;
 

@@ -335,6 +335,10 @@ pub struct RawSimulation {
     pub time_limit: Option<RawQuantity>,
     /// Packet level: report a deadlock when nothing moved for this long.
     pub deadlock_timeout: Option<RawQuantity>,
+    /// Most memory a run may need (default: half of this machine's memory).
+    pub max_memory: Option<RawQuantity>,
+    /// Packet level: most packet events a run may simulate.
+    pub max_events: Option<RawNumber>,
 }
 
 /// A whole scenario file as written.
@@ -651,7 +655,35 @@ pub struct Scenario {
     pub faults: Vec<FaultSpec>,
     /// Traffic workloads: flows added to the pattern.
     pub extra_flows: Vec<crate::workload::traffic::ExtraFlow>,
+    /// `simulation.max_memory` and `simulation.max_events`: what a run may cost.
+    pub budget: crate::budget::Budget,
 }
+
+/// Longest latency or per-packet overhead a key may set: 1 s. Latencies are
+/// paid once per step, hop or packet, so a run adds up millions of them; at most
+/// 1 s each (2⁴⁰ ps), 2²⁴ of them still fit in `u64` picoseconds.
+pub const MAX_LATENCY: SimTime = SimTime(1_000_000_000_000);
+
+/// The largest value `field` may hold: [`MAX_LATENCY`] for latencies, jitter
+/// and per-packet overheads, else [`MAX_SIM_TIME`].
+fn max_duration(field: &str) -> SimTime {
+    if field.ends_with("latency") || field.ends_with("overhead") || field.ends_with("jitter") {
+        MAX_LATENCY
+    } else {
+        MAX_SIM_TIME
+    }
+}
+
+/// Most sizes in one collective workload: each is one simulation (a
+/// min_bytes..max_bytes sweep has at most 64).
+pub const MAX_SIZES: usize = 1024;
+
+/// Most GPUs (and NICs) in a cluster: their ids are 32-bit.
+pub const MAX_ENDPOINTS: u64 = 1 << 31;
+
+/// Longest simulated time a size may take over the slowest link, 2⁶⁰ ps (about
+/// 13 days): room for sums over sizes, steps and faults within `u64` picoseconds.
+pub const MAX_SIM_TIME: SimTime = SimTime(1 << 60);
 
 /// Most channels a collective may ask for (NCCL's MAXCHANNELS is 64).
 pub const MAX_CHANNELS: i64 = 64;
@@ -668,7 +700,7 @@ pub const MAX_QPS: i64 = 16;
 /// A [`ConfigError`] listing every problem; an unreadable file is one problem.
 pub fn load(path: &std::path::Path) -> Result<Scenario, ConfigError> {
     let file = path.display().to_string();
-    match std::fs::read_to_string(path) {
+    match crate::budget::read_text(path, crate::budget::MAX_INPUT_BYTES) {
         Ok(text) => parse(&file, &text),
         Err(e) => Err(ConfigError {
             diagnostics: vec![Diagnostic {
@@ -677,7 +709,10 @@ pub fn load(path: &std::path::Path) -> Result<Scenario, ConfigError> {
                 col: 0,
                 field: "(file)".into(),
                 found: format!("an unreadable file ({e})"),
-                expected: "a readable TOML scenario file".into(),
+                expected: format!(
+                    "a readable TOML scenario file of at most {}",
+                    crate::units::format_bytes(crate::budget::MAX_INPUT_BYTES)
+                ),
                 snippet: String::new(),
             }],
         }),
@@ -853,6 +888,19 @@ impl Validator<'_> {
             }
         };
         match parse_time(&text) {
+            Ok(t) if t > max_duration(field) => {
+                let cap = max_duration(field);
+                self.err(
+                    field,
+                    shown,
+                    if cap == MAX_LATENCY {
+                        "a latency of at most 1s".to_string()
+                    } else {
+                        format!("a duration within the simulated-time range, at most {cap} (2^60 ps, about 13 days)")
+                    },
+                );
+                None
+            }
             Ok(t) => Some(t),
             Err(e) => {
                 self.err(field, shown, e.expected);
@@ -1166,9 +1214,36 @@ impl Validator<'_> {
             qps_per_connection: qps_per_connection?,
         };
         let topology = topology?;
+        let budget = self.budget(&raw.simulation)?;
+        // GPU and NIC ids are 32-bit.
+        let total = |per: u32| u64::from(cluster.hosts) * u64::from(per);
+        for (what, per) in [
+            ("GPUs", cluster.gpus_per_host),
+            ("NICs", cluster.nics_per_host),
+        ] {
+            if total(per) > MAX_ENDPOINTS {
+                self.err(
+                    "cluster.nodes",
+                    format!("{} nodes x {per} = {} {what}", cluster.hosts, total(per)),
+                    format!("at most {MAX_ENDPOINTS} {what} in the cluster (32-bit ids)"),
+                );
+                return None;
+            }
+        }
+        // What building the topology costs, before building it.
+        let est = crate::budget::topology(
+            cluster.hosts,
+            cluster.gpus_per_host,
+            cluster.nics_per_host,
+            &topology,
+        );
+        if let Err(over) = est.check(&budget) {
+            self.over_budget(&over);
+            return None;
+        }
         // The shape must hold the cluster: build it once now so the error is
         // reported before any run, on the field at fault.
-        match crate::topology::build(&cluster, &fabric.links, &topology) {
+        let built = match crate::topology::build(&cluster, &fabric.links, &topology) {
             Err(e) => {
                 let found = self
                     .src
@@ -1182,9 +1257,10 @@ impl Validator<'_> {
                 if let Some(f) = &faults {
                     self.check_faults(f, &t);
                 }
+                t
             }
-        }
-        Some(Scenario {
+        };
+        let scenario = Scenario {
             name: raw.name.clone().unwrap_or_else(|| {
                 std::path::Path::new(self.src.file)
                     .file_stem()
@@ -1206,7 +1282,153 @@ impl Validator<'_> {
             keys_set: keys_set(self.src.text),
             faults: faults?,
             extra_flows: extra_flows?,
-        })
+            budget,
+        };
+        // estimates are made of valid scenarios only: one mistake, one diagnostic
+        if !self.diags.is_empty() || !self.in_time_range(&scenario, &built) {
+            return None;
+        }
+        // What the run costs at the file's fidelity (run::run checks again at
+        // the fidelity it runs).
+        if let Err(over) = crate::budget::run(&scenario, &built, scenario.fidelity).check(&budget) {
+            self.over_budget(&over);
+            return None;
+        }
+        Some(scenario)
+    }
+
+    /// A diagnostic for a scenario over its budget, at the key that drives it.
+    fn over_budget(&mut self, over: &crate::budget::OverBudget) {
+        // a min_bytes/max_bytes sweep has no `sizes` to point at
+        let field = match over.field {
+            "workload.sizes" if self.src.span_of("workload.sizes").is_none() => {
+                "workload.max_bytes"
+            }
+            f => f,
+        };
+        self.err(field, over.found.clone(), over.expected.clone());
+    }
+
+    /// `simulation.max_memory` and `simulation.max_events`.
+    fn budget(&mut self, sim: &RawSimulation) -> Option<crate::budget::Budget> {
+        let mut b = crate::budget::Budget::default();
+        if let Some(q) = &sim.max_memory {
+            let m = self.size("simulation.max_memory", Some(q), None, 1 << 20)?;
+            b.max_memory = m;
+            b.memory_is_default = false;
+        }
+        if let Some(n) = sim.max_events {
+            let x = n.as_f64();
+            if !(x.is_finite() && x >= 1.0 && x.fract() == 0.0 && x <= u64::MAX as f64) {
+                self.err(
+                    "simulation.max_events",
+                    x.to_string(),
+                    "a whole number of packet events, at least 1, such as 3.6e10",
+                );
+                return None;
+            }
+            b.max_events = x as u64;
+        }
+        Some(b)
+    }
+
+    /// Every workload size must move, over the slowest link of the cluster, in
+    /// simulated time that fits [`MAX_SIM_TIME`], and all sizes together must
+    /// move fewer than 2⁶¹ bytes (2 buffers per rank each) so that byte counters
+    /// summed over the run cannot wrap.
+    fn in_time_range(&mut self, s: &Scenario, topo: &crate::topology::Topology) -> bool {
+        let slowest = topo
+            .links
+            .iter()
+            .map(|l| l.rate.0)
+            .chain((!s.gpu_direct).then_some(s.host_copy_rate.0))
+            .min()
+            .unwrap_or(1)
+            .max(1);
+        let rate = Rate(slowest);
+        let n = u128::from(s.num_gpus());
+        let mut sizes: Vec<(String, u64, u128)> = Vec::new();
+        match &s.workload {
+            WorkloadSpec::Collective(w) => {
+                let key = if self.src.span_of("workload.sizes").is_some() {
+                    "workload.sizes"
+                } else {
+                    "workload.max_bytes"
+                };
+                // the index of each size in the file's list, when there is one
+                let mut index: std::collections::HashMap<u64, usize> = Default::default();
+                if self.src.span_of("workload.sizes").is_some() {
+                    for i in 0..w.sizes.len() {
+                        let b = self
+                            .src
+                            .text_of(&format!("workload.sizes.{i}"))
+                            .and_then(|t| parse_size(t.trim().trim_matches('"')).ok());
+                        if let Some(b) = b {
+                            index.entry(b).or_insert(i);
+                        }
+                    }
+                }
+                for &b in &w.sizes {
+                    let field = index
+                        .get(&b)
+                        .map_or_else(|| key.to_string(), |i| format!("workload.sizes.{i}"));
+                    sizes.push((field, b, 2 * u128::from(b) * n));
+                }
+            }
+            WorkloadSpec::Traffic(t) => {
+                use crate::workload::traffic::TrafficSpec as T;
+                let per_flow = match t {
+                    T::Incast { bytes, senders, .. } => {
+                        Some((*bytes, u128::from(*bytes) * u128::from(*senders)))
+                    }
+                    T::Permutation { bytes, .. } => Some((*bytes, u128::from(*bytes) * n)),
+                    T::AllToAll { bytes } => Some((*bytes, u128::from(*bytes) * n * n)),
+                    T::RandomPairs { .. } => None,
+                };
+                if let Some((b, total)) = per_flow {
+                    sizes.push(("workload.bytes".into(), b, total));
+                }
+                for f in &s.extra_flows {
+                    sizes.push(("workload.extra_flows".into(), f.bytes, u128::from(f.bytes)));
+                }
+            }
+            _ => {}
+        }
+        let mut total: u128 = 0;
+        for (field, b, moved) in sizes {
+            // bits / (bits per second) in picoseconds, in u128 so it cannot wrap
+            let ps = u128::from(b) * 8 * 1_000_000_000_000 / u128::from(rate.0);
+            if ps > u128::from(MAX_SIM_TIME.0) {
+                let found = match self.src.text_of(&field) {
+                    Some(t) if field == "workload.max_bytes" => {
+                        format!("{} (its sweep reaches {b} B)", t.trim())
+                    }
+                    Some(t) => format!("{} ({b} B)", t.trim()),
+                    None => format!("{b} B"),
+                };
+                self.err(
+                    &field,
+                    found,
+                    format!(
+                        "a size that moves within the simulated-time range (2^60 ps, about 13 days) at {rate}, the slowest link: {b} B at {rate} takes {:.1e} s",
+                        ps as f64 / 1e12
+                    ),
+                );
+                return false;
+            }
+            // 2 buffers per rank here; an algorithm moves at most twice that
+            // (NVLink included), so 2^61 keeps every byte counter under 2^62
+            total = total.saturating_add(moved);
+            if total > 1u128 << 61 {
+                self.err(
+                    &field,
+                    format!("{b} B on {n} GPUs: about {total} bytes moved in all"),
+                    "sizes that move fewer than 2^61 bytes over the whole run, so byte counters cannot wrap",
+                );
+                return false;
+            }
+        }
+        true
     }
 
     /// A fraction in (0, 1] (`default` when the file leaves it out).
@@ -1512,6 +1734,13 @@ impl Validator<'_> {
                     "at least one size such as \"1MiB\"",
                 );
                 None
+            } else if list.len() > MAX_SIZES {
+                self.err(
+                    "workload.sizes",
+                    format!("a list of {} sizes", list.len()),
+                    format!("at most {MAX_SIZES} sizes (each is one simulation)"),
+                );
+                None
             } else {
                 let mut out = Vec::new();
                 let mut bad = false;
@@ -1808,9 +2037,12 @@ impl Validator<'_> {
                         let base = std::path::Path::new(self.src.file)
                             .parent()
                             .unwrap_or(std::path::Path::new("."));
-                        match std::fs::read_to_string(base.join(path)) {
+                        match crate::budget::read_text(
+                            &base.join(path),
+                            crate::budget::MAX_INPUT_BYTES,
+                        ) {
                             Err(e) => {
-                                self.err("workload.cdf", format!("{path:?} ({e})"), "web_search, fb_hadoop, or a readable CDF file (size and cumulative probability per line), relative to the scenario");
+                                self.err("workload.cdf", format!("{path:?} ({e})"), "web_search, fb_hadoop, or a readable CDF file of at most 64MiB (size and cumulative probability per line), relative to the scenario");
                                 None
                             }
                             Ok(text) => match FlowSizeCdf::parse(&text) {
@@ -2364,7 +2596,7 @@ impl Scenario {
             _ => None,
         };
         out.extend(workload::fault_notes(self, fidelity));
-        const PACKET_ONLY: [&str; 27] = [
+        const PACKET_ONLY: [&str; 28] = [
             "fabric.pfc",
             "fabric.pfc_xoff",
             "fabric.pfc_xon",
@@ -2392,6 +2624,7 @@ impl Scenario {
             "fabric.flowlet_gap",
             "simulation.sample_interval",
             "simulation.time_limit",
+            "simulation.max_events",
         ];
         for key in &self.keys_set {
             if let Some(reason) = workload::ignored(self, key, fidelity) {
@@ -2407,7 +2640,7 @@ impl Scenario {
                 out.push(IgnoredSetting {
                     key: key.clone(),
                     reason: format!(
-                        "buffers, lanes, flow control, congestion control, transport and timers exist only at the packet fidelity, not {}",
+                        "buffers, lanes, flow control, congestion control, transport, timers and packet events exist only at the packet fidelity, not {}",
                         fidelity.name()
                     ),
                 });

@@ -35,9 +35,9 @@ impl FlowAccumulator {
     /// An empty accumulator.
     pub fn new() -> FlowAccumulator {
         FlowAccumulator {
-            // 1 ps .. 10^16 ps (about 2.8 hours of simulated time).
-            fct_ps: Histogram::new_with_bounds(1, 10_000_000_000_000_000, 3)
-                .expect("static bounds are valid"),
+            // 1 ps .. 2^62 ps: every time validation accepts (a size takes at
+            // most 2^60 ps, config::MAX_SIM_TIME), so FCTs are never clipped.
+            fct_ps: Histogram::new_with_bounds(1, 1 << 62, 3).expect("static bounds are valid"),
             // slowdown ×1000: 0.001 .. 10^9.
             slowdown_milli: Histogram::new_with_bounds(1, 1_000_000_000_000, 3)
                 .expect("static bounds are valid"),

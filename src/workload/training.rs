@@ -401,9 +401,6 @@ pub fn estimated_tasks(s: &TrainingSpec) -> f64 {
     s.micro_batches() as f64 * s.model.layers as f64 * reps * (4.0 * tp + tp_comm + moe + zero3)
 }
 
-/// Largest step DAG a run builds, in tasks (about 100 bytes each with the runner).
-pub const MAX_TASKS: f64 = 4e8;
-
 /// Per micro-batch: the p2p transfer (or last task) of each (data rank, tensor rank).
 type Sends = HashMap<u64, HashMap<(u32, u32), TaskId>>;
 

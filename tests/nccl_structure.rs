@@ -103,19 +103,22 @@ fn one_dgx_h100_nvls_reaches_480_gbps_busbw() {
 
 #[test]
 fn nvls_tree_across_two_nodes_pipelines_the_switch_and_the_network() {
-    // NCCL runs NVLS_TREE for large multi-node all-reduces on H100; its tuner
-    // (src/graph/tuning.cc) credits it with min(NVLink, network) per channel
-    // on two nodes, so the NVLink stage (480 GB/s busbw on one node, above)
-    // stays the limit: each NIC carries only its rail's S/8 each way (2 x 47
-    // x 8 x 15/16 = 705 GB/s of network headroom). Without chunk pipelining
-    // the three stages add up (204 GB/s before this change).
+    // NCCL runs NVLS_TREE for large multi-node all-reduces on H100. NVIDIA's
+    // maintainers state ~400 GB/s peak all-reduce busbw on 2 x 8 H100 with
+    // 8 x 400G InfiniBand (nccl-tests#309). Not fitted to it: NCCL's tuner
+    // (src/graph/tuning.cc) credits NVLS_TREE on two nodes with 0.70 of its
+    // bus bandwidth where single-node NVLS gets 5/6, so the 480 GB/s NVLS
+    // stage (above) runs at 480 x 0.70 / (5/6) = 403 GB/s; each NIC carries
+    // only its rail's S/8 each way (705 GB/s of network headroom), so that
+    // is the limit once switch, network and multicast overlap by chunk.
+    // Without chunk pipelining the three stages added up (204 GB/s).
     let s = dgx(2, "allreduce", "nvls", r#"["1GiB"]"#);
     let flow = &at(&s, Fidelity::Flow).collectives[0];
     let ana = &at(&s, Fidelity::Analytical).collectives[0];
     assert_eq!(flow.algorithm, "nvls");
     assert!(
-        within(flow.busbw_gbps, 480.0, 0.10),
-        "NVLS-tree on 2 nodes: busbw {:.1} GB/s, want 480 ± 10%",
+        within(flow.busbw_gbps, 400.0, 0.10),
+        "NVLS-tree on 2 nodes: busbw {:.1} GB/s, want 400 ± 10%",
         flow.busbw_gbps
     );
     // the closed form is a lower bound within 10% (issue 10's analytical rule)
@@ -125,8 +128,8 @@ fn nvls_tree_across_two_nodes_pipelines_the_switch_and_the_network() {
         ana.time_us,
         flow.time_us
     );
-    // and it beats the 8-channel ring there (369 GB/s), so auto picks it at
-    // 1 GiB, as NCCL's tuner does
+    // and it beats the 8-channel ring there (369 GB/s; measured 414), so auto
+    // picks it at 1 GiB, as NCCL's tuner does
     let ring = &at(&dgx(2, "allreduce", "ring", r#"["1GiB"]"#), Fidelity::Flow).collectives[0];
     assert!(flow.time_us < ring.time_us);
     let auto = dgx(2, "allreduce", "auto", r#"["1GiB"]"#);

@@ -25,7 +25,9 @@
 //! as soon as the tree has reduced it over every host. NCCL's tuner credits
 //! this with the NVLink rate on two nodes and half the network rate beyond
 //! (`bwInter/2`, `src/graph/tuning.cc`): an inner tree node's NIC carries its
-//! part twice each way.
+//! part twice each way. Its NVLink stages carry 10/7 of their payload
+//! ([`tree_wire_bytes`]) where one host's carry 6/5: NCCL's 0.70 bus
+//! bandwidth share for NVLS_TREE against 5/6 for NVLS.
 //!
 //! **Bandwidth.** NCCL's tuning model (`src/graph/tuning.cc`) credits NVLS with
 //! 5/6 of the NVLink bandwidth; NVLS moves data in multimem transactions whose
@@ -70,10 +72,21 @@ pub fn available(topo: &Topology) -> bool {
 /// of the two deliveries a chunk's critical path crosses.
 pub const DELIVERY_LATENCY: SimTime = SimTime(12_500_000);
 
-/// Wire bytes of an NVLS transfer of `payload` bytes: 6/5 of it (NCCL's NVLS
-/// bandwidth share, see the module doc), rounded up.
+/// Wire bytes of an NVLS transfer of `payload` bytes inside one host: 6/5 of
+/// it (NCCL's NVLS bandwidth share, see the module doc), rounded up.
 pub fn wire_bytes(payload: u64) -> u64 {
     payload.saturating_add(payload.div_ceil(5))
+}
+
+/// Wire bytes of an NVLS transfer of `payload` bytes when the hosts are joined
+/// by NVLS-tree: 10/7 of it, rounded up. NCCL's tuning model credits
+/// NVLS_TREE with 0.70 of its bus bandwidth on two nodes where NVLS alone
+/// gets 5/6 (`src/graph/tuning.cc`): the head GPUs also feed and drain the
+/// network, so the NVLink stages run at 0.84 of their single-host pace. With
+/// the single-host 480 GB/s that is ~400 GB/s busbw on 2 x 8 H100, the peak
+/// NVIDIA's maintainers state for 8 x 400G InfiniBand (nccl-tests#309).
+pub fn tree_wire_bytes(payload: u64) -> u64 {
+    (payload as u128 * 10).div_ceil(7).min(u64::MAX as u128) as u64
 }
 
 /// Lowers the collective into transfers (see the module doc); returns the final marker.
@@ -129,6 +142,11 @@ pub(crate) fn emit(
         .collect();
     let rounds = parts.iter().flatten().map(Vec::len).max().unwrap_or(0);
     let node = |gpu: GpuId| topo.gpus[gpu.0 as usize].node;
+    let wire_bytes = if hosts.len() > 1 {
+        tree_wire_bytes
+    } else {
+        wire_bytes
+    };
     // 1. reduce: reduced[h][j][t][c] = the transfer bringing reduced chunk c of
     // part t of shard j to GPU j
     let mut reduced: Vec<Vec<Vec<Vec<TaskId>>>> = Vec::with_capacity(hosts.len());
@@ -271,7 +289,9 @@ pub fn time(
     // at the pace of their busiest NIC, and the last chunk is stored and
     // multicast after the network is done; the NVLinks carry their
     // (1 + 1/g)·wire(S) meanwhile.
-    let nvlink_busy = rate.tx_time(wire_bytes(s).saturating_add(wire_bytes(s.div_ceil(g))));
+    let chunk = tree_wire_bytes(spec.chunk_bytes.min(s.div_ceil(g)));
+    let nvlink_busy =
+        rate.tx_time(tree_wire_bytes(s).saturating_add(tree_wire_bytes(s.div_ceil(g))));
     let head = hop
         .saturating_add(spec.proto.nvls)
         .saturating_add(rate.tx_time(chunk));
@@ -301,7 +321,8 @@ pub fn time(
 }
 
 /// Total wire bytes moved: per host, g·wire(S) up and wire(S) down for the
-/// reduce, wire(S) up and g·wire(S) down for the multicast (shard by shard),
+/// reduce, wire(S) up and g·wire(S) down for the multicast (shard by shard;
+/// wire is [`wire_bytes`] on one host, [`tree_wire_bytes`] across hosts),
 /// plus each rail's tree between hosts.
 ///
 /// # Errors
@@ -322,10 +343,17 @@ pub fn traffic(
     }
     let g = hosts[0].len() as u64;
     let h = hosts.len() as u64;
+    // the chunks as lowered: a shard whole on one host, halved over the two
+    // trees across hosts
+    let (halves, wire): (u64, fn(u64) -> u64) = if h > 1 {
+        (2, tree_wire_bytes)
+    } else {
+        (1, wire_bytes)
+    };
     let chunked = |len: u64| -> u64 {
-        chunks_at(0, len, spec.chunk_bytes)
-            .iter()
-            .map(|&(_, b)| wire_bytes(b))
+        (0..halves)
+            .flat_map(|t| chunks_at(0, piece(len, halves, t).1, spec.chunk_bytes))
+            .map(|(_, b)| wire(b))
             .sum()
     };
     let per_host: u64 = (0..g)

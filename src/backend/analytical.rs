@@ -272,24 +272,11 @@ fn output(dag: &Dag, times: &[TaskTimes]) -> RunOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::{build, ClusterSpec, FabricLinkSpec, GpuId, LinkId, TopologySpec};
+    use crate::topology::{build, GpuId, LinkId, TopologySpec};
 
     /// 4 hosts of 1 GPU on a leaf-spine with 2 hosts per leaf and 2 spines.
     fn topo() -> Topology {
-        let c = ClusterSpec {
-            hosts: 4,
-            gpus_per_host: 1,
-            nics_per_host: 1,
-            nvlink_rate: Rate::gbps(3600),
-            nvlink_latency: SimTime::from_ns(100),
-            pcie_rate: Rate::gbps(512),
-            pcie_latency: SimTime::from_ns(200),
-        };
-        let f = FabricLinkSpec {
-            link_rate: Rate::gbps(400),
-            link_latency: SimTime::from_ns(50),
-            switch_latency: SimTime::from_ns(300),
-        };
+        let (c, f) = crate::topology::builder::test_specs(4, 1);
         build(
             &c,
             &f,

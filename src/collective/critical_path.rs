@@ -137,24 +137,10 @@ pub fn idle_critical_path(dag: &Dag, topo: &Topology) -> (SimTime, Vec<OpTiming>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::{build, ClusterSpec, FabricLinkSpec, TopologySpec};
-    use crate::units::Rate;
+    use crate::topology::{build, TopologySpec};
 
     fn topo() -> Topology {
-        let c = ClusterSpec {
-            hosts: 2,
-            gpus_per_host: 1,
-            nics_per_host: 1,
-            nvlink_rate: Rate::gbps(3600),
-            nvlink_latency: SimTime::from_ns(100),
-            pcie_rate: Rate::gbps(512),
-            pcie_latency: SimTime::from_ns(200),
-        };
-        let f = FabricLinkSpec {
-            link_rate: Rate::gbps(400),
-            link_latency: SimTime::from_ns(50),
-            switch_latency: SimTime::from_ns(300),
-        };
+        let (c, f) = crate::topology::builder::test_specs(2, 1);
         build(&c, &f, &TopologySpec::SingleSwitch).unwrap()
     }
 

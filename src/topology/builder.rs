@@ -361,6 +361,29 @@ pub fn build(
     Ok(b.finish())
 }
 
+/// Cluster and link figures shared by unit tests that build their own
+/// topology: `hosts` hosts of `gpus` GPUs and one NIC each; NVLink 3.6 Tb/s
+/// (100 ns), PCIe 512 Gb/s (200 ns), network 400 Gb/s (50 ns links, 300 ns
+/// switches).
+#[cfg(test)]
+pub(crate) fn test_specs(hosts: u32, gpus: u32) -> (ClusterSpec, FabricLinkSpec) {
+    let c = ClusterSpec {
+        hosts,
+        gpus_per_host: gpus,
+        nics_per_host: 1,
+        nvlink_rate: Rate::gbps(3600),
+        nvlink_latency: SimTime::from_ns(100),
+        pcie_rate: Rate::gbps(512),
+        pcie_latency: SimTime::from_ns(200),
+    };
+    let f = FabricLinkSpec {
+        link_rate: Rate::gbps(400),
+        link_latency: SimTime::from_ns(50),
+        switch_latency: SimTime::from_ns(300),
+    };
+    (c, f)
+}
+
 /// A small reference fabric for unit tests: `hosts` hosts of `gpus` GPUs and one
 /// NIC each on one switch; NVLink 3.6 Tb/s (100 ns), PCIe 512 Gb/s (250 ns),
 /// network 400 Gb/s (100 ns links, 200 ns switch).

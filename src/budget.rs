@@ -343,7 +343,8 @@ pub fn run(s: &Scenario, topo: &Topology, fidelity: Fidelity) -> Estimate {
                     Some(A::Tree) => tree,
                     Some(A::HalvingDoubling) => 2.0 * n.log2().ceil() + 2.0,
                     Some(A::Hierarchical | A::Nvls) => hierarchical,
-                    Some(A::Sharp) => 4.0 + 2.0 * g,
+                    // chain up and down, a SHARP trip per channel
+                    Some(A::Sharp | A::CollnetChain) => 4.0 + 2.0 * g,
                     None => tree.max(hierarchical),
                 };
                 // every algorithm moves at most ~2 buffers per rank (NVLink included)

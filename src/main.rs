@@ -107,7 +107,7 @@ enum Command {
     Collective {
         /// allreduce, allgather, reducescatter, broadcast or alltoall.
         op: String,
-        /// ring, tree, halving_doubling, hierarchical, direct, sharp, nvls or auto.
+        /// ring, tree, halving_doubling, hierarchical, direct, sharp, nvls, collnet_chain or auto.
         #[arg(long, default_value = "auto")]
         algo: String,
         /// Smallest size (nccl-tests -b), e.g. 8, 1K, 1M.

@@ -606,3 +606,81 @@ fn aggregation_group_limit_falls_back_per_rail() {
     rail.set_sharp_groups(1);
     assert_eq!(grant_trees(&rail, &rails(&rail)).unwrap(), vec![true; 4]);
 }
+
+/// NCCL's CollNet chain (`NCCL_ALGO=CollNetChain`, `runCollNetChain`): per
+/// channel, a chain inside each host up to the channel's head, SHARP between
+/// the heads, the chain back down. On 8 hosts × 4 GPUs (rail-optimized, SHARP
+/// switches) with 4 channels, one per NIC:
+/// - each NIC link carries its channel's share S/4 each way, once (the heads
+///   of channel c are local GPU c, so every NIC is a head once);
+/// - every GPU ends with the whole result: the copies it receives (down the
+///   chain, or from the switch for a head) add up to S;
+/// - traffic = the DAG's bytes; the closed form is a lower bound of the flow
+///   fidelity within 10% (issue 10's analytical rule), the chain's NVLink
+///   pipeline and the switches' being costed stage by stage;
+/// - without SHARP switches it is the ring, in time and traffic.
+#[test]
+fn collnet_chain_runs_a_chain_per_channel_into_sharp() {
+    let shape = TopologySpec::RailOptimized {
+        radix: 16,
+        spine_radix: 16,
+    };
+    let t = topo(8, 4, shape.clone(), true);
+    let r = ranks(&t);
+    for s_bytes in [MIB, 64 * MIB] {
+        let spec = CollectiveSpec {
+            channels: 4,
+            ..allreduce(Algorithm::CollnetChain, s_bytes, MIB / 2)
+        };
+        let mut dag = Dag::new();
+        dag.begin_op("allreduce");
+        let mut trace = Vec::new();
+        fabricsim::collective::lower_traced(&spec, &r, &t, &mut dag, &[], &mut trace).unwrap();
+        assert_eq!(traffic_bytes(&spec, &r, &t).unwrap(), dag.transfer_bytes());
+        // the copies (not reductions) into each GPU add up to the whole buffer,
+        // each byte once
+        let mut copied = vec![Vec::new(); r.len()];
+        for c in trace.iter().filter(|c| !c.reduce) {
+            let dst = match dag.tasks[c.task.0 as usize].kind {
+                TaskKind::Transfer { dst, .. } => t.gpus[dst.0 as usize].node,
+                TaskKind::NetTransfer { dst, .. } => dst,
+                _ => continue,
+            };
+            if let Some(g) = t.gpus.iter().position(|g| g.node == dst) {
+                copied[g].push((c.offset, c.bytes));
+            }
+        }
+        for ranges in &mut copied {
+            ranges.sort_unstable();
+            let mut at = 0;
+            for &(o, b) in ranges.iter() {
+                assert_eq!(o, at, "a GPU misses or repeats bytes at {at}");
+                at = o + b;
+            }
+            assert_eq!(at, s_bytes);
+        }
+        let closed = analytical_time(&spec, &r, &t).unwrap();
+        let out = flow_run(&dag, &t);
+        let ft = out.op_timing[0].end - out.op_timing[0].start;
+        assert!(
+            closed <= ft && ft.0 as f64 <= closed.0 as f64 * 1.10,
+            "{s_bytes} B: flow {ft} vs analytical {closed}"
+        );
+        if s_bytes == 64 * MIB {
+            for (u, d) in nic_link_bytes(&out, &t) {
+                assert_eq!((u, d), (s_bytes / 4, s_bytes / 4));
+            }
+        }
+    }
+    let off = topo(8, 4, shape, false);
+    let spec = allreduce(Algorithm::CollnetChain, 64 * MIB, MIB);
+    let ring = allreduce(Algorithm::Ring, 64 * MIB, MIB);
+    assert_eq!(
+        analytical_time(&spec, &r, &off).unwrap(),
+        analytical_time(&ring, &r, &off).unwrap()
+    );
+    assert_eq!(
+        traffic_bytes(&spec, &r, &off).unwrap(),
+        traffic_bytes(&ring, &r, &off).unwrap()
+    );
+}

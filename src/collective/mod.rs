@@ -22,6 +22,7 @@
 //! | [`alltoall`] | all-to-all | (N−1)·S/(N·B) + α |
 //! | [`sharp`] | all-reduce (switches with SHARP; else ring) | 2(d+1)·α + (C + 2d + 1)·β, tree depth d |
 //! | [`nvls`] | all-reduce (NVSwitch reduces and multicasts, trees per rail across hosts; else ring) | (1 + 1/g)·wire(S)/B + 2·(α_up + α_down) on one host |
+//! | [`collnet`] | all-reduce (chain per node into SHARP; else ring) | 2(g−1)·(α + β) + T_SHARP(S/C), or the NVLink load |
 //!
 //! **Timing model** (shared by every closed form and [`critical_path`]): a transfer
 //! that starts at t is *sent* at t + tx_time(bytes) and *done* α later; a rank
@@ -44,6 +45,7 @@
 //! rank ends with the right contributions.
 
 pub mod alltoall;
+pub mod collnet;
 pub mod critical_path;
 pub mod halving_doubling;
 pub mod hierarchical;
@@ -132,11 +134,14 @@ pub enum Algorithm {
     Sharp,
     /// Reduction and multicast by the NVSwitch (NVLink SHARP); see [`nvls`].
     Nvls,
+    /// NCCL's CollNet chain: a chain inside each node to a head that joins the
+    /// switches' reduction (InfiniBand SHARP); see [`collnet`].
+    CollnetChain,
 }
 
 impl Algorithm {
     /// Every algorithm.
-    pub const ALL: [Algorithm; 7] = [
+    pub const ALL: [Algorithm; 8] = [
         Algorithm::Ring,
         Algorithm::Tree,
         Algorithm::HalvingDoubling,
@@ -144,19 +149,21 @@ impl Algorithm {
         Algorithm::Direct,
         Algorithm::Sharp,
         Algorithm::Nvls,
+        Algorithm::CollnetChain,
     ];
     /// The algorithms NCCL itself runs, among which `auto` chooses as NCCL's
     /// tuner does (ring, tree, NVLS and NVLS-tree, CollNet as in-network
-    /// SHARP, point-to-point all-to-all). Halving-doubling and the
+    /// SHARP and the CollNet chain, point-to-point all-to-all). Halving-doubling and the
     /// hierarchical ring are MPI's and Horovod's: they run when named, and
     /// `auto` leaves them out so that a simulated table stands beside a
     /// measured nccl-tests one.
-    pub const NCCL: [Algorithm; 5] = [
+    pub const NCCL: [Algorithm; 6] = [
         Algorithm::Ring,
         Algorithm::Tree,
         Algorithm::Direct,
         Algorithm::Sharp,
         Algorithm::Nvls,
+        Algorithm::CollnetChain,
     ];
     /// The name used in scenario files, the CLI and results.
     pub fn name(self) -> &'static str {
@@ -168,6 +175,7 @@ impl Algorithm {
             Algorithm::Direct => "direct",
             Algorithm::Sharp => "sharp",
             Algorithm::Nvls => "nvls",
+            Algorithm::CollnetChain => "collnet_chain",
         }
     }
     /// Parses a name.
@@ -426,6 +434,10 @@ pub fn lower(
         Algorithm::Direct => alltoall::lower(spec, ranks, topo, dag, after),
         Algorithm::Sharp => sharp::lower(spec, ranks, topo, dag, after),
         Algorithm::Nvls => nvls::lower(spec, ranks, topo, dag, after),
+        Algorithm::CollnetChain => {
+            let mut em = Emitter::new(dag, topo);
+            lower_with(spec, ranks, topo, &mut em, after)
+        }
     }
 }
 
@@ -473,6 +485,7 @@ pub(crate) fn lower_with(
         Algorithm::Direct => alltoall::emit(spec, ranks, topo, em, after),
         Algorithm::Sharp => sharp::emit(spec, ranks, topo, em, after)?,
         Algorithm::Nvls => nvls::emit(spec, ranks, topo, em, after)?,
+        Algorithm::CollnetChain => collnet::emit(spec, ranks, topo, em, after)?,
     };
     Ok(em.dag.marker(&ends))
 }
@@ -899,6 +912,7 @@ pub fn analytical_time(
         Algorithm::Direct => alltoall::time(spec, ranks, topo),
         Algorithm::Sharp => sharp::time(spec, ranks, topo),
         Algorithm::Nvls => nvls::time(spec, ranks, topo),
+        Algorithm::CollnetChain => collnet::time(spec, ranks, topo),
     }
 }
 
@@ -921,6 +935,7 @@ pub fn traffic_bytes(
         Algorithm::Direct => alltoall::traffic(spec, ranks),
         Algorithm::Sharp => sharp::traffic(spec, ranks, topo),
         Algorithm::Nvls => nvls::traffic(spec, ranks, topo),
+        Algorithm::CollnetChain => collnet::traffic(spec, ranks, topo),
     }
 }
 
@@ -943,7 +958,7 @@ pub fn supports(algo: Algorithm, op: CollectiveOp) -> bool {
                 O::AllReduce | O::AllGather | O::ReduceScatter
             )
             | (A::Direct, O::AllToAll)
-            | (A::Sharp | A::Nvls, O::AllReduce)
+            | (A::Sharp | A::Nvls | A::CollnetChain, O::AllReduce)
     )
 }
 
@@ -1014,6 +1029,7 @@ pub fn tune(
         if !supports(algo, spec.op)
             || (auto_algorithm && algo == Algorithm::Sharp && !sharp::available(topo))
             || (auto_algorithm && algo == Algorithm::Nvls && !nvls::available(topo))
+            || (auto_algorithm && algo == Algorithm::CollnetChain && !collnet::runs(ranks, topo))
         {
             continue;
         }
@@ -1059,6 +1075,7 @@ pub fn auto_select(
         if !supports(algo, spec.op)
             || (algo == Algorithm::Sharp && !sharp::available(topo))
             || (algo == Algorithm::Nvls && !nvls::available(topo))
+            || (algo == Algorithm::CollnetChain && !collnet::runs(ranks, topo))
         {
             continue;
         }

@@ -296,9 +296,31 @@ pub(crate) fn emit_op(
     if ranks.len() <= 1 || bytes == 0 {
         return Ok(after.to_vec());
     }
+    let chunks = chunks_at(base, bytes, chunk);
+    let results = emit_chunks(&chunks, pick, ranks, topo, em, &|_, c| {
+        if c == 0 {
+            after.to_vec()
+        } else {
+            Vec::new()
+        }
+    })?;
+    Ok(results.into_iter().flatten().map(Dep::Done).collect())
+}
+
+/// The SHARP all-reduce of `chunks` over the tree [`SharpTree::build_nth`]`(pick)`,
+/// rank i sending chunk c once `start(i, c)` holds (and its chunk c − 1 has
+/// left). Returns, per rank and chunk, the transfer that brings the reduced
+/// chunk back to the rank (NCCL's CollNet chain feeds it chunk by chunk).
+pub(crate) fn emit_chunks(
+    chunks: &[(u64, u64)],
+    pick: usize,
+    ranks: &[GpuId],
+    topo: &Topology,
+    em: &mut Emitter<'_>,
+    start: &dyn Fn(usize, usize) -> Vec<Dep>,
+) -> Result<Vec<Vec<TaskId>>, CollectiveError> {
     let tree = SharpTree::build_nth(topo, ranks, pick)?;
     let children = tree.children();
-    let chunks = chunks_at(base, bytes, chunk);
     let nc = chunks.len();
     let node_of = |i: usize| topo.gpus[ranks[i].0 as usize].node;
     // Up: what arrives from each child (switch or rank), per chunk.
@@ -306,11 +328,9 @@ pub(crate) fn emit_op(
     for (i, leaf) in tree.leaf_of.iter().enumerate() {
         let mut prev: Option<TaskId> = None;
         let mut out = Vec::with_capacity(nc);
-        for &(o, b) in &chunks {
-            let deps: Vec<Dep> = match prev {
-                Some(p) => vec![Dep::Sent(p)],
-                None => after.to_vec(),
-            };
+        for (c, &(o, b)) in chunks.iter().enumerate() {
+            let mut deps = start(i, c);
+            deps.extend(prev.map(Dep::Sent));
             let t = em.net_send(node_of(i), *leaf, o, b, true, &deps);
             prev = Some(t);
             out.push(t);
@@ -346,16 +366,17 @@ pub(crate) fn emit_op(
     }
     // Down: each switch, once it has chunk c (aggregated at the root, received
     // from the parent elsewhere), multicasts it on every child port.
-    let mut ends = Vec::with_capacity(ranks.len() * nc);
+    let mut results: Vec<Vec<TaskId>> = vec![Vec::new(); ranks.len()];
     for &s in &tree.switches {
         let (sw_ch, rank_ch) = &children[&s];
         let src_have = have[&s].clone();
-        let dests: Vec<(NodeId, bool)> = sw_ch
+        let dests: Vec<(NodeId, Option<usize>)> = sw_ch
             .iter()
-            .map(|&x| (x, false))
-            .chain(rank_ch.iter().map(|&r| (node_of(r), true)))
+            .map(|&x| (x, None))
+            .chain(rank_ch.iter().map(|&r| (node_of(r), Some(r))))
             .collect();
-        for (d, is_gpu) in dests {
+        for (d, rank) in dests {
+            let is_gpu = rank.is_some();
             let mut prev: Option<TaskId> = None;
             let mut out = Vec::with_capacity(nc);
             for (c, &(o, b)) in chunks.iter().enumerate() {
@@ -370,14 +391,15 @@ pub(crate) fn emit_op(
                 prev = Some(t);
                 out.push(t);
             }
-            if is_gpu {
-                ends.extend(out.iter().map(|&t| Dep::Done(t)));
-            } else {
-                have.insert(d, out);
+            match rank {
+                Some(r) => results[r] = out,
+                None => {
+                    have.insert(d, out);
+                }
             }
         }
     }
-    Ok(ends)
+    Ok(results)
 }
 
 /// Latency and payload rate of one hop, or `BadCommunicator` if it does not exist.

@@ -1674,7 +1674,8 @@ impl Validator<'_> {
                 }
             },
         };
-        let algo_names = "auto, ring, tree, halving_doubling, hierarchical, direct, sharp, nvls";
+        let algo_names =
+            "auto, ring, tree, halving_doubling, hierarchical, direct, sharp, nvls, collnet_chain";
         let algorithm = match w.algorithm.as_deref().unwrap_or("auto") {
             "auto" => Some(AlgoChoice::Auto),
             s => match Algorithm::parse(s) {
@@ -2730,6 +2731,18 @@ impl Scenario {
                     Some("sharp between hosts falls back to ring: the switches do not reduce here (fabric.sharp = true on InfiniBand, analytical or flow fidelity)".into())
                 }
                 "workload.algorithm"
+                    if collective.is_some_and(|w| w.algorithm == AlgoChoice::Fixed(Algorithm::CollnetChain))
+                        && !(self.fabric.sharp_active() && fidelity != Fidelity::Packet && self.cluster.hosts >= 2) =>
+                {
+                    Some(if fidelity == Fidelity::Packet {
+                        "collnet_chain falls back to ring: SHARP is modeled at the analytical and flow fidelities".into()
+                    } else if self.cluster.hosts < 2 {
+                        "collnet_chain falls back to ring: with one node there is no network to reduce in".into()
+                    } else {
+                        "collnet_chain falls back to ring: the switches do not reduce (set fabric.sharp = true on an InfiniBand fabric, fabric.sharp_groups ≥ 1)".into()
+                    })
+                }
+                "workload.algorithm"
                     if collective.is_some_and(|w| w.algorithm == AlgoChoice::Fixed(Algorithm::Sharp))
                         && !(self.fabric.sharp_active() && fidelity != Fidelity::Packet) =>
                 {
@@ -2814,11 +2827,11 @@ impl Scenario {
                 }
                 "workload.channels"
                     if collective.is_some_and(|w| {
-                        !matches!(w.algorithm, AlgoChoice::Auto | AlgoChoice::Fixed(Algorithm::Ring | Algorithm::Tree))
+                        !matches!(w.algorithm, AlgoChoice::Auto | AlgoChoice::Fixed(Algorithm::Ring | Algorithm::Tree | Algorithm::CollnetChain))
                             || w.op == CollectiveOp::AllToAll
                     }) =>
                 {
-                    Some("channels shape the ring and tree algorithms only".into())
+                    Some("channels shape the ring, tree and collnet_chain algorithms only".into())
                 }
                 "workload.pxn"
                     if collective.is_some_and(|w| {

@@ -298,9 +298,16 @@ fn size_keys(runs: &[SweepRun]) -> Vec<(String, u64)> {
     keys
 }
 
+/// A counter's CSV cell: empty where the run's fidelity does not model it.
+fn cell(v: Option<u64>) -> String {
+    v.map_or_else(String::new, |v| v.to_string())
+}
+
 /// The sweep as CSV: one row per run, the swept values then the headline figures
 /// (per collective size time and busbw, mean busbw, FCT p50/p99, fabric counters)
-/// and `error` for runs that failed. No wall-clock fields, so the file is the same
+/// and `error` for runs that failed. A counter the run's fidelity does not model
+/// (drops, ECN marks, PFC pauses below the packet level) is an empty cell, as a
+/// failed run's figures are. No wall-clock fields, so the file is the same
 /// on every machine and thread count.
 pub fn csv(axes: &[Axis], runs: &[SweepRun]) -> String {
     let keys = size_keys(runs);
@@ -341,9 +348,9 @@ pub fn csv(axes: &[Axis], runs: &[SweepRun]) -> String {
                     rep.flows.count,
                     rep.flows.fct_us.p50,
                     rep.flows.fct_us.p99,
-                    rep.fabric.drops,
-                    rep.fabric.ecn_marks,
-                    rep.fabric.pfc_pause_frames,
+                    cell(rep.fabric.drops),
+                    cell(rep.fabric.ecn_marks),
+                    cell(rep.fabric.pfc_pause_frames),
                     rep.sim.events
                 );
             }

@@ -1,5 +1,6 @@
 //! CSV exports (one header line, comma-separated, no quoting needed: fields are
-//! numbers and identifiers).
+//! numbers and identifiers). A counter the run's fidelity does not model is an
+//! empty cell, never a 0.
 
 use std::fmt::Write;
 
@@ -79,7 +80,9 @@ pub fn csv_field(s: &str) -> String {
 }
 
 /// One row per transfer (`flows.csv`): the collective size it belongs to, its task
-/// index, endpoints, size, completion time, ideal time and slowdown. Runs with more
+/// index, endpoints, size, completion time, ideal time and slowdown (an empty cell
+/// where the fidelity does not model slowdowns, as every CSV writes an unmodelled
+/// counter). Runs with more
 /// than [`super::FlowRecords::CAP`] transfers keep a uniform sample (every
 /// `stride`-th transfer); the first line then says so as a `#` comment.
 pub fn flows(r: &Report) -> String {
@@ -96,14 +99,15 @@ pub fn flows(r: &Report) -> String {
     }
     s.push_str("collective_bytes,task,src,dst,bytes,fct_us,ideal_us,slowdown\n");
     for f in &rec.rows {
-        let slow = if f.ideal_us > 0.0 {
-            f.fct_us / f.ideal_us
-        } else {
-            1.0
+        // empty where the fidelity does not model slowdowns (analytical: 1 by construction)
+        let slow = match (&r.flows.slowdown, f.ideal_us > 0.0) {
+            (None, _) => String::new(),
+            (Some(_), true) => format!("{:.4}", f.fct_us / f.ideal_us),
+            (Some(_), false) => format!("{:.4}", 1.0),
         };
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{:.4},{:.4},{:.4}",
+            "{},{},{},{},{},{:.4},{:.4},{}",
             f.collective_bytes, f.task, f.src, f.dst, f.bytes, f.fct_us, f.ideal_us, slow
         );
     }

@@ -17,8 +17,8 @@ pub mod workload;
 
 use serde::Serialize;
 
-use crate::backend::{FabricCounters, LinkCounters, QpCounters, Series};
-use crate::config::IgnoredSetting;
+use crate::backend::{Counter, FabricCounters, LinkCounters, QpCounters, Series};
+use crate::config::{Fidelity, IgnoredSetting};
 
 /// One row per collective size, as nccl-tests prints it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -77,8 +77,71 @@ pub struct FlowStats {
     pub count: u64,
     /// Completion time percentiles, microseconds.
     pub fct_us: Percentiles,
-    /// Slowdown (completion time / ideal time on an idle path) percentiles.
-    pub slowdown: Percentiles,
+    /// Slowdown (completion time / ideal time on an idle path) percentiles;
+    /// `None` (JSON `null`) where the fidelity does not model it: at the
+    /// analytical fidelity a transfer's time is its idle-path time, so its
+    /// slowdown is 1 by construction ([`Fidelity::models`]).
+    pub slowdown: Option<Percentiles>,
+}
+
+/// Fabric-wide counters of a run as reported: a counter the fidelity does not
+/// model ([`Fidelity::models`]) is `None` — `null` in JSON, `n/a` in tables, an
+/// empty cell in CSV, skipped by `compare` — never a zero that reads as measured.
+/// The keys are those of [`FabricCounters`], present at every fidelity.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct FabricReport {
+    /// Payload bytes delivered to their destination GPU (every fidelity).
+    pub bytes_delivered: u64,
+    /// Payload bytes handed to the transport by sources, each byte once (every fidelity).
+    pub bytes_sent: u64,
+    /// Packets dropped (buffer overflow, corruption, link down); packet level.
+    pub drops: Option<u64>,
+    /// Of `drops`, packets a bit error corrupted; packet level.
+    pub drops_corrupted: Option<u64>,
+    /// Payload bytes in dropped packets; packet level.
+    pub bytes_dropped: Option<u64>,
+    /// Packets marked Congestion Experienced; packet level.
+    pub ecn_marks: Option<u64>,
+    /// PFC PAUSE frames sent; packet level.
+    pub pfc_pause_frames: Option<u64>,
+    /// Packets sent again by the transport; packet level.
+    pub retransmitted_packets: Option<u64>,
+    /// Largest egress queue seen anywhere, bytes; packet level.
+    pub max_queue_bytes: Option<u64>,
+    /// Time senders waited for InfiniBand credits, summed over ports, picoseconds; packet level.
+    pub credit_stall_ps: Option<u64>,
+    /// Congestion notification packets sent; packet level.
+    pub cnps: Option<u64>,
+    /// Retransmission timeouts fired; packet level.
+    pub timeouts: Option<u64>,
+}
+
+impl FabricReport {
+    /// The counters `c` a backend at `fidelity` accumulated, with the ones it
+    /// does not model left out.
+    pub fn new(c: &FabricCounters, fidelity: Fidelity) -> FabricReport {
+        let m = |counter: Counter, v: u64| fidelity.models(counter).then_some(v);
+        FabricReport {
+            bytes_delivered: c.bytes_delivered,
+            bytes_sent: c.bytes_sent,
+            drops: m(Counter::Drops, c.drops),
+            drops_corrupted: m(Counter::DropsCorrupted, c.drops_corrupted),
+            bytes_dropped: m(Counter::BytesDropped, c.bytes_dropped),
+            ecn_marks: m(Counter::EcnMarks, c.ecn_marks),
+            pfc_pause_frames: m(Counter::PfcPauseFrames, c.pfc_pause_frames),
+            retransmitted_packets: m(Counter::RetransmittedPackets, c.retransmitted_packets),
+            max_queue_bytes: m(Counter::MaxQueueBytes, c.max_queue_bytes),
+            credit_stall_ps: m(Counter::CreditStall, c.credit_stall_ps),
+            cnps: m(Counter::Cnps, c.cnps),
+            timeouts: m(Counter::Timeouts, c.timeouts),
+        }
+    }
+}
+
+/// `v` as text, or `n/a` when the fidelity does not model it: how every table
+/// prints a counter.
+pub fn or_na<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or_else(|| "n/a".to_string(), |v| v.to_string())
 }
 
 /// The shape that was simulated.
@@ -206,8 +269,8 @@ pub struct Report {
     pub makespan_us: f64,
     /// Flow completion statistics.
     pub flows: FlowStats,
-    /// Fabric counters (sum over the runs).
-    pub fabric: FabricCounters,
+    /// Fabric counters (sum over the runs); `None` where the fidelity does not model them.
+    pub fabric: FabricReport,
     /// Per-link counters, busiest first (only with `--links`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub links: Vec<LinkCounters>,

@@ -16,8 +16,8 @@ use crate::dag::{Dag, TaskKind};
 use crate::metrics::FlowAccumulator;
 use crate::report::workload::{FaultEffect, InferenceReport, OpTime, TrainingReport};
 use crate::report::{
-    CollectiveRow, FabricReport, FlowRecord, FlowRecords, LinkTimelineReport, LinkUtilization,
-    Report, SimStats, TimelineSegment, TopologySummary, TrafficMatrix,
+    CollectiveRow, FabricReport, FlowRecord, FlowRecords, LinkReport, LinkTimelineReport,
+    LinkUtilization, Report, SimStats, TimelineSegment, TopologySummary, TrafficMatrix,
 };
 use crate::topology::{GpuId, LinkId, NodeKind, Topology};
 use crate::units::{format_bytes, SimTime};
@@ -217,7 +217,7 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
             f
         },
         fabric: FabricReport::new(&acc.fabric, fidelity),
-        links,
+        links: links.iter().map(|l| LinkReport::new(l, fidelity)).collect(),
         queue_pairs,
         training,
         inference,

@@ -15,7 +15,7 @@ use rayon::prelude::*;
 
 use crate::config::{self, ConfigError, Scenario, Source};
 use crate::report::compare::mean_busbw;
-use crate::report::csv::csv_field;
+use crate::report::csv::{cell, csv_field};
 use crate::report::html;
 use crate::report::svg::{self, esc, Line, LineChart, XAxis};
 use crate::report::Report;
@@ -296,11 +296,6 @@ fn size_keys(runs: &[SweepRun]) -> Vec<(String, u64)> {
         }
     }
     keys
-}
-
-/// A counter's CSV cell: empty where the run's fidelity does not model it.
-fn cell(v: Option<u64>) -> String {
-    v.map_or_else(String::new, |v| v.to_string())
 }
 
 /// The sweep as CSV: one row per run, the swept values then the headline figures

@@ -35,23 +35,30 @@ pub fn collectives(r: &Report) -> String {
     s
 }
 
-/// One row per link that carried traffic.
+/// A counter's cell: empty where the run's fidelity does not model it.
+pub fn cell(v: Option<u64>) -> String {
+    v.map_or_else(String::new, |v| v.to_string())
+}
+
+/// One row per link that carried traffic (queue, drop, credit and pause columns
+/// empty below the packet level).
 pub fn links(r: &Report) -> String {
     let mut s =
         String::from("link,bytes,utilization,drops,max_queue_bytes,avg_queue_bytes,stall_ps,paused_ps,pause_frames\n");
     for l in &r.links {
         let _ = writeln!(
             s,
-            "{},{},{:.6},{},{},{:.1},{},{},{}",
+            "{},{},{:.6},{},{},{},{},{},{}",
             l.link,
             l.bytes,
             l.utilization,
-            l.drops,
-            l.max_queue_bytes,
-            l.avg_queue_bytes,
-            l.stall_ps,
-            l.paused_ps,
-            l.pause_frames
+            cell(l.drops),
+            cell(l.max_queue_bytes),
+            l.avg_queue_bytes
+                .map_or_else(String::new, |v| format!("{v:.1}")),
+            cell(l.stall_ps),
+            cell(l.paused_ps),
+            cell(l.pause_frames)
         );
     }
     s

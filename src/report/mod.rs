@@ -138,6 +138,51 @@ impl FabricReport {
     }
 }
 
+/// Counters of one directed link as reported (`links`, `links.csv`, with
+/// `--links`): bytes and utilization at every fidelity that collects links (flow
+/// and packet), the queue, drop, credit and pause counters only where the
+/// fidelity models them ([`Fidelity::models`]), else `None` (JSON `null`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LinkReport {
+    /// Link index in the topology.
+    pub link: u32,
+    /// Wire bytes sent (headers included at packet level).
+    pub bytes: u64,
+    /// Fraction of the run's makespan the link was busy.
+    pub utilization: f64,
+    /// Packets dropped at this link's egress queue; packet level.
+    pub drops: Option<u64>,
+    /// Largest egress queue, bytes; packet level.
+    pub max_queue_bytes: Option<u64>,
+    /// Time-averaged egress queue, bytes; packet level.
+    pub avg_queue_bytes: Option<f64>,
+    /// Time the sender waited for credits or was paused, picoseconds; packet level.
+    pub stall_ps: Option<u64>,
+    /// PFC: of `stall_ps`, time the sender's lanes were paused, picoseconds; packet level.
+    pub paused_ps: Option<u64>,
+    /// PFC: PAUSE frames the link's receiver sent to its sender; packet level.
+    pub pause_frames: Option<u64>,
+}
+
+impl LinkReport {
+    /// The counters `l` a backend at `fidelity` collected, with the ones it does
+    /// not model left out.
+    pub fn new(l: &LinkCounters, fidelity: Fidelity) -> LinkReport {
+        let m = |counter: Counter| fidelity.models(counter);
+        LinkReport {
+            link: l.link,
+            bytes: l.bytes,
+            utilization: l.utilization,
+            drops: m(Counter::Drops).then_some(l.drops),
+            max_queue_bytes: m(Counter::MaxQueueBytes).then_some(l.max_queue_bytes),
+            avg_queue_bytes: m(Counter::MaxQueueBytes).then_some(l.avg_queue_bytes),
+            stall_ps: m(Counter::CreditStall).then_some(l.stall_ps),
+            paused_ps: m(Counter::PfcPauseFrames).then_some(l.paused_ps),
+            pause_frames: m(Counter::PfcPauseFrames).then_some(l.pause_frames),
+        }
+    }
+}
+
 /// `v` as text, or `n/a` when the fidelity does not model it: how every table
 /// prints a counter.
 pub fn or_na<T: std::fmt::Display>(v: Option<T>) -> String {
@@ -271,9 +316,10 @@ pub struct Report {
     pub flows: FlowStats,
     /// Fabric counters (sum over the runs); `None` where the fidelity does not model them.
     pub fabric: FabricReport,
-    /// Per-link counters, busiest first (only with `--links`).
+    /// Per-link counters, busiest first (only with `--links`); `None` where the
+    /// fidelity does not model them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub links: Vec<LinkCounters>,
+    pub links: Vec<LinkReport>,
     /// Per-queue-pair transport counters, most retransmissions first (packet
     /// level, only with `--links`; summed over a sweep's sizes).
     #[serde(skip_serializing_if = "Vec::is_empty")]

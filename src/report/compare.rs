@@ -33,10 +33,11 @@ fn fmt_ratio(v: f64) -> String {
 }
 
 /// The comparison table. Rows are matched by (op, size), sizes ascending; a size
-/// only some runs have shows `-` for the others. The headline figures below show
-/// `n/a` for a run whose fidelity does not model them (no flows; drops, ECN marks
-/// and PFC pauses below the packet level), and a figure no run models is skipped. Columns: per run `X time(us)` and `X busbw`,
-/// then `X/A` = busbw of run X over busbw of run A for every run after the first.
+/// only some runs have shows `-` for the others. Columns: per run `X time(us)` and
+/// `X busbw`, then `X/A` = busbw of run X over busbw of run A for every run after
+/// the first. The headline figures below show `n/a` (ratio `-`) for a run whose
+/// fidelity does not model them (no flows; drops, ECN marks and PFC pauses below
+/// the packet level), and a figure no run models is left out.
 pub fn table(reports: &[Report], labels: &[String]) -> String {
     let mut s = String::new();
     for (i, l) in labels.iter().enumerate() {

@@ -16,8 +16,8 @@ use crate::dag::{Dag, TaskKind};
 use crate::metrics::FlowAccumulator;
 use crate::report::workload::{FaultEffect, InferenceReport, OpTime, TrainingReport};
 use crate::report::{
-    CollectiveRow, FlowRecord, FlowRecords, LinkTimelineReport, LinkUtilization, Report, SimStats,
-    TimelineSegment, TopologySummary, TrafficMatrix,
+    CollectiveRow, FabricReport, FlowRecord, FlowRecords, LinkReport, LinkTimelineReport,
+    LinkUtilization, Report, SimStats, TimelineSegment, TopologySummary, TrafficMatrix,
 };
 use crate::topology::{GpuId, LinkId, NodeKind, Topology};
 use crate::units::{format_bytes, SimTime};
@@ -209,9 +209,15 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
         },
         collectives: acc.rows,
         makespan_us: acc.makespan.as_us(),
-        flows: acc.flows.stats(),
-        fabric: acc.fabric,
-        links,
+        flows: {
+            let mut f = acc.flows.stats();
+            if !fidelity.models(backend::Counter::FctSlowdown) {
+                f.slowdown = None;
+            }
+            f
+        },
+        fabric: FabricReport::new(&acc.fabric, fidelity),
+        links: links.iter().map(|l| LinkReport::new(l, fidelity)).collect(),
         queue_pairs,
         training,
         inference,

@@ -15,7 +15,7 @@ use rayon::prelude::*;
 
 use crate::config::{self, ConfigError, Scenario, Source};
 use crate::report::compare::mean_busbw;
-use crate::report::csv::csv_field;
+use crate::report::csv::{cell, csv_field};
 use crate::report::html;
 use crate::report::svg::{self, esc, Line, LineChart, XAxis};
 use crate::report::Report;
@@ -300,7 +300,9 @@ fn size_keys(runs: &[SweepRun]) -> Vec<(String, u64)> {
 
 /// The sweep as CSV: one row per run, the swept values then the headline figures
 /// (per collective size time and busbw, mean busbw, FCT p50/p99, fabric counters)
-/// and `error` for runs that failed. No wall-clock fields, so the file is the same
+/// and `error` for runs that failed. A counter the run's fidelity does not model
+/// (drops, ECN marks, PFC pauses below the packet level) is an empty cell, as a
+/// failed run's figures are. No wall-clock fields, so the file is the same
 /// on every machine and thread count.
 pub fn csv(axes: &[Axis], runs: &[SweepRun]) -> String {
     let keys = size_keys(runs);
@@ -341,9 +343,9 @@ pub fn csv(axes: &[Axis], runs: &[SweepRun]) -> String {
                     rep.flows.count,
                     rep.flows.fct_us.p50,
                     rep.flows.fct_us.p99,
-                    rep.fabric.drops,
-                    rep.fabric.ecn_marks,
-                    rep.fabric.pfc_pause_frames,
+                    cell(rep.fabric.drops),
+                    cell(rep.fabric.ecn_marks),
+                    cell(rep.fabric.pfc_pause_frames),
                     rep.sim.events
                 );
             }

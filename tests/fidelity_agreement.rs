@@ -215,5 +215,6 @@ fn every_byte_sent_is_delivered_at_flow_level() {
     // ring all-reduce moves 2(N−1)/N·S per rank: 2·15·8 MiB in total.
     assert_eq!(r.fabric.bytes_delivered, 2 * 15 * 8 * 1048576);
     assert_eq!(r.fabric.bytes_sent, r.fabric.bytes_delivered);
-    assert_eq!(r.fabric.drops, 0);
+    // the flow level has no packets: drops are not modelled, not a measured 0
+    assert_eq!(r.fabric.drops, None);
 }

@@ -25,8 +25,8 @@ fn run_text(text: &str, fidelity: Option<Fidelity>) -> Report {
 fn incast_32_to_1_on_infiniband_drops_nothing_and_fills_the_link() {
     let r = run_text(&example("incast-infiniband.toml"), None);
     // Credits (IBA vol. 1 §7.9): lossless by construction.
-    assert_eq!(r.fabric.drops, 0);
-    assert_eq!(r.fabric.retransmitted_packets, 0);
+    assert_eq!(r.fabric.drops, Some(0));
+    assert_eq!(r.fabric.retransmitted_packets, Some(0));
     assert_eq!(r.fabric.bytes_delivered, 32 << 20);
     // The receiver's 400 Gb/s link carries 32 MiB (+26 B per 4 KiB packet) at the
     // NIC's goodput share (the preset's nic_efficiency, 0.946: 47 GB/s per NDR
@@ -48,10 +48,10 @@ fn incast_on_lossy_ethernet_drops_and_recovers_every_byte() {
     let ib = run_text(&example("incast-infiniband.toml"), None);
     let eth = run_text(&example("incast-lossy-ethernet.toml"), None);
     assert!(
-        eth.fabric.drops > 0,
+        eth.fabric.drops.is_some_and(|n| n > 0),
         "drop-tail must overflow under a 32:1 incast"
     );
-    assert!(eth.fabric.retransmitted_packets > 0);
+    assert!(eth.fabric.retransmitted_packets.is_some_and(|n| n > 0));
     // go-back-N recovers everything: sent = delivered, and the drops are counted.
     assert_eq!(eth.fabric.bytes_delivered, 32 << 20);
     assert_eq!(eth.fabric.bytes_sent, eth.fabric.bytes_delivered);
@@ -124,7 +124,7 @@ fn uncongested_allreduce_agrees_with_the_analytical_fidelity() {
     for algo in ["ring", "hierarchical"] {
         let text = allreduce_on_fat_tree(algo);
         let pkt = assert_packet_within_3_percent_of_analytical(&text, algo);
-        assert_eq!(pkt.fabric.drops, 0);
+        assert_eq!(pkt.fabric.drops, Some(0));
         assert_eq!(pkt.fabric.bytes_sent, pkt.fabric.bytes_delivered);
     }
 }
@@ -190,16 +190,14 @@ fn ecmp_collides_where_spraying_does_not() {
         &text.replace("routing = \"ecmp\"", "routing = \"spray\""),
         None,
     );
+    // the packet level models slowdowns (`None` only at the analytical fidelity)
+    let p99 = |r: &fabricsim::report::Report| r.flows.slowdown.as_ref().expect("modelled").p99;
+    assert!(p99(&ecmp) > 1.5, "ECMP p99 slowdown {}", p99(&ecmp));
     assert!(
-        ecmp.flows.slowdown.p99 > 1.5,
-        "ECMP p99 slowdown {}",
-        ecmp.flows.slowdown.p99
-    );
-    assert!(
-        spray.flows.slowdown.p99 < ecmp.flows.slowdown.p99 * 0.75,
+        p99(&spray) < p99(&ecmp) * 0.75,
         "spray {} vs ecmp {}",
-        spray.flows.slowdown.p99,
-        ecmp.flows.slowdown.p99
+        p99(&spray),
+        p99(&ecmp)
     );
 }
 
@@ -223,8 +221,8 @@ fn queue_pair_counters_add_up_to_the_fabric_totals() {
         .all(|q| q.dst == 0 && q.messages == 1 && q.bytes == 1 << 20));
     let retx: u64 = r.queue_pairs.iter().map(|q| q.retransmitted_packets).sum();
     let rto: u64 = r.queue_pairs.iter().map(|q| q.timeouts).sum();
-    assert_eq!(retx, r.fabric.retransmitted_packets);
-    assert_eq!(rto, r.fabric.timeouts);
+    assert_eq!(Some(retx), r.fabric.retransmitted_packets);
+    assert_eq!(Some(rto), r.fabric.timeouts);
     assert!(retx > 0);
     // Most retransmissions first.
     assert!(r

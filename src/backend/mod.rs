@@ -11,10 +11,120 @@ pub mod analytical;
 pub mod flow;
 pub mod packet;
 
+use crate::config::Fidelity;
 use crate::dag::{Dag, DagRunner, OpTiming};
 use crate::units::SimTime;
 
-/// Fabric-wide counters; zero where a fidelity does not model them.
+/// A counter a report may carry. Whether a fidelity models it — computes it from
+/// what it simulates, so that a zero is a measured zero — is decided in one place,
+/// [`Fidelity::models`]; the report leaves the others out (`null` in JSON, `n/a`
+/// in tables and CSV, skipped by `compare`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Counter {
+    /// [`FabricCounters::bytes_delivered`].
+    BytesDelivered,
+    /// [`FabricCounters::bytes_sent`].
+    BytesSent,
+    /// [`FabricCounters::drops`], and a link's `drops`.
+    Drops,
+    /// [`FabricCounters::drops_corrupted`].
+    DropsCorrupted,
+    /// [`FabricCounters::bytes_dropped`].
+    BytesDropped,
+    /// [`FabricCounters::ecn_marks`].
+    EcnMarks,
+    /// [`FabricCounters::pfc_pause_frames`], and a link's `paused_ps` and `pause_frames`.
+    PfcPauseFrames,
+    /// [`FabricCounters::retransmitted_packets`].
+    RetransmittedPackets,
+    /// [`FabricCounters::max_queue_bytes`], and a link's `max_queue_bytes` and `avg_queue_bytes`.
+    MaxQueueBytes,
+    /// [`FabricCounters::credit_stall_ps`], and a link's `stall_ps`.
+    CreditStall,
+    /// [`FabricCounters::cnps`].
+    Cnps,
+    /// [`FabricCounters::timeouts`].
+    Timeouts,
+    /// Flow completion times (`flows.fct_us`).
+    Fct,
+    /// Flow slowdowns over an idle path (`flows.slowdown`, `flows.csv`'s `slowdown`).
+    FctSlowdown,
+    /// Per-link bytes and utilization (`links`, the utilization timeline).
+    LinkUtilization,
+}
+
+impl Counter {
+    /// Every counter, in report order.
+    pub const ALL: [Counter; 15] = [
+        Counter::BytesDelivered,
+        Counter::BytesSent,
+        Counter::Drops,
+        Counter::DropsCorrupted,
+        Counter::BytesDropped,
+        Counter::EcnMarks,
+        Counter::PfcPauseFrames,
+        Counter::RetransmittedPackets,
+        Counter::MaxQueueBytes,
+        Counter::CreditStall,
+        Counter::Cnps,
+        Counter::Timeouts,
+        Counter::Fct,
+        Counter::FctSlowdown,
+        Counter::LinkUtilization,
+    ];
+
+    /// Its key in the result JSON (`fabric.<key>`, `flows.<key>` or `links`).
+    pub fn key(self) -> &'static str {
+        match self {
+            Counter::BytesDelivered => "bytes_delivered",
+            Counter::BytesSent => "bytes_sent",
+            Counter::Drops => "drops",
+            Counter::DropsCorrupted => "drops_corrupted",
+            Counter::BytesDropped => "bytes_dropped",
+            Counter::EcnMarks => "ecn_marks",
+            Counter::PfcPauseFrames => "pfc_pause_frames",
+            Counter::RetransmittedPackets => "retransmitted_packets",
+            Counter::MaxQueueBytes => "max_queue_bytes",
+            Counter::CreditStall => "credit_stall_ps",
+            Counter::Cnps => "cnps",
+            Counter::Timeouts => "timeouts",
+            Counter::Fct => "fct_us",
+            Counter::FctSlowdown => "slowdown",
+            Counter::LinkUtilization => "links",
+        }
+    }
+}
+
+impl Fidelity {
+    /// Whether this fidelity models `counter`: the one table of what each backend
+    /// computes. Bytes delivered and sent are modelled everywhere (conservation
+    /// holds at every fidelity). The analytical fidelity costs each transfer on
+    /// an idle path, so a transfer's completion time *is* its ideal time: its
+    /// slowdown is 1 by construction, and it models no link occupancy. The flow
+    /// fidelity shares link rates max-min: completion times, slowdowns and link
+    /// utilization are real, but it has no packets, so no queues, drops, ECN,
+    /// PFC, credits or transport recovery. The packet level models everything.
+    pub fn models(self, counter: Counter) -> bool {
+        match counter {
+            Counter::BytesDelivered | Counter::BytesSent | Counter::Fct => true,
+            Counter::FctSlowdown | Counter::LinkUtilization => self != Fidelity::Analytical,
+            Counter::Drops
+            | Counter::DropsCorrupted
+            | Counter::BytesDropped
+            | Counter::EcnMarks
+            | Counter::PfcPauseFrames
+            | Counter::RetransmittedPackets
+            | Counter::MaxQueueBytes
+            | Counter::CreditStall
+            | Counter::Cnps
+            | Counter::Timeouts => self == Fidelity::Packet,
+        }
+    }
+}
+
+/// Fabric-wide counters as a backend accumulates them: a backend leaves the
+/// counters it does not model at zero, and the report turns those into absent
+/// values ([`crate::report::FabricReport`], [`Fidelity::models`]).
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct FabricCounters {
     /// Payload bytes delivered to their destination GPU.

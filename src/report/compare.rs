@@ -33,8 +33,11 @@ fn fmt_ratio(v: f64) -> String {
 }
 
 /// The comparison table. Rows are matched by (op, size), sizes ascending; a size
-/// only some runs have shows `-` for the others. Columns: per run `X time(us)` and `X busbw`,
-/// then `X/A` = busbw of run X over busbw of run A for every run after the first.
+/// only some runs have shows `-` for the others. Columns: per run `X time(us)` and
+/// `X busbw`, then `X/A` = busbw of run X over busbw of run A for every run after
+/// the first. The headline figures below show `n/a` (ratio `-`) for a run whose
+/// fidelity does not model them (no flows; drops, ECN marks and PFC pauses below
+/// the packet level), and a figure no run models is left out.
 pub fn table(reports: &[Report], labels: &[String]) -> String {
     let mut s = String::new();
     for (i, l) in labels.iter().enumerate() {
@@ -107,22 +110,40 @@ pub fn table(reports: &[Report], labels: &[String]) -> String {
         }
         s.push('\n');
     }
-    let mut line = |name: &str, f: &dyn Fn(&Report) -> f64, prec: usize| {
+    // A figure a run does not model is `n/a` (and its ratio `-`), never a 0 set
+    // against another run's measured count; a row no run models is left out.
+    let mut line = |name: &str, f: &dyn Fn(&Report) -> Option<f64>, prec: usize| {
+        let vals: Vec<Option<f64>> = reports.iter().map(f).collect();
+        if vals.iter().all(Option::is_none) {
+            return;
+        }
         let _ = write!(s, "# {name:<25}");
-        let vals: Vec<f64> = reports.iter().map(f).collect();
         for v in &vals {
-            let _ = write!(s, " {:>14} {:>12}", "", format!("{v:.prec$}"));
+            let cell = v.map_or_else(|| "n/a".to_string(), |v| format!("{v:.prec$}"));
+            let _ = write!(s, " {:>14} {:>12}", "", cell);
         }
         for v in vals.iter().skip(1) {
-            let _ = write!(s, " {:>10}", fmt_ratio(ratio(*v, vals[0])));
+            let r = match (vals[0], v) {
+                (Some(a), Some(b)) => ratio(*b, a),
+                _ => f64::NAN,
+            };
+            let _ = write!(s, " {:>10}", fmt_ratio(r));
         }
         s.push('\n');
     };
-    line("avg busbw (GB/s)", &mean_busbw, 3);
-    line("flow p99 FCT (us)", &|r| r.flows.fct_us.p99, 2);
-    line("drops", &|r| r.fabric.drops as f64, 0);
-    line("ECN marks", &|r| r.fabric.ecn_marks as f64, 0);
-    line("PFC pauses", &|r| r.fabric.pfc_pause_frames as f64, 0);
+    line("avg busbw (GB/s)", &|r| Some(mean_busbw(r)), 3);
+    line(
+        "flow p99 FCT (us)",
+        &|r| (r.flows.count > 0).then_some(r.flows.fct_us.p99),
+        2,
+    );
+    line("drops", &|r| r.fabric.drops.map(|v| v as f64), 0);
+    line("ECN marks", &|r| r.fabric.ecn_marks.map(|v| v as f64), 0);
+    line(
+        "PFC pauses",
+        &|r| r.fabric.pfc_pause_frames.map(|v| v as f64),
+        0,
+    );
     s
 }
 

@@ -1,5 +1,6 @@
 //! CSV exports (one header line, comma-separated, no quoting needed: fields are
-//! numbers and identifiers).
+//! numbers and identifiers). A counter the run's fidelity does not model is an
+//! empty cell, never a 0.
 
 use std::fmt::Write;
 
@@ -34,23 +35,30 @@ pub fn collectives(r: &Report) -> String {
     s
 }
 
-/// One row per link that carried traffic.
+/// A counter's cell: empty where the run's fidelity does not model it.
+pub fn cell(v: Option<u64>) -> String {
+    v.map_or_else(String::new, |v| v.to_string())
+}
+
+/// One row per link that carried traffic (queue, drop, credit and pause columns
+/// empty below the packet level).
 pub fn links(r: &Report) -> String {
     let mut s =
         String::from("link,bytes,utilization,drops,max_queue_bytes,avg_queue_bytes,stall_ps,paused_ps,pause_frames\n");
     for l in &r.links {
         let _ = writeln!(
             s,
-            "{},{},{:.6},{},{},{:.1},{},{},{}",
+            "{},{},{:.6},{},{},{},{},{},{}",
             l.link,
             l.bytes,
             l.utilization,
-            l.drops,
-            l.max_queue_bytes,
-            l.avg_queue_bytes,
-            l.stall_ps,
-            l.paused_ps,
-            l.pause_frames
+            cell(l.drops),
+            cell(l.max_queue_bytes),
+            l.avg_queue_bytes
+                .map_or_else(String::new, |v| format!("{v:.1}")),
+            cell(l.stall_ps),
+            cell(l.paused_ps),
+            cell(l.pause_frames)
         );
     }
     s
@@ -79,7 +87,9 @@ pub fn csv_field(s: &str) -> String {
 }
 
 /// One row per transfer (`flows.csv`): the collective size it belongs to, its task
-/// index, endpoints, size, completion time, ideal time and slowdown. Runs with more
+/// index, endpoints, size, completion time, ideal time and slowdown (an empty cell
+/// where the fidelity does not model slowdowns, as every CSV writes an unmodelled
+/// counter). Runs with more
 /// than [`super::FlowRecords::CAP`] transfers keep a uniform sample (every
 /// `stride`-th transfer); the first line then says so as a `#` comment.
 pub fn flows(r: &Report) -> String {
@@ -96,14 +106,15 @@ pub fn flows(r: &Report) -> String {
     }
     s.push_str("collective_bytes,task,src,dst,bytes,fct_us,ideal_us,slowdown\n");
     for f in &rec.rows {
-        let slow = if f.ideal_us > 0.0 {
-            f.fct_us / f.ideal_us
-        } else {
-            1.0
+        // empty where the fidelity does not model slowdowns (analytical: 1 by construction)
+        let slow = match (&r.flows.slowdown, f.ideal_us > 0.0) {
+            (None, _) => String::new(),
+            (Some(_), true) => format!("{:.4}", f.fct_us / f.ideal_us),
+            (Some(_), false) => format!("{:.4}", 1.0),
         };
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{:.4},{:.4},{:.4}",
+            "{},{},{},{},{},{:.4},{:.4},{}",
             f.collective_bytes, f.task, f.src, f.dst, f.bytes, f.fct_us, f.ideal_us, slow
         );
     }

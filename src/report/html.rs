@@ -287,7 +287,9 @@ fn summary(b: &mut String, r: &Report, s: Option<&Scenario>) {
                 fmt_num(f.fct_us.p99),
                 fmt_num(f.fct_us.p999),
                 fmt_num(f.fct_us.max),
-                fmt_num(f.slowdown.p99)
+                f.slowdown
+                    .as_ref()
+                    .map_or_else(|| "n/a".to_string(), |s| fmt_num(s.p99))
             ),
         );
     }
@@ -297,10 +299,10 @@ fn summary(b: &mut String, r: &Report, s: Option<&Scenario>) {
         format!(
             "{} delivered, {} drops, {} ECN marks, {} PFC pauses, {} retransmitted",
             format_bytes(c.bytes_delivered),
-            c.drops,
-            c.ecn_marks,
-            c.pfc_pause_frames,
-            c.retransmitted_packets
+            super::or_na(c.drops),
+            super::or_na(c.ecn_marks),
+            super::or_na(c.pfc_pause_frames),
+            super::or_na(c.retransmitted_packets)
         ),
     );
     row(

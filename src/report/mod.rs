@@ -17,8 +17,8 @@ pub mod workload;
 
 use serde::Serialize;
 
-use crate::backend::{FabricCounters, LinkCounters, QpCounters, Series};
-use crate::config::IgnoredSetting;
+use crate::backend::{Counter, FabricCounters, LinkCounters, QpCounters, Series};
+use crate::config::{Fidelity, IgnoredSetting};
 
 /// One row per collective size, as nccl-tests prints it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -77,8 +77,116 @@ pub struct FlowStats {
     pub count: u64,
     /// Completion time percentiles, microseconds.
     pub fct_us: Percentiles,
-    /// Slowdown (completion time / ideal time on an idle path) percentiles.
-    pub slowdown: Percentiles,
+    /// Slowdown (completion time / ideal time on an idle path) percentiles;
+    /// `None` (JSON `null`) where the fidelity does not model it: at the
+    /// analytical fidelity a transfer's time is its idle-path time, so its
+    /// slowdown is 1 by construction ([`Fidelity::models`]).
+    pub slowdown: Option<Percentiles>,
+}
+
+/// Fabric-wide counters of a run as reported: a counter the fidelity does not
+/// model ([`Fidelity::models`]) is `None` — `null` in JSON, `n/a` in tables, an
+/// empty cell in CSV, skipped by `compare` — never a zero that reads as measured.
+/// The keys are those of [`FabricCounters`], present at every fidelity.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct FabricReport {
+    /// Payload bytes delivered to their destination GPU (every fidelity).
+    pub bytes_delivered: u64,
+    /// Payload bytes handed to the transport by sources, each byte once (every fidelity).
+    pub bytes_sent: u64,
+    /// Packets dropped (buffer overflow, corruption, link down); packet level.
+    pub drops: Option<u64>,
+    /// Of `drops`, packets a bit error corrupted; packet level.
+    pub drops_corrupted: Option<u64>,
+    /// Payload bytes in dropped packets; packet level.
+    pub bytes_dropped: Option<u64>,
+    /// Packets marked Congestion Experienced; packet level.
+    pub ecn_marks: Option<u64>,
+    /// PFC PAUSE frames sent; packet level.
+    pub pfc_pause_frames: Option<u64>,
+    /// Packets sent again by the transport; packet level.
+    pub retransmitted_packets: Option<u64>,
+    /// Largest egress queue seen anywhere, bytes; packet level.
+    pub max_queue_bytes: Option<u64>,
+    /// Time senders waited for InfiniBand credits, summed over ports, picoseconds; packet level.
+    pub credit_stall_ps: Option<u64>,
+    /// Congestion notification packets sent; packet level.
+    pub cnps: Option<u64>,
+    /// Retransmission timeouts fired; packet level.
+    pub timeouts: Option<u64>,
+}
+
+impl FabricReport {
+    /// The counters `c` a backend at `fidelity` accumulated, with the ones it
+    /// does not model left out.
+    pub fn new(c: &FabricCounters, fidelity: Fidelity) -> FabricReport {
+        let m = |counter: Counter, v: u64| fidelity.models(counter).then_some(v);
+        FabricReport {
+            bytes_delivered: c.bytes_delivered,
+            bytes_sent: c.bytes_sent,
+            drops: m(Counter::Drops, c.drops),
+            drops_corrupted: m(Counter::DropsCorrupted, c.drops_corrupted),
+            bytes_dropped: m(Counter::BytesDropped, c.bytes_dropped),
+            ecn_marks: m(Counter::EcnMarks, c.ecn_marks),
+            pfc_pause_frames: m(Counter::PfcPauseFrames, c.pfc_pause_frames),
+            retransmitted_packets: m(Counter::RetransmittedPackets, c.retransmitted_packets),
+            max_queue_bytes: m(Counter::MaxQueueBytes, c.max_queue_bytes),
+            credit_stall_ps: m(Counter::CreditStall, c.credit_stall_ps),
+            cnps: m(Counter::Cnps, c.cnps),
+            timeouts: m(Counter::Timeouts, c.timeouts),
+        }
+    }
+}
+
+/// Counters of one directed link as reported (`links`, `links.csv`, with
+/// `--links`): bytes and utilization at every fidelity that collects links (flow
+/// and packet), the queue, drop, credit and pause counters only where the
+/// fidelity models them ([`Fidelity::models`]), else `None` (JSON `null`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LinkReport {
+    /// Link index in the topology.
+    pub link: u32,
+    /// Wire bytes sent (headers included at packet level).
+    pub bytes: u64,
+    /// Fraction of the run's makespan the link was busy.
+    pub utilization: f64,
+    /// Packets dropped at this link's egress queue; packet level.
+    pub drops: Option<u64>,
+    /// Largest egress queue, bytes; packet level.
+    pub max_queue_bytes: Option<u64>,
+    /// Time-averaged egress queue, bytes; packet level.
+    pub avg_queue_bytes: Option<f64>,
+    /// Time the sender waited for credits or was paused, picoseconds; packet level.
+    pub stall_ps: Option<u64>,
+    /// PFC: of `stall_ps`, time the sender's lanes were paused, picoseconds; packet level.
+    pub paused_ps: Option<u64>,
+    /// PFC: PAUSE frames the link's receiver sent to its sender; packet level.
+    pub pause_frames: Option<u64>,
+}
+
+impl LinkReport {
+    /// The counters `l` a backend at `fidelity` collected, with the ones it does
+    /// not model left out.
+    pub fn new(l: &LinkCounters, fidelity: Fidelity) -> LinkReport {
+        let m = |counter: Counter| fidelity.models(counter);
+        LinkReport {
+            link: l.link,
+            bytes: l.bytes,
+            utilization: l.utilization,
+            drops: m(Counter::Drops).then_some(l.drops),
+            max_queue_bytes: m(Counter::MaxQueueBytes).then_some(l.max_queue_bytes),
+            avg_queue_bytes: m(Counter::MaxQueueBytes).then_some(l.avg_queue_bytes),
+            stall_ps: m(Counter::CreditStall).then_some(l.stall_ps),
+            paused_ps: m(Counter::PfcPauseFrames).then_some(l.paused_ps),
+            pause_frames: m(Counter::PfcPauseFrames).then_some(l.pause_frames),
+        }
+    }
+}
+
+/// `v` as text, or `n/a` when the fidelity does not model it: how every table
+/// prints a counter.
+pub fn or_na<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or_else(|| "n/a".to_string(), |v| v.to_string())
 }
 
 /// The shape that was simulated.
@@ -206,11 +314,12 @@ pub struct Report {
     pub makespan_us: f64,
     /// Flow completion statistics.
     pub flows: FlowStats,
-    /// Fabric counters (sum over the runs).
-    pub fabric: FabricCounters,
-    /// Per-link counters, busiest first (only with `--links`).
+    /// Fabric counters (sum over the runs); `None` where the fidelity does not model them.
+    pub fabric: FabricReport,
+    /// Per-link counters, busiest first (only with `--links`); `None` where the
+    /// fidelity does not model them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub links: Vec<LinkCounters>,
+    pub links: Vec<LinkReport>,
     /// Per-queue-pair transport counters, most retransmissions first (packet
     /// level, only with `--links`; summed over a sweep's sizes).
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::Report;
+use super::{or_na, FabricReport, Report};
 use crate::units::format_bytes;
 
 /// Renders the report for a terminal.
@@ -41,29 +41,24 @@ pub fn render(r: &Report) -> String {
     }
     if r.flows.count > 0 {
         let f = &r.flows;
+        let slow = |p: fn(&super::Percentiles) -> f64| {
+            f.slowdown
+                .as_ref()
+                .map_or_else(|| "n/a".to_string(), |s| format!("{:.2}", p(s)))
+        };
         let _ = writeln!(
             s,
-            "# flows {}: FCT p50 {:.2} us, p99 {:.2} us, p99.9 {:.2} us, max {:.2} us; slowdown p50 {:.2}, p99 {:.2}",
-            f.count, f.fct_us.p50, f.fct_us.p99, f.fct_us.p999, f.fct_us.max, f.slowdown.p50, f.slowdown.p99
+            "# flows {}: FCT p50 {:.2} us, p99 {:.2} us, p99.9 {:.2} us, max {:.2} us; slowdown p50 {}, p99 {}",
+            f.count,
+            f.fct_us.p50,
+            f.fct_us.p99,
+            f.fct_us.p999,
+            f.fct_us.max,
+            slow(|p| p.p50),
+            slow(|p| p.p99)
         );
     }
-    let c = &r.fabric;
-    let corrupted = if c.drops_corrupted > 0 {
-        format!(" ({} corrupted)", c.drops_corrupted)
-    } else {
-        String::new()
-    };
-    let _ = writeln!(
-        s,
-        "# fabric: {} delivered, {} drops{corrupted}, {} ECN marks, {} CNPs, {} PFC pauses, {} retransmitted, max queue {}",
-        format_bytes(c.bytes_delivered),
-        c.drops,
-        c.ecn_marks,
-        c.cnps,
-        c.pfc_pause_frames,
-        c.retransmitted_packets,
-        format_bytes(c.max_queue_bytes)
-    );
+    s.push_str(&fabric_line(&r.fabric));
     if let Some(d) = &r.deadlock {
         let cycle: Vec<String> = d
             .cycle
@@ -97,6 +92,24 @@ pub fn render(r: &Report) -> String {
         r.sim.events_per_s / 1e6
     );
     s
+}
+
+/// The `# fabric:` line: every counter, `n/a` where the fidelity does not model it.
+pub fn fabric_line(c: &FabricReport) -> String {
+    let corrupted = match c.drops_corrupted {
+        Some(n) if n > 0 => format!(" ({n} corrupted)"),
+        _ => String::new(),
+    };
+    format!(
+        "# fabric: {} delivered, {} drops{corrupted}, {} ECN marks, {} CNPs, {} PFC pauses, {} retransmitted, max queue {}\n",
+        format_bytes(c.bytes_delivered),
+        or_na(c.drops),
+        or_na(c.ecn_marks),
+        or_na(c.cnps),
+        or_na(c.pfc_pause_frames),
+        or_na(c.retransmitted_packets),
+        c.max_queue_bytes.map_or_else(|| "n/a".to_string(), format_bytes)
+    )
 }
 
 /// Only the collective rows, with nccl-tests' columns.

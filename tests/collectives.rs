@@ -919,7 +919,7 @@ fn closed_forms_scale_to_131072_gpus() {
         let n = ranks.len() as u64;
         let want = match op {
             CollectiveOp::AllToAll => (n - 1) << 30,
-            _ => 2 * (n - 1) << 30,
+            _ => (2 * (n - 1)) << 30,
         };
         assert_eq!(traffic_bytes(&s, &ranks, &t), Ok(want), "{a:?}");
     }

@@ -911,7 +911,17 @@ fn closed_forms_scale_to_131072_gpus() {
         let s = spec(op, a, 1 << 30, 1 << 20);
         let time = analytical_time(&s, &ranks, &t).unwrap();
         assert!(time > SimTime::ZERO, "{a:?}");
-        assert!(traffic_bytes(&s, &ranks, &t).is_ok());
+        // Every rank sends (N−1)/N·S in a reduce-scatter and again in an
+        // all-gather, whatever the schedule: 2(N−1)·S in all for the all-reduces
+        // (the hierarchical one: 2(g−1)/g·S over NVLink per GPU plus 2(H−1)/H·S/g
+        // per rail, times N = g·H, is 2(N−1)·S too); the direct all-to-all sends
+        // S/N to each of N−1 peers from every rank, (N−1)·S.
+        let n = ranks.len() as u64;
+        let want = match op {
+            CollectiveOp::AllToAll => (n - 1) << 30,
+            _ => (2 * (n - 1)) << 30,
+        };
+        assert_eq!(traffic_bytes(&s, &ranks, &t), Ok(want), "{a:?}");
     }
 }
 

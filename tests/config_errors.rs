@@ -556,3 +556,43 @@ fn a_fat_tree_too_large_to_build_blames_k() {
     assert_eq!(d.field, "topology.k", "{d}");
     assert!(d.found.contains("switches"), "{d}");
 }
+
+/// Found by `tests/fuzz_scenarios.rs` (with `FABRICSIM_FUZZ_RUN=1`): a slow GPU's
+/// `factor = 1e308`, or a GPU efficiency of 1e-12, passed validation and
+/// saturated compute tasks at 2^64 ps; the analytical run then failed with "no
+/// route at 18446744.074s". Now each is refused at its line: the step of
+/// `examples/training-faults.toml` computes in ~0.04 s per GPU, so 1e308× is far
+/// past 2^60 ps (13 days) and 1.5× (the example's) is well inside; at efficiency
+/// 1e-12 the same step takes ~4e9 s.
+#[test]
+fn compute_beyond_the_simulated_time_range_is_refused_at_its_key() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/");
+    let faults = std::fs::read_to_string(format!("{dir}training-faults.toml")).unwrap();
+    assert!(config::parse("ok.toml", &faults).is_ok());
+    let line_of =
+        |text: &str, start: &str| text.lines().position(|l| l.starts_with(start)).unwrap() + 1;
+
+    let slow = faults.replacen("factor = 1.5", "factor = 1e308", 1);
+    let d = one(&slow);
+    assert_eq!(d.field, "faults.0.factor", "{d}");
+    assert_eq!(d.line, line_of(&slow, "factor = 1e308"), "{d}");
+    assert!(
+        d.found.starts_with("1e308") && d.expected.contains("2^60 ps"),
+        "{d}"
+    );
+
+    let weak = faults.replacen(
+        "preset = \"h100-sxm\"",
+        "preset = \"h100-sxm\"\nefficiency = 1e-12",
+        1,
+    );
+    let d = one(&weak);
+    assert_eq!(d.field, "workload.gpu", "{d}");
+    assert_eq!(d.line, line_of(&weak, "[workload.gpu]"), "{d}");
+
+    // inference: the same GPU efficiency on the 70B decode example
+    let inf = std::fs::read_to_string(format!("{dir}inference-llama2-70b.toml")).unwrap();
+    let weak = format!("{inf}\n[workload.gpu]\nefficiency = 1e-12\n");
+    let d = one(&weak);
+    assert_eq!(d.field, "workload.gpu", "{d}");
+}

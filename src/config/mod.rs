@@ -1392,7 +1392,16 @@ impl Validator<'_> {
                     sizes.push(("workload.extra_flows".into(), f.bytes, u128::from(f.bytes)));
                 }
             }
-            _ => {}
+            WorkloadSpec::Training(t) => {
+                if !self.compute_in_time_range(s, training_compute_secs(t)) {
+                    return false;
+                }
+            }
+            WorkloadSpec::Inference(i) => {
+                if !self.compute_in_time_range(s, inference_compute_secs(i)) {
+                    return false;
+                }
+            }
         }
         let mut total: u128 = 0;
         for (field, b, moved) in sizes {
@@ -1426,6 +1435,51 @@ impl Validator<'_> {
                     "sizes that move fewer than 2^61 bytes over the whole run, so byte counters cannot wrap",
                 );
                 return false;
+            }
+        }
+        true
+    }
+
+    /// A training step's (an inference batch's) compute must fit the
+    /// simulated-time range too: `step`, about one GPU's compute in it
+    /// ([`training_compute_secs`], [`inference_compute_secs`]), and that
+    /// stretched by each `slow_gpu` factor. Otherwise a slow GPU (`factor =
+    /// 1e308`) or a GPU far too slow for its model (`efficiency = 1e-12`)
+    /// saturates its compute tasks at 2^64 ps, and the run fails later with a
+    /// time that means nothing (found by `tests/fuzz_scenarios.rs`).
+    fn compute_in_time_range(&mut self, s: &Scenario, step: f64) -> bool {
+        let limit = MAX_SIM_TIME.as_secs_f64();
+        let range = "the simulated-time range (2^60 ps, about 13 days)";
+        // NaN (0 × ∞) counts as out of range
+        let fits = |t: f64| t.is_finite() && t <= limit;
+        if !fits(step) {
+            self.err(
+                "workload.gpu",
+                format!("a GPU that computes one step (inference: the batch) in about {step:.1e} s"),
+                format!(
+                    "a GPU fast enough (peak_tflops, efficiency, hbm_bandwidth) that one GPU's compute in a step fits {range}, or a smaller model, batch or request count"
+                ),
+            );
+            return false;
+        }
+        for (i, f) in s.faults.iter().enumerate() {
+            if let workload::FaultKind::SlowGpu { factor, .. } = f.kind {
+                if !fits(step * factor) {
+                    let field = format!("faults.{i}.factor");
+                    let text = self
+                        .src
+                        .text_of(&field)
+                        .map_or_else(|| factor.to_string(), |x| x.trim().to_string());
+                    self.err(
+                        &field,
+                        format!(
+                            "{text} (a step of about {step:.1e} s of compute would take {:.1e} s)",
+                            step * factor
+                        ),
+                        format!("a slowdown factor that keeps one GPU's compute in a step within {range}: at most {:.1e}", limit / step),
+                    );
+                    return false;
+                }
             }
         }
         true
@@ -2936,4 +2990,56 @@ impl Scenario {
     pub fn num_gpus(&self) -> u32 {
         self.cluster.hosts * self.cluster.gpus_per_host
     }
+}
+
+/// Σ over the model's layers of `secs(l)`, in O(1): layer l is MoE when
+/// `(l + 1) % moe_every == 0` (so `layers / moe_every` of them), every other layer
+/// is dense and costs what layer 0 does.
+fn over_layers(m: &workload::ModelSpec, secs: impl Fn(u64) -> f64) -> f64 {
+    let every = m.moe_every.max(1);
+    let moe = if m.experts > 1 { m.layers / every } else { 0 };
+    let dense = m.layers - moe;
+    let mut t = 0.0;
+    if moe > 0 {
+        t += moe as f64 * secs(every - 1);
+    }
+    if dense > 0 {
+        t += dense as f64 * secs(0);
+    }
+    t
+}
+
+/// About one GPU's compute in a training step, seconds: its pipeline stage's
+/// share of the layers, forward and backward, and the output head (forward and
+/// backward), for every micro-batch.
+fn training_compute_secs(t: &TrainingSpec) -> f64 {
+    use crate::workload::training::{head_time, layer_times};
+    let layers = over_layers(&t.model, |l| {
+        layer_times(t, l)
+            .iter()
+            .map(|x| x.as_secs_f64())
+            .sum::<f64>()
+    });
+    let head = 3.0 * head_time(t).as_secs_f64();
+    t.micro_batches() as f64 * (layers / f64::from(t.plan.pp.max(1)) + head)
+}
+
+/// About the compute of an inference batch on one GPU of each stage, seconds:
+/// the prefill of every request's prompt, then `output_max` decode steps of every
+/// request at the longest context, through all layers (the stages run in turn).
+fn inference_compute_secs(i: &InferenceSpec) -> f64 {
+    use crate::workload::{compute_time, layer_cost};
+    let m = &i.model;
+    let tp = i.plan.tp.max(1);
+    let pass = |tokens: f64, ctx: f64| {
+        over_layers(m, |l| {
+            let c = layer_cost(m, l, tokens, ctx, tp);
+            compute_time(&i.gpu, m, c.attn_flops, c.attn_weight_bytes).as_secs_f64()
+                + compute_time(&i.gpu, m, c.mlp_flops, c.mlp_weight_bytes).as_secs_f64()
+        })
+    };
+    let requests = i.requests as f64;
+    let prompt = i.prompt_tokens as f64;
+    pass(requests * prompt, prompt)
+        + i.output_max as f64 * pass(requests, prompt + i.output_max as f64)
 }

@@ -19,14 +19,13 @@
 //! saturated time.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 use super::flow::{LinkChange, LinkEvent};
 use super::{FabricCounters, RunOutput};
-use crate::collective::critical_path::{idle_schedule, TaskTimes};
-use crate::dag::{Dag, Dep, OpTiming, TaskId, TaskKind};
+use crate::collective::critical_path::{idle_schedule, schedule_over, TaskTimes};
+use crate::dag::{Dag, OpTiming, TaskKind};
 use crate::topology::Topology;
-use crate::units::{Rate, SimTime};
+use crate::units::SimTime;
 
 /// Why the analytical backend cannot give a finite result.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -125,105 +124,34 @@ fn epochs<'t>(topo: &'t Topology, events: &[LinkEvent]) -> Vec<(SimTime, Cow<'t,
     out
 }
 
-/// (epoch, is a hop between adjacent nodes, source, destination): the key of a
-/// path's cost in one epoch's fabric.
-type CostKey = (usize, bool, u32, u32);
-
 /// [`idle_schedule`] where each transfer takes the fabric of the epoch its start
-/// falls in. Same formulas: sent = start + bytes / bottleneck payload rate,
-/// done = sent + path latency + software latency.
+/// falls in (the same formulas, [`schedule_over`]); stops at the first
+/// transfer the fabric of its start does not connect.
 fn schedule_with_events(
     dag: &Dag,
     topo: &Topology,
     events: &[LinkEvent],
 ) -> Result<Vec<TaskTimes>, AnalyticalError> {
     let fabrics = epochs(topo, events);
-    let mut cost: HashMap<CostKey, Option<(SimTime, Rate)>> = HashMap::new();
-    let mut path = Vec::new();
-    let mut times: Vec<TaskTimes> = Vec::with_capacity(dag.len());
-    for (i, task) in dag.tasks.iter().enumerate() {
-        let id = TaskId(i as u32);
-        let mut start = SimTime::ZERO;
-        for d in dag.deps_of(id) {
-            let t = match d {
-                Dep::Sent(p) => times[p.0 as usize].sent,
-                Dep::Done(p) => times[p.0 as usize].done,
-            };
-            start = start.max(t);
+    let views: Vec<(SimTime, &Topology)> = fabrics.iter().map(|(t, f)| (*t, &**f)).collect();
+    let mut cut = None;
+    let times = schedule_over(dag, &views, |i, t| {
+        let unreachable = t.done == SimTime::MAX && dag.tasks[i].kind.is_transfer();
+        if unreachable {
+            cut = Some((i, t.start));
         }
-        let epoch = fabrics.partition_point(|(s, _)| *s <= start).max(1) - 1;
-        let fabric: &Topology = &fabrics[epoch].1;
-        let tt = match task.kind {
-            TaskKind::Transfer { src, dst, bytes } => {
-                let c = *cost.entry((epoch, false, src.0, dst.0)).or_insert_with(|| {
-                    fabric
-                        .route(src, dst, 0, &mut path)
-                        .then(|| (fabric.path_latency(&path), fabric.path_bottleneck(&path)))
-                });
-                transfer_times(dag, id, start, bytes, c)
-            }
-            TaskKind::NetTransfer { src, dst, bytes } => {
-                let c = *cost.entry((epoch, true, src.0, dst.0)).or_insert_with(|| {
-                    fabric
-                        .hop_path(src, dst, &mut path)
-                        .then(|| (fabric.hop_latency(&path), fabric.path_bottleneck(&path)))
-                });
-                transfer_times(dag, id, start, bytes, c)
-            }
-            TaskKind::Compute { duration, .. } => {
-                let done = start.saturating_add(duration);
-                TaskTimes {
-                    start,
-                    sent: done,
-                    done,
-                }
-            }
-            TaskKind::Marker => TaskTimes {
-                start,
-                sent: start,
-                done: start,
-            },
-        };
-        if tt.done == SimTime::MAX && task.kind.is_transfer() {
-            let (src, dst) = endpoints(task.kind);
-            return Err(AnalyticalError::Unreachable {
-                task: i as u32,
-                src,
-                dst,
-                at: start,
-            });
-        }
-        times.push(tt);
+        !unreachable
+    });
+    if let Some((i, at)) = cut {
+        let (src, dst) = endpoints(dag.tasks[i].kind);
+        return Err(AnalyticalError::Unreachable {
+            task: i as u32,
+            src,
+            dst,
+            at,
+        });
     }
     Ok(times)
-}
-
-/// Times of a transfer of `bytes` starting at `start` over a path of latency
-/// α and bottleneck rate B (`None`: no path, times saturate).
-fn transfer_times(
-    dag: &Dag,
-    id: TaskId,
-    start: SimTime,
-    bytes: u64,
-    cost: Option<(SimTime, Rate)>,
-) -> TaskTimes {
-    match cost {
-        Some((alpha, rate)) => {
-            let sent = start.saturating_add(rate.tx_time(bytes));
-            TaskTimes {
-                start,
-                sent,
-                done: sent
-                    .saturating_add(alpha)
-                    .saturating_add(dag.software_latency(id)),
-            }
-        }
-        None => TaskTimes {
-            start,
-            sent: SimTime::MAX,
-            done: SimTime::MAX,
-        },
-    }
 }
 
 /// The common result from every task's times.
@@ -272,7 +200,9 @@ fn output(dag: &Dag, times: &[TaskTimes]) -> RunOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dag::Dep;
     use crate::topology::{build, GpuId, LinkId, TopologySpec};
+    use crate::units::Rate;
 
     /// 4 hosts of 1 GPU on a leaf-spine with 2 hosts per leaf and 2 spines.
     fn topo() -> Topology {

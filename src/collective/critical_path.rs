@@ -14,8 +14,8 @@
 //! α = [`Topology::hop_latency`] (which adds the receiving switch's latency).
 
 use crate::dag::{Dag, Dep, OpTiming, TaskId, TaskKind};
-use crate::topology::{GpuId, Topology};
-use crate::units::SimTime;
+use crate::topology::Topology;
+use crate::units::{Rate, SimTime};
 use std::collections::HashMap;
 
 /// Start, sent and done time of one task on an idle fabric, picoseconds.
@@ -32,61 +32,57 @@ pub struct TaskTimes {
 /// The times of every task of `dag` on an idle `topo` (see the module doc).
 /// O(tasks + dependencies) plus one route per distinct (src, dst) pair.
 pub fn idle_schedule(dag: &Dag, topo: &Topology) -> Vec<TaskTimes> {
-    let mut cost: HashMap<(GpuId, GpuId), Option<(SimTime, crate::units::Rate)>> = HashMap::new();
+    schedule_over(dag, &[(SimTime::ZERO, topo)], |_, _| true)
+}
+
+/// (fabric, is a hop between adjacent nodes, source, destination): the key of
+/// a path's cost in [`schedule_over`].
+type CostKey = (usize, bool, u32, u32);
+
+/// The times of every task of `dag` where the fabric changes over time:
+/// `fabrics` holds `(from, fabric)` pairs in time order, the first from zero,
+/// and each task takes the fabric of the time it starts (the analytical
+/// backend's link events). After each task, `keep_going(index, times)` may
+/// stop the schedule (it returns the times so far). One route per distinct
+/// (fabric, src, dst).
+pub(crate) fn schedule_over(
+    dag: &Dag,
+    fabrics: &[(SimTime, &Topology)],
+    mut keep_going: impl FnMut(usize, &TaskTimes) -> bool,
+) -> Vec<TaskTimes> {
+    let mut cost: HashMap<CostKey, Option<(SimTime, Rate)>> = HashMap::new();
     let mut path = Vec::new();
     let mut times: Vec<TaskTimes> = Vec::with_capacity(dag.len());
     for (i, task) in dag.tasks.iter().enumerate() {
+        let id = TaskId(i as u32);
         let mut start = SimTime::ZERO;
-        for d in dag.deps_of(TaskId(i as u32)) {
+        for d in dag.deps_of(id) {
             let t = match d {
                 Dep::Sent(p) => times[p.0 as usize].sent,
                 Dep::Done(p) => times[p.0 as usize].done,
             };
             start = start.max(t);
         }
+        let epoch = fabrics.partition_point(|(s, _)| *s <= start).max(1) - 1;
+        let fabric = fabrics[epoch].1;
         let tt = match task.kind {
             TaskKind::Transfer { src, dst, bytes } => {
-                let c = *cost.entry((src, dst)).or_insert_with(|| {
-                    topo.route(src, dst, 0, &mut path)
-                        .then(|| (topo.path_latency(&path), topo.path_bottleneck(&path)))
+                let c = *cost.entry((epoch, false, src.0, dst.0)).or_insert_with(|| {
+                    fabric
+                        .route(src, dst, 0, &mut path)
+                        .then(|| (fabric.path_latency(&path), fabric.path_bottleneck(&path)))
                 });
-                match c {
-                    Some((alpha, rate)) => {
-                        let sent = start.saturating_add(rate.tx_time(bytes));
-                        TaskTimes {
-                            start,
-                            sent,
-                            done: sent
-                                .saturating_add(alpha)
-                                .saturating_add(dag.software_latency(TaskId(i as u32))),
-                        }
-                    }
-                    None => TaskTimes {
-                        start,
-                        sent: SimTime::MAX,
-                        done: SimTime::MAX,
-                    },
-                }
+                transfer_times(dag, id, start, bytes, c)
             }
             TaskKind::NetTransfer { src, dst, bytes } => {
-                // one hop between adjacent nodes: its own latency (with the receiving
-                // switch's pipeline) and rate; no such hop → never completes
-                if topo.hop_path(src, dst, &mut path) {
-                    let sent = start.saturating_add(topo.path_bottleneck(&path).tx_time(bytes));
-                    TaskTimes {
-                        start,
-                        sent,
-                        done: sent
-                            .saturating_add(topo.hop_latency(&path))
-                            .saturating_add(dag.software_latency(TaskId(i as u32))),
-                    }
-                } else {
-                    TaskTimes {
-                        start,
-                        sent: SimTime::MAX,
-                        done: SimTime::MAX,
-                    }
-                }
+                // one hop between adjacent nodes: its own latency (with the
+                // receiving switch's pipeline) and rate
+                let c = *cost.entry((epoch, true, src.0, dst.0)).or_insert_with(|| {
+                    fabric
+                        .hop_path(src, dst, &mut path)
+                        .then(|| (fabric.hop_latency(&path), fabric.path_bottleneck(&path)))
+                });
+                transfer_times(dag, id, start, bytes, c)
             }
             TaskKind::Compute { duration, .. } => {
                 let done = start.saturating_add(duration);
@@ -103,8 +99,40 @@ pub fn idle_schedule(dag: &Dag, topo: &Topology) -> Vec<TaskTimes> {
             },
         };
         times.push(tt);
+        if !keep_going(i, &tt) {
+            break;
+        }
     }
     times
+}
+
+/// Times of a transfer of `bytes` starting at `start` over a path of latency
+/// α and bottleneck rate B, plus its software latency (`None`: no path, the
+/// transfer never completes).
+fn transfer_times(
+    dag: &Dag,
+    id: TaskId,
+    start: SimTime,
+    bytes: u64,
+    cost: Option<(SimTime, Rate)>,
+) -> TaskTimes {
+    match cost {
+        Some((alpha, rate)) => {
+            let sent = start.saturating_add(rate.tx_time(bytes));
+            TaskTimes {
+                start,
+                sent,
+                done: sent
+                    .saturating_add(alpha)
+                    .saturating_add(dag.software_latency(id)),
+            }
+        }
+        None => TaskTimes {
+            start,
+            sent: SimTime::MAX,
+            done: SimTime::MAX,
+        },
+    }
 }
 
 /// Makespan (latest done time, picoseconds) of `dag` on an idle `topo`, and the
@@ -137,7 +165,7 @@ pub fn idle_critical_path(dag: &Dag, topo: &Topology) -> (SimTime, Vec<OpTiming>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::{build, TopologySpec};
+    use crate::topology::{build, GpuId, TopologySpec};
 
     fn topo() -> Topology {
         let (c, f) = crate::topology::builder::test_specs(2, 1);

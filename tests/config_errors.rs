@@ -526,6 +526,17 @@ fn budget_keys_are_validated() {
 }
 
 #[test]
+fn a_zero_time_limit_is_refused_before_the_run() {
+    // a run that may not pass t = 0 can only end in a time-limit error; it is
+    // refused at its key (the hostile corpus found it failing at run time)
+    for zero in ["0", "\"0s\""] {
+        let d = one(&with("seed = 7", &format!("seed = 7\ntime_limit = {zero}")));
+        assert_eq!(d.field, "simulation.time_limit", "{d}");
+        assert!(d.to_string().contains("positive"), "{d}");
+    }
+}
+
+#[test]
 fn an_endless_scenario_file_fails_fast() {
     let e = config::load(std::path::Path::new("/dev/zero")).unwrap_err();
     assert!(e.to_string().contains("64MiB"), "{e}");

@@ -2227,6 +2227,18 @@ impl Validator<'_> {
             sim.time_limit.as_ref(),
             Some("60s"),
         );
+        // a run that may not advance past time zero can only fail
+        let time_limit = match time_limit {
+            Some(SimTime::ZERO) => {
+                self.err(
+                    "simulation.time_limit",
+                    "0 (a run that stops before anything moves)",
+                    "a positive simulated time such as \"60s\"",
+                );
+                None
+            }
+            t => t,
+        };
         // A buffer must hold at least one full packet, or nothing can ever move.
         let mtu = match &f.mtu {
             Some(RawQuantity::Str(m)) => parse_size(m).ok(),

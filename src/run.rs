@@ -280,43 +280,26 @@ impl Accumulated {
         checked_sum(&mut self.makespan.0, out.makespan.0, "makespan (ps)", ov);
         self.flows.add_all(&out.transfer_fct, &out.transfer_ideal);
         let f = &mut self.fabric;
-        checked_sum(
-            &mut f.bytes_delivered,
-            o.bytes_delivered,
-            "bytes_delivered",
-            ov,
-        );
-        checked_sum(&mut f.bytes_sent, o.bytes_sent, "bytes_sent", ov);
-        checked_sum(&mut f.drops, o.drops, "drops", ov);
-        checked_sum(
-            &mut f.drops_corrupted,
-            o.drops_corrupted,
-            "drops_corrupted",
-            ov,
-        );
-        checked_sum(&mut f.bytes_dropped, o.bytes_dropped, "bytes_dropped", ov);
-        checked_sum(&mut f.ecn_marks, o.ecn_marks, "ecn_marks", ov);
-        checked_sum(
-            &mut f.pfc_pause_frames,
-            o.pfc_pause_frames,
-            "pfc_pause_frames",
-            ov,
-        );
-        checked_sum(
-            &mut f.retransmitted_packets,
-            o.retransmitted_packets,
-            "retransmitted_packets",
-            ov,
+        // each counter summed under its own name, so an overflow says which
+        macro_rules! sum {
+            ($($field:ident),*) => {
+                $(checked_sum(&mut f.$field, o.$field, stringify!($field), ov);)*
+            };
+        }
+        sum!(
+            bytes_delivered,
+            bytes_sent,
+            drops,
+            drops_corrupted,
+            bytes_dropped,
+            ecn_marks,
+            pfc_pause_frames,
+            retransmitted_packets,
+            credit_stall_ps,
+            cnps,
+            timeouts
         );
         f.max_queue_bytes = f.max_queue_bytes.max(o.max_queue_bytes);
-        checked_sum(
-            &mut f.credit_stall_ps,
-            o.credit_stall_ps,
-            "credit_stall_ps",
-            ov,
-        );
-        checked_sum(&mut f.cnps, o.cnps, "cnps", ov);
-        checked_sum(&mut f.timeouts, o.timeouts, "timeouts", ov);
         checked_sum(&mut self.events, out.events, "events", ov);
         if collect_links {
             merge_links(&mut self.links, &out.links);

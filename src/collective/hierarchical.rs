@@ -545,14 +545,15 @@ pub const MAX_PIPELINE_BLOCKS: u64 = 16;
 /// the slowest phase's total plus one block through the phases before and
 /// after it, `max_i(Σ_{j<i} t_j + total_i + Σ_{j>i} t_j)`, never
 /// below the time the NVLinks need for both intra-host phases' bytes of the
-/// whole buffer, which share the links. `choosing` adds the step latencies
-/// of rails that share a NIC, to pick the number of blocks.
+/// whole buffer, which share the links. `rail_latency` (the rail phase's
+/// step latencies, when choosing the number of blocks) is added to each
+/// block's shared rail bytes.
 fn pipelined_time(
     spec: &CollectiveSpec,
     ranks: &[GpuId],
     topo: &Topology,
     blocks: u64,
-    choosing: bool,
+    rail_latency: Option<SimTime>,
 ) -> Result<SimTime, CollectiveError> {
     let block = CollectiveSpec {
         bytes: spec.bytes.div_ceil(blocks),
@@ -560,17 +561,7 @@ fn pipelined_time(
     };
     let mut t = phase_times(&block, ranks, topo)?;
     let w = stage_loads(&block, ranks, topo)?;
-    if choosing {
-        // Rails that share a NIC step together: each of a block's ring steps
-        // pays its latency while the NIC idles, on top of the shared bytes
-        // (8 rails through one NIC: 14 µs per step against 45 µs of bytes at
-        // 16 blocks of 256 MiB). Not a lower bound (large steps hide it in
-        // their chunk pipeline), so it only steers the number of blocks.
-        let tiny = CollectiveSpec {
-            bytes: (ranks.len() as u64).min(spec.bytes),
-            ..spec.clone()
-        };
-        let latency = phase_times(&tiny, ranks, topo)?[1];
+    if let Some(latency) = rail_latency {
         t[1] = t[1].max(w[1].saturating_add(latency));
     }
     let total = |i: usize| super::times(blocks, t[i].max(w[i]));
@@ -653,13 +644,24 @@ pub fn pipeline_blocks(
     if hosts.len() < 2 || g < 2 {
         return Ok(1);
     }
-    let mut best = (pipelined_time(spec, ranks, topo, 1, true)?, 1);
+    // Rails that share a NIC step together: each of a block's ring steps pays
+    // its latency while the NIC idles, on top of the shared bytes (8 rails
+    // through one NIC: 14 µs per step against 45 µs of bytes at 16 blocks of
+    // 256 MiB). Not a lower bound (large steps hide it in their chunk
+    // pipeline), so it only steers the number of blocks: the rail phase's
+    // time on one byte per rank.
+    let tiny = CollectiveSpec {
+        bytes: (ranks.len() as u64).min(spec.bytes),
+        ..spec.clone()
+    };
+    let latency = Some(phase_times(&tiny, ranks, topo)?[1]);
+    let mut best = (pipelined_time(spec, ranks, topo, 1, latency)?, 1);
     let mut b = 2;
     // a block is at least one chunk per GPU of a host: the unit a ring step
     // moves inside a host (NCCL's loop iterations are g chunks per channel)
     let smallest = (ranks.len() as u64).max(g.saturating_mul(spec.chunk_bytes));
     while b <= MAX_PIPELINE_BLOCKS && spec.bytes / b >= smallest {
-        let t = pipelined_time(spec, ranks, topo, b, true)?;
+        let t = pipelined_time(spec, ranks, topo, b, latency)?;
         if t < best.0 {
             best = (t, b);
         }
@@ -682,7 +684,7 @@ pub fn time(
 ) -> Result<SimTime, CollectiveError> {
     let blocks = pipeline_blocks(spec, ranks, topo)?;
     if blocks > 1 {
-        return pipelined_time(spec, ranks, topo, blocks, false);
+        return pipelined_time(spec, ranks, topo, blocks, None);
     }
     let [a, b, c] = phase_times(spec, ranks, topo)?;
     Ok(a.saturating_add(b).saturating_add(c))

@@ -336,12 +336,13 @@ fn command(cli: Cli) -> ExitCode {
                     s.fabric.kind.name(),
                     s.fidelity.name()
                 );
-                for ig in s.ignored_settings(s.fidelity) {
-                    outln!(
-                        "note: {} is not used at this fidelity: {}",
-                        ig.key,
-                        ig.reason
-                    );
+                match fabricsim::run::ignored_settings(&s, s.fidelity) {
+                    Ok(ignored) => {
+                        for ig in ignored {
+                            outln!("note: {} is not used in this run: {}", ig.key, ig.reason);
+                        }
+                    }
+                    Err(e) => outln!("note: the run cannot be planned: {e}"),
                 }
                 ExitCode::SUCCESS
             }

@@ -11,6 +11,7 @@ use std::time::Instant;
 use crate::backend::flow::ProgressHook;
 use crate::backend::{self, FabricCounters, LinkCounters, QpCounters, RunOutput, Sample, Series};
 use crate::collective::{self, CollectiveError, CollectiveSpec};
+use crate::config::usage::Usage;
 use crate::config::{AlgoChoice, CollectiveWorkload, Fidelity, Scenario, WorkloadSpec};
 use crate::dag::{Dag, TaskKind};
 use crate::metrics::FlowAccumulator;
@@ -125,22 +126,29 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
     )
     .check(budget)
     .map_err(|e| RunError::Budget(e.to_string()))?;
-    let topo = scenario.build_topology_for(fidelity)?;
+    let mut usage = Usage::new(&scenario.keys_set);
+    let topo = scenario.build_topology_used(fidelity, &mut usage)?;
     crate::budget::run(scenario, &topo, fidelity)
         .check(budget)
         .map_err(|e| RunError::Budget(e.to_string()))?;
     let mut acc = Accumulated::default();
     let (mut training, mut inference) = (None, None);
+    let packet = read_backend_keys(scenario, fidelity, seed, &mut usage);
     let exec = Executor {
         scenario,
         topo: &topo,
         fidelity,
         seed,
         opts,
+        packet,
     };
+    read_model_workload_keys(scenario, fidelity, &mut usage);
     let outcome = match &scenario.workload {
-        WorkloadSpec::Collective(w) => run_collectives(w, &exec, &mut acc),
-        WorkloadSpec::Traffic(t) => run_traffic(t, &exec, &mut acc),
+        WorkloadSpec::Collective(w) => run_collectives(w, &exec, &mut acc, &mut usage),
+        WorkloadSpec::Traffic(t) => {
+            read_traffic_keys(scenario, t, &mut usage);
+            run_traffic(t, &exec, &mut acc)
+        }
         WorkloadSpec::Training(t) => {
             run_training(t, scenario, &topo, fidelity, seed, opts, &mut acc)
                 .map(|r| training = Some(r))
@@ -221,7 +229,7 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
         queue_pairs,
         training,
         inference,
-        ignored_settings: scenario.ignored_settings(fidelity),
+        ignored_settings: usage.ignored(scenario.workload.kind_name(), fidelity),
         deadlock,
         fct_cdf,
         traffic_matrix,
@@ -397,6 +405,351 @@ pub fn spec_for(
     Ok(spec)
 }
 
+/// Records in `usage` the collective keys that `spec` (one size of `w`, as
+/// [`spec_for`] resolved it) consumes, and why the others change nothing.
+pub fn read_collective_keys(
+    s: &Scenario,
+    w: &CollectiveWorkload,
+    spec: &CollectiveSpec,
+    ranks: &[GpuId],
+    topo: &Topology,
+    fidelity: Fidelity,
+    usage: &mut Usage,
+) {
+    use crate::collective::{nvls, Algorithm as A, CollectiveOp};
+    usage.read_all(&[
+        "workload.kind",
+        "workload.preset",
+        "workload.op",
+        "workload.sizes",
+        "workload.min_bytes",
+        "workload.max_bytes",
+        "workload.step_factor",
+        "workload.dtype",
+        "workload.chunk",
+    ]);
+    usage.skip("faults", || {
+        "faults apply to training and inference workloads; a collective sweep runs on the healthy fabric".into()
+    });
+    // what runs: NVLS and the CollNet chain lower to the ring when the switches
+    // cannot do their part (SHARP's fallback is already in `spec`)
+    let runs = match spec.algorithm {
+        A::Nvls if !nvls::available(topo) => A::Ring,
+        A::CollnetChain if !collective::collnet::runs(ranks, topo) => A::Ring,
+        a => a,
+    };
+    // flat SHARP sends every GPU's data through its NIC to the switches: no
+    // NVLink, no protocol steps (its latency is the in-network one)
+    if runs != A::Sharp {
+        read_nvlink_keys(s, usage);
+        read_step_latencies(s, "workload.", usage);
+    } else {
+        for key in [
+            "cluster.nvlink_bandwidth",
+            "cluster.nvlink_latency",
+            "cluster.nvlink_efficiency",
+            "workload.step_latency",
+            "workload.nvlink_step_latency",
+        ] {
+            usage.skip(key, || {
+                "flat SHARP sends every GPU's data through its NIC to the switches: no NVLink and no protocol steps".into()
+            });
+        }
+    }
+    let sharp_inter_host = runs == A::Hierarchical && spec.inter_host == A::Sharp;
+    match w.algorithm {
+        AlgoChoice::Fixed(a) if a != runs => usage.skip("workload.algorithm", || {
+            let why = match a {
+                A::Nvls => s.no_nvls_reason(fidelity),
+                A::Sharp => s.no_sharp_reason(fidelity),
+                A::CollnetChain if s.cluster.hosts < 2 => {
+                    Some("with one node there is no network to reduce in".into())
+                }
+                A::CollnetChain => s.no_sharp_reason(fidelity),
+                _ => None,
+            };
+            format!(
+                "{} falls back to {}: {}",
+                a.name(),
+                runs.name(),
+                why.unwrap_or_else(|| "it cannot run this communicator".into())
+            )
+        }),
+        _ => usage.read("workload.algorithm"),
+    }
+    usage.read_if(
+        "workload.channels",
+        matches!(runs, A::Ring | A::Tree | A::CollnetChain) && spec.op != CollectiveOp::AllToAll,
+        || {
+            format!(
+                "channels shape the ring, tree and collnet_chain algorithms only; this run uses {}",
+                runs.name()
+            )
+        },
+    );
+    let pxn_shapes = match runs {
+        A::Ring => spec.channels > 1 && spec.op != CollectiveOp::AllToAll,
+        A::Direct => true,
+        _ => false,
+    };
+    let multi = s.cluster.hosts > 1 && s.cluster.gpus_per_host > 1;
+    usage.read_if("workload.pxn", pxn_shapes && multi, || {
+        if !multi {
+            "PXN relays a ring's data to another GPU's NIC; it needs several nodes of several GPUs".into()
+        } else if runs == A::Ring {
+            "with one channel the ring is the plain ring in communicator order; PXN lays out several channels".into()
+        } else {
+            format!("PXN shapes the ring and the all-to-all only; this run uses {}", runs.name())
+        }
+    });
+    usage.read_if("workload.protocol", collective::uses_protocol(runs), || {
+        format!(
+            "NCCL's protocols shape ring, tree and hierarchical steps; {} moves bulk data (Simple)",
+            runs.name()
+        )
+    });
+    let inter_host_fell_back = w.inter_host == A::Sharp && spec.inter_host != A::Sharp;
+    usage.read_if(
+        "workload.inter_host",
+        runs == A::Hierarchical && !inter_host_fell_back,
+        || {
+            if runs == A::Hierarchical {
+                format!(
+                    "sharp between hosts falls back to ring: {}",
+                    s.no_sharp_reason(fidelity).unwrap_or_default()
+                )
+            } else {
+                format!(
+                    "inter_host applies to the hierarchical algorithm only; this run uses {}",
+                    runs.name()
+                )
+            }
+        },
+    );
+    usage.read_if("workload.root", spec.op == CollectiveOp::Broadcast, || {
+        "a root applies to broadcast only".into()
+    });
+    let reduces_in_switches = matches!(runs, A::Sharp | A::CollnetChain) || sharp_inter_host;
+    if reduces_in_switches {
+        // SHARP runs on InfiniBand only
+        usage.read("fabric.kind");
+    }
+    usage.read_if("fabric.sharp", reduces_in_switches, || {
+        s.no_sharp_reason(fidelity).unwrap_or_else(|| {
+            format!(
+                "the switches could reduce, but this run uses {}, which does not",
+                runs.name()
+            )
+        })
+    });
+    // sharp_groups = 0 is what turns SHARP off; above, it binds only where one
+    // all-reduce needs a tree per rail
+    let groups_disable = s.fabric.sharp
+        && s.fabric.sharp_groups == 0
+        && s.fabric.kind == crate::config::FabricKind::InfiniBand
+        && fidelity != Fidelity::Packet;
+    usage.read_if("fabric.sharp_groups", sharp_inter_host || groups_disable, || {
+        s.no_sharp_reason(fidelity).unwrap_or_else(|| {
+            "one SHARP all-reduce needs one tree per switch; the limit binds only for hierarchical with inter_host = \"sharp\" (a tree per rail), or at 0".into()
+        })
+    });
+    usage.read_if("cluster.nvls", runs == A::Nvls, || {
+        s.no_nvls_reason(fidelity).unwrap_or_else(|| {
+            format!("only the nvls algorithm of an all-reduce uses the NVSwitch's reduction; this run uses {}", runs.name())
+        })
+    });
+}
+
+/// Records in `usage` what the backend of `fidelity` has no mechanism for, and
+/// (away from the packet level) the keys only the packet level reads.
+fn read_backend_keys(
+    s: &Scenario,
+    fidelity: Fidelity,
+    seed: u64,
+    usage: &mut Usage,
+) -> Option<backend::packet::PacketConfig> {
+    usage.read_all(&[
+        "name",
+        // a note for whoever reads the file
+        "description",
+        "simulation.fidelity",
+        "simulation.max_memory",
+    ]);
+    usage.read_if(
+        "simulation.max_events",
+        fidelity == Fidelity::Packet,
+        || "the budget of packet events applies at the packet fidelity".into(),
+    );
+    match fidelity {
+        Fidelity::Analytical => {
+            usage.skip("simulation.seed", || {
+                "the analytical fidelity has no randomness (ECMP paths of one length cost the same)".into()
+            });
+            usage.void("fabric.routing", || {
+                "α-β costs do not depend on which equal-cost path a transfer takes".into()
+            });
+            usage.void("fabric.qps_per_connection", || {
+                "queue pairs only choose ECMP paths, which the analytical fidelity spreads evenly".into()
+            });
+            usage.void("topology.oversubscription", || {
+                "oversubscription acts through contention on the uplinks, which the analytical fidelity does not model (use flow or packet)".into()
+            });
+            usage.void("topology.global_links_per_router", || {
+                "extra global links add parallel paths between groups, which only matter under contention; the analytical fidelity does not model it (use flow or packet)".into()
+            });
+        }
+        Fidelity::Flow => {
+            usage.read("simulation.seed");
+            if s.fabric.routing == crate::config::Routing::Ecmp {
+                usage.read("fabric.routing");
+            } else {
+                usage.void("fabric.routing", || {
+                    format!(
+                        "the flow fidelity keeps each flow on one ECMP path; {} routing is modeled at the packet fidelity",
+                        s.fabric.routing.name()
+                    )
+                });
+            }
+        }
+        Fidelity::Packet => return Some(packet_config_used(s, seed, usage)),
+    }
+    {
+        // what the packet level alone reads is listed with this reason
+        let mut packet_only = Usage::new(&s.keys_set);
+        packet_config_used(s, seed, &mut packet_only);
+        usage.skip_touched_by(&packet_only, || {
+            format!(
+                "buffers, lanes, flow control, congestion control, transport, timers and packet events exist only at the packet fidelity, not {}",
+                fidelity.name()
+            )
+        });
+    }
+    None
+}
+
+/// Records in `usage` the keys a traffic pattern consumes.
+fn read_traffic_keys(
+    s: &Scenario,
+    spec: &crate::workload::traffic::TrafficSpec,
+    usage: &mut Usage,
+) {
+    use crate::workload::traffic::TrafficSpec;
+    usage.read_all(&["workload.kind", "workload.pattern", "workload.extra_flows"]);
+    match spec {
+        TrafficSpec::Incast { .. } => {
+            usage.read_all(&["workload.senders", "workload.receiver", "workload.bytes"])
+        }
+        TrafficSpec::Permutation { .. } => {
+            usage.read_all(&["workload.bytes", "simulation.seed"]);
+            usage.read_if("workload.per_host", s.cluster.gpus_per_host > 1, || {
+                "with one GPU per node, permuting hosts is permuting GPUs".into()
+            });
+        }
+        TrafficSpec::AllToAll { .. } => usage.read("workload.bytes"),
+        TrafficSpec::RandomPairs { .. } => usage.read_all(&[
+            "workload.cdf",
+            "workload.load",
+            "workload.duration",
+            "simulation.seed",
+        ]),
+    }
+    usage.void("fabric.qps_per_connection", || {
+        "a traffic pattern's flows are one queue pair each; queue pairs per connection shape collectives".into()
+    });
+    usage.skip("faults", || {
+        "faults apply to training and inference workloads; traffic patterns run on the healthy fabric".into()
+    });
+}
+
+/// Records in `usage` the keys a training or inference run consumes: its
+/// workload, its faults, and the in-network reductions its collectives may choose.
+fn read_model_workload_keys(s: &Scenario, fidelity: Fidelity, usage: &mut Usage) {
+    match &s.workload {
+        WorkloadSpec::Training(t) => training::read_keys(t, usage),
+        WorkloadSpec::Inference(i) => inference::read_keys(i, usage),
+        WorkloadSpec::Collective(_) | WorkloadSpec::Traffic(_) => return,
+    }
+    crate::workload::faults::read_keys(&s.faults, fidelity, usage);
+    // a plan's collectives may reduce in the switches when their algorithm is
+    // `auto` (NCCL's tuner, SHARP and NVLS included where they run) or fixed
+    // to one that does
+    let plan = match &s.workload {
+        WorkloadSpec::Training(t) => &t.plan,
+        WorkloadSpec::Inference(i) => &i.plan,
+        WorkloadSpec::Collective(_) | WorkloadSpec::Traffic(_) => return,
+    };
+    use crate::collective::Algorithm as A;
+    let fixed = |a: A| {
+        [plan.dp_algorithm, plan.tp_algorithm]
+            .iter()
+            .any(|&c| c == AlgoChoice::Auto || c == AlgoChoice::Fixed(a))
+    };
+    let in_switches = fixed(A::Sharp) || fixed(A::CollnetChain) || fixed(A::Hierarchical);
+    if s.no_sharp_reason(fidelity).is_none() && in_switches {
+        usage.read_all(&["fabric.sharp", "fabric.sharp_groups", "fabric.kind"]);
+    }
+    if s.no_nvls_reason(fidelity).is_none() && fixed(A::Nvls) {
+        usage.read("cluster.nvls");
+    }
+    read_nvlink_keys(s, usage);
+    read_step_latencies(s, "workload.parallel.", usage);
+}
+
+/// Records the NVLink keys, which a node of several GPUs reads.
+fn read_nvlink_keys(s: &Scenario, usage: &mut Usage) {
+    if s.cluster.gpus_per_host > 1 {
+        usage.read_all(&[
+            "cluster.nvlink_bandwidth",
+            "cluster.nvlink_latency",
+            "cluster.nvlink_efficiency",
+        ]);
+    }
+}
+
+/// Records the software step latencies under `prefix`: the network's where
+/// several nodes talk, NVLink's where a node has several GPUs.
+fn read_step_latencies(s: &Scenario, prefix: &str, usage: &mut Usage) {
+    usage.read_if(
+        &format!("{prefix}step_latency"),
+        s.cluster.hosts > 1,
+        || "with one node no step crosses the network".into(),
+    );
+    usage.read_if(
+        &format!("{prefix}nvlink_step_latency"),
+        s.cluster.gpus_per_host > 1,
+        || "with one GPU per node no step crosses NVLink".into(),
+    );
+}
+
+/// The settings `scenario` sets that a run at `fidelity` would not use, with the
+/// reason: what [`run`] reports, computed by the same readers without simulating
+/// (the topology is built; collective sizes are planned).
+///
+/// # Errors
+/// When the topology cannot be built or a collective cannot be planned.
+pub fn ignored_settings(
+    scenario: &Scenario,
+    fidelity: Fidelity,
+) -> Result<Vec<crate::config::IgnoredSetting>, RunError> {
+    let mut usage = Usage::new(&scenario.keys_set);
+    let topo = scenario.build_topology_used(fidelity, &mut usage)?;
+    read_backend_keys(scenario, fidelity, scenario.seed, &mut usage);
+    match &scenario.workload {
+        WorkloadSpec::Collective(w) => {
+            let ranks = all_ranks(&topo);
+            for &bytes in &w.sizes {
+                let spec = spec_for(w, bytes, &ranks, &topo)?;
+                read_collective_keys(scenario, w, &spec, &ranks, &topo, fidelity, &mut usage);
+            }
+        }
+        WorkloadSpec::Traffic(t) => read_traffic_keys(scenario, t, &mut usage),
+        WorkloadSpec::Training(_) | WorkloadSpec::Inference(_) => {
+            read_model_workload_keys(scenario, fidelity, &mut usage)
+        }
+    }
+    Ok(usage.ignored(scenario.workload.kind_name(), fidelity))
+}
+
 /// Everything needed to execute a DAG at the chosen fidelity.
 struct Executor<'a> {
     scenario: &'a Scenario,
@@ -404,6 +757,8 @@ struct Executor<'a> {
     fidelity: Fidelity,
     seed: u64,
     opts: &'a RunOptions,
+    /// The packet level's settings, at the packet fidelity.
+    packet: Option<backend::packet::PacketConfig>,
 }
 
 impl Executor<'_> {
@@ -428,7 +783,10 @@ impl Executor<'_> {
                 },
             )?,
             Fidelity::Packet => {
-                let cfg = packet_config(self.scenario, self.seed);
+                let cfg = match &self.packet {
+                    Some(cfg) => std::borrow::Cow::Borrowed(cfg),
+                    None => std::borrow::Cow::Owned(packet_config(self.scenario, self.seed)),
+                };
                 backend::packet::run(dag, self.topo, &cfg).map_err(packet_error)?
             }
         })
@@ -439,6 +797,7 @@ fn run_collectives(
     w: &CollectiveWorkload,
     exec: &Executor<'_>,
     acc: &mut Accumulated,
+    usage: &mut Usage,
 ) -> Result<(), RunError> {
     let topo = exec.topo;
     let ranks = all_ranks(topo);
@@ -451,6 +810,7 @@ fn run_collectives(
     }
     for &bytes in &w.sizes {
         let spec = spec_for(w, bytes, &ranks, topo)?;
+        read_collective_keys(exec.scenario, w, &spec, &ranks, topo, exec.fidelity, usage);
         let time = if exec.fidelity == Fidelity::Analytical {
             // closed forms: no DAG, so 100k+ GPUs cost O(N)
             let t = collective::analytical_time(&spec, &ranks, topo)?;
@@ -578,25 +938,117 @@ fn packet_error(e: backend::packet::PacketError) -> RunError {
 
 /// The packet level's settings for a scenario.
 pub fn packet_config(s: &Scenario, seed: u64) -> backend::packet::PacketConfig {
+    packet_config_used(s, seed, &mut Usage::new(&s.keys_set))
+}
+
+/// The packet level's settings for a scenario, recording in `usage` which keys
+/// they consume and why the others change nothing at the packet fidelity.
+pub fn packet_config_used(
+    s: &Scenario,
+    seed: u64,
+    usage: &mut Usage,
+) -> backend::packet::PacketConfig {
     use crate::backend::packet::{
-        Ecn, FlowControl, HostPath, PacketConfig, Routing as PRouting, Transport,
+        CongestionControl, Ecn, FlowControl, HostPath, PacketConfig, Routing as PRouting, Transport,
     };
     use crate::config::{FabricKind, Routing};
     let p = &s.packet;
+    let flow_control = match (s.fabric.kind, p.pfc) {
+        (FabricKind::InfiniBand, _) => FlowControl::Credit,
+        (_, Some((xoff, xon, headroom))) => FlowControl::Pfc {
+            xoff,
+            xon,
+            headroom,
+        },
+        (FabricKind::Roce | FabricKind::Ethernet, None) => FlowControl::Lossy,
+    };
+    usage.read_all(&[
+        "simulation.seed",
+        "fabric.mtu",
+        "fabric.header_bytes",
+        "fabric.buffer",
+        "fabric.kind",
+        "fabric.vl_escalation",
+        "fabric.cut_through",
+        "fabric.routing",
+        "fabric.window",
+        "fabric.ack_every",
+        "fabric.rto",
+        "fabric.transport",
+        "fabric.ecn",
+        "fabric.cc",
+        "simulation.deadlock_timeout",
+        "simulation.sample_interval",
+        "simulation.time_limit",
+        "cluster.gpu_direct",
+    ]);
+    usage.read_if("fabric.virtual_lanes", p.vl_escalation, || {
+        "every packet travels on lane 0 unless fabric.vl_escalation moves it up a lane per hop"
+            .into()
+    });
+    let pfc_on = matches!(flow_control, FlowControl::Pfc { .. });
+    usage.read_if(
+        "fabric.pfc",
+        s.fabric.kind != FabricKind::InfiniBand,
+        || "InfiniBand is lossless by its credits; PFC is an Ethernet mechanism".into(),
+    );
+    for key in [
+        "fabric.pfc_xoff",
+        "fabric.pfc_xon",
+        "fabric.pfc_headroom",
+        "fabric.pfc_pause_quanta",
+    ] {
+        usage.read_if(key, pfc_on, || {
+            "PFC is off (fabric.pfc = false, or an InfiniBand fabric's credits)".into()
+        });
+    }
+    for key in ["fabric.ecn_kmin", "fabric.ecn_kmax", "fabric.ecn_pmax"] {
+        usage.read_if(key, p.ecn.is_some(), || {
+            "ECN marking is off (fabric.ecn = false)".into()
+        });
+    }
+    usage.read_if(
+        "fabric.dctcp_g",
+        matches!(p.cc, CongestionControl::Dctcp { .. }),
+        || "the congestion control is not DCTCP (fabric.cc)".into(),
+    );
+    usage.read_if(
+        "fabric.dcqcn",
+        matches!(p.cc, CongestionControl::Dcqcn(_)),
+        || "the congestion control is not DCQCN (fabric.cc)".into(),
+    );
+    let lossy = flow_control == FlowControl::Lossy;
+    usage.read_if("fabric.shared_buffer", lossy, || {
+        "a shared buffer admits packets on lossy links only; lossless queues (PFC or credits) are bounded by their own thresholds".into()
+    });
+    usage.read_if("fabric.shared_buffer_alpha", lossy && p.shared_buffer > 0, || {
+        if lossy {
+            "without a shared buffer (fabric.shared_buffer = 0) each port admits up to fabric.buffer".into()
+        } else {
+            "a shared buffer admits packets on lossy links only; lossless queues (PFC or credits) are bounded by their own thresholds".into()
+        }
+    });
+    for key in ["fabric.tcp_packet_overhead", "fabric.tcp_jitter"] {
+        usage.read_if(key, p.tcp, || {
+            "the transport is RDMA (fabric.transport = \"rdma\"); TCP costs apply to \"tcp\" only".into()
+        });
+    }
+    usage.read_if(
+        "fabric.flowlet_gap",
+        s.fabric.routing == Routing::Flowlet,
+        || "the routing is not \"flowlet\" (fabric.routing)".into(),
+    );
+    for key in ["cluster.host_copy_bandwidth", "cluster.host_copy_latency"] {
+        usage.read_if(key, !s.gpu_direct, || {
+            "the host-staged copy applies only with gpu_direct = false".into()
+        });
+    }
     PacketConfig {
         seed,
         mtu: s.fabric.mtu as u32,
         header_bytes: s.fabric.header_bytes as u32,
         vls: p.virtual_lanes.max(if p.vl_escalation { 3 } else { 1 }),
-        flow_control: match (s.fabric.kind, p.pfc) {
-            (FabricKind::InfiniBand, _) => FlowControl::Credit,
-            (_, Some((xoff, xon, headroom))) => FlowControl::Pfc {
-                xoff,
-                xon,
-                headroom,
-            },
-            (FabricKind::Roce | FabricKind::Ethernet, None) => FlowControl::Lossy,
-        },
+        flow_control,
         pfc_pause_quanta: p.pfc_pause_quanta,
         ecn: p.ecn.map(|(kmin, kmax, pmax)| Ecn { kmin, kmax, pmax }),
         cc: p.cc,

@@ -385,7 +385,7 @@ fn flowlet_routing_is_named_and_a_zero_gap_is_refused() {
         .replace("fidelity = \"flow\"", "fidelity = \"packet\""),
     )
     .unwrap();
-    let ignored = s.ignored_settings(s.fidelity);
+    let ignored = fabricsim::run::ignored_settings(&s, s.fidelity).unwrap();
     assert!(
         ignored
             .iter()

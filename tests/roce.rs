@@ -585,9 +585,9 @@ fn fabric_kinds_get_their_deployments_defaults_and_unused_keys_are_reported() {
         &example("incast-roce-lossy.toml")
             .replace("pfc = false", "pfc = false\npfc_xoff = \"20KiB\""),
     );
-    let ign = s.ignored_settings(config::Fidelity::Packet);
+    let ign = fabricsim::run::ignored_settings(&s, config::Fidelity::Packet).unwrap();
     assert!(ign.iter().any(|i| i.key == "fabric.pfc_xoff"), "{ign:?}");
-    let ign = s.ignored_settings(config::Fidelity::Flow);
+    let ign = fabricsim::run::ignored_settings(&s, config::Fidelity::Flow).unwrap();
     for k in ["fabric.pfc", "fabric.pfc_xoff", "fabric.ecn", "fabric.cc"] {
         assert!(ign.iter().any(|i| i.key == k), "{k}: {ign:?}");
     }

@@ -28,6 +28,7 @@
 
 pub mod diagnostic;
 pub mod presets;
+pub mod usage;
 pub mod workload;
 
 use serde::Deserialize;
@@ -560,6 +561,18 @@ pub enum WorkloadSpec {
     Training(Box<TrainingSpec>),
     /// Prefill and decode of a batch of requests.
     Inference(Box<InferenceSpec>),
+}
+
+impl WorkloadSpec {
+    /// The `workload.kind` this workload was written as.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            WorkloadSpec::Collective(_) => "collective",
+            WorkloadSpec::Traffic(_) => "traffic",
+            WorkloadSpec::Training(_) => "training",
+            WorkloadSpec::Inference(_) => "inference",
+        }
+    }
 }
 
 /// Settings only the packet level uses.
@@ -2649,293 +2662,27 @@ fn collect_keys(t: &toml::de::DeTable, prefix: &str, out: &mut Vec<String>) {
         };
         match v.get_ref() {
             toml::de::DeValue::Table(sub) => collect_keys(sub, &path, out),
+            // an array of tables (`[[faults]]`) is one entry per table, each key
+            // its own setting (`faults.1.bit_error_rate`); an array of values
+            // (`sizes = [..]`) is one setting
+            toml::de::DeValue::Array(items)
+                if !items.is_empty()
+                    && items
+                        .iter()
+                        .all(|i| matches!(i.get_ref(), toml::de::DeValue::Table(_))) =>
+            {
+                for (i, item) in items.iter().enumerate() {
+                    if let toml::de::DeValue::Table(sub) = item.get_ref() {
+                        collect_keys(sub, &format!("{path}.{i}"), out);
+                    }
+                }
+            }
             _ => out.push(path),
         }
     }
 }
 
 impl Scenario {
-    /// The settings this scenario sets that `fidelity` does not use, with the reason.
-    pub fn ignored_settings(&self, fidelity: Fidelity) -> Vec<IgnoredSetting> {
-        let mut out = Vec::new();
-        let collective = match &self.workload {
-            WorkloadSpec::Collective(w) => Some(w),
-            _ => None,
-        };
-        out.extend(workload::fault_notes(self, fidelity));
-        const PACKET_ONLY: [&str; 28] = [
-            "fabric.pfc",
-            "fabric.pfc_xoff",
-            "fabric.pfc_xon",
-            "fabric.pfc_headroom",
-            "fabric.pfc_pause_quanta",
-            "fabric.ecn",
-            "fabric.ecn_kmin",
-            "fabric.ecn_kmax",
-            "fabric.ecn_pmax",
-            "fabric.cc",
-            "fabric.dctcp_g",
-            "simulation.deadlock_timeout",
-            "fabric.buffer",
-            "fabric.shared_buffer",
-            "fabric.shared_buffer_alpha",
-            "fabric.virtual_lanes",
-            "fabric.vl_escalation",
-            "fabric.cut_through",
-            "fabric.transport",
-            "fabric.tcp_packet_overhead",
-            "fabric.tcp_jitter",
-            "fabric.window",
-            "fabric.ack_every",
-            "fabric.rto",
-            "fabric.flowlet_gap",
-            "simulation.sample_interval",
-            "simulation.time_limit",
-            "simulation.max_events",
-        ];
-        for key in &self.keys_set {
-            if let Some(reason) = workload::ignored(self, key, fidelity) {
-                out.push(IgnoredSetting {
-                    key: key.clone(),
-                    reason,
-                });
-                continue;
-            }
-            if fidelity != Fidelity::Packet
-                && (PACKET_ONLY.contains(&key.as_str()) || key.starts_with("fabric.dcqcn."))
-            {
-                out.push(IgnoredSetting {
-                    key: key.clone(),
-                    reason: format!(
-                        "buffers, lanes, flow control, congestion control, transport, timers and packet events exist only at the packet fidelity, not {}",
-                        fidelity.name()
-                    ),
-                });
-                continue;
-            }
-            if fidelity == Fidelity::Packet {
-                let why: Option<&str> = match key.as_str() {
-                    "fabric.pfc_xoff"
-                    | "fabric.pfc_xon"
-                    | "fabric.pfc_headroom"
-                    | "fabric.pfc_pause_quanta"
-                        if self.packet.pfc.is_none() =>
-                    {
-                        Some("PFC is off (fabric.pfc = false, or an InfiniBand fabric's credits)")
-                    }
-                    "fabric.ecn_kmin" | "fabric.ecn_kmax" | "fabric.ecn_pmax"
-                        if self.packet.ecn.is_none() =>
-                    {
-                        Some("ECN marking is off (fabric.ecn = false)")
-                    }
-                    "fabric.flowlet_gap" if self.fabric.routing != Routing::Flowlet => {
-                        Some("the routing is not \"flowlet\" (fabric.routing)")
-                    }
-                    "fabric.dctcp_g"
-                        if !matches!(
-                            self.packet.cc,
-                            crate::backend::packet::CongestionControl::Dctcp { .. }
-                        ) =>
-                    {
-                        Some("the congestion control is not DCTCP (fabric.cc)")
-                    }
-                    _ => None,
-                };
-                if let Some(why) = why {
-                    out.push(IgnoredSetting {
-                        key: key.clone(),
-                        reason: why.into(),
-                    });
-                    continue;
-                }
-            }
-            if fidelity == Fidelity::Packet
-                && !self.packet.tcp
-                && matches!(
-                    key.as_str(),
-                    "fabric.tcp_packet_overhead" | "fabric.tcp_jitter"
-                )
-            {
-                out.push(IgnoredSetting {
-                    key: key.clone(),
-                    reason: "the transport is RDMA (fabric.transport = \"rdma\"); TCP costs apply to \"tcp\" only".into(),
-                });
-                continue;
-            }
-            let reason: Option<String> = match key.as_str() {
-                "fabric.sharp" if self.fabric.sharp && fidelity == Fidelity::Packet => Some(
-                    "SHARP is modeled at the analytical and flow fidelities; the packet level has no switch endpoints, so sharp falls back to ring"
-                        .into(),
-                ),
-                "fabric.sharp" if self.fabric.sharp && self.fabric.kind != FabricKind::InfiniBand => Some(format!(
-                    "SHARP is an InfiniBand switch feature; on a {} fabric all-reduce falls back to ring",
-                    self.fabric.kind.name()
-                )),
-                "fabric.sharp_groups"
-                    if !(self.fabric.sharp && self.fabric.kind == FabricKind::InfiniBand)
-                        || fidelity == Fidelity::Packet =>
-                {
-                    Some(
-                    "no switch reduces in this run (fabric.sharp = true on InfiniBand, analytical or flow fidelity)".into(),
-                    )
-                }
-                "fabric.sharp_groups"
-                    if self.fabric.sharp_groups > 0
-                        && !collective.is_some_and(|w| {
-                            w.inter_host == Algorithm::Sharp
-                                && matches!(w.algorithm, AlgoChoice::Auto | AlgoChoice::Fixed(Algorithm::Hierarchical))
-                        }) =>
-                {
-                    Some("one SHARP all-reduce needs one tree per switch; the limit binds only for hierarchical with inter_host = \"sharp\" (a tree per rail), or at 0".into())
-                }
-                "workload.inter_host"
-                    if collective.is_some_and(|w| {
-                        w.inter_host == Algorithm::Sharp
-                            && matches!(w.algorithm, AlgoChoice::Auto | AlgoChoice::Fixed(Algorithm::Hierarchical))
-                    }) && !(self.fabric.sharp_active() && fidelity != Fidelity::Packet) =>
-                {
-                    Some("sharp between hosts falls back to ring: the switches do not reduce here (fabric.sharp = true on InfiniBand, analytical or flow fidelity)".into())
-                }
-                "workload.algorithm"
-                    if collective.is_some_and(|w| w.algorithm == AlgoChoice::Fixed(Algorithm::CollnetChain))
-                        && !(self.fabric.sharp_active() && fidelity != Fidelity::Packet && self.cluster.hosts >= 2) =>
-                {
-                    Some(if fidelity == Fidelity::Packet {
-                        "collnet_chain falls back to ring: SHARP is modeled at the analytical and flow fidelities".into()
-                    } else if self.cluster.hosts < 2 {
-                        "collnet_chain falls back to ring: with one node there is no network to reduce in".into()
-                    } else {
-                        "collnet_chain falls back to ring: the switches do not reduce (set fabric.sharp = true on an InfiniBand fabric, fabric.sharp_groups ≥ 1)".into()
-                    })
-                }
-                "workload.algorithm"
-                    if collective.is_some_and(|w| w.algorithm == AlgoChoice::Fixed(Algorithm::Sharp))
-                        && !(self.fabric.sharp_active() && fidelity != Fidelity::Packet) =>
-                {
-                    Some(if fidelity == Fidelity::Packet {
-                        "sharp falls back to ring: SHARP is modeled at the analytical and flow fidelities".into()
-                    } else {
-                        "sharp falls back to ring: the switches do not reduce (set fabric.sharp = true on an InfiniBand fabric, fabric.sharp_groups ≥ 1)".into()
-                    })
-                }
-                "simulation.seed" if fidelity == Fidelity::Analytical => {
-                    Some("the analytical fidelity has no randomness (ECMP paths of one length cost the same)".into())
-                }
-                "fabric.routing" if fidelity == Fidelity::Analytical => {
-                    Some("α-β costs do not depend on which equal-cost path a transfer takes".into())
-                }
-                "fabric.routing" if fidelity == Fidelity::Flow && self.fabric.routing != Routing::Ecmp => Some(format!(
-                    "the flow fidelity keeps each flow on one ECMP path; {} routing is modeled at the packet fidelity",
-                    self.fabric.routing.name()
-                )),
-                "workload.root" if collective.is_some_and(|w| w.op != CollectiveOp::Broadcast) => {
-                    Some("a root applies to broadcast only".into())
-                }
-                "workload.inter_host"
-                    if collective.is_some_and(|w| {
-                        !matches!(w.algorithm, AlgoChoice::Auto | AlgoChoice::Fixed(Algorithm::Hierarchical))
-                    }) =>
-                {
-                    Some("inter_host applies to the hierarchical algorithm only".into())
-                }
-                "fabric.routing" if fidelity == Fidelity::Packet => None,
-                "topology.global_links_per_router" if fidelity == Fidelity::Analytical => Some(
-                    "extra global links add parallel paths between groups, which only matter under contention; the analytical fidelity does not model it (use flow or packet)"
-                        .into(),
-                ),
-                "topology.oversubscription" if fidelity == Fidelity::Analytical => Some(
-                    "oversubscription acts through contention on the uplinks, which the analytical fidelity does not model (use flow or packet)"
-                        .into(),
-                ),
-                "cluster.nvlink_bandwidth" | "cluster.nvlink_latency" | "cluster.nvlink_efficiency"
-                    if self.cluster.gpus_per_host == 1 =>
-                {
-                    Some("with one GPU per node no traffic crosses NVLink".into())
-                }
-                "fabric.qps_per_connection" if matches!(self.workload, WorkloadSpec::Traffic(_)) => {
-                    Some("a traffic pattern's flows are one queue pair each; queue pairs per connection shape collectives".into())
-                }
-                "fabric.qps_per_connection" if self.cluster.hosts == 1 => {
-                    Some("with one node no connection crosses the network".into())
-                }
-                "fabric.qps_per_connection"
-                    if fidelity == Fidelity::Analytical =>
-                {
-                    Some("queue pairs only choose ECMP paths, which the analytical fidelity spreads evenly".into())
-                }
-                "fabric.nic_efficiency" if self.cluster.hosts == 1 => {
-                    Some("with one node no traffic crosses a NIC".into())
-                }
-                "cluster.nvls" if self.cluster.gpus_per_host == 1 => {
-                    Some("with one GPU per node there is nothing for the NVSwitch to reduce".into())
-                }
-                "cluster.nvls" if fidelity == Fidelity::Packet => Some(
-                    "NVLS is modeled at the analytical and flow fidelities; the packet level has no switch endpoints, so nvls falls back to ring"
-                        .into(),
-                ),
-                "cluster.nvls"
-                    if collective.is_some_and(|w| {
-                        w.op != CollectiveOp::AllReduce
-                            || !matches!(w.algorithm, AlgoChoice::Auto | AlgoChoice::Fixed(Algorithm::Nvls))
-                    }) =>
-                {
-                    Some("only the nvls algorithm (or auto) of an all-reduce uses the NVSwitch's reduction".into())
-                }
-                "workload.algorithm"
-                    if collective.is_some_and(|w| w.algorithm == AlgoChoice::Fixed(Algorithm::Nvls))
-                        && !(self.nvls && self.cluster.gpus_per_host > 1 && fidelity != Fidelity::Packet) =>
-                {
-                    Some(if fidelity == Fidelity::Packet {
-                        "nvls falls back to ring: NVLS is modeled at the analytical and flow fidelities".into()
-                    } else {
-                        "nvls falls back to ring: the NVSwitches do not reduce (cluster.nvls = false, or one GPU per node)".into()
-                    })
-                }
-                "workload.channels"
-                    if collective.is_some_and(|w| {
-                        !matches!(w.algorithm, AlgoChoice::Auto | AlgoChoice::Fixed(Algorithm::Ring | Algorithm::Tree | Algorithm::CollnetChain))
-                            || w.op == CollectiveOp::AllToAll
-                    }) =>
-                {
-                    Some("channels shape the ring, tree and collnet_chain algorithms only".into())
-                }
-                "workload.pxn"
-                    if collective.is_some_and(|w| {
-                        !matches!(w.algorithm, AlgoChoice::Auto | AlgoChoice::Fixed(Algorithm::Ring | Algorithm::Direct))
-                    }) =>
-                {
-                    Some("PXN shapes the ring and the all-to-all only".into())
-                }
-                "workload.protocol"
-                    if collective.is_some_and(|w| {
-                        matches!(w.algorithm, AlgoChoice::Fixed(a) if !crate::collective::uses_protocol(a))
-                    }) =>
-                {
-                    Some("NCCL's protocols shape ring, tree and hierarchical steps; this algorithm moves bulk data (Simple)".into())
-                }
-                "workload.pxn" if self.cluster.hosts == 1 || self.cluster.gpus_per_host == 1 => Some(
-                    "PXN relays a ring's data to another GPU's NIC; it needs several nodes of several GPUs".into(),
-                ),
-                "workload.pxn"
-                    if collective.is_some_and(|w| w.channels == Some(1) && w.op != CollectiveOp::AllToAll) =>
-                {
-                    Some("with one channel the ring is the plain ring in communicator order; PXN lays out several channels".into())
-                }
-                "cluster.host_copy_bandwidth" | "cluster.host_copy_latency" if self.gpu_direct => {
-                    Some("the host-staged copy applies only with gpu_direct = false".into())
-                }
-                _ => None,
-            };
-            if let Some(reason) = reason {
-                out.push(IgnoredSetting {
-                    key: key.clone(),
-                    reason,
-                });
-            }
-        }
-        out
-    }
-
     /// The cluster as the topology sees it, with the host-staged path folded into
     /// the PCIe hop when GPUDirect is off: the data crosses host memory, so the
     /// GPU↔NIC hop runs at the slower of PCIe and the copy, and pays the copy latency.
@@ -2946,6 +2693,110 @@ impl Scenario {
             c.pcie_latency += self.host_copy_latency;
         }
         c
+    }
+
+    /// Builds the topology `fidelity` runs on ([`Scenario::build_topology_for`]),
+    /// recording in `usage` the cluster, topology and link keys it consumes.
+    ///
+    /// # Errors
+    /// Cannot fail for a validated scenario; the error is kept for API honesty.
+    pub fn build_topology_used(
+        &self,
+        fidelity: Fidelity,
+        usage: &mut usage::Usage,
+    ) -> Result<crate::topology::Topology, crate::topology::TopologyError> {
+        usage.read_all(&["cluster.preset", "cluster.nodes", "cluster.gpus_per_node"]);
+        // the network: NICs, the PCIe hop to them, links, switches, packets
+        let network = self.cluster.hosts > 1;
+        for key in [
+            "cluster.nics_per_node",
+            "cluster.pcie_bandwidth",
+            "cluster.pcie_latency",
+            "topology",
+            "fabric.preset",
+            "fabric.link_rate",
+            "fabric.link_latency",
+            "fabric.switch_latency",
+            "fabric.mtu",
+            "fabric.header_bytes",
+        ] {
+            usage.read_if(key, network, || {
+                "with one node no traffic leaves it: the NICs, their PCIe hop and the network carry nothing".into()
+            });
+        }
+        // NVLink is read by the workloads whose transfers cross it
+        // (`run::read_collective_keys`, the model workloads)
+        if self.cluster.gpus_per_host == 1 {
+            for key in [
+                "cluster.nvlink_bandwidth",
+                "cluster.nvlink_latency",
+                "cluster.nvlink_efficiency",
+            ] {
+                usage.skip(key, || {
+                    "with one GPU per node no traffic crosses NVLink".into()
+                });
+            }
+        }
+        usage.read_if("fabric.nic_efficiency", network, || {
+            "with one node no traffic crosses a NIC".into()
+        });
+        usage.read_if("fabric.qps_per_connection", network, || {
+            "with one node no connection crosses the network".into()
+        });
+        // the other fidelities fold the host-staged copy into the PCIe hop here;
+        // the packet level reads it with its own settings
+        usage.read_if("cluster.gpu_direct", network, || {
+            "with one node no traffic crosses a NIC, directly or through host memory".into()
+        });
+        if fidelity != Fidelity::Packet && network {
+            for key in ["cluster.host_copy_bandwidth", "cluster.host_copy_latency"] {
+                usage.read_if(key, !self.gpu_direct, || {
+                    "the host-staged copy applies only with gpu_direct = false".into()
+                });
+            }
+        }
+        if let Some(why) = self.no_sharp_reason(fidelity) {
+            usage.skip("fabric.sharp", || why.clone());
+            usage.skip("fabric.sharp_groups", || why.clone());
+        }
+        if let Some(why) = self.no_nvls_reason(fidelity) {
+            usage.skip("cluster.nvls", || why);
+        }
+        self.build_topology_for(fidelity)
+    }
+
+    /// Why no switch reduces in a run at `fidelity`, or `None` when SHARP runs.
+    pub fn no_sharp_reason(&self, fidelity: Fidelity) -> Option<String> {
+        if self.cluster.hosts < 2 {
+            Some("with one node there is no network to reduce in".into())
+        } else if fidelity == Fidelity::Packet {
+            Some("SHARP is modeled at the analytical and flow fidelities; the packet level has no switch endpoints, so SHARP algorithms fall back to ring".into())
+        } else if self.fabric.kind != FabricKind::InfiniBand {
+            Some(format!(
+                "SHARP is an InfiniBand switch feature; on a {} fabric the switches do not reduce",
+                self.fabric.kind.name()
+            ))
+        } else if !self.fabric.sharp {
+            Some("the switches do not reduce (set fabric.sharp = true on an InfiniBand fabric, fabric.sharp_groups ≥ 1)".into())
+        } else if self.fabric.sharp_groups == 0 {
+            Some("fabric.sharp_groups = 0 leaves the switches no aggregation tree".into())
+        } else {
+            None
+        }
+    }
+
+    /// Why the NVSwitches do not reduce in a run at `fidelity`, or `None` when
+    /// NVLS runs.
+    pub fn no_nvls_reason(&self, fidelity: Fidelity) -> Option<String> {
+        if self.cluster.gpus_per_host == 1 {
+            Some("with one GPU per node there is nothing for the NVSwitch to reduce".into())
+        } else if fidelity == Fidelity::Packet {
+            Some("NVLS is modeled at the analytical and flow fidelities; the packet level has no switch endpoints, so nvls falls back to ring".into())
+        } else if !self.nvls {
+            Some("the NVSwitches do not reduce (cluster.nvls = false)".into())
+        } else {
+            None
+        }
     }
 
     /// Builds the topology `fidelity` runs on: the packet level models the

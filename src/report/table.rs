@@ -80,7 +80,7 @@ pub fn render(r: &Report) -> String {
     for ig in &r.ignored_settings {
         let _ = writeln!(
             s,
-            "# note: {} is not used at this fidelity: {}",
+            "# note: {} is not used in this run: {}",
             ig.key, ig.reason
         );
     }

@@ -26,6 +26,35 @@ use crate::dag::{Dag, TaskKind};
 use crate::topology::Topology;
 use crate::units::SimTime;
 
+/// Records in `usage` the `[[faults]]` keys a training or inference run at
+/// `fidelity` consumes: every fault, its bit-error rate at the packet level only.
+pub fn read_keys(
+    faults: &[FaultSpec],
+    fidelity: crate::config::Fidelity,
+    usage: &mut crate::config::usage::Usage,
+) {
+    for (i, f) in faults.iter().enumerate() {
+        let ber = format!("faults.{i}.bit_error_rate");
+        if let FaultKind::LinkDegraded {
+            bit_error_rate: Some(_),
+            ..
+        } = f.kind
+        {
+            usage.read_if(&ber, fidelity == crate::config::Fidelity::Packet, || {
+                format!(
+                    "bit errors corrupt packets, which only the packet fidelity models; the {} fidelity applies the degraded rate only",
+                    fidelity.name()
+                )
+            });
+        }
+        for key in [
+            "kind", "name", "at", "gpu", "factor", "nic", "link", "switch", "rate",
+        ] {
+            usage.read(&format!("faults.{i}.{key}"));
+        }
+    }
+}
+
 /// Faults turned into what the DAG and the backends consume.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Applied {

@@ -49,6 +49,59 @@ pub fn estimated_tasks(i: &InferenceSpec) -> f64 {
 /// Builds the batch's DAG.
 ///
 /// # Errors
+/// Records in `usage` the workload keys an inference batch consumes; the
+/// training-only ones (batches, gradients, optimizer state, replicas) change
+/// nothing here.
+pub fn read_keys(i: &InferenceSpec, usage: &mut crate::config::usage::Usage) {
+    let m = &i.model;
+    usage.read_if("workload.model.top_k", m.experts > 1, || {
+        "the model is dense (experts ≤ 1)".into()
+    });
+    usage.read_if("workload.model.moe_every", m.experts > 1, || {
+        "the model is dense (experts ≤ 1)".into()
+    });
+    super::training::read_model_keys(m, usage);
+    // skipped above; no other reader of an inference run uses it
+    for key in ["workload.model.global_batch", "workload.model.micro_batch"] {
+        usage.skip(key, || {
+            "inference batches requests with workload.inference.requests".into()
+        });
+    }
+    for key in [
+        "workload.parallel.expert",
+        "workload.parallel.zero",
+        "workload.parallel.bucket",
+        "workload.parallel.gradient_compression",
+        "workload.parallel.grad_precision",
+        "workload.parallel.dp_algorithm",
+        "workload.parallel.replicas",
+    ] {
+        usage.skip(key, || {
+            "inference has no gradients, optimizer state or data-parallel replicas".into()
+        });
+    }
+    usage.read_if("workload.parallel.tp_algorithm", i.plan.tp > 1, || {
+        "tensor = 1: there are no tensor-parallel collectives".into()
+    });
+    usage.skip("workload.parallel.sequence_parallel", || {
+        "sequence parallelism splits training activations; an inference batch's tensor-parallel layers run without it".into()
+    });
+    usage.skip("workload.model.seq_len", || {
+        "an inference batch's context is workload.inference.prompt_tokens plus the tokens decoded so far".into()
+    });
+    usage.read_all(&[
+        "workload.kind",
+        "workload.preset",
+        "workload.inference",
+        "workload.parallel.data",
+        "workload.parallel.tensor",
+        "workload.parallel.pipeline",
+        "workload.gpu.preset",
+        "workload.gpu.efficiency",
+        "workload.gpu.hbm_bandwidth",
+    ]);
+}
+
 /// When a TP collective cannot run on its communicator.
 pub fn build(
     i: &InferenceSpec,

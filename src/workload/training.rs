@@ -407,6 +407,91 @@ type Sends = HashMap<u64, HashMap<(u32, u32), TaskId>>;
 /// Builds the step DAG of `s` on `topo`.
 ///
 /// # Errors
+/// Records in `usage` the workload keys a training step consumes, and why the
+/// others change nothing (a dense model's routing, a plan without the
+/// parallelism a key tunes).
+pub fn read_keys(s: &TrainingSpec, usage: &mut crate::config::usage::Usage) {
+    let m = &s.model;
+    let dense = m.experts <= 1;
+    usage.read_if("workload.model.top_k", !dense, || {
+        "the model is dense (experts ≤ 1)".into()
+    });
+    usage.read_if("workload.model.moe_every", !dense, || {
+        "the model is dense (experts ≤ 1)".into()
+    });
+    usage.read_if("workload.parallel.expert", !dense, || {
+        "the model is dense (experts ≤ 1): there are no experts to spread".into()
+    });
+    read_model_keys(m, usage);
+    usage.read("workload.model.seq_len");
+    let tp = s.plan.tp > 1;
+    for key in [
+        "workload.parallel.tp_algorithm",
+        "workload.parallel.sequence_parallel",
+    ] {
+        usage.read_if(key, tp, || {
+            "tensor = 1: there are no tensor-parallel collectives".into()
+        });
+    }
+    let dp = s.plan.dp > 1;
+    for key in [
+        "workload.parallel.bucket",
+        "workload.parallel.gradient_compression",
+        "workload.parallel.grad_precision",
+        "workload.parallel.dp_algorithm",
+    ] {
+        usage.read_if(key, dp, || {
+            "data = 1: there is no gradient synchronization".into()
+        });
+    }
+    usage.read_all(&[
+        "workload.kind",
+        "workload.preset",
+        "workload.model.global_batch",
+        "workload.model.micro_batch",
+        "workload.parallel.data",
+        "workload.parallel.tensor",
+        "workload.parallel.pipeline",
+        "workload.parallel.zero",
+        "workload.parallel.replicas",
+        "workload.gpu.preset",
+        "workload.gpu.efficiency",
+        "workload.gpu.hbm_bandwidth",
+    ]);
+}
+
+/// Records in `usage` the model keys every model workload consumes: the shape,
+/// and the peak rate of the precision the model computes in.
+pub fn read_model_keys(
+    m: &crate::config::workload::ModelSpec,
+    usage: &mut crate::config::usage::Usage,
+) {
+    usage.read_all(&[
+        "workload.model.layers",
+        "workload.model.hidden",
+        "workload.model.ffn",
+        "workload.model.kv_heads",
+        "workload.model.vocab",
+        "workload.model.precision",
+        "workload.model.gated_mlp",
+        "workload.model.experts",
+    ]);
+    usage.read_if("workload.model.heads", m.kv_heads != m.heads, || {
+        "with multi-head attention (kv_heads = heads) the head count changes no FLOP or byte (attention costs 4h² weights and 4·s·h FLOPs per token whatever the split); it only constrains the tensor-parallel degree".into()
+    });
+    let used = format!("workload.gpu.peak_tflops_{}", m.precision.name());
+    for p in ["bf16", "fp16", "fp8", "fp32"] {
+        let key = format!("workload.gpu.peak_tflops_{p}");
+        usage.read_if(&key, key == used, || {
+            format!(
+                "the model computes in {} (workload.model.precision), so only peak_tflops_{} is used",
+                m.precision.name(),
+                m.precision.name()
+            )
+        });
+    }
+}
+
 /// When a collective cannot run on one of the plan's communicators.
 pub fn build(s: &TrainingSpec, topo: &Topology) -> Result<StepDag, CollectiveError> {
     let plan = &s.plan;

@@ -50,30 +50,7 @@ use std::collections::VecDeque;
 use super::engine::Event;
 use super::sim::Sim;
 use super::switch::NEVER;
-
-/// Flow control on network links.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum FlowControl {
-    /// InfiniBand link-level credits per virtual lane: lossless.
-    #[default]
-    Credit,
-    /// Ethernet drop-tail without PFC: lossy.
-    Lossy,
-    /// Ethernet with Priority Flow Control (IEEE 802.1Qbb): lossless. The
-    /// receiver of every network link counts the bytes it buffers per (ingress
-    /// link, priority); above `xoff` it sends PAUSE upstream, at or below `xon`
-    /// RESUME. Nothing is dropped for lack of buffer.
-    Pfc {
-        /// Pause threshold, bytes buffered per ingress port and priority.
-        xoff: u64,
-        /// Resume threshold, bytes (≤ `xoff`).
-        xon: u64,
-        /// Bytes reserved above `xoff` for what is in flight while the PAUSE
-        /// takes effect; must cover [`super::pfc_headroom_needed`] of every
-        /// network link, and `xoff + headroom` must fit `port_buffer_bytes`.
-        headroom: u64,
-    },
-}
+pub use crate::mechanism::flow_control::FlowControl;
 
 /// The credits of one link's sender on one virtual lane.
 ///

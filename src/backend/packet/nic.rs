@@ -31,7 +31,7 @@
 //! [`PacketConfig::rto`]: super::PacketConfig::rto
 //! [`PacketConfig::ack_every`]: super::PacketConfig::ack_every
 
-use super::cc::{CongestionControl, DcqcnState, DctcpState};
+use super::cc::{AckInfo, CcState, QpStart};
 use super::engine::Event;
 use super::sim::Sim;
 use super::slab::{Packet, PktKind, F_ECN, NONE};
@@ -113,16 +113,11 @@ pub struct Qp {
     pub ooo_bits: Vec<u64>,
     /// Window of outstanding packets (the configured window, or DCTCP's cwnd).
     pub wnd: u32,
-    /// Congestion control applies (the pair crosses the network, not NVLink).
+    /// The sender obeys its congestion control (the pair crosses the network,
+    /// not NVLink); the receiver side runs either way.
     pub cc_on: bool,
-    /// DCQCN reaction point (sender).
-    pub dcqcn: DcqcnState,
-    /// DCTCP sender.
-    pub dctcp: DctcpState,
-    /// Receiver, DCQCN: no CNP before this time, ps.
-    pub cnp_next: u64,
-    /// Receiver, DCTCP: CE-marked packets since the last ACK.
-    pub ce_unacked: u32,
+    /// Congestion-control state of the configured law, both ends.
+    pub cc: CcState,
     /// Payload bytes posted.
     pub bytes_posted: u64,
     /// Data packets sent more than once.
@@ -267,10 +262,7 @@ impl Sim<'_> {
             ooo_bits: vec![0; words.max(1)],
             wnd: self.window_pkts,
             cc_on: false,
-            dcqcn: DcqcnState::default(),
-            dctcp: DctcpState::default(),
-            cnp_next: 0,
-            ce_unacked: 0,
+            cc: CcState::None(super::cc::NoCc),
             bytes_posted: 0,
             retransmitted: 0,
             timeouts: 0,
@@ -285,13 +277,18 @@ impl Sim<'_> {
         let qpair = qp;
         let qp = &mut self.qps[qpi as usize];
         qp.cc_on = cc_on;
-        match self.cfg.cc {
-            CongestionControl::Dcqcn(p) => qp.dcqcn = DcqcnState::new(line, &p, now),
-            CongestionControl::Dctcp { .. } if cc_on => {
-                qp.dctcp = DctcpState::new(self.window_pkts);
-                qp.wnd = qp.dctcp.window();
+        qp.cc = CcState::new(
+            &self.cfg.cc,
+            &QpStart {
+                line,
+                max_pkts: self.window_pkts,
+                now,
+            },
+        );
+        if cc_on {
+            if let Some(w) = qp.cc.window() {
+                qp.wnd = w;
             }
-            _ => {}
         }
         if self.cfg.routing == Routing::Flowlet {
             self.flowlets
@@ -348,8 +345,8 @@ impl Sim<'_> {
                 ready_at = ready_at.max(qp.cpu_ready);
             }
             if qp.cc_on {
-                // DCQCN pacing at R_C (0 when not rate-controlled).
-                ready_at = ready_at.max(qp.dcqcn.next_tx);
+                // Pacing by the congestion control (0 when not rate-controlled).
+                ready_at = ready_at.max(qp.cc.next_tx());
             }
             if ready_at > self.now {
                 let qp = &mut self.qps[qpi as usize];
@@ -399,8 +396,8 @@ impl Sim<'_> {
             let now = self.now;
             let rto = self.cfg.rto.0;
             let qp = &mut self.qps[qpi as usize];
-            if let (true, CongestionControl::Dcqcn(params)) = (qp.cc_on, &self.cfg.cc) {
-                qp.dcqcn.on_send(params, now, wire as u64);
+            if qp.cc_on {
+                qp.cc.on_send(&self.cfg.cc, now, wire as u64);
             }
             let nothing_outstanding = qp.snd_una >= qp.snd_max;
             qp.snd_nxt += 1;
@@ -442,13 +439,10 @@ impl Sim<'_> {
             }
             PktKind::Cnp => {
                 self.stats.ctrl_received += 1;
-                if let CongestionControl::Dcqcn(p) = &self.cfg.cc {
-                    let now = self.now;
-                    let qp = &mut self.qps[k.qp as usize];
-                    if qp.cc_on {
-                        qp.dcqcn.on_cnp(p, now);
-                        self.stats.dcqcn_rate_cuts += 1;
-                    }
+                let now = self.now;
+                let qp = &mut self.qps[k.qp as usize];
+                if qp.cc_on && qp.cc.on_cnp(&self.cfg.cc, now) {
+                    self.stats.dcqcn_rate_cuts += 1;
                 }
             }
         }
@@ -456,20 +450,9 @@ impl Sim<'_> {
 
     fn receive_data(&mut self, k: &Packet) {
         let qpi = k.qp as usize;
-        if k.flags & F_ECN != 0 {
-            match self.cfg.cc {
-                CongestionControl::Dcqcn(p) => {
-                    let now = self.now;
-                    let qp = &mut self.qps[qpi];
-                    if now >= qp.cnp_next {
-                        qp.cnp_next = now + p.cnp_interval.0;
-                        self.fabric.cnps += 1;
-                        self.send_ctrl(k.qp, PktKind::Cnp, k.psn, 0);
-                    }
-                }
-                CongestionControl::Dctcp { .. } => self.qps[qpi].ce_unacked += 1,
-                CongestionControl::None => {}
-            }
+        if k.flags & F_ECN != 0 && self.qps[qpi].cc.on_ce(&self.cfg.cc, self.now) {
+            self.fabric.cnps += 1;
+            self.send_ctrl(k.qp, PktKind::Cnp, k.psn, 0);
         }
         let ooo = self.ooo;
         let qp = &mut self.qps[qpi];
@@ -500,7 +483,7 @@ impl Sim<'_> {
             if !qp.nack_sent {
                 qp.nack_sent = true;
                 let e = qp.epsn;
-                let ce = std::mem::take(&mut qp.ce_unacked);
+                let ce = qp.cc.take_ce_echo();
                 self.send_ctrl(k.qp, PktKind::Nack, e, ce);
             }
             return;
@@ -533,15 +516,7 @@ impl Sim<'_> {
                 self.task_done(m.task);
             }
         }
-        // DCTCP windows shrink to a few packets per flow under fan-in; a
-        // receiver that waited for `ack_every` packets would then stall the
-        // sender until its timeout, so DCTCP ACKs every packet (as the HPCC
-        // simulator does for every scheme: `L2_ACK_INTERVAL 1` in run.py).
-        let every = if matches!(self.cfg.cc, CongestionControl::Dctcp { .. }) {
-            1
-        } else {
-            self.cfg.ack_every
-        };
+        let every = CcState::ack_every(&self.cfg.cc, self.cfg.ack_every);
         let qp = &mut self.qps[qpi];
         // A packet that fills a gap (the expected PSN jumps past packets that
         // arrived early) is ACKed at once, as TCP does (RFC 5681 §4.2): the
@@ -551,7 +526,7 @@ impl Sim<'_> {
         if completed || filled_gap || qp.since_ack >= every {
             qp.since_ack = 0;
             let e = qp.epsn;
-            let ce = std::mem::take(&mut qp.ce_unacked);
+            let ce = qp.cc.take_ce_echo();
             self.send_ctrl(k.qp, PktKind::Ack, e, ce);
         }
     }
@@ -601,13 +576,21 @@ impl Sim<'_> {
         let rto = self.cfg.rto.0;
         let max_w = self.window_pkts;
         let qp = &mut self.qps[i];
-        if let (true, CongestionControl::Dctcp { g }) = (qp.cc_on, self.cfg.cc) {
-            let n = a.saturating_sub(qp.snd_una);
-            let cut = qp.dctcp.cut;
-            qp.wnd = qp
-                .dctcp
-                .on_ack(g, n, ce, a.max(qp.snd_una), qp.snd_nxt, max_w);
-            if !cut && qp.dctcp.cut {
+        if qp.cc_on {
+            let info = AckInfo {
+                now,
+                newly_acked: a.saturating_sub(qp.snd_una),
+                ce,
+                una: a.max(qp.snd_una),
+                nxt: qp.snd_nxt,
+                nack,
+                max_pkts: max_w,
+            };
+            let r = qp.cc.on_ack(&self.cfg.cc, &info);
+            if let Some(w) = r.window {
+                qp.wnd = w;
+            }
+            if r.window_cut {
                 self.stats.dctcp_window_cuts += 1;
             }
         }
@@ -651,8 +634,10 @@ impl Sim<'_> {
             return;
         }
         qp.timeouts += 1;
-        if qp.cc_on && matches!(self.cfg.cc, CongestionControl::Dctcp { .. }) {
-            qp.wnd = qp.dctcp.on_timeout();
+        if qp.cc_on {
+            if let Some(w) = qp.cc.on_timeout(&self.cfg.cc) {
+                qp.wnd = w;
+            }
         }
         qp.snd_nxt = qp.snd_una;
         qp.rto_backoff = (qp.rto_backoff + 1).min(6);

@@ -1,13 +1,4 @@
-//! Congestion signals and control: ECN marking, DCQCN and DCTCP.
-//!
-//! **ECN** ([`Ecn`]): when a data packet joins an egress queue of a network
-//! port whose queue already holds `q` bytes, it is marked Congestion
-//! Experienced with probability 0 for `q ≤ Kmin`, `Pmax · (q − Kmin) / (Kmax −
-//! Kmin)` between the two and 1 for `q ≥ Kmax` (RED as configured for DCQCN:
-//! Zhu et al., "Congestion Control for Large-Scale RDMA Deployments", SIGCOMM
-//! 2015, §3.1; Kmin = Kmax = K gives DCTCP's step marking).
-//!
-//! **DCQCN** ([`CongestionControl::Dcqcn`], Zhu et al. 2015, Fig. 4–6). The
+//! **DCQCN** ([`CongestionControl::Dcqcn`](crate::mechanism::CongestionControl::Dcqcn), Zhu et al. 2015, Fig. 4–6). The
 //! receiver NIC answers a CE-marked packet with a CNP, at most one per queue
 //! pair per `cnp_interval` (N). The sender (reaction point) paces its packets at
 //! the current rate R_C. On a CNP: R_T = R_C, R_C ← R_C (1 − α/2),
@@ -29,16 +20,8 @@
 //! (80 and 800 Mb/s at 400 Gb/s), min rate 1 Gb/s. The paper's own R_AI of
 //! 40 Mb/s was tuned for 40 Gb/s links.
 //!
-//! **DCTCP** ([`CongestionControl::Dctcp`], Alizadeh et al., SIGCOMM 2010,
-//! §3.1): window-based. The receiver echoes on every ACK how many of the
-//! packets it covers arrived marked; the sender keeps F = marked / acked over
-//! each window of data (one round trip), updates α ← (1 − g) α + g F at the
-//! window's end (g = 1/16), and cuts cwnd ← cwnd (1 − α/2) at most once per
-//! window, when marks arrive. Without marks the window grows by one packet per
-//! round trip (slow start, from 10 packets as RFC 6928, until the first mark);
-//! it never exceeds [`super::PacketConfig::window_bytes`]. A timeout halves it.
 
-pub use crate::mechanism::cc::{CongestionControl, DcqcnParams, Ecn};
+use super::{CcLaw, DcqcnParams, QpStart};
 use crate::units::Rate;
 
 /// DCQCN reaction-point state of one queue pair.
@@ -66,6 +49,8 @@ pub struct DcqcnState {
     pub next_tx: u64,
     /// A CNP has been received (before, the rate stays at line rate).
     pub active: bool,
+    /// Receiver (notification point): no CNP before this time, ps.
+    pub cnp_next: u64,
 }
 
 impl DcqcnState {
@@ -149,104 +134,45 @@ impl DcqcnState {
     }
 }
 
-/// DCTCP sender state of one queue pair (window in packets).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct DctcpState {
-    /// Congestion window, packets.
-    pub cwnd: f64,
-    /// Slow-start threshold, packets.
-    pub ssthresh: f64,
-    /// α.
-    pub alpha: f64,
-    /// PSN that ends the current observation window.
-    pub win_end: u32,
-    /// Packets acknowledged in this window.
-    pub acked: u32,
-    /// Of those, packets that arrived marked.
-    pub marked: u32,
-    /// The window was already cut in this observation window.
-    pub cut: bool,
-}
+impl CcLaw for DcqcnState {
+    type Params = DcqcnParams;
 
-impl DctcpState {
-    /// A new sender capped at `max_pkts`.
-    pub fn new(max_pkts: u32) -> DctcpState {
-        DctcpState {
-            cwnd: 10f64.min(max_pkts as f64),
-            ssthresh: max_pkts as f64,
-            alpha: 1.0,
-            ..DctcpState::default()
-        }
+    fn new(p: &DcqcnParams, start: &QpStart) -> Self {
+        DcqcnState::new(start.line, p, start.now)
     }
 
-    /// `n` packets newly acknowledged, `m` of them marked; `una` is the new
-    /// oldest unacknowledged PSN and `nxt` the next to send. Returns the window in
-    /// whole packets.
-    pub fn on_ack(&mut self, g: f64, n: u32, m: u32, una: u32, nxt: u32, max_pkts: u32) -> u32 {
-        self.acked += n;
-        self.marked += m.min(n.max(m));
-        if m > 0 {
-            if !self.cut {
-                self.cwnd = (self.cwnd * (1.0 - self.alpha / 2.0)).max(1.0);
-                self.ssthresh = self.cwnd;
-                self.cut = true;
-            }
-        } else if self.cwnd < self.ssthresh {
-            self.cwnd += n as f64;
-        } else if n > 0 {
-            self.cwnd += n as f64 / self.cwnd;
-        }
-        self.cwnd = self.cwnd.min(max_pkts as f64);
-        if una >= self.win_end {
-            if self.acked > 0 {
-                let f = (self.marked as f64 / self.acked as f64).min(1.0);
-                self.alpha = (1.0 - g) * self.alpha + g * f;
-            }
-            self.acked = 0;
-            self.marked = 0;
-            self.cut = false;
-            self.win_end = nxt.max(una + 1);
-        }
-        self.window()
+    #[inline]
+    fn on_send(&mut self, p: &DcqcnParams, now: u64, wire: u64) {
+        DcqcnState::on_send(self, p, now, wire);
     }
 
-    /// A retransmission timeout: halve the window.
-    pub fn on_timeout(&mut self) -> u32 {
-        self.cwnd = (self.cwnd / 2.0).max(1.0);
-        self.ssthresh = self.cwnd;
-        self.window()
+    #[inline]
+    fn next_tx(&self) -> u64 {
+        self.next_tx
     }
 
-    /// The window in whole packets, rounded to nearest (at least 1): truncating
-    /// would lose up to a packet per flow, which under a 16-flow fan-in at
-    /// 400 Gb/s is a third of the bandwidth-delay product.
-    pub fn window(&self) -> u32 {
-        (self.cwnd.round() as u32).max(1)
+    #[inline]
+    fn on_cnp(&mut self, p: &DcqcnParams, now: u64) -> bool {
+        DcqcnState::on_cnp(self, p, now);
+        true
+    }
+
+    /// At most one CNP per `cnp_interval` (N) per queue pair.
+    #[inline]
+    fn on_ce(&mut self, p: &DcqcnParams, now: u64) -> bool {
+        if now >= self.cnp_next {
+            self.cnp_next = now + p.cnp_interval.0;
+            true
+        } else {
+            false
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn red_marking_is_linear_between_kmin_and_kmax() {
-        let e = Ecn {
-            kmin: 100,
-            kmax: 300,
-            pmax: 0.2,
-        };
-        assert_eq!(e.probability(100), 0.0);
-        assert!((e.probability(200) - 0.1).abs() < 1e-12);
-        assert_eq!(e.probability(300), 1.0);
-        let step = Ecn {
-            kmin: 100,
-            kmax: 100,
-            pmax: 1.0,
-        };
-        assert_eq!(step.probability(100), 0.0);
-        assert_eq!(step.probability(101), 1.0);
-    }
+    use crate::units::Rate;
 
     #[test]
     fn dcqcn_cut_then_fast_recovery_halves_the_gap() {
@@ -261,18 +187,5 @@ mod tests {
         assert_eq!(s.t_stage, 1);
         // α decayed once: (1 − 1/256).
         assert!((s.alpha - (1.0 - 1.0 / 256.0)).abs() < 1e-12);
-    }
-
-    #[test]
-    fn dctcp_cuts_by_half_alpha_once_per_window() {
-        let mut d = DctcpState::new(100);
-        d.alpha = 0.5;
-        d.cwnd = 40.0;
-        d.ssthresh = 40.0;
-        d.win_end = 40;
-        d.on_ack(1.0 / 16.0, 4, 4, 4, 40, 100);
-        assert!((d.cwnd - 30.0).abs() < 1e-9);
-        d.on_ack(1.0 / 16.0, 4, 4, 8, 40, 100);
-        assert!((d.cwnd - 30.0).abs() < 1e-9, "one cut per window");
     }
 }

@@ -104,6 +104,7 @@ pub mod cc;
 pub mod engine;
 pub mod flow_control;
 pub mod nic;
+pub mod recovery;
 mod sim;
 pub mod slab;
 pub mod stats;

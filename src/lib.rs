@@ -15,6 +15,8 @@
 //!   a collective into a [`dag::Dag`] of transfers and gives its closed-form α-β time.
 //! - [`topology`]: the cluster graph and its ECMP routes.
 //! - [`backend`]: executes a DAG at one fidelity and returns one [`backend::RunOutput`].
+//! - [`mechanism`]: the parameters of congestion control, ECN and flow control as a
+//!   scenario states them, shared by `config` and the backends.
 //! - [`workload`]: training steps and inference batches as DAGs; stragglers and faults.
 //! - [`metrics`], [`report`]: flow statistics and the result schema (JSON, table, CSV,
 //!   self-contained HTML with SVG charts, side-by-side comparisons).
@@ -34,6 +36,7 @@ pub mod collective;
 pub mod config;
 pub mod dag;
 pub mod demo;
+pub mod mechanism;
 pub mod metrics;
 pub mod report;
 pub mod run;

@@ -617,7 +617,7 @@ pub struct PacketSettings {
     /// ECN marking (Kmin bytes, Kmax bytes, Pmax), or `None`.
     pub ecn: Option<(u64, u64, f64)>,
     /// Congestion control.
-    pub cc: crate::backend::packet::CongestionControl,
+    pub cc: crate::mechanism::CongestionControl,
 }
 
 /// A setting present in the scenario that the chosen fidelity does not use.
@@ -2340,9 +2340,9 @@ impl Validator<'_> {
     ) -> Option<(
         Option<(u64, u64, u64)>,
         Option<(u64, u64, f64)>,
-        crate::backend::packet::CongestionControl,
+        crate::mechanism::CongestionControl,
     )> {
-        use crate::backend::packet::{pfc_headroom_needed, CongestionControl};
+        use crate::mechanism::{pfc_headroom_needed, CongestionControl};
         let f = &raw.fabric;
         let roce = kind == Some(FabricKind::Roce);
         let ib = kind == Some(FabricKind::InfiniBand);
@@ -2524,8 +2524,8 @@ impl Validator<'_> {
         &mut self,
         raw: Option<&RawDcqcn>,
         line: Rate,
-    ) -> Option<crate::backend::packet::DcqcnParams> {
-        let d = crate::backend::packet::DcqcnParams::for_line_rate(line);
+    ) -> Option<crate::mechanism::DcqcnParams> {
+        let d = crate::mechanism::DcqcnParams::for_line_rate(line);
         let empty = RawDcqcn::default();
         let r = raw.unwrap_or(&empty);
         let g = r.g.map_or(d.g, RawNumber::as_f64);
@@ -2604,7 +2604,7 @@ impl Validator<'_> {
         if !(g > 0.0 && g <= 1.0 && (0.0..=1.0).contains(&initial_alpha)) {
             return None;
         }
-        Some(crate::backend::packet::DcqcnParams {
+        Some(crate::mechanism::DcqcnParams {
             g,
             alpha_interval: alpha_interval?,
             rate_increase_interval: rate_increase_interval?,

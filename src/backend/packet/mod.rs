@@ -104,13 +104,14 @@ pub mod cc;
 pub mod engine;
 pub mod flow_control;
 pub mod nic;
+pub mod recovery;
 mod sim;
 pub mod slab;
 pub mod stats;
 pub mod switch;
 
-pub use cc::{CongestionControl, DcqcnParams, Ecn};
-pub use flow_control::FlowControl;
+pub use crate::mechanism::cc::{CongestionControl, DcqcnParams, Ecn};
+pub use crate::mechanism::flow_control::{pfc_headroom_needed, FlowControl};
 pub use stats::PacketStats;
 
 use crate::backend::{FabricCounters, LinkCounters, RunOutput};
@@ -530,27 +531,6 @@ impl PacketConfig {
         }
         Ok(())
     }
-}
-
-/// Bytes a PFC receiver must still absorb after it decides to pause a link of
-/// `rate`, one-way `latency`, whose receiving node forwards in `fwd_latency`,
-/// carrying packets of at most `max_packet` wire bytes. The usual rule is
-/// 2 × latency × rate (the PAUSE travelling up while data keeps coming down)
-/// plus 2 × MTU (the packet the sender is serializing when the PAUSE lands,
-/// and the one that crossed XOFF); Cisco, "Priority Flow Control: Build
-/// Reliable Layer 2 Infrastructure" (white paper, 2009) and IEEE 802.1Qbb
-/// Annex N. This model adds what it also has in flight: the receiver counts a
-/// packet once it is through its forwarding pipeline (`fwd_latency × rate`
-/// more bytes), and the PAUSE frame itself takes 64 bytes of serialization.
-pub fn pfc_headroom_needed(
-    rate: Rate,
-    latency: SimTime,
-    fwd_latency: SimTime,
-    max_packet: u32,
-) -> u64 {
-    let t = 2 * latency.0 as u128 + fwd_latency.0 as u128;
-    let bytes = (rate.0 as u128 * t).div_ceil(8_000_000_000_000) as u64;
-    bytes + 2 * max_packet as u64 + 64
 }
 
 /// Why a packet-level run failed.

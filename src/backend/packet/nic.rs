@@ -1,5 +1,9 @@
 //! The NIC transport: RDMA reliable-connection queue pairs with go-back-N.
 //!
+//! The transport keeps the queue pairs, their messages and the sender's
+//! round-robin; what a loss or a congestion signal does is the business of the
+//! policies it calls: [`super::recovery`] (go-back-N today) and [`super::cc`].
+//!
 //! **Queue pairs.** One per (source GPU, destination GPU), created when the
 //! first transfer between them is posted; every transfer is one message, and a
 //! pair's messages occupy consecutive PSNs in posting order (PSNs are 32-bit and
@@ -31,8 +35,9 @@
 //! [`PacketConfig::rto`]: super::PacketConfig::rto
 //! [`PacketConfig::ack_every`]: super::PacketConfig::ack_every
 
-use super::cc::{CongestionControl, DcqcnState, DctcpState};
+use super::cc::{AckInfo, CcState, QpStart};
 use super::engine::Event;
+use super::recovery::{GoBackN, Recovery, RxVerdict, SendSeq, TimerEffect};
 use super::sim::Sim;
 use super::slab::{Packet, PktKind, F_ECN, NONE};
 use super::switch::{FlowletEntry, FLOWLET_ENTRIES, NEVER};
@@ -79,12 +84,8 @@ pub struct Qp {
     pub msgs: Vec<u32>,
     /// One past the last PSN posted.
     pub posted_psn: u32,
-    /// Next PSN to send.
-    pub snd_nxt: u32,
-    /// Oldest unacknowledged PSN.
-    pub snd_una: u32,
-    /// One past the highest PSN ever sent.
-    pub snd_max: u32,
+    /// The sender's sequence space.
+    pub seq: SendSeq,
     /// Index in `msgs` of the message holding `snd_nxt`.
     pub send_cursor: u32,
     /// Index in `msgs` of the first message not fully acknowledged.
@@ -93,36 +94,21 @@ pub struct Qp {
     pub in_ring: bool,
     /// A wake-up is scheduled at this time (host-path pacing), or [`NEVER`].
     pub wake_at: u64,
-    /// Retransmission deadline, ps.
-    pub rto_deadline: u64,
-    /// An `Rto` event is pending.
-    pub rto_pending: bool,
-    /// Consecutive timeouts (backoff exponent).
-    pub rto_backoff: u32,
     /// TCP path: when the CPU has the next packet ready, ps.
     pub cpu_ready: u64,
-    /// Receiver: next expected PSN.
-    pub epsn: u32,
     /// Receiver: index in `msgs` of the first incomplete message.
     pub rcv_cursor: u32,
-    /// Receiver: a NACK for the current gap was sent.
-    pub nack_sent: bool,
     /// Receiver: packets since the last ACK.
     pub since_ack: u32,
-    /// Receiver (reordering mode): PSNs received beyond `epsn`, ring bitmap.
-    pub ooo_bits: Vec<u64>,
+    /// Loss-recovery state of the configured law, both ends.
+    pub rec: Recovery,
     /// Window of outstanding packets (the configured window, or DCTCP's cwnd).
     pub wnd: u32,
-    /// Congestion control applies (the pair crosses the network, not NVLink).
+    /// The sender obeys its congestion control (the pair crosses the network,
+    /// not NVLink); the receiver side runs either way.
     pub cc_on: bool,
-    /// DCQCN reaction point (sender).
-    pub dcqcn: DcqcnState,
-    /// DCTCP sender.
-    pub dctcp: DctcpState,
-    /// Receiver, DCQCN: no CNP before this time, ps.
-    pub cnp_next: u64,
-    /// Receiver, DCTCP: CE-marked packets since the last ACK.
-    pub ce_unacked: u32,
+    /// Congestion-control state of the configured law, both ends.
+    pub cc: CcState,
     /// Payload bytes posted.
     pub bytes_posted: u64,
     /// Data packets sent more than once.
@@ -134,24 +120,7 @@ pub struct Qp {
 impl Qp {
     #[inline]
     fn has_work(&self) -> bool {
-        self.snd_nxt < self.posted_psn
-    }
-    #[inline]
-    fn bit(&self, psn: u32) -> bool {
-        let cap = self.ooo_bits.len() as u32 * 64;
-        let i = psn & (cap - 1);
-        self.ooo_bits[(i / 64) as usize] & (1 << (i % 64)) != 0
-    }
-    #[inline]
-    fn set_bit(&mut self, psn: u32, v: bool) {
-        let cap = self.ooo_bits.len() as u32 * 64;
-        let i = psn & (cap - 1);
-        let w = &mut self.ooo_bits[(i / 64) as usize];
-        if v {
-            *w |= 1 << (i % 64);
-        } else {
-            *w &= !(1 << (i % 64));
-        }
+        self.seq.nxt < self.posted_psn
     }
 }
 
@@ -235,11 +204,6 @@ impl Sim<'_> {
         self.topo
             .next_hops(self.topo.gpus[dst as usize].node, GpuId(src), &mut hops);
         let ack_port = hops.first().ok_or(unreachable)?.0;
-        let words = if self.ooo {
-            (self.window_pkts as usize).next_power_of_two().div_ceil(64)
-        } else {
-            0
-        };
         let qpi = self.qps.len() as u32;
         self.qps.push(Qp {
             src,
@@ -249,28 +213,18 @@ impl Sim<'_> {
             hash: crate::topology::qp_hash(self.cfg.seed, src, dst, qp),
             msgs: Vec::new(),
             posted_psn: 0,
-            snd_nxt: 0,
-            snd_una: 0,
-            snd_max: 0,
+            seq: SendSeq::default(),
             send_cursor: 0,
             una_cursor: 0,
             in_ring: false,
             wake_at: NEVER,
-            rto_deadline: 0,
-            rto_pending: false,
-            rto_backoff: 0,
             cpu_ready: 0,
-            epsn: 0,
             rcv_cursor: 0,
-            nack_sent: false,
             since_ack: 0,
-            ooo_bits: vec![0; words.max(1)],
+            rec: Recovery::GoBackN(GoBackN::new(self.window_pkts, self.ooo)),
             wnd: self.window_pkts,
             cc_on: false,
-            dcqcn: DcqcnState::default(),
-            dctcp: DctcpState::default(),
-            cnp_next: 0,
-            ce_unacked: 0,
+            cc: CcState::None(super::cc::NoCc),
             bytes_posted: 0,
             retransmitted: 0,
             timeouts: 0,
@@ -285,13 +239,18 @@ impl Sim<'_> {
         let qpair = qp;
         let qp = &mut self.qps[qpi as usize];
         qp.cc_on = cc_on;
-        match self.cfg.cc {
-            CongestionControl::Dcqcn(p) => qp.dcqcn = DcqcnState::new(line, &p, now),
-            CongestionControl::Dctcp { .. } if cc_on => {
-                qp.dctcp = DctcpState::new(self.window_pkts);
-                qp.wnd = qp.dctcp.window();
+        qp.cc = CcState::new(
+            &self.cfg.cc,
+            &QpStart {
+                line,
+                max_pkts: self.window_pkts,
+                now,
+            },
+        );
+        if cc_on {
+            if let Some(w) = qp.cc.window() {
+                qp.wnd = w;
             }
-            _ => {}
         }
         if self.cfg.routing == Routing::Flowlet {
             self.flowlets
@@ -324,16 +283,17 @@ impl Sim<'_> {
                 break;
             };
             let qp = &self.qps[qpi as usize];
-            if !qp.has_work() || qp.snd_nxt - qp.snd_una >= qp.wnd {
+            let snd_nxt = qp.rec.next_psn(&qp.seq);
+            if !qp.has_work() || snd_nxt - qp.seq.una >= qp.wnd {
                 self.qps[qpi as usize].in_ring = false;
                 continue;
             }
             let m = self.msgs[qp.msgs[qp.send_cursor as usize] as usize];
-            let (snd_nxt, qp_hash, qp_dst) = (qp.snd_nxt, qp.hash, qp.dst);
-            let idx = qp.snd_nxt - m.start_psn;
+            let (qp_hash, qp_dst) = (qp.hash, qp.dst);
+            let idx = snd_nxt - m.start_psn;
             let off = idx as u64 * mtu;
             let payload = mtu.min(m.bytes - off.min(m.bytes));
-            let first = qp.snd_nxt >= qp.snd_max;
+            let first = snd_nxt >= qp.seq.max;
             let mut ready_at = 0;
             if first {
                 if let HostPath::HostStaged {
@@ -348,8 +308,8 @@ impl Sim<'_> {
                 ready_at = ready_at.max(qp.cpu_ready);
             }
             if qp.cc_on {
-                // DCQCN pacing at R_C (0 when not rate-controlled).
-                ready_at = ready_at.max(qp.dcqcn.next_tx);
+                // Pacing by the congestion control (0 when not rate-controlled).
+                ready_at = ready_at.max(qp.cc.next_tx());
             }
             if ready_at > self.now {
                 let qp = &mut self.qps[qpi as usize];
@@ -399,22 +359,17 @@ impl Sim<'_> {
             let now = self.now;
             let rto = self.cfg.rto.0;
             let qp = &mut self.qps[qpi as usize];
-            if let (true, CongestionControl::Dcqcn(params)) = (qp.cc_on, &self.cfg.cc) {
-                qp.dcqcn.on_send(params, now, wire as u64);
+            if qp.cc_on {
+                qp.cc.on_send(&self.cfg.cc, now, wire as u64);
             }
-            let nothing_outstanding = qp.snd_una >= qp.snd_max;
-            qp.snd_nxt += 1;
-            qp.snd_max = qp.snd_max.max(qp.snd_nxt);
+            let timer = qp.rec.on_send(&qp.seq, now, rto);
+            qp.seq.nxt += 1;
+            qp.seq.max = qp.seq.max.max(qp.seq.nxt);
             if last {
                 qp.send_cursor += 1;
             }
             qp.cpu_ready = now + cpu_cost;
-            if nothing_outstanding {
-                qp.rto_deadline = now + (rto << qp.rto_backoff);
-            }
-            if !qp.rto_pending {
-                qp.rto_pending = true;
-                let at = qp.rto_deadline.max(now);
+            if let Some(at) = timer {
                 self.q.push(at, Event::Rto { qp: qpi });
             }
             if qp.has_work() {
@@ -442,13 +397,10 @@ impl Sim<'_> {
             }
             PktKind::Cnp => {
                 self.stats.ctrl_received += 1;
-                if let CongestionControl::Dcqcn(p) = &self.cfg.cc {
-                    let now = self.now;
-                    let qp = &mut self.qps[k.qp as usize];
-                    if qp.cc_on {
-                        qp.dcqcn.on_cnp(p, now);
-                        self.stats.dcqcn_rate_cuts += 1;
-                    }
+                let now = self.now;
+                let qp = &mut self.qps[k.qp as usize];
+                if qp.cc_on && qp.cc.on_cnp(&self.cfg.cc, now) {
+                    self.stats.dcqcn_rate_cuts += 1;
                 }
             }
         }
@@ -456,54 +408,26 @@ impl Sim<'_> {
 
     fn receive_data(&mut self, k: &Packet) {
         let qpi = k.qp as usize;
-        if k.flags & F_ECN != 0 {
-            match self.cfg.cc {
-                CongestionControl::Dcqcn(p) => {
-                    let now = self.now;
-                    let qp = &mut self.qps[qpi];
-                    if now >= qp.cnp_next {
-                        qp.cnp_next = now + p.cnp_interval.0;
-                        self.fabric.cnps += 1;
-                        self.send_ctrl(k.qp, PktKind::Cnp, k.psn, 0);
-                    }
-                }
-                CongestionControl::Dctcp { .. } => self.qps[qpi].ce_unacked += 1,
-                CongestionControl::None => {}
-            }
+        if k.flags & F_ECN != 0 && self.qps[qpi].cc.on_ce(&self.cfg.cc, self.now) {
+            self.fabric.cnps += 1;
+            self.send_ctrl(k.qp, PktKind::Cnp, k.psn, 0);
         }
-        let ooo = self.ooo;
         let qp = &mut self.qps[qpi];
-        let epsn_before = qp.epsn;
-        let accepted = if k.psn < qp.epsn || (ooo && k.psn != qp.epsn && qp.bit(k.psn)) {
-            self.stats.data_duplicate += 1;
-            false
-        } else if k.psn == qp.epsn {
-            qp.epsn += 1;
-            qp.nack_sent = false;
-            if ooo {
-                while qp.bit(qp.epsn) {
-                    let e = qp.epsn;
-                    qp.set_bit(e, false);
-                    qp.epsn += 1;
+        let epsn_before = qp.rec.expected();
+        let accepted = match qp.rec.on_data(k.psn) {
+            RxVerdict::Accepted => true,
+            RxVerdict::Duplicate => {
+                self.stats.data_duplicate += 1;
+                false
+            }
+            RxVerdict::Discarded(nack) => {
+                self.stats.data_out_of_order += 1;
+                if let Some(e) = nack {
+                    let ce = qp.cc.take_ce_echo();
+                    self.send_ctrl(k.qp, PktKind::Nack, e, ce);
                 }
+                return;
             }
-            true
-        } else if ooo {
-            debug_assert!(
-                k.psn - qp.epsn < qp.ooo_bits.len() as u32 * 64,
-                "PSN beyond the window"
-            );
-            qp.set_bit(k.psn, true);
-            true
-        } else {
-            self.stats.data_out_of_order += 1;
-            if !qp.nack_sent {
-                qp.nack_sent = true;
-                let e = qp.epsn;
-                let ce = std::mem::take(&mut qp.ce_unacked);
-                self.send_ctrl(k.qp, PktKind::Nack, e, ce);
-            }
-            return;
         };
         if accepted {
             self.stats.data_accepted += 1;
@@ -517,7 +441,7 @@ impl Sim<'_> {
                 break;
             };
             let m = self.msgs[mi as usize];
-            if qp.epsn < m.end() {
+            if qp.rec.expected() < m.end() {
                 break;
             }
             qp.rcv_cursor += 1;
@@ -533,25 +457,17 @@ impl Sim<'_> {
                 self.task_done(m.task);
             }
         }
-        // DCTCP windows shrink to a few packets per flow under fan-in; a
-        // receiver that waited for `ack_every` packets would then stall the
-        // sender until its timeout, so DCTCP ACKs every packet (as the HPCC
-        // simulator does for every scheme: `L2_ACK_INTERVAL 1` in run.py).
-        let every = if matches!(self.cfg.cc, CongestionControl::Dctcp { .. }) {
-            1
-        } else {
-            self.cfg.ack_every
-        };
+        let every = CcState::ack_every(&self.cfg.cc, self.cfg.ack_every);
         let qp = &mut self.qps[qpi];
         // A packet that fills a gap (the expected PSN jumps past packets that
         // arrived early) is ACKed at once, as TCP does (RFC 5681 §4.2): the
         // sender may be stopped by its window on exactly those PSNs, and no
         // further packet would come to trigger a coalesced ACK.
-        let filled_gap = qp.epsn > epsn_before + 1;
+        let filled_gap = qp.rec.expected() > epsn_before + 1;
         if completed || filled_gap || qp.since_ack >= every {
             qp.since_ack = 0;
-            let e = qp.epsn;
-            let ce = std::mem::take(&mut qp.ce_unacked);
+            let e = qp.rec.expected();
+            let ce = qp.cc.take_ce_echo();
             self.send_ctrl(k.qp, PktKind::Ack, e, ce);
         }
     }
@@ -582,12 +498,12 @@ impl Sim<'_> {
         self.enqueue(port, port * self.vls + vl as usize, pkt, wire as u64);
     }
 
-    /// Moves `send_cursor` to the message holding `snd_nxt`.
+    /// Moves `send_cursor` to the message holding the next PSN to send.
     fn seek_send_cursor(&mut self, qpi: usize) {
         let qp = &mut self.qps[qpi];
         let mut c = qp.una_cursor;
         while (c as usize) < qp.msgs.len()
-            && self.msgs[qp.msgs[c as usize] as usize].end() <= qp.snd_nxt
+            && self.msgs[qp.msgs[c as usize] as usize].end() <= qp.seq.nxt
         {
             c += 1;
         }
@@ -601,35 +517,37 @@ impl Sim<'_> {
         let rto = self.cfg.rto.0;
         let max_w = self.window_pkts;
         let qp = &mut self.qps[i];
-        if let (true, CongestionControl::Dctcp { g }) = (qp.cc_on, self.cfg.cc) {
-            let n = a.saturating_sub(qp.snd_una);
-            let cut = qp.dctcp.cut;
-            qp.wnd = qp
-                .dctcp
-                .on_ack(g, n, ce, a.max(qp.snd_una), qp.snd_nxt, max_w);
-            if !cut && qp.dctcp.cut {
+        if qp.cc_on {
+            let info = AckInfo {
+                now,
+                newly_acked: a.saturating_sub(qp.seq.una),
+                ce,
+                una: a.max(qp.seq.una),
+                nxt: qp.seq.nxt,
+                nack,
+                max_pkts: max_w,
+            };
+            let r = qp.cc.on_ack(&self.cfg.cc, &info);
+            if let Some(w) = r.window {
+                qp.wnd = w;
+            }
+            if r.window_cut {
                 self.stats.dctcp_window_cuts += 1;
             }
         }
         let qp = &mut self.qps[i];
-        if a > qp.snd_una {
-            qp.snd_una = a;
-            qp.rto_backoff = 0;
-            qp.rto_deadline = now + rto;
+        let e = qp.rec.on_ack(&mut qp.seq, a, nack, now, rto);
+        if e.advanced {
             while (qp.una_cursor as usize) < qp.msgs.len()
                 && self.msgs[qp.msgs[qp.una_cursor as usize] as usize].end() <= a
             {
                 qp.una_cursor += 1;
             }
-            if qp.snd_nxt < a {
-                qp.snd_nxt = a;
-                self.seek_send_cursor(i);
-            }
         }
-        let qp = &mut self.qps[i];
-        if nack && a == qp.snd_una && a < qp.snd_nxt {
-            qp.snd_nxt = a;
+        if e.nack_rewind {
             self.stats.nack_rewinds += 1;
+        }
+        if e.moved {
             self.seek_send_cursor(i);
         }
         self.activate(qpi);
@@ -640,28 +558,21 @@ impl Sim<'_> {
         let i = qpi as usize;
         let now = self.now;
         let qp = &mut self.qps[i];
-        qp.rto_pending = false;
-        if qp.snd_una >= qp.snd_max {
-            return;
+        match qp.rec.on_timeout(&mut qp.seq, now, self.cfg.rto.0) {
+            TimerEffect::Idle => {}
+            TimerEffect::Rearm(at) => self.q.push(at, Event::Rto { qp: qpi }),
+            TimerEffect::Fired(at) => {
+                qp.timeouts += 1;
+                if qp.cc_on {
+                    if let Some(w) = qp.cc.on_timeout(&self.cfg.cc) {
+                        qp.wnd = w;
+                    }
+                }
+                self.q.push(at, Event::Rto { qp: qpi });
+                self.seek_send_cursor(i);
+                self.activate(qpi);
+            }
         }
-        if now < qp.rto_deadline {
-            qp.rto_pending = true;
-            let at = qp.rto_deadline;
-            self.q.push(at, Event::Rto { qp: qpi });
-            return;
-        }
-        qp.timeouts += 1;
-        if qp.cc_on && matches!(self.cfg.cc, CongestionControl::Dctcp { .. }) {
-            qp.wnd = qp.dctcp.on_timeout();
-        }
-        qp.snd_nxt = qp.snd_una;
-        qp.rto_backoff = (qp.rto_backoff + 1).min(6);
-        qp.rto_deadline = now + (self.cfg.rto.0 << qp.rto_backoff);
-        qp.rto_pending = true;
-        let at = qp.rto_deadline;
-        self.q.push(at, Event::Rto { qp: qpi });
-        self.seek_send_cursor(i);
-        self.activate(qpi);
     }
 
     /// A paced queue pair's bytes are ready.

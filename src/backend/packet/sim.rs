@@ -7,7 +7,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
 use super::engine::{Event, EventQueue};
-use super::flow_control::CreditLane;
+use super::flow_control::{Credits, PfcState, SharedBuffers};
 use super::nic::{Msg, Qp};
 use super::slab::{prefetch, Slab, NONE};
 use super::stats::{PacketStats, Sampler};
@@ -35,25 +35,12 @@ pub(super) struct Sim<'a> {
     pub queues: Vec<VecDeque<u32>>,
     /// Per port and lane: queued wire bytes.
     pub qbytes: Vec<u64>,
-    /// Per port and lane: the credits of the port's sender.
-    pub credit_lanes: Vec<CreditLane>,
-    /// Per port: time of the pending credit wake-up, or NEVER.
-    pub credit_wake: Vec<u64>,
-    /// log2 of the credit block when it is a power of two, else u32::MAX.
-    pub block_shift: u32,
-    /// Per port: credit blocks of the receiver's full buffer (debug checks).
-    pub credit_cap: Vec<i64>,
-    /// PFC, per link and lane (`link * vls + vl`): bytes the link's receiver
-    /// holds that arrived over it on that lane.
-    pub pfc_in: Vec<u64>,
-    /// PFC, per link and lane: the receiver has paused the sender (no RESUME yet).
-    pub pfc_sent: Vec<bool>,
-    /// PFC, per port and lane: paused until this time (NEVER = until RESUME; 0 = not paused).
-    pub paused_until: Vec<u64>,
-    /// PFC, per port and lane: when the current pause began.
-    pub pause_since: Vec<u64>,
-    /// Per node: shared-buffer bytes in use (lossy, shared buffer only).
-    pub shared_used: Vec<u64>,
+    /// Credits of every credit-controlled link.
+    pub credits: Credits,
+    /// PFC state of every network link (unused without PFC).
+    pub pfc: PfcState,
+    /// Shared-buffer occupancy per node (lossy, shared buffer only).
+    pub shared: SharedBuffers,
     /// Per node: the GPU it is, or NONE.
     pub gpu_of_node: Vec<u32>,
     pub routes: RouteCache,
@@ -134,11 +121,6 @@ impl<'a> Sim<'a> {
                 (buf / block) as i64
             })
             .collect();
-        let credit_lanes: Vec<CreditLane> = credit_cap
-            .iter()
-            .flat_map(|&c| std::iter::repeat_n(c, vls))
-            .map(CreditLane::new)
-            .collect();
         let n_tasks = dag.tasks.len();
         let mut s = Sim {
             dag,
@@ -152,19 +134,11 @@ impl<'a> Sim<'a> {
             vls,
             queues: (0..nl * vls).map(|_| VecDeque::new()).collect(),
             qbytes: vec![0; nl * vls],
-            credit_lanes,
-            credit_wake: vec![u64::MAX; nl],
-            block_shift: if cfg.credit_block_bytes.is_power_of_two() {
-                cfg.credit_block_bytes.trailing_zeros()
-            } else {
-                u32::MAX
+            credits: Credits::new(credit_cap, vls, cfg.credit_block_bytes),
+            pfc: PfcState::new(nl * vls),
+            shared: SharedBuffers {
+                used: vec![0; topo.nodes.len()],
             },
-            credit_cap,
-            shared_used: vec![0; topo.nodes.len()],
-            pfc_in: vec![0; nl * vls],
-            pfc_sent: vec![false; nl * vls],
-            paused_until: vec![0; nl * vls],
-            pause_since: vec![0; nl * vls],
             gpu_of_node,
             routes: RouteCache::default(),
             cands: Vec::with_capacity(64),
@@ -231,7 +205,7 @@ impl<'a> Sim<'a> {
             }
             if t > self.watchdog_at && self.pkts.live() > 0 {
                 if matches!(self.cfg.flow_control, FlowControl::Pfc { .. })
-                    && self.paused_until.iter().any(|&u| u > self.now)
+                    && self.pfc.paused_until.iter().any(|&u| u > self.now)
                 {
                     return Err(PacketError::PfcDeadlock {
                         at: SimTime(t),
@@ -366,11 +340,11 @@ impl<'a> Sim<'a> {
         let mut links = Vec::new();
         let mut max_q = 0;
         let mut stall = 0;
-        for (qi, u) in self.paused_until.iter_mut().enumerate() {
+        for (qi, u) in self.pfc.paused_until.iter_mut().enumerate() {
             if *u != 0 {
                 // still paused at the end (a stalled or cut-short run)
                 let p = &mut self.ports[qi / self.vls];
-                let d = end.saturating_sub(self.pause_since[qi]);
+                let d = end.saturating_sub(self.pfc.pause_since[qi]);
                 p.paused_ps += d;
                 p.stall_ps += d;
                 self.stats.pfc_paused_ps += d;
@@ -428,9 +402,9 @@ impl<'a> Sim<'a> {
             }
             for vl in 0..self.vls {
                 let qi = p * self.vls + vl;
-                let lane = &self.credit_lanes[qi];
+                let lane = &self.credits.lanes[qi];
                 let pending: i64 = lane.in_flight.iter().map(|&(_, b)| b as i64).sum();
-                if lane.credits + pending != self.credit_cap[p] {
+                if lane.credits + pending != self.credits.cap[p] {
                     self.stats.credit_leaks += 1;
                 }
             }

@@ -360,7 +360,7 @@ impl Sim<'_> {
             lanes &= !(1 << vl);
             let qi = p * self.vls + vl;
             let pkt = *self.queues[qi].front().expect("lane marked as queued");
-            if pfc && self.paused_until[qi] > now {
+            if pfc && self.pfc.paused_until[qi] > now {
                 continue;
             }
             let wire = self.pkts[pkt].wire;
@@ -430,7 +430,7 @@ impl Sim<'_> {
                 self.pfc_release(in_link as usize, in_vl, wire as u64);
             } else if flags & F_LOSSY_HELD != 0 {
                 let node = self.ports[p].from as usize;
-                self.shared_used[node] -= wire as u64;
+                self.shared.used[node] -= wire as u64;
             } else {
                 let in_vl = vl - u8::from(flags & F_VL_RAISED != 0);
                 self.return_credit(in_link, in_vl, self.blk(wire));
@@ -444,7 +444,7 @@ impl Sim<'_> {
         let nblk = self.blk(wire) as i64;
         let port = &mut self.ports[p];
         if port.credit_fc {
-            let lane = &mut self.credit_lanes[p * vls + vl as usize];
+            let lane = &mut self.credits.lanes[p * vls + vl as usize];
             lane.credits -= nblk;
             debug_assert!(lane.credits >= 0, "sent without credits");
         }
@@ -530,7 +530,7 @@ impl Sim<'_> {
             self.stats.drops_link_down += 1;
             self.drop_packet(pkt);
             if credit_fc {
-                self.credit_lanes[link as usize * self.vls + k.vl as usize].credits +=
+                self.credits.lanes[link as usize * self.vls + k.vl as usize].credits +=
                     self.blk(k.wire) as i64;
                 // The link may be up again and starved for exactly these credits.
                 self.try_send(link as usize);
@@ -594,7 +594,7 @@ impl Sim<'_> {
                 self.drop_packet(pkt);
                 return;
             }
-            self.shared_used[node as usize] += k.wire as u64;
+            self.shared.used[node as usize] += k.wire as u64;
             self.pkts[pkt].flags |= F_LOSSY_HELD;
         }
         if k.kind == PktKind::Data && self.ports[out].ecn {
@@ -800,7 +800,7 @@ impl Sim<'_> {
                         self.pfc_release(k.link as usize, in_vl, k.wire as u64);
                     } else if k.flags & F_LOSSY_HELD != 0 {
                         let node = self.ports[p].from as usize;
-                        self.shared_used[node] -= k.wire as u64;
+                        self.shared.used[node] -= k.wire as u64;
                     } else {
                         let in_vl = k.vl - u8::from(k.flags & F_VL_RAISED != 0);
                         self.return_credit(k.link, in_vl, self.blk(k.wire));

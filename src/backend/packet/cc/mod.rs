@@ -1,0 +1,277 @@
+//! Congestion signals and control: ECN marking, and the laws a queue pair
+//! runs (none, DCQCN in [`dcqcn`](DcqcnState), DCTCP in [`dctcp`](DctcpState)).
+//!
+//! **ECN** ([`Ecn`]): when a data packet joins an egress queue of a network
+//! port whose queue already holds `q` bytes, it is marked Congestion
+//! Experienced with probability 0 for `q ≤ Kmin`, `Pmax · (q − Kmin) / (Kmax −
+//! Kmin)` between the two and 1 for `q ≥ Kmax` (RED as configured for DCQCN:
+//! Zhu et al., "Congestion Control for Large-Scale RDMA Deployments", SIGCOMM
+//! 2015, §3.1; Kmin = Kmax = K gives DCTCP's step marking).
+//!
+//! # One interface, one enum arm per law
+//!
+//! Every queue pair holds one [`CcState`], the state of the law the run
+//! configured ([`CongestionControl`]), both ends of it: the reaction point at
+//! the sender and the notification point at the receiver. A law is a state
+//! struct in its own file implementing [`CcLaw`]; [`CcState`] dispatches to it
+//! by `match` (no trait objects, no allocation), passing the law's parameters
+//! from the run's configuration rather than copying them into every queue
+//! pair. The events a law sees:
+//!
+//! * [`CcLaw::on_send`]: a data packet leaves the sender (byte counters, pacing);
+//! * [`CcLaw::next_tx`]: earliest time the sender may send again (pacing);
+//! * [`CcLaw::on_ack`]: an ACK or NACK arrives, with what it acknowledges, the
+//!   CE marks it echoes and its arrival time ([`AckInfo`]);
+//! * [`CcLaw::on_cnp`]: a congestion notification packet arrives;
+//! * [`CcLaw::on_timeout`]: the retransmission timer fired;
+//! * [`CcLaw::on_ce`] / [`CcLaw::take_ce_echo`]: the receiver got a CE-marked
+//!   data packet / builds an ACK that echoes the marks.
+//!
+//! A new law (HPCC, Swift, TIMELY, InfiniBand CC) is a file here with its state
+//! and `impl CcLaw`, an arm in [`CcState`] and in the `with_law!` table below,
+//! and its parameters as an arm of [`CongestionControl`] in
+//! [`crate::mechanism::cc`]. Signals a law needs that packets do not carry yet
+//! (a send timestamp for RTT, INT records) go into [`AckInfo`] and the packet
+//! record.
+
+mod dcqcn;
+mod dctcp;
+mod none;
+
+pub use crate::mechanism::cc::{CongestionControl, DcqcnParams, Ecn};
+pub use dcqcn::DcqcnState;
+pub use dctcp::DctcpState;
+pub use none::NoCc;
+
+use crate::units::Rate;
+
+/// What the sender knows about a queue pair when it creates the law's state.
+#[derive(Clone, Copy, Debug)]
+pub struct QpStart {
+    /// Line rate of the sender's NIC, bits/s (a rate law's ceiling).
+    pub line: Rate,
+    /// Largest window the NIC allows, packets (`PacketConfig::window_bytes` / MTU).
+    pub max_pkts: u32,
+    /// Creation time, ps.
+    pub now: u64,
+}
+
+/// What an ACK or NACK tells the sender's congestion control.
+#[derive(Clone, Copy, Debug)]
+pub struct AckInfo {
+    /// Arrival time at the sender, ps.
+    pub now: u64,
+    /// Data packets this ACK newly acknowledges (0 for a duplicate), packets.
+    pub newly_acked: u32,
+    /// CE-marked data packets the ACK echoes (ECN echo), packets.
+    pub ce: u32,
+    /// Oldest unacknowledged PSN once this ACK is applied.
+    pub una: u32,
+    /// Next PSN the sender would send, before this ACK is applied.
+    pub nxt: u32,
+    /// A NACK (the receiver saw a gap at `una`), not a plain ACK.
+    pub nack: bool,
+    /// Largest window the NIC allows, packets.
+    pub max_pkts: u32,
+}
+
+/// How the law answered an ACK.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AckReaction {
+    /// New congestion window, packets (`None`: the law does not limit the window).
+    pub window: Option<u32>,
+    /// The law cut its window on this ACK (counted as a DCTCP window cut).
+    pub window_cut: bool,
+}
+
+/// The interface every congestion-control law implements, statically: the
+/// state of one queue pair (both ends) and its reactions. Defaults do nothing,
+/// so a law states only the events it answers.
+pub trait CcLaw: Sized {
+    /// The law's constants, as the run's configuration holds them.
+    type Params;
+    /// Receiver ACK interval this law needs, packets (`None`: the configured one).
+    const ACK_EVERY: Option<u32> = None;
+    /// The state of a new queue pair.
+    fn new(p: &Self::Params, start: &QpStart) -> Self;
+    /// A data packet of `wire` bytes leaves the sender at `now` (ps).
+    #[inline]
+    fn on_send(&mut self, _p: &Self::Params, _now: u64, _wire: u64) {}
+    /// Earliest time the sender may start its next packet, ps (0: unpaced).
+    #[inline]
+    fn next_tx(&self) -> u64 {
+        0
+    }
+    /// An ACK or NACK reached the sender.
+    #[inline]
+    fn on_ack(&mut self, _p: &Self::Params, _ack: &AckInfo) -> AckReaction {
+        AckReaction::default()
+    }
+    /// A CNP reached the sender at `now` (ps); true if the law cut its rate.
+    #[inline]
+    fn on_cnp(&mut self, _p: &Self::Params, _now: u64) -> bool {
+        false
+    }
+    /// The retransmission timer fired; the new window in packets, if the law
+    /// keeps one.
+    #[inline]
+    fn on_timeout(&mut self, _p: &Self::Params) -> Option<u32> {
+        None
+    }
+    /// Receiver: a CE-marked data packet arrived at `now` (ps); true if a CNP
+    /// goes back to the sender.
+    #[inline]
+    fn on_ce(&mut self, _p: &Self::Params, _now: u64) -> bool {
+        false
+    }
+    /// Receiver: an ACK or NACK is built; the CE marks it echoes (then reset).
+    #[inline]
+    fn take_ce_echo(&mut self) -> u32 {
+        0
+    }
+    /// The congestion window, packets, if the law keeps one.
+    #[inline]
+    fn window(&self) -> Option<u32> {
+        None
+    }
+}
+
+/// The congestion-control state of one queue pair: one arm per law.
+#[derive(Clone, Copy, Debug)]
+pub enum CcState {
+    /// [`CongestionControl::None`].
+    None(NoCc),
+    /// [`CongestionControl::Dcqcn`].
+    Dcqcn(DcqcnState),
+    /// [`CongestionControl::Dctcp`].
+    Dctcp(DctcpState),
+}
+
+/// Runs `$body` with `$s` bound to the law's state and `$p` to its parameters;
+/// `$none` when the state does not match the law (it cannot: a state is made
+/// from the run's law, which never changes). One line per law.
+macro_rules! with_law {
+    ($state:expr, $law:expr, |$s:ident, $p:ident| $body:expr, $none:expr) => {
+        match ($state, $law) {
+            (CcState::None($s), CongestionControl::None) => {
+                let $p = &();
+                $body
+            }
+            (CcState::Dcqcn($s), CongestionControl::Dcqcn($p)) => $body,
+            (CcState::Dctcp($s), CongestionControl::Dctcp { g: $p }) => $body,
+            #[allow(unreachable_patterns)]
+            _ => $none,
+        }
+    };
+}
+
+impl CcState {
+    /// The state of a new queue pair under `law`.
+    pub fn new(law: &CongestionControl, start: &QpStart) -> CcState {
+        match law {
+            CongestionControl::None => CcState::None(NoCc::new(&(), start)),
+            CongestionControl::Dcqcn(p) => CcState::Dcqcn(<DcqcnState as CcLaw>::new(p, start)),
+            CongestionControl::Dctcp { g } => CcState::Dctcp(<DctcpState as CcLaw>::new(g, start)),
+        }
+    }
+
+    /// Receiver ACK interval under `law`, packets, given the configured one.
+    #[inline]
+    pub fn ack_every(law: &CongestionControl, configured: u32) -> u32 {
+        let own = match law {
+            CongestionControl::None => NoCc::ACK_EVERY,
+            CongestionControl::Dcqcn(_) => DcqcnState::ACK_EVERY,
+            CongestionControl::Dctcp { .. } => DctcpState::ACK_EVERY,
+        };
+        own.unwrap_or(configured)
+    }
+
+    /// See [`CcLaw::on_send`].
+    #[inline]
+    pub fn on_send(&mut self, law: &CongestionControl, now: u64, wire: u64) {
+        with_law!(self, law, |s, p| CcLaw::on_send(s, p, now, wire), ())
+    }
+
+    /// See [`CcLaw::next_tx`].
+    #[inline]
+    pub fn next_tx(&self) -> u64 {
+        match self {
+            CcState::None(s) => CcLaw::next_tx(s),
+            CcState::Dcqcn(s) => CcLaw::next_tx(s),
+            CcState::Dctcp(s) => CcLaw::next_tx(s),
+        }
+    }
+
+    /// See [`CcLaw::on_ack`].
+    #[inline]
+    pub fn on_ack(&mut self, law: &CongestionControl, ack: &AckInfo) -> AckReaction {
+        with_law!(
+            self,
+            law,
+            |s, p| CcLaw::on_ack(s, p, ack),
+            AckReaction::default()
+        )
+    }
+
+    /// See [`CcLaw::on_cnp`].
+    #[inline]
+    pub fn on_cnp(&mut self, law: &CongestionControl, now: u64) -> bool {
+        with_law!(self, law, |s, p| CcLaw::on_cnp(s, p, now), false)
+    }
+
+    /// See [`CcLaw::on_timeout`].
+    #[inline]
+    pub fn on_timeout(&mut self, law: &CongestionControl) -> Option<u32> {
+        with_law!(self, law, |s, p| CcLaw::on_timeout(s, p), None)
+    }
+
+    /// See [`CcLaw::on_ce`].
+    #[inline]
+    pub fn on_ce(&mut self, law: &CongestionControl, now: u64) -> bool {
+        with_law!(self, law, |s, p| CcLaw::on_ce(s, p, now), false)
+    }
+
+    /// See [`CcLaw::take_ce_echo`].
+    #[inline]
+    pub fn take_ce_echo(&mut self) -> u32 {
+        match self {
+            CcState::None(s) => CcLaw::take_ce_echo(s),
+            CcState::Dcqcn(s) => CcLaw::take_ce_echo(s),
+            CcState::Dctcp(s) => CcLaw::take_ce_echo(s),
+        }
+    }
+
+    /// See [`CcLaw::window`].
+    #[inline]
+    pub fn window(&self) -> Option<u32> {
+        match self {
+            CcState::None(s) => CcLaw::window(s),
+            CcState::Dcqcn(s) => CcLaw::window(s),
+            CcState::Dctcp(s) => CcLaw::window(s),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn red_marking_is_linear_between_kmin_and_kmax() {
+        let e = Ecn {
+            kmin: 100,
+            kmax: 300,
+            pmax: 0.2,
+        };
+        assert_eq!(e.probability(100), 0.0);
+        assert!((e.probability(200) - 0.1).abs() < 1e-12);
+        assert_eq!(e.probability(300), 1.0);
+        let step = Ecn {
+            kmin: 100,
+            kmax: 100,
+            pmax: 1.0,
+        };
+        assert_eq!(step.probability(100), 0.0);
+        assert_eq!(step.probability(101), 1.0);
+    }
+}

@@ -1,0 +1,12 @@
+//! Mechanism parameters shared by the scenario (`config`) and the backends:
+//! what a user chooses (a congestion-control law and its constants, ECN
+//! thresholds, the flow control of network links), without the machinery that
+//! runs it. `config` builds and validates these types; `backend::packet`
+//! re-exports them and owns the state machines, so neither layer imports the
+//! other for them.
+
+pub mod cc;
+pub mod flow_control;
+
+pub use cc::{CongestionControl, DcqcnParams, Ecn};
+pub use flow_control::{pfc_headroom_needed, FlowControl};

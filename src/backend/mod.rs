@@ -9,7 +9,10 @@
 
 pub mod analytical;
 pub mod flow;
+mod link_event;
 pub mod packet;
+
+pub use link_event::{LinkEvent, LinkEventKind};
 
 use crate::config::Fidelity;
 use crate::dag::{Dag, DagRunner, OpTiming};

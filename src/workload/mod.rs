@@ -278,26 +278,10 @@ pub fn evaluate(
             Ok(flow::run(dag, topo, &cfg)?)
         }
         Fidelity::Packet => {
-            use crate::backend::packet::{self, LinkEvent, LinkEventKind};
+            use crate::backend::packet;
             let mut cfg = packet.cloned().unwrap_or_default();
             cfg.seed = seed;
-            cfg.link_events = faults
-                .link_events
-                .iter()
-                .map(|e| LinkEvent {
-                    at: e.at,
-                    link: e.link,
-                    kind: match e.change {
-                        flow::LinkChange::Down => LinkEventKind::Down,
-                        flow::LinkChange::Rate(r) => LinkEventKind::Rate(r),
-                    },
-                })
-                .chain(faults.bit_errors.iter().map(|&(at, link, ber)| LinkEvent {
-                    at,
-                    link,
-                    kind: LinkEventKind::Ber(ber),
-                }))
-                .collect();
+            cfg.link_events = faults.link_events.clone();
             packet::run(dag, topo, &cfg).map_err(WorkloadError::Packet)
         }
     }

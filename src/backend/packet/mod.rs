@@ -112,10 +112,12 @@ pub mod switch;
 pub use cc::{CongestionControl, DcqcnParams, Ecn};
 pub use flow_control::FlowControl;
 pub use stats::PacketStats;
+// the internals (switch.rs) name the one link-event type through this module
+pub use crate::backend::{LinkEvent, LinkEventKind};
 
 use crate::backend::{FabricCounters, LinkCounters, RunOutput};
 use crate::dag::Dag;
-use crate::topology::{LinkId, Topology};
+use crate::topology::Topology;
 use crate::units::{Rate, SimTime};
 
 /// How a forwarding point picks among equal-cost next hops.
@@ -171,30 +173,6 @@ pub enum Transport {
         /// Upper bound of the uniform extra delay per packet, picoseconds.
         jitter: SimTime,
     },
-}
-
-/// What happens to a link at a given time.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum LinkEventKind {
-    /// The link (both directions) fails: packets on it and queued for it are lost.
-    Down,
-    /// The link (both directions) comes back.
-    Up,
-    /// The link (this direction) now runs at this rate, bits/s.
-    Rate(Rate),
-    /// The link (this direction) now has this bit-error rate (probability per bit).
-    Ber(f64),
-}
-
-/// A fault or change applied to a link during the run.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct LinkEvent {
-    /// When, picoseconds of simulated time.
-    pub at: SimTime,
-    /// Which directed link.
-    pub link: LinkId,
-    /// What happens.
-    pub kind: LinkEventKind,
 }
 
 /// Every knob of the packet level. `Default` is an InfiniBand NDR-like fabric;
@@ -691,7 +669,7 @@ pub fn run_detailed(
 mod tests {
     use super::*;
     use crate::dag::Dep;
-    use crate::topology::GpuId;
+    use crate::topology::{GpuId, LinkId};
 
     fn topo(hosts: u32, gpus: u32) -> Topology {
         crate::topology::builder::small_single_switch(hosts, gpus)

@@ -8,8 +8,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Instant;
 
-use crate::backend::flow::ProgressHook;
-use crate::backend::{self, FabricCounters, LinkCounters, QpCounters, RunOutput, Sample, Series};
+use crate::backend::{
+    self, BackendConfig, BackendError, FabricCounters, LinkCounters, Observers, ProgressHook,
+    QpCounters, RunOutput, Sample, Series, TimelineRequest,
+};
 use crate::collective::{self, CollectiveError, CollectiveSpec};
 use crate::config::{AlgoChoice, CollectiveWorkload, Fidelity, Scenario, WorkloadSpec};
 use crate::dag::{Dag, TaskKind};
@@ -68,18 +70,15 @@ pub enum RunError {
     /// A collective cannot run on its communicator.
     #[error("collective: {0}")]
     Collective(#[from] CollectiveError),
-    /// The flow backend stopped.
-    #[error("flow backend: {0}")]
-    Flow(#[from] backend::flow::FlowError),
     /// The topology could not be built.
     #[error("topology: {0}")]
     Topology(#[from] crate::topology::TopologyError),
     /// The workload cannot run as configured.
     #[error("{0}")]
     Unsupported(String),
-    /// The packet backend stopped (time limit, unreachable destination).
-    #[error("packet backend: {0}")]
-    Packet(String),
+    /// A backend stopped (no path, a stalled DAG, the packet level's time limit).
+    #[error("{0}")]
+    Backend(BackendError),
     /// A PFC deadlock stopped the packet backend; [`run`] turns it into
     /// [`Report::deadlock`] rather than an error.
     #[error("PFC deadlock at {} us on a cycle of {} paused links", .0.report.detected_at_us, .0.report.cycle.len())]
@@ -104,6 +103,41 @@ pub struct DeadlockStop {
     pub links: Vec<LinkCounters>,
     /// Events simulated before it stopped.
     pub events: u64,
+}
+
+impl From<BackendError> for RunError {
+    /// A PFC deadlock keeps its cycle and counters ([`RunError::Deadlock`]);
+    /// the rest are failures.
+    fn from(e: BackendError) -> RunError {
+        use crate::report::{DeadlockHop, DeadlockReport};
+        match e {
+            BackendError::Deadlock(d) => {
+                let backend::Deadlock {
+                    at,
+                    since,
+                    cycle,
+                    fabric,
+                    links,
+                    events,
+                    ..
+                } = *d;
+                RunError::Deadlock(Box::new(DeadlockStop {
+                    report: DeadlockReport {
+                        detected_at_us: at.as_us(),
+                        stalled_since_us: since.as_us(),
+                        cycle: cycle
+                            .into_iter()
+                            .map(|(link, from, to)| DeadlockHop { link, from, to })
+                            .collect(),
+                    },
+                    fabric,
+                    links,
+                    events,
+                }))
+            }
+            other => RunError::Backend(other),
+        }
+    }
 }
 
 /// Runs `scenario` and returns its report.
@@ -398,6 +432,7 @@ pub fn spec_for(
 }
 
 /// Everything needed to execute a DAG at the chosen fidelity.
+#[derive(Clone, Copy)]
 struct Executor<'a> {
     scenario: &'a Scenario,
     topo: &'a Topology,
@@ -407,31 +442,25 @@ struct Executor<'a> {
 }
 
 impl Executor<'_> {
-    /// Runs one DAG at this fidelity.
     /// Runs one DAG at this fidelity; `horizon` is a guess of its length for the
     /// report's link timeline (zero when unknown).
     fn run_dag(&self, dag: &Dag, horizon: SimTime) -> Result<RunOutput, RunError> {
-        Ok(match self.fidelity {
-            Fidelity::Analytical => backend::analytical::run(dag, self.topo),
-            Fidelity::Flow => backend::flow::run(
-                dag,
-                self.topo,
-                &backend::flow::FlowConfig {
-                    seed: self.seed,
-                    link_timeline: self.opts.detail,
-                    timeline_horizon: horizon,
-                    // the report shows the TIMELINE_LINKS busiest over all runs; each
-                    // run keeps 4x that many candidates
-                    timeline_links: 4 * TIMELINE_LINKS,
-                    progress: self.opts.progress.clone(),
-                    ..Default::default()
-                },
-            )?,
-            Fidelity::Packet => {
-                let cfg = packet_config(self.scenario, self.seed);
-                backend::packet::run(dag, self.topo, &cfg).map_err(packet_error)?
-            }
-        })
+        let cfg = BackendConfig {
+            packet: (self.fidelity == Fidelity::Packet)
+                .then(|| packet_config(self.scenario, self.seed)),
+            ..BackendConfig::new(self.fidelity, self.seed)
+        };
+        let observers = Observers {
+            progress: self.opts.progress.clone(),
+            // the report shows the TIMELINE_LINKS busiest over all runs; each
+            // run keeps 4x that many candidates
+            link_timeline: self.opts.detail.then_some(TimelineRequest {
+                horizon,
+                links: 4 * TIMELINE_LINKS,
+            }),
+            sampling: None,
+        };
+        Ok(backend::run(dag, self.topo, &cfg, &observers)?)
     }
 }
 
@@ -546,34 +575,6 @@ fn run_traffic(
         record_flows(&mut acc.records, &dag, &out, 0);
     }
     Ok(())
-}
-
-/// A packet-level failure as a [`RunError`]; a PFC deadlock keeps its cycle.
-fn packet_error(e: backend::packet::PacketError) -> RunError {
-    use crate::report::{DeadlockHop, DeadlockReport};
-    match e {
-        backend::packet::PacketError::PfcDeadlock {
-            at,
-            since,
-            cycle,
-            fabric,
-            links,
-            events,
-        } => RunError::Deadlock(Box::new(DeadlockStop {
-            report: DeadlockReport {
-                detected_at_us: at.as_us(),
-                stalled_since_us: since.as_us(),
-                cycle: cycle
-                    .into_iter()
-                    .map(|(link, from, to)| DeadlockHop { link, from, to })
-                    .collect(),
-            },
-            fabric: *fabric,
-            links,
-            events,
-        })),
-        other => RunError::Packet(other.to_string()),
-    }
 }
 
 /// The packet level's settings for a scenario.
@@ -736,11 +737,18 @@ pub fn run_training(
             }
         }
     }
+    let exec = Executor {
+        scenario,
+        topo,
+        fidelity,
+        seed,
+        opts,
+    };
     let every: Vec<usize> = (0..scenario.faults.len()).collect();
-    let (dag, out) = run_dag_with(&step.dag, scenario, topo, fidelity, seed, &every)?;
+    let (dag, out) = run_dag_with(&exec, &step.dag, &every)?;
     acc.absorb(&out, opts.collect_links);
     let mut report = training_report(t, &step, &dag, &out);
-    report.faults = fault_effects(&step.dag, scenario, topo, fidelity, seed, out.makespan, acc)?;
+    report.faults = fault_effects(&exec, &step.dag, out.makespan, acc)?;
     Ok(report)
 }
 
@@ -749,18 +757,31 @@ pub fn run_training(
 /// ran and its output. A transfer the faults leave without a path is an error
 /// located at the fault that cut it ([`cut_error`]).
 fn run_dag_with(
+    exec: &Executor<'_>,
     dag: &crate::dag::Dag,
-    scenario: &Scenario,
-    topo: &Topology,
-    fidelity: Fidelity,
-    seed: u64,
     which: &[usize],
 ) -> Result<(crate::dag::Dag, RunOutput), RunError> {
+    let Executor {
+        scenario,
+        topo,
+        fidelity,
+        seed,
+        opts,
+    } = *exec;
     let chosen: Vec<_> = which.iter().map(|&i| scenario.faults[i].clone()).collect();
     let faults = crate::workload::faults::Applied::new(&chosen, topo);
     let d = faults.slow_dag(dag, topo).into_owned();
-    let packet = (fidelity == Fidelity::Packet).then(|| packet_config(scenario, seed));
-    match crate::workload::evaluate(&d, topo, fidelity, seed, &faults, packet.as_ref()) {
+    let cfg = BackendConfig {
+        fidelity,
+        seed,
+        link_events: faults.link_events,
+        packet: (fidelity == Fidelity::Packet).then(|| packet_config(scenario, seed)),
+    };
+    let observers = Observers {
+        progress: opts.progress.clone(),
+        ..Observers::default()
+    };
+    match backend::run(&d, topo, &cfg, &observers) {
         Ok(out) => Ok((d, out)),
         Err(e) => Err(cut_error(&d, scenario, topo, fidelity, which, e)),
     }
@@ -776,15 +797,10 @@ fn cut_error(
     topo: &Topology,
     fidelity: Fidelity,
     which: &[usize],
-    e: crate::workload::WorkloadError,
+    e: BackendError,
 ) -> RunError {
-    use crate::backend::{analytical::AnalyticalError, flow::FlowError, packet::PacketError};
-    use crate::workload::WorkloadError as W;
-    let task = match &e {
-        W::Flow(FlowError::Unreachable { task, .. })
-        | W::Analytical(AnalyticalError::Unreachable { task, .. })
-        | W::Packet(PacketError::Unreachable { task, .. }) => *task,
-        _ => return e.into(),
+    let Some(task) = e.unreachable_task() else {
+        return e.into();
     };
     let Some(kind) = dag.tasks.get(task as usize).map(|t| t.kind) else {
         return e.into();
@@ -825,26 +841,24 @@ fn cut_error(
 /// Each fault of the scenario alone against the healthy run of `dag` (`with_all`:
 /// the makespan with every fault, reused when there is only one).
 fn fault_effects(
+    exec: &Executor<'_>,
     dag: &crate::dag::Dag,
-    scenario: &Scenario,
-    topo: &Topology,
-    fidelity: Fidelity,
-    seed: u64,
     with_all: crate::units::SimTime,
     acc: &mut Accumulated,
 ) -> Result<Vec<FaultEffect>, RunError> {
+    let scenario = exec.scenario;
     let mut out = Vec::new();
     if scenario.faults.is_empty() {
         return Ok(out);
     }
-    let (_, healthy) = run_dag_with(dag, scenario, topo, fidelity, seed, &[])?;
+    let (_, healthy) = run_dag_with(exec, dag, &[])?;
     acc.events += healthy.events;
     let h = healthy.makespan.as_secs_f64();
     for (i, f) in scenario.faults.iter().enumerate() {
         let alone = if scenario.faults.len() == 1 {
             with_all
         } else {
-            let (_, o) = run_dag_with(dag, scenario, topo, fidelity, seed, &[i])?;
+            let (_, o) = run_dag_with(exec, dag, &[i])?;
             acc.events += o.events;
             o.makespan
         };
@@ -1006,10 +1020,17 @@ pub fn run_inference(
     // the DAG's size was checked against the budget (crate::budget::run)
     let b = inference::build(i, topo, seed)?;
     let every: Vec<usize> = (0..scenario.faults.len()).collect();
-    let (dag, out) = run_dag_with(&b.dag, scenario, topo, fidelity, seed, &every)?;
+    let exec = Executor {
+        scenario,
+        topo,
+        fidelity,
+        seed,
+        opts,
+    };
+    let (dag, out) = run_dag_with(&exec, &b.dag, &every)?;
     acc.absorb(&out, opts.collect_links);
     let mut report = inference::report(i, &b, &dag, &out);
-    report.faults = fault_effects(&b.dag, scenario, topo, fidelity, seed, out.makespan, acc)?;
+    report.faults = fault_effects(&exec, &b.dag, out.makespan, acc)?;
     Ok(report)
 }
 

@@ -29,10 +29,9 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 use std::fmt;
-use std::sync::Arc;
 
 use super::{FabricCounters, LinkCounters, LinkTimeline, RunOutput};
-pub use super::{LinkEvent, LinkEventKind};
+pub use super::{LinkEvent, LinkEventKind, ProgressHook, ProgressTick, PROGRESS_EVERY};
 use crate::config::Fidelity;
 use crate::dag::{Dag, DagRunner, TaskId, TaskKind};
 use crate::topology::{mix64, LinkId, Topology};
@@ -42,23 +41,8 @@ use crate::units::SimTime;
 const MAX_PATH: usize = 16;
 const _: () = assert!(MAX_PATH <= 16, "Vacated::tight_mask has 16 bits");
 
-/// Events between two calls of [`FlowConfig::progress`].
-pub const PROGRESS_EVERY: u64 = 65_536;
-
 /// Buckets per link of the link timeline (their width doubles as the run grows).
 pub const TIMELINE_BUCKETS: usize = 128;
-
-/// Where a run is, passed to the progress hook.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ProgressTick {
-    /// Events processed so far in this backend run.
-    pub events: u64,
-    /// Simulated time reached.
-    pub sim_time: SimTime,
-}
-
-/// A progress callback; called every [`PROGRESS_EVERY`] events, never per event.
-pub type ProgressHook = Arc<dyn Fn(ProgressTick) + Send + Sync>;
 
 /// Settings of the flow backend.
 #[derive(Clone, Default)]

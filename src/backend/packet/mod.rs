@@ -115,7 +115,9 @@ pub use stats::PacketStats;
 // the internals (switch.rs) name the one link-event type through this module
 pub use crate::backend::{LinkEvent, LinkEventKind};
 
-use crate::backend::{FabricCounters, LinkCounters, RunOutput};
+use crate::backend::{
+    BackendError, Deadlock, FabricCounters, LinkCounters, ProgressHook, RunOutput, PROGRESS_EVERY,
+};
 use crate::dag::Dag;
 use crate::topology::Topology;
 use crate::units::{Rate, SimTime};
@@ -608,7 +610,8 @@ pub enum PacketError {
     },
 }
 
-fn fmt_cycle(c: &[(u32, u32, u32)]) -> String {
+/// `link 3 (node 1 -> node 2) => …`, or `(none found)`.
+pub(crate) fn fmt_cycle(c: &[(u32, u32, u32)]) -> String {
     if c.is_empty() {
         return "(none found)".into();
     }
@@ -636,32 +639,103 @@ pub fn run_detailed(
     topo: &Topology,
     cfg: &PacketConfig,
 ) -> Result<(RunOutput, PacketStats), PacketError> {
+    simulate(dag, topo, cfg, None).map_err(|s| s.error)
+}
+
+/// Like [`run_detailed`], with a progress observer, and a PFC deadlock as a
+/// [`BackendError::Deadlock`] that names the operations in flight: the entry
+/// point's ([`crate::backend::run`]) view of the packet level.
+///
+/// # Errors
+/// [`BackendError::Deadlock`] for a PFC deadlock, [`BackendError::Packet`] otherwise.
+pub(crate) fn run_observed(
+    dag: &Dag,
+    topo: &Topology,
+    cfg: &PacketConfig,
+    progress: Option<&ProgressHook>,
+) -> Result<(RunOutput, PacketStats), BackendError> {
+    simulate(dag, topo, cfg, progress).map_err(|s| match s.error {
+        PacketError::PfcDeadlock {
+            at,
+            since,
+            cycle,
+            fabric,
+            links,
+            events,
+        } => BackendError::Deadlock(Box::new(Deadlock {
+            at,
+            since,
+            cycle,
+            ops_in_flight: s
+                .ops_in_flight
+                .iter()
+                .filter_map(|&o| dag.ops.get(o as usize).map(|op| op.label.clone()))
+                .collect(),
+            fabric: *fabric,
+            links,
+            events,
+        })),
+        e => BackendError::Packet(e),
+    })
+}
+
+/// A packet run that stopped early: why, and the operations (indices into
+/// `Dag::ops`) that had a task started and not done, read before `finish`
+/// consumes the runner.
+struct Stopped {
+    error: PacketError,
+    ops_in_flight: Vec<u32>,
+}
+
+impl From<PacketError> for Stopped {
+    fn from(error: PacketError) -> Stopped {
+        Stopped {
+            error,
+            ops_in_flight: Vec::new(),
+        }
+    }
+}
+
+fn simulate(
+    dag: &Dag,
+    topo: &Topology,
+    cfg: &PacketConfig,
+    progress: Option<&ProgressHook>,
+) -> Result<(RunOutput, PacketStats), Stopped> {
     cfg.validate(topo)?;
     if dag
         .tasks
         .iter()
         .any(|t| matches!(t.kind, crate::dag::TaskKind::NetTransfer { .. }))
     {
-        return Err(sim::net_transfer_unsupported());
+        return Err(sim::net_transfer_unsupported().into());
     }
     let mut s = sim::Sim::new(dag, topo, cfg);
+    if let Some(p) = progress {
+        s.progress = Some(p.clone());
+        s.next_progress = PROGRESS_EVERY;
+    }
     match s.run() {
         Ok(()) => Ok(s.finish()),
         // A deadlock is a finding: it keeps the counters of what led to it.
         Err(PacketError::PfcDeadlock {
             at, since, cycle, ..
         }) => {
+            let ops_in_flight = s.runner.ops_in_flight();
             let (out, _) = s.finish();
-            Err(PacketError::PfcDeadlock {
-                at,
-                since,
-                cycle,
-                fabric: Box::new(out.fabric),
-                links: out.links,
-                events: out.events,
+            Err(Stopped {
+                error: PacketError::PfcDeadlock {
+                    at,
+                    since,
+                    cycle,
+                    fabric: Box::new(out.fabric),
+                    links: out.links,
+                    events: out.events,
+                },
+                ops_in_flight,
             })
         }
-        Err(e) => Err(e),
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -116,10 +116,10 @@ impl From<BackendError> for RunError {
                     at,
                     since,
                     cycle,
+                    ops_in_flight,
                     fabric,
                     links,
                     events,
-                    ..
                 } = *d;
                 RunError::Deadlock(Box::new(DeadlockStop {
                     report: DeadlockReport {
@@ -129,6 +129,8 @@ impl From<BackendError> for RunError {
                             .into_iter()
                             .map(|(link, from, to)| DeadlockHop { link, from, to })
                             .collect(),
+                        during: None,
+                        ops_in_flight,
                     },
                     fabric,
                     links,
@@ -136,6 +138,20 @@ impl From<BackendError> for RunError {
                 }))
             }
             other => RunError::Backend(other),
+        }
+    }
+}
+
+impl RunError {
+    /// A deadlock named after the run of the scenario it stopped (`during`);
+    /// other errors unchanged.
+    fn during(self, during: impl FnOnce() -> String) -> RunError {
+        match self {
+            RunError::Deadlock(mut stop) => {
+                stop.report.during = Some(during());
+                RunError::Deadlock(stop)
+            }
+            other => other,
         }
     }
 }
@@ -505,9 +521,11 @@ fn run_collectives(
             } else {
                 SimTime::ZERO
             };
-            let mut out = exec.run_dag(&dag, horizon)?;
-            acc.absorb(&out, exec.opts.collect_links);
             let label = format!("{} {}", spec.op.name(), format_bytes(bytes));
+            let mut out = exec
+                .run_dag(&dag, horizon)
+                .map_err(|e| e.during(|| label.clone()))?;
+            acc.absorb(&out, exec.opts.collect_links);
             if let Some(m) = &mut acc.matrix {
                 m.add(&dag, topo);
             }
@@ -783,7 +801,27 @@ fn run_dag_with(
     };
     match backend::run(&d, topo, &cfg, &observers) {
         Ok(out) => Ok((d, out)),
-        Err(e) => Err(cut_error(&d, scenario, topo, fidelity, which, e)),
+        Err(e) => {
+            Err(cut_error(&d, scenario, topo, fidelity, which, e)
+                .during(|| run_name(scenario, which)))
+        }
+    }
+}
+
+/// Which run of a training or inference scenario `which` (indices of its faults)
+/// is: with every fault, healthy (for the comparison), or with one fault alone.
+fn run_name(scenario: &Scenario, which: &[usize]) -> String {
+    let what = match scenario.workload {
+        WorkloadSpec::Inference(_) => "inference batch",
+        _ => "training step",
+    };
+    let faults = &scenario.faults;
+    match which {
+        [] if faults.is_empty() => what.to_string(),
+        [] => format!("healthy {what} (the faults' baseline)"),
+        _ if which.len() == faults.len() => format!("{what} with every fault"),
+        [i] => format!("{what} with fault {:?} alone", faults[*i].name),
+        _ => format!("{what} with faults {which:?}"),
     }
 }
 

@@ -8,6 +8,7 @@
 //! ([`crate::run::RunOptions::detail`]) and the run modeled them; absent, they are
 //! left out of the JSON, so existing keys and documents are unchanged.
 
+pub mod assemble;
 pub mod compare;
 pub mod csv;
 pub mod html;

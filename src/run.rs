@@ -38,7 +38,8 @@ pub struct RunOptions {
     pub detail: bool,
     /// Keep per-transfer records for `flows.csv` (capped, see [`FlowRecords`]).
     pub flow_records: bool,
-    /// Called every few tens of thousands of backend events (never per event).
+    /// Called every few tens of thousands of backend events (never per event),
+    /// at every fidelity and for every workload kind ([`backend::Observers::progress`]).
     pub progress: Option<ProgressHook>,
 }
 

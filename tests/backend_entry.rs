@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use fabricsim::backend::{
     self, BackendConfig, BackendError, LinkEvent, LinkEventKind, Observers, ProgressHook,
-    ProgressTick, RunOutput, PROGRESS_EVERY,
+    ProgressTick, RunOutput, Sampling, TimelineRequest, PROGRESS_EVERY,
 };
 use fabricsim::collective::{self, Algorithm, CollectiveOp, CollectiveSpec};
 use fabricsim::config::{self, Fidelity};
@@ -216,6 +216,40 @@ fn the_packet_level_calls_the_progress_observer_without_changing_results() {
         assert!(t.sim_time <= plain.makespan);
     }
     assert!(ticks.windows(2).all(|w| w[0].sim_time <= w[1].sim_time));
+}
+
+#[test]
+fn sampling_and_the_link_timeline_come_from_the_fidelities_that_model_them() {
+    // Sampling fills the packet level's queue series; the link timeline is the
+    // flow level's bytes per link and bucket. Neither changes the result, and
+    // a fidelity that does not model one leaves it empty rather than zero.
+    let topo = leaf_spine();
+    let dag = ring(&topo, 4 << 20);
+    let watch = Observers {
+        progress: None,
+        link_timeline: Some(TimelineRequest {
+            horizon: SimTime::ZERO,
+            links: 0,
+        }),
+        sampling: Some(Sampling {
+            interval: SimTime::from_ns(500),
+            ports: 4,
+            max_samples: 64,
+        }),
+    };
+    for f in FIDELITIES {
+        let cfg = at(f, Vec::new());
+        let plain = backend::run(&dag, &topo, &cfg, &Observers::default()).unwrap();
+        let watched = backend::run(&dag, &topo, &cfg, &watch).unwrap();
+        assert!(same_result(&plain, &watched), "{f:?}");
+        assert_eq!(!watched.series.is_empty(), f == Fidelity::Packet, "{f:?}");
+        assert!(watched.series.iter().all(|s| s.samples.len() <= 64));
+        assert_eq!(
+            watched.link_timeline.is_some(),
+            f == Fidelity::Flow,
+            "{f:?}"
+        );
+    }
 }
 
 #[test]

@@ -108,7 +108,7 @@ impl Accumulated {
         checked_sum(&mut self.makespan.0, time.0, "makespan (ps)", ov);
     }
 
-    /// Adds one backend run of `dag` named `label` (e.g. `all_reduce 1MiB`):
+    /// Adds one backend run of `dag` named `label` (e.g. `allreduce 1MiB`):
     /// its counters and flows, and with the chart sections its traffic, its
     /// series and its link timeline laid after the runs before it;
     /// `collective_bytes` labels its transfer records (0 outside a sweep).

@@ -293,7 +293,7 @@ pub struct DeadlockReport {
     /// The cycle of paused links (empty if paused links formed no cycle).
     pub cycle: Vec<DeadlockHop>,
     /// Which of the scenario's runs froze, when it has several: a collective
-    /// size (`all_reduce 1MiB`), or a training step / inference batch with every
+    /// size (`allreduce 1MiB`), or a training step / inference batch with every
     /// fault, healthy, or with one fault alone. Absent for a traffic pattern.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub during: Option<String>,

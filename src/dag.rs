@@ -307,7 +307,8 @@ pub struct DagRunner {
     /// Successors: CSR over tasks; entries packed `succ << 1 | on_sent`.
     succ_start: Vec<u32>,
     succ: Vec<u32>,
-    sent_fired: Vec<bool>,
+    /// Per task: 0 waiting or running, 1 sent (its last byte left), 2 done.
+    state: Vec<u8>,
     /// When each task started (became ready), picoseconds.
     pub started_at: Vec<SimTime>,
     /// When each task completed, picoseconds.
@@ -353,7 +354,7 @@ impl DagRunner {
             pending,
             succ_start: count,
             succ,
-            sent_fired: vec![false; n],
+            state: vec![0; n],
             started_at: vec![SimTime::ZERO; n],
             done_at: vec![SimTime::ZERO; n],
             op_timing: vec![OpTiming::default(); dag.ops.len().max(1)],
@@ -405,8 +406,8 @@ impl DagRunner {
 
     /// Task `t`'s last byte left its source at `now`.
     pub fn sent(&mut self, t: TaskId, now: SimTime, ready: &mut Vec<TaskId>) {
-        if !self.sent_fired[t.0 as usize] {
-            self.sent_fired[t.0 as usize] = true;
+        if self.state[t.0 as usize] == 0 {
+            self.state[t.0 as usize] = 1;
             self.release(t, true, now, ready);
         }
     }
@@ -414,6 +415,7 @@ impl DagRunner {
     /// Task `t` completed at `now` (implies sent).
     pub fn done(&mut self, t: TaskId, now: SimTime, ready: &mut Vec<TaskId>) {
         self.sent(t, now, ready);
+        self.state[t.0 as usize] = 2;
         self.completed += 1;
         self.done_at[t.0 as usize] = now;
         self.last_done = self.last_done.max(now);
@@ -428,6 +430,19 @@ impl DagRunner {
     pub fn completed(&self) -> usize {
         self.completed
     }
+    /// Operations (indices into `Dag::ops`) with a task whose dependencies were
+    /// met and that is not done, each once, in index order: what a run that
+    /// stopped early (a deadlock) was doing.
+    pub fn ops_in_flight(&self) -> Vec<u32> {
+        let mut ops: Vec<u32> = (0..self.pending.len())
+            .filter(|&t| self.pending[t] == 0 && self.state[t] != 2)
+            .map(|t| self.ops_of[t])
+            .collect();
+        ops.sort_unstable();
+        ops.dedup();
+        ops
+    }
+
     /// True when every task completed.
     pub fn finished(&self) -> bool {
         self.completed == self.pending.len()

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 
-use fabricsim::backend::flow::{ProgressHook, ProgressTick};
+use fabricsim::backend::{ProgressHook, ProgressTick};
 use fabricsim::check::compare::{self, CheckOptions};
 use fabricsim::check::{calibrate, cluster, nccltests};
 use fabricsim::collective::CollectiveOp;

@@ -1,37 +1,30 @@
-//! Runs a validated [`Scenario`] at one fidelity and assembles its [`Report`].
-//!
-//! With [`RunOptions::detail`] it also derives the report's chart data from the
-//! DAGs and the backend outputs: the FCT CDF, the host × host traffic matrix, the
-//! utilization timeline of the busiest links and the backend's sampled series.
+//! Runs a validated [`Scenario`] at one fidelity: builds its topology and DAGs,
+//! runs each through [`backend::run`] and hands the outputs to
+//! [`crate::report::assemble`], which builds the [`Report`].
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Instant;
 
-use crate::backend::flow::ProgressHook;
-use crate::backend::{self, FabricCounters, LinkCounters, QpCounters, RunOutput, Sample, Series};
+use crate::backend::{
+    self, BackendConfig, BackendError, FabricCounters, LinkCounters, Observers, ProgressHook,
+    RunOutput, TimelineRequest,
+};
 use crate::collective::{self, CollectiveError, CollectiveSpec};
 use crate::config::usage::Usage;
 use crate::config::{AlgoChoice, CollectiveWorkload, Fidelity, Scenario, WorkloadSpec};
 use crate::dag::{Dag, TaskKind};
-use crate::metrics::FlowAccumulator;
+use crate::report::assemble::Outcome;
 use crate::report::workload::{FaultEffect, InferenceReport, OpTime, TrainingReport};
-use crate::report::{
-    CollectiveRow, FabricReport, FlowRecord, FlowRecords, LinkReport, LinkTimelineReport,
-    LinkUtilization, Report, SimStats, TimelineSegment, TopologySummary, TrafficMatrix,
-};
-use crate::topology::{GpuId, LinkId, NodeKind, Topology};
+use crate::report::{CollectiveRow, Report};
+use crate::topology::{GpuId, NodeKind, Topology};
 use crate::units::{format_bytes, SimTime};
 use crate::workload::{inference, training};
 
-/// Most cells per side of the traffic matrix.
-pub const MATRIX_MAX: u32 = 64;
-/// Links kept in the utilization timeline.
-pub const TIMELINE_LINKS: usize = 32;
-/// Time buckets of the utilization timeline.
-pub const TIMELINE_BUCKETS: usize = 100;
-/// Series kept, and points per series.
-pub const SERIES_MAX: (usize, usize) = (8, 400);
+// Report assembly moved to `report::assemble`; these keep their `run::` paths.
+pub use crate::report::assemble::{
+    fnv1a, link_name, Accumulated, MATRIX_MAX, SERIES_MAX, TIMELINE_BUCKETS, TIMELINE_LINKS,
+};
 
 /// Choices made on the command line that override the scenario file.
 #[derive(Clone, Default)]
@@ -46,7 +39,8 @@ pub struct RunOptions {
     pub detail: bool,
     /// Keep per-transfer records for `flows.csv` (capped, see [`FlowRecords`]).
     pub flow_records: bool,
-    /// Called every few tens of thousands of backend events (never per event).
+    /// Called every few tens of thousands of backend events (never per event),
+    /// at every fidelity and for every workload kind ([`backend::Observers::progress`]).
     pub progress: Option<ProgressHook>,
 }
 
@@ -69,18 +63,15 @@ pub enum RunError {
     /// A collective cannot run on its communicator.
     #[error("collective: {0}")]
     Collective(#[from] CollectiveError),
-    /// The flow backend stopped.
-    #[error("flow backend: {0}")]
-    Flow(#[from] backend::flow::FlowError),
     /// The topology could not be built.
     #[error("topology: {0}")]
     Topology(#[from] crate::topology::TopologyError),
     /// The workload cannot run as configured.
     #[error("{0}")]
     Unsupported(String),
-    /// The packet backend stopped (time limit, unreachable destination).
-    #[error("packet backend: {0}")]
-    Packet(String),
+    /// A backend stopped (no path, a stalled DAG, the packet level's time limit).
+    #[error("{0}")]
+    Backend(BackendError),
     /// A PFC deadlock stopped the packet backend; [`run`] turns it into
     /// [`Report::deadlock`] rather than an error.
     #[error("PFC deadlock at {} us on a cycle of {} paused links", .0.report.detected_at_us, .0.report.cycle.len())]
@@ -107,6 +98,57 @@ pub struct DeadlockStop {
     pub events: u64,
 }
 
+impl From<BackendError> for RunError {
+    /// A PFC deadlock keeps its cycle and counters ([`RunError::Deadlock`]);
+    /// the rest are failures.
+    fn from(e: BackendError) -> RunError {
+        use crate::report::{DeadlockHop, DeadlockReport};
+        match e {
+            BackendError::Deadlock(d) => {
+                let backend::Deadlock {
+                    at,
+                    since,
+                    cycle,
+                    ops_in_flight,
+                    fabric,
+                    links,
+                    events,
+                } = *d;
+                RunError::Deadlock(Box::new(DeadlockStop {
+                    report: DeadlockReport {
+                        detected_at_us: at.as_us(),
+                        stalled_since_us: since.as_us(),
+                        cycle: cycle
+                            .into_iter()
+                            .map(|(link, from, to)| DeadlockHop { link, from, to })
+                            .collect(),
+                        during: None,
+                        ops_in_flight,
+                    },
+                    fabric,
+                    links,
+                    events,
+                }))
+            }
+            other => RunError::Backend(other),
+        }
+    }
+}
+
+impl RunError {
+    /// A deadlock named after the run of the scenario it stopped (`during`);
+    /// other errors unchanged.
+    fn during(self, during: impl FnOnce() -> String) -> RunError {
+        match self {
+            RunError::Deadlock(mut stop) => {
+                stop.report.during = Some(during());
+                RunError::Deadlock(stop)
+            }
+            other => other,
+        }
+    }
+}
+
 /// Runs `scenario` and returns its report.
 ///
 /// # Errors
@@ -131,7 +173,7 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
     crate::budget::run(scenario, &topo, fidelity)
         .check(budget)
         .map_err(|e| RunError::Budget(e.to_string()))?;
-    let mut acc = Accumulated::default();
+    let mut acc = Accumulated::new(opts.collect_links, opts.detail, opts.flow_records);
     let (mut training, mut inference) = (None, None);
     let packet = read_backend_keys(scenario, fidelity, seed, &mut usage);
     let exec = Executor {
@@ -140,7 +182,7 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
         fidelity,
         seed,
         opts,
-        packet,
+        packet: packet.as_ref(),
     };
     read_model_workload_keys(scenario, fidelity, &mut usage);
     let outcome = match &scenario.workload {
@@ -169,186 +211,26 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
                 links,
                 events,
             } = *stop;
-            // What moved before the fabric froze: PAUSE frames, queues, bytes.
-            acc.absorb(
-                &RunOutput {
-                    fabric,
-                    links,
-                    events,
-                    ..RunOutput::default()
-                },
-                opts.collect_links,
-            );
+            acc.add_stopped(fabric, links, events);
             Some(report)
         }
         Err(e) => return Err(e),
     };
-    if let Some(name) = acc.overflowed {
+    if let Some(name) = acc.overflowed() {
         return Err(RunError::Unsupported(format!(
             "the run's {name} summed over its sizes and steps exceeds 2^64; fewer or smaller workload sizes"
         )));
     }
-    let wall_s = wall.elapsed().as_secs_f64();
-    let detail = opts.detail && fidelity != Fidelity::Analytical;
-    let fct_cdf = (detail && acc.flows.stats().count > 0).then(|| acc.flows.cdf());
-    let traffic_matrix = acc.matrix.take().map(|m| m.finish());
-    let link_timeline = acc.timeline.finish(&topo);
-    let series = top_series(std::mem::take(&mut acc.series));
-    let mut links: Vec<LinkCounters> = acc.links.into_values().collect();
-    links.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.link.cmp(&b.link)));
-    let mut queue_pairs: Vec<QpCounters> = acc.queue_pairs.into_values().collect();
-    queue_pairs.sort_by(|a, b| {
-        (b.retransmitted_packets, b.timeouts)
-            .cmp(&(a.retransmitted_packets, a.timeouts))
-            .then((a.src, a.dst).cmp(&(b.src, b.dst)))
-    });
-    Ok(Report {
-        scenario: scenario.name.clone(),
-        fidelity: fidelity.name().to_string(),
+    let outcome = Outcome {
+        fidelity,
         seed,
-        version: env!("CARGO_PKG_VERSION").to_string(),
-        scenario_hash: format!("{:016x}", fnv1a(format!("{scenario:?}").as_bytes())),
-        topology: TopologySummary {
-            shape: topo.shape.clone(),
-            hosts: topo.hosts,
-            gpus: topo.num_gpus(),
-            switches: topo.num_switches(),
-            links: topo.links.len(),
-        },
-        collectives: acc.rows,
-        makespan_us: acc.makespan.as_us(),
-        flows: {
-            let mut f = acc.flows.stats();
-            if !fidelity.models(backend::Counter::FctSlowdown) {
-                f.slowdown = None;
-            }
-            f
-        },
-        fabric: FabricReport::new(&acc.fabric, fidelity),
-        links: links.iter().map(|l| LinkReport::new(l, fidelity)).collect(),
-        queue_pairs,
         training,
         inference,
         ignored_settings: usage.ignored(scenario.workload.kind_name(), fidelity),
         deadlock,
-        fct_cdf,
-        traffic_matrix,
-        link_timeline,
-        series,
-        flow_records: acc.records,
-        sim: SimStats {
-            events: acc.events,
-            wall_s,
-            events_per_s: if wall_s > 0.0 {
-                acc.events as f64 / wall_s
-            } else {
-                0.0
-            },
-        },
-    })
-}
-
-/// What the runs of one scenario add up to (flows, counters, events).
-#[derive(Default)]
-pub struct Accumulated {
-    rows: Vec<CollectiveRow>,
-    makespan: SimTime,
-    flows: FlowAccumulator,
-    fabric: FabricCounters,
-    /// Per link id, summed over the runs (a map: a sweep merges thousands of links per size).
-    links: BTreeMap<u32, LinkCounters>,
-    /// Per (source, destination) GPU, summed over the runs.
-    queue_pairs: BTreeMap<(u32, u32), QpCounters>,
-    events: u64,
-    matrix: Option<MatrixAcc>,
-    timeline: TimelineAcc,
-    series: Vec<Series>,
-    records: FlowRecords,
-    /// The first counter whose sum over the runs would not fit in `u64`.
-    overflowed: Option<&'static str>,
-}
-
-/// `*into += v`, or records `name` as overflowed and leaves `into` unchanged:
-/// totals summed over sizes, steps and faults are checked, never wrapped or
-/// saturated. (Validation keeps a run's bytes under 2⁶² and its times under
-/// 2⁶⁰ ps per size, so this only trips on inputs past those bounds.)
-fn checked_sum(into: &mut u64, v: u64, name: &'static str, overflowed: &mut Option<&'static str>) {
-    match into.checked_add(v) {
-        Some(x) => *into = x,
-        None => {
-            overflowed.get_or_insert(name);
-        }
-    }
-}
-
-impl Accumulated {
-    fn absorb(&mut self, out: &RunOutput, collect_links: bool) {
-        let o = &out.fabric;
-        let ov = &mut self.overflowed;
-        checked_sum(&mut self.makespan.0, out.makespan.0, "makespan (ps)", ov);
-        self.flows.add_all(&out.transfer_fct, &out.transfer_ideal);
-        let f = &mut self.fabric;
-        // each counter summed under its own name, so an overflow says which
-        macro_rules! sum {
-            ($($field:ident),*) => {
-                $(checked_sum(&mut f.$field, o.$field, stringify!($field), ov);)*
-            };
-        }
-        sum!(
-            bytes_delivered,
-            bytes_sent,
-            drops,
-            drops_corrupted,
-            bytes_dropped,
-            ecn_marks,
-            pfc_pause_frames,
-            retransmitted_packets,
-            credit_stall_ps,
-            cnps,
-            timeouts
-        );
-        f.max_queue_bytes = f.max_queue_bytes.max(o.max_queue_bytes);
-        checked_sum(&mut self.events, out.events, "events", ov);
-        if collect_links {
-            merge_links(&mut self.links, &out.links);
-            for q in &out.queue_pairs {
-                let e = self
-                    .queue_pairs
-                    .entry((q.src, q.dst))
-                    .or_insert(QpCounters {
-                        src: q.src,
-                        dst: q.dst,
-                        ..QpCounters::default()
-                    });
-                e.messages += q.messages;
-                e.bytes += q.bytes;
-                e.retransmitted_packets += q.retransmitted_packets;
-                e.timeouts += q.timeouts;
-            }
-        }
-    }
-}
-
-/// Adds `new` link counters into `into` (summing bytes, keeping maxima), by link id.
-fn merge_links(into: &mut BTreeMap<u32, LinkCounters>, new: &[LinkCounters]) {
-    for l in new {
-        match into.entry(l.link) {
-            std::collections::btree_map::Entry::Occupied(mut e) => {
-                let x = e.get_mut();
-                x.bytes += l.bytes;
-                x.drops += l.drops;
-                x.stall_ps += l.stall_ps;
-                x.paused_ps += l.paused_ps;
-                x.pause_frames += l.pause_frames;
-                x.max_queue_bytes = x.max_queue_bytes.max(l.max_queue_bytes);
-                x.utilization = x.utilization.max(l.utilization);
-                x.avg_queue_bytes = x.avg_queue_bytes.max(l.avg_queue_bytes);
-            }
-            std::collections::btree_map::Entry::Vacant(e) => {
-                e.insert(l.clone());
-            }
-        }
-    }
+        wall_s: wall.elapsed().as_secs_f64(),
+    };
+    Ok(acc.finish(scenario, &topo, outcome))
 }
 
 /// The communicator of a collective workload: every GPU of the cluster.
@@ -751,45 +633,42 @@ pub fn ignored_settings(
 }
 
 /// Everything needed to execute a DAG at the chosen fidelity.
+#[derive(Clone, Copy)]
 struct Executor<'a> {
     scenario: &'a Scenario,
     topo: &'a Topology,
     fidelity: Fidelity,
     seed: u64,
     opts: &'a RunOptions,
-    /// The packet level's settings, at the packet fidelity.
-    packet: Option<backend::packet::PacketConfig>,
+    /// The packet level's settings as the run read them (at the packet
+    /// fidelity; `None` elsewhere, or where a caller builds them itself).
+    packet: Option<&'a backend::packet::PacketConfig>,
 }
 
 impl Executor<'_> {
-    /// Runs one DAG at this fidelity.
     /// Runs one DAG at this fidelity; `horizon` is a guess of its length for the
     /// report's link timeline (zero when unknown).
     fn run_dag(&self, dag: &Dag, horizon: SimTime) -> Result<RunOutput, RunError> {
-        Ok(match self.fidelity {
-            Fidelity::Analytical => backend::analytical::run(dag, self.topo),
-            Fidelity::Flow => backend::flow::run(
-                dag,
-                self.topo,
-                &backend::flow::FlowConfig {
-                    seed: self.seed,
-                    link_timeline: self.opts.detail,
-                    timeline_horizon: horizon,
-                    // the report shows the TIMELINE_LINKS busiest over all runs; each
-                    // run keeps 4x that many candidates
-                    timeline_links: 4 * TIMELINE_LINKS,
-                    progress: self.opts.progress.clone(),
-                    ..Default::default()
-                },
-            )?,
-            Fidelity::Packet => {
-                let cfg = match &self.packet {
-                    Some(cfg) => std::borrow::Cow::Borrowed(cfg),
-                    None => std::borrow::Cow::Owned(packet_config(self.scenario, self.seed)),
-                };
-                backend::packet::run(dag, self.topo, &cfg).map_err(packet_error)?
-            }
-        })
+        let cfg = BackendConfig {
+            // read once per run by `read_backend_keys`, which records its keys
+            packet: match self.packet {
+                Some(cfg) => Some(cfg.clone()),
+                None => (self.fidelity == Fidelity::Packet)
+                    .then(|| packet_config(self.scenario, self.seed)),
+            },
+            ..BackendConfig::new(self.fidelity, self.seed)
+        };
+        let observers = Observers {
+            progress: self.opts.progress.clone(),
+            // the report shows the TIMELINE_LINKS busiest over all runs; each
+            // run keeps 4x that many candidates
+            link_timeline: self.opts.detail.then_some(TimelineRequest {
+                horizon,
+                links: 4 * TIMELINE_LINKS,
+            }),
+            sampling: None,
+        };
+        Ok(backend::run(dag, self.topo, &cfg, &observers)?)
     }
 }
 
@@ -803,10 +682,10 @@ fn run_collectives(
     let ranks = all_ranks(topo);
     let n = ranks.len() as u32;
     if exec.opts.detail && exec.fidelity != Fidelity::Analytical {
-        acc.matrix = Some(MatrixAcc::new(topo.hosts));
+        acc.keep_matrix(topo.hosts);
     }
     if exec.opts.flow_records {
-        acc.records.stride = 1;
+        acc.keep_every_record();
     }
     for &bytes in &w.sizes {
         let spec = spec_for(w, bytes, &ranks, topo)?;
@@ -815,15 +694,7 @@ fn run_collectives(
             // closed forms: no DAG, so 100k+ GPUs cost O(N)
             let t = collective::analytical_time(&spec, &ranks, topo)?;
             let moved = collective::traffic_bytes(&spec, &ranks, topo)?;
-            let ov = &mut acc.overflowed;
-            checked_sum(
-                &mut acc.fabric.bytes_delivered,
-                moved,
-                "bytes_delivered",
-                ov,
-            );
-            checked_sum(&mut acc.fabric.bytes_sent, moved, "bytes_sent", ov);
-            checked_sum(&mut acc.makespan.0, t.0, "makespan (ps)", ov);
+            acc.add_closed_form(moved, t);
             t
         } else {
             let mut dag = Dag::new();
@@ -836,23 +707,11 @@ fn run_collectives(
             } else {
                 SimTime::ZERO
             };
-            let mut out = exec.run_dag(&dag, horizon)?;
-            acc.absorb(&out, exec.opts.collect_links);
             let label = format!("{} {}", spec.op.name(), format_bytes(bytes));
-            if let Some(m) = &mut acc.matrix {
-                m.add(&dag, topo);
-            }
-            if exec.opts.detail {
-                let offset = acc.timeline.end;
-                for s in &out.series {
-                    acc.series
-                        .push(shift(s, offset.as_secs_f64() * 1e6, &label));
-                }
-                acc.timeline.add(&label, &mut out);
-            }
-            if exec.opts.flow_records {
-                record_flows(&mut acc.records, &dag, &out, bytes);
-            }
+            let mut out = exec
+                .run_dag(&dag, horizon)
+                .map_err(|e| e.during(|| label.clone()))?;
+            acc.add_run(&label, &dag, topo, &mut out, bytes);
             let t = out.op_timing[0];
             let time = t.end - t.start;
             let mut r = row(w, &spec, n, time.as_secs_f64());
@@ -860,10 +719,10 @@ fn run_collectives(
             if wire > 0 && time > SimTime::ZERO {
                 r.wirebw_gbps = Some(wire as f64 / time.as_secs_f64() / 1e9);
             }
-            acc.rows.push(r);
+            acc.push_row(r);
             continue;
         };
-        acc.rows.push(row(w, &spec, n, time.as_secs_f64()));
+        acc.push_row(row(w, &spec, n, time.as_secs_f64()));
     }
     Ok(())
 }
@@ -890,50 +749,9 @@ fn run_traffic(
         .map_err(|e| RunError::Unsupported(format!("workload.{}: {}", e.field, e.message)))?;
     crate::workload::traffic::add_extra_flows(&mut dag, &exec.scenario.extra_flows);
     let mut out = exec.run_dag(&dag, SimTime::ZERO)?;
-    acc.absorb(&out, exec.opts.collect_links);
-    if let Some(m) = &mut acc.matrix {
-        m.add(&dag, exec.topo);
-    }
-    if exec.opts.detail {
-        let label = "traffic";
-        for s in &out.series {
-            acc.series.push(shift(s, 0.0, label));
-        }
-        acc.timeline.add(label, &mut out);
-    }
     // One row per flow in flows.csv (collective_bytes is 0: no collective).
-    if exec.opts.flow_records {
-        record_flows(&mut acc.records, &dag, &out, 0);
-    }
+    acc.add_run("traffic", &dag, exec.topo, &mut out, 0);
     Ok(())
-}
-
-/// A packet-level failure as a [`RunError`]; a PFC deadlock keeps its cycle.
-fn packet_error(e: backend::packet::PacketError) -> RunError {
-    use crate::report::{DeadlockHop, DeadlockReport};
-    match e {
-        backend::packet::PacketError::PfcDeadlock {
-            at,
-            since,
-            cycle,
-            fabric,
-            links,
-            events,
-        } => RunError::Deadlock(Box::new(DeadlockStop {
-            report: DeadlockReport {
-                detected_at_us: at.as_us(),
-                stalled_since_us: since.as_us(),
-                cycle: cycle
-                    .into_iter()
-                    .map(|(link, from, to)| DeadlockHop { link, from, to })
-                    .collect(),
-            },
-            fabric: *fabric,
-            links,
-            events,
-        })),
-        other => RunError::Packet(other.to_string()),
-    }
 }
 
 /// The packet level's settings for a scenario.
@@ -1150,16 +968,6 @@ pub fn busiest_nic_bytes(dag: &Dag, topo: &Topology) -> u64 {
     per_nic.values().copied().max().unwrap_or(0)
 }
 
-/// 64-bit FNV-1a, a stable hash for scenario fingerprints.
-pub fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
-}
-
 // ---------------------------------------------------------------- training and inference
 
 /// Runs one training step of `t` (with the scenario's faults) and, when there
@@ -1188,11 +996,19 @@ pub fn run_training(
             }
         }
     }
+    let exec = Executor {
+        scenario,
+        topo,
+        fidelity,
+        seed,
+        opts,
+        packet: None,
+    };
     let every: Vec<usize> = (0..scenario.faults.len()).collect();
-    let (dag, out) = run_dag_with(&step.dag, scenario, topo, fidelity, seed, &every)?;
-    acc.absorb(&out, opts.collect_links);
+    let (dag, out) = run_dag_with(&exec, &step.dag, &every)?;
+    acc.add_output(&out);
     let mut report = training_report(t, &step, &dag, &out);
-    report.faults = fault_effects(&step.dag, scenario, topo, fidelity, seed, out.makespan, acc)?;
+    report.faults = fault_effects(&exec, &step.dag, out.makespan, acc)?;
     Ok(report)
 }
 
@@ -1201,20 +1017,54 @@ pub fn run_training(
 /// ran and its output. A transfer the faults leave without a path is an error
 /// located at the fault that cut it ([`cut_error`]).
 fn run_dag_with(
+    exec: &Executor<'_>,
     dag: &crate::dag::Dag,
-    scenario: &Scenario,
-    topo: &Topology,
-    fidelity: Fidelity,
-    seed: u64,
     which: &[usize],
 ) -> Result<(crate::dag::Dag, RunOutput), RunError> {
+    let Executor {
+        scenario,
+        topo,
+        fidelity,
+        seed,
+        opts,
+        ..
+    } = *exec;
     let chosen: Vec<_> = which.iter().map(|&i| scenario.faults[i].clone()).collect();
     let faults = crate::workload::faults::Applied::new(&chosen, topo);
     let d = faults.slow_dag(dag, topo).into_owned();
-    let packet = (fidelity == Fidelity::Packet).then(|| packet_config(scenario, seed));
-    match crate::workload::evaluate(&d, topo, fidelity, seed, &faults, packet.as_ref()) {
+    let cfg = BackendConfig {
+        fidelity,
+        seed,
+        link_events: faults.link_events,
+        packet: (fidelity == Fidelity::Packet).then(|| packet_config(scenario, seed)),
+    };
+    let observers = Observers {
+        progress: opts.progress.clone(),
+        ..Observers::default()
+    };
+    match backend::run(&d, topo, &cfg, &observers) {
         Ok(out) => Ok((d, out)),
-        Err(e) => Err(cut_error(&d, scenario, topo, fidelity, which, e)),
+        Err(e) => {
+            Err(cut_error(&d, scenario, topo, fidelity, which, e)
+                .during(|| run_name(scenario, which)))
+        }
+    }
+}
+
+/// Which run of a training or inference scenario `which` (indices of its faults)
+/// is: with every fault, healthy (for the comparison), or with one fault alone.
+fn run_name(scenario: &Scenario, which: &[usize]) -> String {
+    let what = match scenario.workload {
+        WorkloadSpec::Inference(_) => "inference batch",
+        _ => "training step",
+    };
+    let faults = &scenario.faults;
+    match which {
+        [] if faults.is_empty() => what.to_string(),
+        [] => format!("healthy {what} (the faults' baseline)"),
+        _ if which.len() == faults.len() => format!("{what} with every fault"),
+        [i] => format!("{what} with fault {:?} alone", faults[*i].name),
+        _ => format!("{what} with faults {which:?}"),
     }
 }
 
@@ -1228,15 +1078,10 @@ fn cut_error(
     topo: &Topology,
     fidelity: Fidelity,
     which: &[usize],
-    e: crate::workload::WorkloadError,
+    e: BackendError,
 ) -> RunError {
-    use crate::backend::{analytical::AnalyticalError, flow::FlowError, packet::PacketError};
-    use crate::workload::WorkloadError as W;
-    let task = match &e {
-        W::Flow(FlowError::Unreachable { task, .. })
-        | W::Analytical(AnalyticalError::Unreachable { task, .. })
-        | W::Packet(PacketError::Unreachable { task, .. }) => *task,
-        _ => return e.into(),
+    let Some(task) = e.unreachable_task() else {
+        return e.into();
     };
     let Some(kind) = dag.tasks.get(task as usize).map(|t| t.kind) else {
         return e.into();
@@ -1277,27 +1122,25 @@ fn cut_error(
 /// Each fault of the scenario alone against the healthy run of `dag` (`with_all`:
 /// the makespan with every fault, reused when there is only one).
 fn fault_effects(
+    exec: &Executor<'_>,
     dag: &crate::dag::Dag,
-    scenario: &Scenario,
-    topo: &Topology,
-    fidelity: Fidelity,
-    seed: u64,
     with_all: crate::units::SimTime,
     acc: &mut Accumulated,
 ) -> Result<Vec<FaultEffect>, RunError> {
+    let scenario = exec.scenario;
     let mut out = Vec::new();
     if scenario.faults.is_empty() {
         return Ok(out);
     }
-    let (_, healthy) = run_dag_with(dag, scenario, topo, fidelity, seed, &[])?;
-    acc.events += healthy.events;
+    let (_, healthy) = run_dag_with(exec, dag, &[])?;
+    acc.add_events(healthy.events);
     let h = healthy.makespan.as_secs_f64();
     for (i, f) in scenario.faults.iter().enumerate() {
         let alone = if scenario.faults.len() == 1 {
             with_all
         } else {
-            let (_, o) = run_dag_with(dag, scenario, topo, fidelity, seed, &[i])?;
-            acc.events += o.events;
+            let (_, o) = run_dag_with(exec, dag, &[i])?;
+            acc.add_events(o.events);
             o.makespan
         };
         out.push(FaultEffect {
@@ -1458,293 +1301,17 @@ pub fn run_inference(
     // the DAG's size was checked against the budget (crate::budget::run)
     let b = inference::build(i, topo, seed)?;
     let every: Vec<usize> = (0..scenario.faults.len()).collect();
-    let (dag, out) = run_dag_with(&b.dag, scenario, topo, fidelity, seed, &every)?;
-    acc.absorb(&out, opts.collect_links);
-    let mut report = inference::report(i, &b, &dag, &out);
-    report.faults = fault_effects(&b.dag, scenario, topo, fidelity, seed, out.makespan, acc)?;
-    Ok(report)
-}
-
-/// Keeps every transfer of a run in `rec`, halving the kept rows (doubling the
-/// stride) whenever they would exceed [`FlowRecords::CAP`].
-fn record_flows(rec: &mut FlowRecords, dag: &Dag, out: &RunOutput, collective_bytes: u64) {
-    let transfers = dag
-        .tasks
-        .iter()
-        .enumerate()
-        .filter_map(|(i, t)| match t.kind {
-            crate::dag::TaskKind::Transfer { src, dst, bytes } => Some((i, src, dst, bytes)),
-            _ => None,
-        });
-    for ((task, src, dst, bytes), (fct, ideal)) in
-        transfers.zip(out.transfer_fct.iter().zip(&out.transfer_ideal))
-    {
-        let keep = rec.total % rec.stride.max(1) == 0;
-        rec.total += 1;
-        if !keep {
-            continue;
-        }
-        rec.rows.push(FlowRecord {
-            collective_bytes,
-            task: task as u32,
-            src: src.0,
-            dst: dst.0,
-            bytes,
-            fct_us: fct.as_secs_f64() * 1e6,
-            ideal_us: ideal.as_secs_f64() * 1e6,
-        });
-        if rec.rows.len() >= FlowRecords::CAP {
-            // Keep every other row: the kept rows stay a uniform sample.
-            let mut i = 0;
-            rec.rows.retain(|_| {
-                i += 1;
-                i % 2 == 1
-            });
-            rec.stride = rec.stride.max(1) * 2;
-        }
-    }
-}
-
-/// Host × host bytes, grouped so the matrix has at most [`MATRIX_MAX`] cells a side.
-struct MatrixAcc {
-    hosts: u32,
-    per_cell: u32,
-    side: usize,
-    bytes: Vec<u64>,
-}
-
-impl MatrixAcc {
-    fn new(hosts: u32) -> MatrixAcc {
-        let per_cell = hosts.div_ceil(MATRIX_MAX).max(1);
-        let side = hosts.div_ceil(per_cell).max(1) as usize;
-        MatrixAcc {
-            hosts,
-            per_cell,
-            side,
-            bytes: vec![0; side * side],
-        }
-    }
-
-    fn add(&mut self, dag: &Dag, topo: &Topology) {
-        for t in &dag.tasks {
-            if let crate::dag::TaskKind::Transfer { src, dst, bytes } = t.kind {
-                let a = (topo.host_of(src) / self.per_cell) as usize;
-                let b = (topo.host_of(dst) / self.per_cell) as usize;
-                if a < self.side && b < self.side {
-                    self.bytes[a * self.side + b] += bytes;
-                }
-            }
-        }
-    }
-
-    fn finish(self) -> TrafficMatrix {
-        TrafficMatrix {
-            hosts: self.hosts,
-            hosts_per_cell: self.per_cell,
-            bytes: self.bytes.chunks(self.side).map(<[u64]>::to_vec).collect(),
-        }
-    }
-}
-
-/// One run's link timeline: label, start on the concatenated axis, bucket width,
-/// per-link buckets.
-type TimelineRun = (String, SimTime, SimTime, Vec<(u32, Vec<f64>)>);
-
-/// The per-run link timelines laid end to end.
-#[derive(Default)]
-struct TimelineAcc {
-    /// End of the last run added.
-    end: SimTime,
-    /// Each run added, in order.
-    runs: Vec<TimelineRun>,
-}
-
-impl TimelineAcc {
-    fn add(&mut self, label: &str, out: &mut RunOutput) {
-        if let Some(tl) = &mut out.link_timeline {
-            self.runs.push((
-                label.to_string(),
-                self.end,
-                tl.bucket,
-                std::mem::take(&mut tl.links),
-            ));
-        }
-        self.end += out.makespan;
-    }
-
-    /// Resamples every run onto [`TIMELINE_BUCKETS`] buckets over the whole run and
-    /// keeps the [`TIMELINE_LINKS`] busiest links — the longest busy time, bytes over
-    /// rate — chosen among the busiest `4 × TIMELINE_LINKS` of each run.
-    fn finish(&self, topo: &Topology) -> Option<LinkTimelineReport> {
-        if self.runs.is_empty() || self.end.ps() == 0 {
-            return None;
-        }
-        let total = self.end.ps() as f64;
-        let width = total / TIMELINE_BUCKETS as f64;
-        // BTreeMap: link order is deterministic.
-        let mut per_link: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
-        for (_, start, bucket, links) in &self.runs {
-            let (start, bucket) = (start.ps() as f64, bucket.ps() as f64);
-            for (l, row) in links {
-                let dst = per_link
-                    .entry(*l)
-                    .or_insert_with(|| vec![0.0; TIMELINE_BUCKETS]);
-                for (b, &v) in row.iter().enumerate() {
-                    if v <= 0.0 {
-                        continue;
-                    }
-                    let lo = start + b as f64 * bucket;
-                    let hi = lo + bucket;
-                    spread(dst, lo, hi, v, width);
-                }
-            }
-        }
-        let rate = |l: u32| topo.effective_rate(LinkId(l)).bps() as f64 / 8.0;
-        // busiest = longest busy time (bytes / rate), so a saturated 400G port
-        // outranks a half-idle NVLink that moved more bytes
-        let mut ranked: Vec<(u32, Vec<f64>, f64, f64)> = per_link
-            .into_iter()
-            .map(|(l, v)| {
-                let sum: f64 = v.iter().sum();
-                let busy = sum / rate(l).max(1.0);
-                (l, v, sum, busy)
-            })
-            .collect();
-        ranked.sort_by(|a, b| b.3.total_cmp(&a.3).then(a.0.cmp(&b.0)));
-        ranked.truncate(TIMELINE_LINKS);
-        let width_s = width / 1e12;
-        let links = ranked
-            .into_iter()
-            .map(|(l, v, sum, _)| {
-                let rate = rate(l);
-                LinkUtilization {
-                    link: l,
-                    name: link_name(topo, l),
-                    bytes: sum.round() as u64,
-                    utilization: v
-                        .iter()
-                        .map(|&b| (b / (rate * width_s)).clamp(0.0, 1.0))
-                        .collect(),
-                }
-            })
-            .collect();
-        Some(LinkTimelineReport {
-            bucket_us: width / 1e6,
-            segments: self
-                .runs
-                .iter()
-                .map(|(label, start, _, _)| TimelineSegment {
-                    label: label.clone(),
-                    start_us: start.as_secs_f64() * 1e6,
-                })
-                .collect(),
-            links,
-        })
-    }
-}
-
-/// Adds `v` spread uniformly over `[lo, hi)` into buckets of `width`.
-fn spread(dst: &mut [f64], lo: f64, hi: f64, v: f64, width: f64) {
-    let n = dst.len();
-    let b0 = ((lo / width) as usize).min(n - 1);
-    let b1 = (((hi / width).ceil() as usize).max(b0 + 1)).min(n);
-    let span = hi - lo;
-    for (b, cell) in dst.iter_mut().enumerate().take(b1).skip(b0) {
-        let overlap = (hi.min((b + 1) as f64 * width) - lo.max(b as f64 * width)).max(0.0);
-        *cell += v * overlap / span;
-    }
-}
-
-/// `from -> to` of a link, e.g. `nic h3.0 -> sw0 #130`.
-pub fn link_name(topo: &Topology, l: u32) -> String {
-    let link = topo.link(LinkId(l));
-    let node = |n: crate::topology::NodeId| match topo.node(n).kind {
-        NodeKind::Gpu { gpu } => format!("gpu {}", gpu.0),
-        NodeKind::NvSwitch { host } => format!("nvswitch h{host}"),
-        NodeKind::Nic { host, index } => format!("nic h{host}.{index}"),
-        NodeKind::Switch { tier } => format!("sw{tier} #{}", n.0),
+    let exec = Executor {
+        scenario,
+        topo,
+        fidelity,
+        seed,
+        opts,
+        packet: None,
     };
-    format!("{} -> {}", node(link.from), node(link.to))
-}
-
-/// A series moved `offset_us` later and named after its run.
-fn shift(s: &Series, offset_us: f64, label: &str) -> Series {
-    Series {
-        name: format!("{} ({label})", s.name),
-        samples: s
-            .samples
-            .iter()
-            .map(|p| Sample {
-                t_us: p.t_us + offset_us,
-                value: p.value,
-            })
-            .collect(),
-    }
-}
-
-/// The [`SERIES_MAX`] series with the highest peaks (ties by name), each
-/// downsampled to at most the point budget by keeping each window's maximum.
-fn top_series(mut all: Vec<Series>) -> Vec<Series> {
-    let peak = |s: &Series| s.samples.iter().map(|p| p.value).fold(0.0, f64::max);
-    all.sort_by(|a, b| peak(b).total_cmp(&peak(a)).then(a.name.cmp(&b.name)));
-    all.truncate(SERIES_MAX.0);
-    for s in &mut all {
-        let n = s.samples.len();
-        if n > SERIES_MAX.1 {
-            let per = n.div_ceil(SERIES_MAX.1);
-            s.samples = s
-                .samples
-                .chunks(per)
-                .map(|c| {
-                    let m = c
-                        .iter()
-                        .max_by(|a, b| a.value.total_cmp(&b.value))
-                        .expect("chunks are never empty");
-                    m.clone()
-                })
-                .collect();
-        }
-    }
-    all
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn top_series_keeps_the_highest_peaks_and_their_maxima() {
-        let mk = |name: &str, n: usize, peak_at: usize| Series {
-            name: name.into(),
-            samples: (0..n)
-                .map(|i| Sample {
-                    t_us: i as f64,
-                    value: if i == peak_at { 1e6 } else { i as f64 },
-                })
-                .collect(),
-        };
-        let mut all: Vec<Series> = (0..10).map(|i| mk(&format!("s{i}"), 10, 0)).collect();
-        all.push(mk("long", 10_000, 7_777));
-        let top = top_series(all);
-        assert_eq!(top.len(), SERIES_MAX.0);
-        let long = top.iter().find(|s| s.name == "long").unwrap();
-        assert!(long.samples.len() <= SERIES_MAX.1);
-        // downsampling keeps each window's maximum, so the spike survives
-        assert!(long
-            .samples
-            .iter()
-            .any(|p| p.value == 1e6 && p.t_us == 7_777.0));
-        // ties broken by name: deterministic
-        assert_eq!(top[0].name, "long");
-        assert_eq!(top[1].name, "s0");
-    }
-
-    #[test]
-    fn spread_conserves_the_value() {
-        let mut dst = vec![0.0; 4];
-        spread(&mut dst, 5.0, 25.0, 8.0, 10.0);
-        assert_eq!(dst, [2.0, 4.0, 2.0, 0.0]);
-        spread(&mut dst, 39.0, 45.0, 1.0, 10.0); // past the end: only the part inside counts
-        assert!((dst.iter().sum::<f64>() - 8.0 - 1.0 / 6.0).abs() < 1e-9);
-    }
+    let (dag, out) = run_dag_with(&exec, &b.dag, &every)?;
+    acc.add_output(&out);
+    let mut report = inference::report(i, &b, &dag, &out);
+    report.faults = fault_effects(&exec, &b.dag, out.makespan, acc)?;
+    Ok(report)
 }

@@ -7,8 +7,9 @@
 use std::path::{Path, PathBuf};
 
 use fabricsim::backend::analytical;
-use fabricsim::backend::flow::{self, FlowConfig, LinkChange, LinkEvent};
-use fabricsim::backend::packet::{self, LinkEventKind, PacketConfig};
+use fabricsim::backend::flow::{self, FlowConfig};
+use fabricsim::backend::packet::{self, PacketConfig};
+use fabricsim::backend::{LinkEvent, LinkEventKind};
 use fabricsim::collective::critical_path::idle_schedule;
 use fabricsim::collective::{self, Algorithm, CollectiveOp, CollectiveSpec};
 use fabricsim::config::{self, Fidelity, Scenario, WorkloadSpec};
@@ -150,7 +151,7 @@ fn a_link_event_after_a_collective_leaves_its_makespan_equal_to_the_healthy_one(
     let late = vec![LinkEvent {
         at: SimTime(h.makespan.0 + 1),
         link: cable,
-        change: LinkChange::Down,
+        kind: LinkEventKind::Down,
     }];
     let l = flow::run(
         &dag,
@@ -173,7 +174,7 @@ fn a_link_event_after_a_collective_leaves_its_makespan_equal_to_the_healthy_one(
     let ptopo = s.build_topology_for(Fidelity::Packet).unwrap();
     let h = packet::run(&dag, &ptopo, &PacketConfig::default()).unwrap();
     let cfg = PacketConfig {
-        link_events: vec![packet::LinkEvent {
+        link_events: vec![LinkEvent {
             // after the default 1 s time limit: it must not stop the run either
             at: SimTime::from_secs_f64(100.0),
             link: cable,

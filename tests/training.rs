@@ -1,7 +1,8 @@
 //! Training steps, inference and faults against hand calculations and published
 //! formulas; each test names its figure and where it comes from.
 
-use fabricsim::backend::flow::{self, FlowConfig, LinkChange, LinkEvent};
+use fabricsim::backend::flow::{self, FlowConfig};
+use fabricsim::backend::{LinkEvent, LinkEventKind};
 use fabricsim::collective::{self, Algorithm, CollectiveOp, CollectiveSpec};
 use fabricsim::config::{self, Fidelity, Scenario, TrainingSpec, WorkloadSpec};
 use fabricsim::dag::{Dag, TaskKind};
@@ -368,7 +369,7 @@ sizes = ["64MiB"]
         link_events: vec![LinkEvent {
             at: SimTime(healthy.makespan.0 / 2),
             link: fabricsim::topology::LinkId(up.link),
-            change: LinkChange::Down,
+            kind: LinkEventKind::Down,
         }],
         ..Default::default()
     };

@@ -20,9 +20,10 @@
 
 use std::borrow::Cow;
 
-use super::flow::{LinkChange, LinkEvent};
 use super::{FabricCounters, RunOutput};
+use super::{LinkEvent, LinkEventKind};
 use crate::collective::critical_path::{idle_schedule, schedule_over, TaskTimes};
+use crate::config::Fidelity;
 use crate::dag::{Dag, OpTiming, TaskKind};
 use crate::topology::Topology;
 use crate::units::SimTime;
@@ -97,7 +98,11 @@ fn endpoints(kind: TaskKind) -> (u32, u32) {
 /// The fabric after every event of `events` at or before each distinct event
 /// time: `(start, fabric)` pairs in time order, the first starting at zero.
 fn epochs<'t>(topo: &'t Topology, events: &[LinkEvent]) -> Vec<(SimTime, Cow<'t, Topology>)> {
-    let mut order: Vec<&LinkEvent> = events.iter().collect();
+    // an unmodelled change (a bit-error rate) must not open an epoch of its own
+    let mut order: Vec<&LinkEvent> = events
+        .iter()
+        .filter(|e| e.kind.modelled_at(Fidelity::Analytical))
+        .collect();
     order.sort_by_key(|e| e.at); // stable: equal times keep their given order
     let mut out: Vec<(SimTime, Cow<'t, Topology>)> = vec![(SimTime::ZERO, Cow::Borrowed(topo))];
     for e in order {
@@ -111,13 +116,15 @@ fn epochs<'t>(topo: &'t Topology, events: &[LinkEvent]) -> Vec<(SimTime, Cow<'t,
         }
         let t = out.last_mut().map(|(_, t)| t.to_mut());
         if let Some(t) = t {
-            match e.change {
-                LinkChange::Down => {
+            match e.kind {
+                LinkEventKind::Down => {
                     if t.is_link_up(e.link) {
                         t.set_link_up(e.link, false);
                     }
                 }
-                LinkChange::Rate(r) => t.links[e.link.0 as usize].rate = r,
+                LinkEventKind::Rate(r) => t.links[e.link.0 as usize].rate = r,
+                // filtered above; `backend::run` refuses `Up` at this fidelity
+                LinkEventKind::Up | LinkEventKind::Ber(_) => {}
             }
         }
     }
@@ -238,7 +245,7 @@ mod tests {
         let late = [LinkEvent {
             at: SimTime(healthy.makespan.0 + 1),
             link: t.nics[0].uplink,
-            change: LinkChange::Down,
+            kind: LinkEventKind::Down,
         }];
         let out = run_with_events(&d, &t, &late).unwrap();
         assert_eq!(out.makespan, healthy.makespan);
@@ -256,7 +263,7 @@ mod tests {
         let cut = [LinkEvent {
             at: SimTime::from_us(1),
             link: t.nics[0].uplink,
-            change: LinkChange::Down,
+            kind: LinkEventKind::Down,
         }];
         match run_with_events(&d, &t, &cut) {
             Err(AnalyticalError::Unreachable { task, src, dst, at }) => {
@@ -278,7 +285,7 @@ mod tests {
         let slow = [t.nics[0].uplink, t.reverse(t.nics[0].uplink)].map(|l: LinkId| LinkEvent {
             at: SimTime::from_us(1),
             link: l,
-            change: LinkChange::Rate(Rate::gbps(100)),
+            kind: LinkEventKind::Rate(Rate::gbps(100)),
         });
         let out = run_with_events(&d, &t, &slow).unwrap();
         assert_eq!(out.transfer_fct[0], healthy.transfer_fct[0]);

@@ -29,34 +29,20 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 use std::fmt;
-use std::sync::Arc;
 
 use super::{FabricCounters, LinkCounters, LinkTimeline, RunOutput};
+pub use super::{LinkEvent, LinkEventKind, ProgressHook, ProgressTick, PROGRESS_EVERY};
+use crate::config::Fidelity;
 use crate::dag::{Dag, DagRunner, TaskId, TaskKind};
 use crate::topology::{mix64, LinkId, Topology};
-use crate::units::{Rate, SimTime};
+use crate::units::SimTime;
 
 /// Longest path a flow may take, in links (the shipped shapes use at most 10).
 const MAX_PATH: usize = 16;
 const _: () = assert!(MAX_PATH <= 16, "Vacated::tight_mask has 16 bits");
 
-/// Events between two calls of [`FlowConfig::progress`].
-pub const PROGRESS_EVERY: u64 = 65_536;
-
 /// Buckets per link of the link timeline (their width doubles as the run grows).
 pub const TIMELINE_BUCKETS: usize = 128;
-
-/// Where a run is, passed to the progress hook.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ProgressTick {
-    /// Events processed so far in this backend run.
-    pub events: u64,
-    /// Simulated time reached.
-    pub sim_time: SimTime,
-}
-
-/// A progress callback; called every [`PROGRESS_EVERY`] events, never per event.
-pub type ProgressHook = Arc<dyn Fn(ProgressTick) + Send + Sync>;
 
 /// Settings of the flow backend.
 #[derive(Clone, Default)]
@@ -79,26 +65,6 @@ pub struct FlowConfig {
     pub timeline_links: usize,
     /// Called every [`PROGRESS_EVERY`] events with the simulated time reached.
     pub progress: Option<ProgressHook>,
-}
-
-/// What happens to a link at a [`LinkEvent`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LinkChange {
-    /// The link and its reverse stop; flows on them reroute.
-    Down,
-    /// The link's line rate becomes this.
-    Rate(Rate),
-}
-
-/// A timed change of one directed link.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LinkEvent {
-    /// When, picoseconds from the start of the run.
-    pub at: SimTime,
-    /// Which link.
-    pub link: LinkId,
-    /// What changes.
-    pub change: LinkChange,
 }
 
 impl fmt::Debug for FlowConfig {
@@ -420,8 +386,12 @@ impl<'a> Sim<'a> {
         self.runner.start(&mut ready);
         let mut now = 0u64;
         for i in 0..self.cfg.link_events.len() {
-            let at = self.cfg.link_events[i].at.ps();
-            self.push(at, EvKind::Link, i as u32, 0);
+            let e = self.cfg.link_events[i];
+            // never queued: an event this fidelity does not model would still
+            // cost an event and a recomputation at its time
+            if e.kind.modelled_at(Fidelity::Flow) {
+                self.push(e.at.ps(), EvKind::Link, i as u32, 0);
+            }
         }
         self.start_ready(&mut ready, now)?;
         self.recompute(now);
@@ -654,15 +624,15 @@ impl<'a> Sim<'a> {
             return Ok(()); // validated scenarios never name a missing link
         }
         let rev = self.topo.reverse(l);
-        match ev.change {
-            LinkChange::Rate(r) => {
+        match ev.kind {
+            LinkEventKind::Rate(r) => {
                 let t = self.topo.to_mut();
                 t.links[l.0 as usize].rate = r;
                 self.cap[l.0 as usize] = self.topo.effective_rate(l).bps() as f64 / 8e12;
                 // every flow on the link may change rate
                 self.forced.push(l.0);
             }
-            LinkChange::Down => {
+            LinkEventKind::Down => {
                 if !self.topo.is_link_up(l) {
                     return Ok(());
                 }
@@ -678,6 +648,8 @@ impl<'a> Sim<'a> {
                     self.reroute(fid, now)?;
                 }
             }
+            // never queued (see `run`); `backend::run` refuses `Up` here
+            LinkEventKind::Up | LinkEventKind::Ber(_) => {}
         }
         Ok(())
     }
@@ -1250,7 +1222,7 @@ mod tests {
             link_events: vec![LinkEvent {
                 at: SimTime(10_485_760),
                 link: topo.nics[0].uplink,
-                change: LinkChange::Rate(Rate::gbps(200)),
+                kind: LinkEventKind::Rate(Rate::gbps(200)),
             }],
             ..Default::default()
         };
@@ -1275,7 +1247,7 @@ mod tests {
             link_events: vec![LinkEvent {
                 at: SimTime(1_000_000),
                 link: topo.nics[1].downlink,
-                change: LinkChange::Down,
+                kind: LinkEventKind::Down,
             }],
             ..Default::default()
         };

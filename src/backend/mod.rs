@@ -1,5 +1,7 @@
 //! Backends execute a [`crate::dag::Dag`] on a [`crate::topology::Topology`] at one
-//! fidelity and return the same [`RunOutput`], so results can be compared.
+//! fidelity and return the same [`RunOutput`], so results can be compared. Every
+//! workload kind enters through [`run`] (a [`BackendConfig`], [`Observers`],
+//! one [`LinkEvent`] type, one [`BackendError`]).
 //!
 //! | fidelity | module | models |
 //! |---|---|---|
@@ -8,8 +10,16 @@
 //! | packet | [`packet`] | MTU packets, queues, credits / PFC, ECN, DCQCN / DCTCP, retransmission |
 
 pub mod analytical;
+mod entry;
 pub mod flow;
+mod link_event;
 pub mod packet;
+
+pub use entry::{
+    run, BackendConfig, BackendError, Deadlock, Observers, ProgressHook, ProgressTick, Sampling,
+    TimelineRequest, PROGRESS_EVERY,
+};
+pub use link_event::{LinkEvent, LinkEventKind};
 
 use crate::config::Fidelity;
 use crate::dag::{Dag, DagRunner, OpTiming};

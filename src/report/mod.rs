@@ -8,6 +8,7 @@
 //! ([`crate::run::RunOptions::detail`]) and the run modeled them; absent, they are
 //! left out of the JSON, so existing keys and documents are unchanged.
 
+pub mod assemble;
 pub mod compare;
 pub mod csv;
 pub mod html;
@@ -291,6 +292,14 @@ pub struct DeadlockReport {
     pub stalled_since_us: f64,
     /// The cycle of paused links (empty if paused links formed no cycle).
     pub cycle: Vec<DeadlockHop>,
+    /// Which of the scenario's runs froze, when it has several: a collective
+    /// size (`allreduce 1MiB`), or a training step / inference batch with every
+    /// fault, healthy, or with one fault alone. Absent for a traffic pattern.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub during: Option<String>,
+    /// The phase it froze in: labels of the DAG's operations that had a task
+    /// under way (e.g. `expert_all_to_all`), each once.
+    pub ops_in_flight: Vec<String>,
 }
 
 /// The result of running one scenario.

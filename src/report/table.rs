@@ -76,6 +76,18 @@ pub fn render(r: &Report) -> String {
                 cycle.join(" => ")
             }
         );
+        if d.during.is_some() || !d.ops_in_flight.is_empty() {
+            let _ = writeln!(
+                s,
+                "#   froze during {}{}",
+                d.during.as_deref().unwrap_or("the run"),
+                if d.ops_in_flight.is_empty() {
+                    String::new()
+                } else {
+                    format!(", in {}", d.ops_in_flight.join(", "))
+                }
+            );
+        }
     }
     for ig in &r.ignored_settings {
         let _ = writeln!(

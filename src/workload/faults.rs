@@ -4,22 +4,22 @@
 //!   `factor` times longer. Whether a task starts after `at` is decided on the
 //!   healthy idle schedule (the analytical critical path), so the DAG stays
 //!   static and the same slowed DAG runs at every fidelity.
-//! - `link_down`, `switch_down`: timed link events ([`crate::backend::flow::LinkEvent`]):
+//! - `link_down`, `switch_down`: timed link events ([`crate::backend::LinkEvent`]):
 //!   the links stop at `at`, routes are recomputed and, at the flow and packet
 //!   fidelities, traffic on them moves to a new path (flow: with its remaining
 //!   bytes; packet: packets on the wire or queued are lost and recovered by the
 //!   transport). At the analytical fidelity a transfer that starts at or after
 //!   `at` sees the failed fabric ([`crate::backend::analytical`]).
 //! - `link_degraded`: the link's line rate drops to `rate` at `at` (both
-//!   directions), with the same timing rule. Its `bit_error_rate` goes to the
-//!   packet fidelity ([`Applied::bit_errors`]), where each packet crossing the
+//!   directions), with the same timing rule. Its `bit_error_rate` is a
+//!   [`LinkEventKind::Ber`] event that only the packet fidelity models, where each packet crossing the
 //!   link is corrupted with probability 1 − (1 − BER)^(wire bits), dropped by the
 //!   receiver and recovered by go-back-N or the retransmission timeout; the other
 //!   fidelities do not model bit errors and list the key in `ignored_settings`.
 
 use std::borrow::Cow;
 
-use crate::backend::flow::{LinkChange, LinkEvent};
+use crate::backend::{LinkEvent, LinkEventKind};
 use crate::collective::critical_path;
 use crate::config::workload::{links_of, switch_links, FaultKind, FaultSpec};
 use crate::dag::{Dag, TaskKind};
@@ -58,14 +58,13 @@ pub fn read_keys(
 /// Faults turned into what the DAG and the backends consume.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Applied {
-    /// Timed link changes, for the flow backend (sorted by time).
+    /// Timed link changes for every backend: downs and rate changes sorted by
+    /// time, then the bit-error rates of `link_degraded` faults (both directions
+    /// of the cable) sorted by time. The packet engine applies events of equal
+    /// time in list order, so this order is part of its results.
     pub link_events: Vec<LinkEvent>,
     /// (GPU, slowdown factor, from time).
     pub slow_gpus: Vec<(u32, f64, SimTime)>,
-    /// (from time, directed link, bit-error rate as a probability per bit): the
-    /// `bit_error_rate` of `link_degraded` faults, both directions of the cable,
-    /// for the packet fidelity (sorted by time).
-    pub bit_errors: Vec<(SimTime, crate::topology::LinkId, f64)>,
 }
 
 impl Applied {
@@ -77,6 +76,7 @@ impl Applied {
     /// The faults of `faults` on `topo`.
     pub fn new(faults: &[FaultSpec], topo: &Topology) -> Applied {
         let mut a = Applied::default();
+        let mut bit_errors = Vec::new();
         for f in faults {
             match &f.kind {
                 FaultKind::SlowGpu { gpu, factor } => a.slow_gpus.push((*gpu, *factor, f.at)),
@@ -85,7 +85,7 @@ impl Applied {
                         a.link_events.push(LinkEvent {
                             at: f.at,
                             link: l,
-                            change: LinkChange::Down,
+                            kind: LinkEventKind::Down,
                         });
                     }
                 }
@@ -98,10 +98,14 @@ impl Applied {
                         a.link_events.push(LinkEvent {
                             at: f.at,
                             link: l,
-                            change: LinkChange::Rate(*rate),
+                            kind: LinkEventKind::Rate(*rate),
                         });
                         if let Some(b) = bit_error_rate.filter(|&b| b > 0.0) {
-                            a.bit_errors.push((f.at, l, b));
+                            bit_errors.push(LinkEvent {
+                                at: f.at,
+                                link: l,
+                                kind: LinkEventKind::Ber(b),
+                            });
                         }
                     }
                 }
@@ -110,14 +114,15 @@ impl Applied {
                         a.link_events.push(LinkEvent {
                             at: f.at,
                             link: l,
-                            change: LinkChange::Down,
+                            kind: LinkEventKind::Down,
                         });
                     }
                 }
             }
         }
         a.link_events.sort_by_key(|e| e.at);
-        a.bit_errors.sort_by_key(|e| e.0);
+        bit_errors.sort_by_key(|e| e.at);
+        a.link_events.extend(bit_errors);
         a
     }
 
@@ -130,17 +135,24 @@ impl Applied {
         }
         let mut t = topo.clone();
         for e in &self.link_events {
-            match e.change {
-                LinkChange::Down => {
+            match e.kind {
+                LinkEventKind::Down => {
                     if t.is_link_up(e.link) {
                         t.set_link_up(e.link, false);
                     }
                 }
-                LinkChange::Rate(r) => {
+                LinkEventKind::Rate(r) => {
                     if let Some(l) = t.links.get_mut(e.link.0 as usize) {
                         l.rate = r;
                     }
                 }
+                LinkEventKind::Up => {
+                    if !t.is_link_up(e.link) {
+                        t.set_link_up(e.link, true);
+                    }
+                }
+                // a bit error changes no route and no rate
+                LinkEventKind::Ber(_) => {}
             }
         }
         Cow::Owned(t)

@@ -28,7 +28,7 @@ pub mod training;
 
 use std::collections::HashMap;
 
-use crate::backend::{flow, RunOutput};
+use crate::backend::{BackendConfig, BackendError, Observers, RunOutput};
 use crate::collective::{self, CollectiveError, CollectiveOp, CollectiveSpec};
 use crate::config::workload::{GpuSpec, ModelSpec};
 use crate::config::{AlgoChoice, Fidelity};
@@ -36,21 +36,13 @@ use crate::dag::{Dag, Dep, TaskId, TaskKind};
 use crate::topology::{GpuId, Topology};
 use crate::units::SimTime;
 
-/// Why a workload could not be generated or run.
+/// Why a workload could not be generated (a backend's failure to run it is a
+/// [`BackendError`]).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum WorkloadError {
     /// A collective cannot run on one of the plan's communicators.
     #[error("collective: {0}")]
     Collective(#[from] CollectiveError),
-    /// The flow backend stopped.
-    #[error("flow backend: {0}")]
-    Flow(#[from] flow::FlowError),
-    /// The analytical backend cannot give a finite time (a transfer has no path).
-    #[error("analytical backend: {0}")]
-    Analytical(#[from] crate::backend::analytical::AnalyticalError),
-    /// The packet backend stopped (an unreachable destination, the time limit).
-    #[error("packet backend: {0}")]
-    Packet(crate::backend::packet::PacketError),
     /// Not available (e.g. the packet fidelity).
     #[error("{0}")]
     Unsupported(String),
@@ -250,8 +242,10 @@ pub fn free_comm_makespan(dag: &Dag) -> SimTime {
     end
 }
 
-/// Runs `dag` on `topo` at `fidelity` with `faults` (see [`faults::Applied`]);
-/// `packet` holds the packet level's settings when `fidelity` is packet.
+/// Runs `dag` on `topo` at `fidelity` with `faults` (see [`faults::Applied`])
+/// and no observer; `packet` holds the packet level's settings when `fidelity`
+/// is packet. The scenario runner calls [`crate::backend::run`] itself, with
+/// its observers.
 ///
 /// # Errors
 /// A backend may fail (no route, deadlock, time limit).
@@ -262,43 +256,12 @@ pub fn evaluate(
     seed: u64,
     faults: &faults::Applied,
     packet: Option<&crate::backend::packet::PacketConfig>,
-) -> Result<RunOutput, WorkloadError> {
-    match fidelity {
-        Fidelity::Analytical => Ok(crate::backend::analytical::run_with_events(
-            dag,
-            topo,
-            &faults.link_events,
-        )?),
-        Fidelity::Flow => {
-            let cfg = flow::FlowConfig {
-                seed,
-                link_events: faults.link_events.clone(),
-                ..Default::default()
-            };
-            Ok(flow::run(dag, topo, &cfg)?)
-        }
-        Fidelity::Packet => {
-            use crate::backend::packet::{self, LinkEvent, LinkEventKind};
-            let mut cfg = packet.cloned().unwrap_or_default();
-            cfg.seed = seed;
-            cfg.link_events = faults
-                .link_events
-                .iter()
-                .map(|e| LinkEvent {
-                    at: e.at,
-                    link: e.link,
-                    kind: match e.change {
-                        flow::LinkChange::Down => LinkEventKind::Down,
-                        flow::LinkChange::Rate(r) => LinkEventKind::Rate(r),
-                    },
-                })
-                .chain(faults.bit_errors.iter().map(|&(at, link, ber)| LinkEvent {
-                    at,
-                    link,
-                    kind: LinkEventKind::Ber(ber),
-                }))
-                .collect();
-            packet::run(dag, topo, &cfg).map_err(WorkloadError::Packet)
-        }
-    }
+) -> Result<RunOutput, BackendError> {
+    let cfg = BackendConfig {
+        fidelity,
+        seed,
+        link_events: faults.link_events.clone(),
+        packet: packet.cloned(),
+    };
+    crate::backend::run(dag, topo, &cfg, &Observers::default())
 }

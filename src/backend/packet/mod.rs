@@ -113,10 +113,14 @@ pub mod switch;
 pub use crate::mechanism::cc::{CongestionControl, DcqcnParams, Ecn};
 pub use crate::mechanism::flow_control::{pfc_headroom_needed, FlowControl};
 pub use stats::PacketStats;
+// the internals (switch.rs) name the one link-event type through this module
+pub use crate::backend::{LinkEvent, LinkEventKind};
 
-use crate::backend::{FabricCounters, LinkCounters, RunOutput};
+use crate::backend::{
+    BackendError, Deadlock, FabricCounters, LinkCounters, ProgressHook, RunOutput, PROGRESS_EVERY,
+};
 use crate::dag::Dag;
-use crate::topology::{LinkId, Topology};
+use crate::topology::Topology;
 use crate::units::{Rate, SimTime};
 
 /// How a forwarding point picks among equal-cost next hops.
@@ -172,30 +176,6 @@ pub enum Transport {
         /// Upper bound of the uniform extra delay per packet, picoseconds.
         jitter: SimTime,
     },
-}
-
-/// What happens to a link at a given time.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum LinkEventKind {
-    /// The link (both directions) fails: packets on it and queued for it are lost.
-    Down,
-    /// The link (both directions) comes back.
-    Up,
-    /// The link (this direction) now runs at this rate, bits/s.
-    Rate(Rate),
-    /// The link (this direction) now has this bit-error rate (probability per bit).
-    Ber(f64),
-}
-
-/// A fault or change applied to a link during the run.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct LinkEvent {
-    /// When, picoseconds of simulated time.
-    pub at: SimTime,
-    /// Which directed link.
-    pub link: LinkId,
-    /// What happens.
-    pub kind: LinkEventKind,
 }
 
 /// Every knob of the packet level. `Default` is an InfiniBand NDR-like fabric;
@@ -610,7 +590,8 @@ pub enum PacketError {
     },
 }
 
-fn fmt_cycle(c: &[(u32, u32, u32)]) -> String {
+/// `link 3 (node 1 -> node 2) => …`, or `(none found)`.
+pub(crate) fn fmt_cycle(c: &[(u32, u32, u32)]) -> String {
     if c.is_empty() {
         return "(none found)".into();
     }
@@ -638,32 +619,103 @@ pub fn run_detailed(
     topo: &Topology,
     cfg: &PacketConfig,
 ) -> Result<(RunOutput, PacketStats), PacketError> {
+    simulate(dag, topo, cfg, None).map_err(|s| s.error)
+}
+
+/// Like [`run_detailed`], with a progress observer, and a PFC deadlock as a
+/// [`BackendError::Deadlock`] that names the operations in flight: the entry
+/// point's ([`crate::backend::run`]) view of the packet level.
+///
+/// # Errors
+/// [`BackendError::Deadlock`] for a PFC deadlock, [`BackendError::Packet`] otherwise.
+pub(crate) fn run_observed(
+    dag: &Dag,
+    topo: &Topology,
+    cfg: &PacketConfig,
+    progress: Option<&ProgressHook>,
+) -> Result<(RunOutput, PacketStats), BackendError> {
+    simulate(dag, topo, cfg, progress).map_err(|s| match s.error {
+        PacketError::PfcDeadlock {
+            at,
+            since,
+            cycle,
+            fabric,
+            links,
+            events,
+        } => BackendError::Deadlock(Box::new(Deadlock {
+            at,
+            since,
+            cycle,
+            ops_in_flight: s
+                .ops_in_flight
+                .iter()
+                .filter_map(|&o| dag.ops.get(o as usize).map(|op| op.label.clone()))
+                .collect(),
+            fabric: *fabric,
+            links,
+            events,
+        })),
+        e => BackendError::Packet(e),
+    })
+}
+
+/// A packet run that stopped early: why, and the operations (indices into
+/// `Dag::ops`) that had a task started and not done, read before `finish`
+/// consumes the runner.
+struct Stopped {
+    error: PacketError,
+    ops_in_flight: Vec<u32>,
+}
+
+impl From<PacketError> for Stopped {
+    fn from(error: PacketError) -> Stopped {
+        Stopped {
+            error,
+            ops_in_flight: Vec::new(),
+        }
+    }
+}
+
+fn simulate(
+    dag: &Dag,
+    topo: &Topology,
+    cfg: &PacketConfig,
+    progress: Option<&ProgressHook>,
+) -> Result<(RunOutput, PacketStats), Stopped> {
     cfg.validate(topo)?;
     if dag
         .tasks
         .iter()
         .any(|t| matches!(t.kind, crate::dag::TaskKind::NetTransfer { .. }))
     {
-        return Err(sim::net_transfer_unsupported());
+        return Err(sim::net_transfer_unsupported().into());
     }
     let mut s = sim::Sim::new(dag, topo, cfg);
+    if let Some(p) = progress {
+        s.progress = Some(p.clone());
+        s.next_progress = PROGRESS_EVERY;
+    }
     match s.run() {
         Ok(()) => Ok(s.finish()),
         // A deadlock is a finding: it keeps the counters of what led to it.
         Err(PacketError::PfcDeadlock {
             at, since, cycle, ..
         }) => {
+            let ops_in_flight = s.runner.ops_in_flight();
             let (out, _) = s.finish();
-            Err(PacketError::PfcDeadlock {
-                at,
-                since,
-                cycle,
-                fabric: Box::new(out.fabric),
-                links: out.links,
-                events: out.events,
+            Err(Stopped {
+                error: PacketError::PfcDeadlock {
+                    at,
+                    since,
+                    cycle,
+                    fabric: Box::new(out.fabric),
+                    links: out.links,
+                    events: out.events,
+                },
+                ops_in_flight,
             })
         }
-        Err(e) => Err(e),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -671,7 +723,7 @@ pub fn run_detailed(
 mod tests {
     use super::*;
     use crate::dag::Dep;
-    use crate::topology::GpuId;
+    use crate::topology::{GpuId, LinkId};
 
     fn topo(hosts: u32, gpus: u32) -> Topology {
         crate::topology::builder::small_single_switch(hosts, gpus)

@@ -13,7 +13,9 @@ use super::slab::{prefetch, Slab, NONE};
 use super::stats::{PacketStats, Sampler};
 use super::switch::{FlowletEntry, Port, RouteCache, FLOWLET_ENTRIES};
 use super::{FlowControl, PacketConfig, PacketError, Routing};
-use crate::backend::{FabricCounters, LinkCounters, QpCounters, RunOutput};
+use crate::backend::{
+    FabricCounters, LinkCounters, ProgressHook, ProgressTick, QpCounters, RunOutput, PROGRESS_EVERY,
+};
 use crate::dag::{Dag, DagRunner, TaskId, TaskKind};
 use crate::topology::{LinkId, LinkKind, NodeKind, Topology};
 use crate::units::SimTime;
@@ -77,6 +79,11 @@ pub(super) struct Sim<'a> {
     pub watchdog_at: u64,
     /// Highest lane data may be raised to (ACKs keep the top lane).
     pub max_data_vl: u8,
+    /// Progress observer, set after `new` by the entry point ([`super::run_observed`]).
+    pub progress: Option<ProgressHook>,
+    /// Event count of the next progress call: `u64::MAX` without an observer,
+    /// so the hot loop pays one never-taken comparison per event.
+    pub next_progress: u64,
 }
 
 impl<'a> Sim<'a> {
@@ -164,6 +171,8 @@ impl<'a> Sim<'a> {
             last_tx: 0,
             watchdog_at: cfg.deadlock_timeout.0,
             max_data_vl: cfg.vls.saturating_sub(2),
+            progress: None,
+            next_progress: u64::MAX,
         };
         for (p, l) in s.ports.iter_mut().zip(&topo.links) {
             let sw = |n: crate::topology::NodeId| {
@@ -226,6 +235,9 @@ impl<'a> Sim<'a> {
             }
             self.now = t;
             self.events += 1;
+            if self.events >= self.next_progress {
+                self.tick_progress();
+            }
             if let Some(next) = self.q.peek_hint() {
                 self.prefetch_for(next);
             }
@@ -253,6 +265,19 @@ impl<'a> Sim<'a> {
             });
         }
         Ok(())
+    }
+
+    /// Calls the progress observer; out of line so the main loop stays small.
+    #[cold]
+    #[inline(never)]
+    fn tick_progress(&mut self) {
+        self.next_progress = self.events.saturating_add(PROGRESS_EVERY);
+        if let Some(p) = &self.progress {
+            p(ProgressTick {
+                events: self.events,
+                sim_time: SimTime(self.now),
+            });
+        }
     }
 
     /// Prefetches what handling `ev` will load first (see [`prefetch`]).

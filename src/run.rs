@@ -424,17 +424,32 @@ pub fn read_collective_keys(
             )
         })
     });
-    // sharp_groups = 0 is what turns SHARP off; above, it binds only where one
-    // all-reduce needs a tree per rail
-    let groups_disable = s.fabric.sharp
-        && s.fabric.sharp_groups == 0
-        && s.fabric.kind == crate::config::FabricKind::InfiniBand
-        && fidelity != Fidelity::Packet;
-    usage.read_if("fabric.sharp_groups", sharp_inter_host || groups_disable, || {
+    // above 0, sharp_groups binds only where one all-reduce needs a tree per rail
+    usage.read_if("fabric.sharp_groups", sharp_inter_host, || {
         s.no_sharp_reason(fidelity).unwrap_or_else(|| {
             "one SHARP all-reduce needs one tree per switch; the limit binds only for hierarchical with inter_host = \"sharp\" (a tree per rail), or at 0".into()
         })
     });
+    // a switch turned off is read where the algorithm could have used it
+    let could_reduce_in_switches = match w.algorithm {
+        AlgoChoice::Auto => true,
+        AlgoChoice::Fixed(a) => {
+            matches!(a, A::Sharp | A::CollnetChain)
+                || (a == A::Hierarchical && w.inter_host == A::Sharp)
+        }
+    };
+    if could_reduce_in_switches {
+        if let Some(key) = s.sharp_turned_off_by(fidelity) {
+            usage.read(key);
+        }
+    }
+    let could_use_nvls = spec.op == CollectiveOp::AllReduce
+        && matches!(w.algorithm, AlgoChoice::Auto | AlgoChoice::Fixed(A::Nvls));
+    if could_use_nvls {
+        if let Some(key) = s.nvls_turned_off_by(fidelity) {
+            usage.read(key);
+        }
+    }
     usage.read_if("cluster.nvls", runs == A::Nvls, || {
         s.no_nvls_reason(fidelity).unwrap_or_else(|| {
             format!("only the nvls algorithm of an all-reduce uses the NVSwitch's reduction; this run uses {}", runs.name())
@@ -472,9 +487,6 @@ fn read_backend_keys(
             });
             usage.void("fabric.qps_per_connection", || {
                 "queue pairs only choose ECMP paths, which the analytical fidelity spreads evenly".into()
-            });
-            usage.void("topology.oversubscription", || {
-                "oversubscription acts through contention on the uplinks, which the analytical fidelity does not model (use flow or packet)".into()
             });
             usage.void("topology.global_links_per_router", || {
                 "extra global links add parallel paths between groups, which only matter under contention; the analytical fidelity does not model it (use flow or packet)".into()
@@ -567,11 +579,21 @@ fn read_model_workload_keys(s: &Scenario, fidelity: Fidelity, usage: &mut Usage)
             .any(|&c| c == AlgoChoice::Auto || c == AlgoChoice::Fixed(a))
     };
     let in_switches = fixed(A::Sharp) || fixed(A::CollnetChain) || fixed(A::Hierarchical);
-    if s.no_sharp_reason(fidelity).is_none() && in_switches {
-        usage.read_all(&["fabric.sharp", "fabric.sharp_groups", "fabric.kind"]);
+    if in_switches {
+        if s.no_sharp_reason(fidelity).is_none() {
+            usage.read_all(&["fabric.sharp", "fabric.sharp_groups", "fabric.kind"]);
+        }
+        if let Some(key) = s.sharp_turned_off_by(fidelity) {
+            usage.read(key);
+        }
     }
-    if s.no_nvls_reason(fidelity).is_none() && fixed(A::Nvls) {
-        usage.read("cluster.nvls");
+    if fixed(A::Nvls) {
+        if s.no_nvls_reason(fidelity).is_none() {
+            usage.read("cluster.nvls");
+        }
+        if let Some(key) = s.nvls_turned_off_by(fidelity) {
+            usage.read(key);
+        }
     }
     read_nvlink_keys(s, usage);
     read_step_latencies(s, "workload.parallel.", usage);
@@ -800,10 +822,9 @@ pub fn packet_config_used(
         "simulation.time_limit",
         "cluster.gpu_direct",
     ]);
-    usage.read_if("fabric.virtual_lanes", p.vl_escalation, || {
-        "every packet travels on lane 0 unless fabric.vl_escalation moves it up a lane per hop"
-            .into()
-    });
+    // lanes matter where PFC pauses one and not another (with one lane,
+    // control packets wait behind paused data)
+    usage.read("fabric.virtual_lanes");
     let pfc_on = matches!(flow_control, FlowControl::Pfc { .. });
     usage.read_if(
         "fabric.pfc",

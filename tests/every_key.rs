@@ -6,8 +6,9 @@
 //! `[[faults]]` entries — on every shipped example that runs in well under a
 //! second at a fidelity, at the analytical, flow and packet fidelities, and
 //! requires of each valid variant either a changed result (the JSON report, less
-//! the wall-clock `sim` block, the scenario hash and the list itself) or the key
-//! listed in `ignored_settings`. It also checks that `validate`'s plan lists what
+//! the wall-clock `sim` block, the scenario hash and the list itself, plus the
+//! per-flow records) or the key listed in `ignored_settings` — and of a listed
+//! key, an unchanged result. It also checks that `validate`'s plan lists what
 //! the run lists, and that the table of alternatives covers the whole schema
 //! (a new key fails here until it has alternatives).
 
@@ -206,6 +207,8 @@ const ALTERNATIVES: &[(&str, &[&str])] = &[
 /// result that fits the bound the same (they are validated and enforced; the
 /// error paths are tested in tests/hostile.rs and tests/bookkeeping.rs).
 const BOUNDS_AND_LABELS: &[&str] = &[
+    // labels: the report echoes them, the run does not depend on them
+    "name",
     // a note for the reader of the file
     "description",
     "faults.N.name",
@@ -344,16 +347,40 @@ const KNOWN_GAPS: &[(&str, Fidelity, &str, &str)] = &[
         "auto chooses no SHARP algorithm for this plan's collectives",
     ),
     (
-        "training-mixtral-moe.toml",
-        Fidelity::Analytical,
-        "workload.parallel.dp_algorithm",
-        "a fixed algorithm that cannot run an operation becomes auto (issue 12)",
+        "hierarchical-rail.toml",
+        Fidelity::Flow,
+        "simulation.seed",
+        "one path per rail: ECMP has nothing to choose",
     ),
     (
         "training-mixtral-moe.toml",
         Fidelity::Analytical,
-        "workload.parallel.tp_algorithm",
-        "a fixed algorithm that cannot run an operation becomes auto (issue 12)",
+        "topology.radix",
+        "the closed forms see the same paths with another leaf radix here",
+    ),
+    (
+        "incast-infiniband.toml",
+        Fidelity::Packet,
+        "fabric.virtual_lanes",
+        "lanes matter where PFC pauses data; credits never block the control packets here",
+    ),
+    (
+        "incast-lossy-ethernet.toml",
+        Fidelity::Packet,
+        "fabric.virtual_lanes",
+        "lanes matter where PFC pauses data; a lossy link drops instead",
+    ),
+    (
+        "incast-roce-lossy.toml",
+        Fidelity::Packet,
+        "fabric.virtual_lanes",
+        "lanes matter where PFC pauses data; a lossy link drops instead",
+    ),
+    (
+        "training-mixtral-moe.toml",
+        Fidelity::Analytical,
+        "cluster.nvls",
+        "auto chooses no NVLS algorithm for this plan's collectives",
     ),
 ];
 
@@ -466,6 +493,21 @@ fn set_key(text: &str, key: &str, value: &str) -> Option<String> {
     Some(out)
 }
 
+/// `text` without the line that sets `key` (`None` when the key is not on a
+/// line of its own).
+fn remove_key(text: &str, key: &str) -> Option<String> {
+    let span = config::Source::new("x.toml", text).span_of(key)?;
+    let start = text[..span.start].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[span.end..]
+        .find('\n')
+        .map_or(text.len(), |i| span.end + i + 1);
+    let leaf = key.rsplit('.').next()?;
+    text[start..end]
+        .trim_start()
+        .starts_with(leaf)
+        .then(|| format!("{}{}", &text[..start], &text[end..]))
+}
+
 /// What a run says, less what may differ without the setting mattering: the
 /// wall clock, the scenario's hash and the ignored list itself. An error is a
 /// result too (a run the setting makes impossible).
@@ -485,7 +527,17 @@ fn result_of(s: &config::Scenario, f: Fidelity) -> (String, Vec<String>) {
             let ignored = r.ignored_settings.iter().map(|i| i.key.clone()).collect();
             let mut v = serde_json::to_value(&r).unwrap();
             let o = v.as_object_mut().unwrap();
-            for k in ["sim", "scenario_hash", "ignored_settings"] {
+            // what the run measured, not what it echoes of its input
+            for k in [
+                "sim",
+                "scenario_hash",
+                "ignored_settings",
+                "scenario",
+                "seed",
+                "version",
+                "fidelity",
+                "topology",
+            ] {
                 o.remove(k);
             }
             // flows.csv's rows: who sent what to whom, when
@@ -620,17 +672,26 @@ fn check_case(example: &str, f: Fidelity, runs: &AtomicUsize) -> Vec<String> {
             if same_setting(&s, &vs) {
                 continue; // the value the file already had, written or by default
             }
-            // listed by the plan: nothing to simulate
-            let listed = fabricsim::run::ignored_settings(&vs, f)
-                .map(|ig| ig.iter().any(|i| i.key == key))
-                .unwrap_or(false);
-            if listed {
+            let (result, ignored) = result_of(&vs, f);
+            runs.fetch_add(1, Ordering::Relaxed);
+            if ignored.contains(&key) {
+                // the other direction: the run would be the same without the
+                // key (a wrong "ignored" hides a setting that works)
+                let without = remove_key(&variant, &key)
+                    .and_then(|t| config::parse(&path, &t).ok())
+                    .map(|w| result_of(&w, f).0);
+                if let Some(without) = without {
+                    runs.fetch_add(1, Ordering::Relaxed);
+                    if result != without && !result.starts_with("error") {
+                        failures.push(format!(
+                            "{example} at {f:?}: `{key}` = {value} is listed in ignored_settings but the run differs without it"
+                        ));
+                    }
+                }
                 settled = true;
                 break;
             }
-            let (result, ignored) = result_of(&vs, f);
-            runs.fetch_add(1, Ordering::Relaxed);
-            if result != base || ignored.contains(&key) {
+            if result != base {
                 settled = true;
                 break;
             }

@@ -2765,6 +2765,31 @@ impl Scenario {
         self.build_topology_for(fidelity)
     }
 
+    /// The key whose value alone keeps the switches from reducing in a run at
+    /// `fidelity` (`fabric.sharp = false` on InfiniBand, `sharp_groups = 0`, a
+    /// non-InfiniBand `kind` with `sharp = true`): that key is what decides, so a
+    /// run that could choose SHARP reads it.
+    pub fn sharp_turned_off_by(&self, fidelity: Fidelity) -> Option<&'static str> {
+        if self.cluster.hosts < 2 || fidelity == Fidelity::Packet {
+            return None;
+        }
+        let ib = self.fabric.kind == FabricKind::InfiniBand;
+        let groups = self.fabric.sharp_groups > 0;
+        match (ib, self.fabric.sharp, groups) {
+            (true, false, true) => Some("fabric.sharp"),
+            (true, true, false) => Some("fabric.sharp_groups"),
+            (false, true, true) => Some("fabric.kind"),
+            _ => None,
+        }
+    }
+
+    /// `cluster.nvls` when its value alone keeps the NVSwitches from reducing in
+    /// a run at `fidelity`.
+    pub fn nvls_turned_off_by(&self, fidelity: Fidelity) -> Option<&'static str> {
+        (!self.nvls && self.cluster.gpus_per_host > 1 && fidelity != Fidelity::Packet)
+            .then_some("cluster.nvls")
+    }
+
     /// Why no switch reduces in a run at `fidelity`, or `None` when SHARP runs.
     pub fn no_sharp_reason(&self, fidelity: Fidelity) -> Option<String> {
         if self.cluster.hosts < 2 {

@@ -80,8 +80,19 @@ pub fn read_keys(i: &InferenceSpec, usage: &mut crate::config::usage::Usage) {
             "inference has no gradients, optimizer state or data-parallel replicas".into()
         });
     }
-    usage.read_if("workload.parallel.tp_algorithm", i.plan.tp > 1, || {
-        "tensor = 1: there are no tensor-parallel collectives".into()
+    // an inference batch's tensor-parallel layers all-reduce
+    let runs = match i.plan.tp_algorithm {
+        crate::config::AlgoChoice::Auto => true,
+        crate::config::AlgoChoice::Fixed(a) => {
+            crate::collective::supports(a, crate::collective::CollectiveOp::AllReduce)
+        }
+    };
+    usage.read_if("workload.parallel.tp_algorithm", i.plan.tp > 1 && runs, || {
+        if i.plan.tp > 1 {
+            "this algorithm cannot run all_reduce (the tensor-parallel collective), so it runs NCCL's choice (auto)".into()
+        } else {
+            "tensor = 1: there are no tensor-parallel collectives".into()
+        }
     });
     usage.skip("workload.parallel.sequence_parallel", || {
         "sequence parallelism splits training activations; an inference batch's tensor-parallel layers run without it".into()
@@ -90,6 +101,8 @@ pub fn read_keys(i: &InferenceSpec, usage: &mut crate::config::usage::Usage) {
         "an inference batch's context is workload.inference.prompt_tokens plus the tokens decoded so far".into()
     });
     usage.read_all(&[
+        // the requests' output lengths are drawn from the run's seed
+        "simulation.seed",
         "workload.kind",
         "workload.preset",
         "workload.inference",

@@ -425,25 +425,37 @@ pub fn read_keys(s: &TrainingSpec, usage: &mut crate::config::usage::Usage) {
     read_model_keys(m, usage);
     usage.read("workload.model.seq_len");
     let tp = s.plan.tp > 1;
-    for key in [
+    usage.read_if("workload.parallel.sequence_parallel", tp, || {
+        "tensor = 1: there are no tensor-parallel collectives".into()
+    });
+    read_algorithm_key(
+        usage,
         "workload.parallel.tp_algorithm",
-        "workload.parallel.sequence_parallel",
-    ] {
-        usage.read_if(key, tp, || {
-            "tensor = 1: there are no tensor-parallel collectives".into()
-        });
-    }
+        s.plan.tp_algorithm,
+        &tp_ops(&s.plan),
+        tp,
+        "tensor = 1: there are no tensor-parallel collectives",
+        "tensor-parallel",
+    );
     let dp = s.plan.dp > 1;
     for key in [
         "workload.parallel.bucket",
         "workload.parallel.gradient_compression",
         "workload.parallel.grad_precision",
-        "workload.parallel.dp_algorithm",
     ] {
         usage.read_if(key, dp, || {
             "data = 1: there is no gradient synchronization".into()
         });
     }
+    read_algorithm_key(
+        usage,
+        "workload.parallel.dp_algorithm",
+        s.plan.dp_algorithm,
+        &dp_ops(&s.plan),
+        dp,
+        "data = 1: there is no gradient synchronization",
+        "data-parallel",
+    );
     usage.read_all(&[
         "workload.kind",
         "workload.preset",
@@ -458,6 +470,62 @@ pub fn read_keys(s: &TrainingSpec, usage: &mut crate::config::usage::Usage) {
         "workload.gpu.efficiency",
         "workload.gpu.hbm_bandwidth",
     ]);
+}
+
+/// The collectives a plan's data-parallel groups run: all-reduce of the
+/// gradients, or with ZeRO their reduce-scatter and the all-gather of the
+/// parameters.
+pub fn dp_ops(plan: &crate::config::workload::ParallelPlan) -> Vec<CollectiveOp> {
+    if plan.zero == 0 {
+        vec![CollectiveOp::AllReduce]
+    } else {
+        vec![CollectiveOp::ReduceScatter, CollectiveOp::AllGather]
+    }
+}
+
+/// The collectives a plan's tensor-parallel groups run: all-reduce, or with
+/// sequence parallelism reduce-scatter and all-gather.
+pub fn tp_ops(plan: &crate::config::workload::ParallelPlan) -> Vec<CollectiveOp> {
+    if plan.sequence_parallel {
+        vec![CollectiveOp::ReduceScatter, CollectiveOp::AllGather]
+    } else {
+        vec![CollectiveOp::AllReduce]
+    }
+}
+
+/// Records an algorithm choice of a parallel group: read when the group exists
+/// and the algorithm runs at least one of its `ops`; a fixed algorithm that runs
+/// none of them falls back to NCCL's choice (`auto`, [`super::Comm::lower`]),
+/// which the reason says.
+fn read_algorithm_key(
+    usage: &mut crate::config::usage::Usage,
+    key: &str,
+    choice: crate::config::AlgoChoice,
+    ops: &[CollectiveOp],
+    group_exists: bool,
+    no_group: &str,
+    group: &str,
+) {
+    let runs_some = match choice {
+        crate::config::AlgoChoice::Auto => true,
+        crate::config::AlgoChoice::Fixed(a) => {
+            ops.iter().any(|&op| crate::collective::supports(a, op))
+        }
+    };
+    usage.read_if(key, group_exists && runs_some, || {
+        if !group_exists {
+            return no_group.into();
+        }
+        let names: Vec<&str> = ops.iter().map(|o| o.name()).collect();
+        let algo = match choice {
+            crate::config::AlgoChoice::Fixed(a) => a.name(),
+            crate::config::AlgoChoice::Auto => "auto",
+        };
+        format!(
+            "{algo} cannot run {} (the plan's {group} collectives), so they run NCCL's choice (auto)",
+            names.join(" or ")
+        )
+    });
 }
 
 /// Records in `usage` the model keys every model workload consumes: the shape,
@@ -476,7 +544,11 @@ pub fn read_model_keys(
         "workload.model.gated_mlp",
         "workload.model.experts",
     ]);
-    usage.read_if("workload.model.heads", m.kv_heads != m.heads, || {
+    // with multi-head attention (kv_heads = heads) the head count changes no
+    // FLOP or byte; but over a preset, heads written without kv_heads also
+    // replaces the preset's grouped KV heads
+    let over_preset = usage.is_set("workload.preset") && !usage.is_set("workload.model.kv_heads");
+    usage.read_if("workload.model.heads", m.kv_heads != m.heads || over_preset, || {
         "with multi-head attention (kv_heads = heads) the head count changes no FLOP or byte (attention costs 4h² weights and 4·s·h FLOPs per token whatever the split); it only constrains the tensor-parallel degree".into()
     });
     let used = format!("workload.gpu.peak_tflops_{}", m.precision.name());
@@ -730,11 +802,8 @@ fn dp_buckets(
     let s = b.s;
     let plan = &s.plan;
     let tp = plan.tp as f64;
-    let op = if plan.zero == 0 {
-        CollectiveOp::AllReduce
-    } else {
-        CollectiveOp::ReduceScatter
-    };
+    // the gradients' collective: all-reduce, or ZeRO's reduce-scatter
+    let op = dp_ops(plan)[0];
     let mut ends = Vec::new();
     // (dense params, expert params, tasks) accumulated in the open bucket
     let mut acc_dense = 0.0f64;

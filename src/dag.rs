@@ -443,6 +443,11 @@ impl DagRunner {
         ops
     }
 
+    /// Whether task `t` completed.
+    pub fn is_done(&self, t: TaskId) -> bool {
+        self.state[t.0 as usize] == 2
+    }
+
     /// True when every task completed.
     pub fn finished(&self) -> bool {
         self.completed == self.pending.len()

@@ -241,7 +241,8 @@ pub struct RunOutput {
     pub makespan: SimTime,
     /// Start and end of each operation of the DAG, indexed like `Dag::ops`.
     pub op_timing: Vec<OpTiming>,
-    /// Completion time (done − start) of every transfer task, picoseconds, in task order.
+    /// Completion time (done − start) of every transfer task, picoseconds, in task
+    /// order; a run stopped early (a deadlock) lists the transfers it finished.
     pub transfer_fct: Vec<SimTime>,
     /// Ideal completion time of every transfer (bytes / bottleneck rate + path latency), same order.
     pub transfer_ideal: Vec<SimTime>,

@@ -437,7 +437,8 @@ impl<'a> Sim<'a> {
         let mut fct = Vec::new();
         let mut ideal = Vec::new();
         for (i, t) in self.dag.tasks.iter().enumerate() {
-            if t.kind.is_transfer() {
+            // a run stopped early (a deadlock) reports the transfers it finished
+            if t.kind.is_transfer() && self.runner.is_done(crate::dag::TaskId(i as u32)) {
                 fct.push(self.done_at[i] - self.runner.started_at[i]);
                 ideal.push(self.ideal[i]);
             }

@@ -6,6 +6,7 @@ use super::presets::{self, FabricPreset};
 use super::raw::RawFabric;
 use super::validate::Validator;
 use super::{Fidelity, Scenario};
+use crate::mechanism::defaults;
 use crate::topology::FabricLinkSpec;
 use crate::units::{Rate, SimTime};
 
@@ -208,19 +209,20 @@ impl Validator<'_> {
             f.link_rate.as_ref(),
             fab.map(|p| p.link_rate),
         );
+        let default_mtu = defaults::MTU.to_string();
         let mtu = self.size(
             "fabric.mtu",
             f.mtu.as_ref(),
-            Some(fab.map_or("4KiB", |p| p.mtu)),
+            Some(fab.map_or(default_mtu.as_str(), |p| p.mtu)),
             64,
         );
         if let Some(m) = mtu {
-            if m > 65536 {
+            if m > defaults::MAX_MTU {
                 self.err("fabric.mtu", m.to_string(), "an MTU of at most 64KiB");
             }
         }
         let header_bytes = match f.header_bytes {
-            Some(h) if !(0..=4096).contains(&h) => {
+            Some(h) if !(0..=defaults::MAX_HEADER_BYTES as i64).contains(&h) => {
                 self.err(
                     "fabric.header_bytes",
                     h.to_string(),

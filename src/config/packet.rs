@@ -4,7 +4,8 @@
 use super::fabric::FabricKind;
 use super::presets;
 use super::raw::{RawDcqcn, RawNumber, RawQuantity, RawScenario};
-use super::validate::Validator;
+use super::validate::{default_time, Validator};
+use crate::mechanism::{alpha_in_range, defaults, gain_in_range};
 use crate::units::{parse_size, Rate, SimTime};
 
 /// Settings only the packet level uses.
@@ -61,14 +62,21 @@ impl Validator<'_> {
         max_packet: Option<u64>,
     ) -> Option<PacketSettings> {
         let f = &raw.fabric;
-        let buffer = self.size("fabric.buffer", f.buffer.as_ref(), Some("128KiB"), 1);
+        let buffer = self.size(
+            "fabric.buffer",
+            f.buffer.as_ref(),
+            Some(&defaults::PORT_BUFFER.to_string()),
+            1,
+        );
         let shared_buffer = self.size(
             "fabric.shared_buffer",
             f.shared_buffer.as_ref(),
             Some("0"),
             0,
         );
-        let alpha = f.shared_buffer_alpha.map_or(1.0, RawNumber::as_f64);
+        let alpha = f
+            .shared_buffer_alpha
+            .map_or(defaults::SHARED_BUFFER_ALPHA, RawNumber::as_f64);
         if !(alpha.is_finite() && alpha > 0.0) {
             self.err(
                 "fabric.shared_buffer_alpha",
@@ -79,8 +87,8 @@ impl Validator<'_> {
         if shared_buffer.is_some_and(|b| b > 0) && kind == Some(FabricKind::InfiniBand) {
             self.err("fabric.shared_buffer", "a shared buffer on an InfiniBand fabric", "per-port buffers (credits advertise a port's own buffer); omit shared_buffer or use kind = \"roce\" or \"ethernet\"");
         }
-        let lanes = match f.virtual_lanes.unwrap_or(2) {
-            v if !(1..=8).contains(&v) => {
+        let lanes = match f.virtual_lanes.unwrap_or(defaults::VIRTUAL_LANES.into()) {
+            v if !(1..=i64::from(defaults::MAX_VIRTUAL_LANES)).contains(&v) => {
                 self.err(
                     "fabric.virtual_lanes",
                     v.to_string(),
@@ -109,15 +117,24 @@ impl Validator<'_> {
             Some("1us"),
         );
         let tcp_jitter = self.time("fabric.tcp_jitter", f.tcp_jitter.as_ref(), Some("500ns"));
-        let window = self.size("fabric.window", f.window.as_ref(), Some("512KiB"), 1);
+        let window = self.size(
+            "fabric.window",
+            f.window.as_ref(),
+            Some(&defaults::WINDOW.to_string()),
+            1,
+        );
         let ack_every = self.count(
             "fabric.ack_every",
             f.ack_every,
-            Some(4),
+            Some(defaults::ACK_EVERY.into()),
             1,
             "packets per ACK",
         );
-        let rto = self.time("fabric.rto", f.rto.as_ref(), Some("1.048576ms"));
+        let rto = self.time(
+            "fabric.rto",
+            f.rto.as_ref(),
+            Some(&default_time(defaults::RTO)),
+        );
         if rto == Some(SimTime::ZERO) {
             self.err(
                 "fabric.rto",
@@ -125,7 +142,11 @@ impl Validator<'_> {
                 "a retransmission timeout above zero, such as \"1ms\"",
             );
         }
-        let flowlet_gap = self.time("fabric.flowlet_gap", f.flowlet_gap.as_ref(), Some("100us"));
+        let flowlet_gap = self.time(
+            "fabric.flowlet_gap",
+            f.flowlet_gap.as_ref(),
+            Some(&default_time(defaults::FLOWLET_GAP)),
+        );
         if flowlet_gap == Some(SimTime::ZERO) {
             self.err(
                 "fabric.flowlet_gap",
@@ -142,7 +163,7 @@ impl Validator<'_> {
         let time_limit = self.time(
             "simulation.time_limit",
             sim.time_limit.as_ref(),
-            Some("60s"),
+            Some(&default_time(defaults::TIME_LIMIT)),
         );
         // a run that may not advance past time zero can only fail
         let time_limit = match time_limit {
@@ -165,7 +186,7 @@ impl Validator<'_> {
                 .as_deref()
                 .and_then(presets::fabric)
                 .and_then(|p| parse_size(p.mtu).ok())
-                .or(Some(4096)),
+                .or(Some(defaults::MTU)),
         };
         if let (Some(b), Some(m)) = (buffer, mtu) {
             let need = m + f.header_bytes.unwrap_or(0).max(0) as u64;
@@ -181,7 +202,7 @@ impl Validator<'_> {
         let deadlock_timeout = self.time(
             "simulation.deadlock_timeout",
             sim.deadlock_timeout.as_ref(),
-            Some("10ms"),
+            Some(&default_time(defaults::DEADLOCK_TIMEOUT)),
         );
         if deadlock_timeout == Some(SimTime::ZERO) {
             self.err(
@@ -198,7 +219,7 @@ impl Validator<'_> {
             0,
             "pause quanta per PAUSE frame, 0 (until RESUME) to 65535",
         );
-        if pfc_pause_quanta.is_some_and(|q| q > 65535) {
+        if pfc_pause_quanta.is_some_and(|q| q > defaults::MAX_PAUSE_QUANTA) {
             self.err(
                 "fabric.pfc_pause_quanta",
                 pfc_pause_quanta.unwrap_or(0).to_string(),
@@ -244,7 +265,9 @@ impl Validator<'_> {
         Option<(u64, u64, f64)>,
         crate::mechanism::CongestionControl,
     )> {
-        use crate::mechanism::{pfc_headroom_needed, CongestionControl};
+        use crate::mechanism::{
+            gain_in_range, pfc_fits_buffer, pfc_headroom_needed, pmax_in_range, CongestionControl,
+        };
         let f = &raw.fabric;
         let roce = kind == Some(FabricKind::Roce);
         let ib = kind == Some(FabricKind::InfiniBand);
@@ -299,7 +322,7 @@ impl Validator<'_> {
                     format!("at least one packet ({max_packet} bytes)"),
                 );
                 ok = false;
-            } else if xoff.saturating_add(headroom) > buffer {
+            } else if !pfc_fits_buffer(xoff, headroom, buffer) {
                 self.err(
                     "fabric.pfc_xoff",
                     crate::units::format_bytes(xoff),
@@ -364,7 +387,7 @@ impl Validator<'_> {
                 );
                 ok = false;
             }
-            if !(pmax > 0.0 && pmax <= 1.0) {
+            if !pmax_in_range(pmax) {
                 self.err(
                     "fabric.ecn_pmax",
                     pmax.to_string(),
@@ -379,8 +402,8 @@ impl Validator<'_> {
         let cc = match cc_name {
             "none" => CongestionControl::None,
             "dctcp" => {
-                let g = f.dctcp_g.map_or(1.0 / 16.0, RawNumber::as_f64);
-                if !(g > 0.0 && g <= 1.0) {
+                let g = f.dctcp_g.map_or(defaults::DCTCP_G, RawNumber::as_f64);
+                if !gain_in_range(g) {
                     self.err(
                         "fabric.dctcp_g",
                         g.to_string(),
@@ -432,14 +455,14 @@ impl Validator<'_> {
         let r = raw.unwrap_or(&empty);
         let g = r.g.map_or(d.g, RawNumber::as_f64);
         let initial_alpha = r.initial_alpha.map_or(d.initial_alpha, RawNumber::as_f64);
-        if !(g > 0.0 && g <= 1.0) {
+        if !gain_in_range(g) {
             self.err(
                 "fabric.dcqcn.g",
                 g.to_string(),
                 "a gain in (0, 1], such as 0.00390625 (1/256)",
             );
         }
-        if !(0.0..=1.0).contains(&initial_alpha) {
+        if !alpha_in_range(initial_alpha) {
             self.err(
                 "fabric.dcqcn.initial_alpha",
                 initial_alpha.to_string(),
@@ -503,7 +526,7 @@ impl Validator<'_> {
                 return None;
             }
         }
-        if !(g > 0.0 && g <= 1.0 && (0.0..=1.0).contains(&initial_alpha)) {
+        if !(gain_in_range(g) && alpha_in_range(initial_alpha)) {
             return None;
         }
         Some(crate::mechanism::DcqcnParams {

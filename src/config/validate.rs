@@ -112,6 +112,12 @@ fn text_slice(text: &str, s: &std::ops::Range<usize>) -> Option<String> {
     text.get(s.clone()).map(|t| t.trim().to_string())
 }
 
+/// A default duration as the `time` reader takes it, exact to the picosecond,
+/// so a default stated once as a [`SimTime`] reads back unchanged.
+pub(super) fn default_time(t: SimTime) -> String {
+    format!("{}ps", t.0)
+}
+
 pub(super) struct Validator<'a> {
     pub(super) src: &'a Source<'a>,
     pub(super) diags: Vec<Diagnostic>,

@@ -63,7 +63,8 @@
 
 use serde::Deserialize;
 
-use super::{AlgoChoice, RawNumber, RawQuantity, Validator};
+use super::validate::Validator;
+use super::{AlgoChoice, RawNumber, RawQuantity};
 use crate::collective::Algorithm;
 use crate::topology::{NodeKind, Topology};
 use crate::units::{Rate, SimTime};

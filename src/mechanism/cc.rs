@@ -6,6 +6,22 @@
 
 use crate::units::{Rate, SimTime};
 
+/// Whether `g` is a usable α gain, DCTCP's or DCQCN's: in (0, 1]. The one
+/// statement of the rule that `config` and the packet backend both enforce.
+pub fn gain_in_range(g: f64) -> bool {
+    g > 0.0 && g <= 1.0
+}
+
+/// Whether `a` is a usable DCQCN α: in [0, 1].
+pub fn alpha_in_range(a: f64) -> bool {
+    (0.0..=1.0).contains(&a)
+}
+
+/// Whether `p` is a usable ECN marking probability just below Kmax: in (0, 1].
+pub fn pmax_in_range(p: f64) -> bool {
+    p > 0.0 && p <= 1.0
+}
+
 /// RED-style ECN marking thresholds, per egress queue.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Ecn {
@@ -31,7 +47,7 @@ impl Ecn {
     }
 
     pub(crate) fn check(&self) -> Result<(), String> {
-        if self.kmin > self.kmax || !(self.pmax > 0.0 && self.pmax <= 1.0) {
+        if self.kmin > self.kmax || !pmax_in_range(self.pmax) {
             return Err(format!(
                 "need Kmin <= Kmax and 0 < Pmax <= 1; found Kmin {} Kmax {} Pmax {}",
                 self.kmin, self.kmax, self.pmax
@@ -105,7 +121,7 @@ pub enum CongestionControl {
     Dcqcn(DcqcnParams),
     /// DCTCP window control, answering ECN echoes.
     Dctcp {
-        /// α gain g. Default 1/16 (Alizadeh et al. 2010).
+        /// α gain g. Default [`super::defaults::DCTCP_G`].
         g: f64,
     },
 }
@@ -115,14 +131,14 @@ impl CongestionControl {
         match *self {
             CongestionControl::None => Ok(()),
             CongestionControl::Dctcp { g } => {
-                if g > 0.0 && g <= 1.0 {
+                if gain_in_range(g) {
                     Ok(())
                 } else {
                     Err(("cc.dctcp_g", format!("a gain in (0, 1], found {g}")))
                 }
             }
             CongestionControl::Dcqcn(p) => {
-                if !(p.g > 0.0 && p.g <= 1.0 && (0.0..=1.0).contains(&p.initial_alpha)) {
+                if !(gain_in_range(p.g) && alpha_in_range(p.initial_alpha)) {
                     return Err((
                         "cc.dcqcn_g",
                         format!(
@@ -144,5 +160,22 @@ impl CongestionControl {
                 Ok(())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // config and the packet backend both call these: their edges are the rule
+    #[test]
+    fn gains_alphas_and_marking_probabilities_have_their_edges() {
+        assert!(gain_in_range(1.0) && gain_in_range(1.0 / 256.0));
+        assert!(!gain_in_range(0.0) && !gain_in_range(1.0 + 1e-12) && !gain_in_range(f64::NAN));
+        assert!(alpha_in_range(0.0) && alpha_in_range(1.0));
+        assert!(!alpha_in_range(-1e-12) && !alpha_in_range(f64::NAN));
+        assert!(pmax_in_range(1.0) && !pmax_in_range(0.0) && !pmax_in_range(f64::NAN));
+        assert!(CongestionControl::Dctcp { g: 0.0 }.check().is_err());
+        assert!(CongestionControl::Dctcp { g: 1.0 }.check().is_ok());
     }
 }

@@ -29,6 +29,13 @@ pub enum FlowControl {
     },
 }
 
+/// Whether PFC thresholds fit the buffer: XOFF plus the headroom above it
+/// within the buffer per port and priority. The one statement of the rule
+/// that `config` and the packet backend both enforce.
+pub fn pfc_fits_buffer(xoff: u64, headroom: u64, buffer: u64) -> bool {
+    xoff.saturating_add(headroom) <= buffer
+}
+
 /// Bytes a PFC receiver must still absorb after it decides to pause a link of
 /// `rate`, one-way `latency`, whose receiving node forwards in `fwd_latency`,
 /// carrying packets of at most `max_packet` wire bytes. The usual rule is
@@ -48,4 +55,18 @@ pub fn pfc_headroom_needed(
     let t = 2 * latency.0 as u128 + fwd_latency.0 as u128;
     let bytes = (rate.0 as u128 * t).div_ceil(8_000_000_000_000) as u64;
     bytes + 2 * max_packet as u64 + 64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // config and the packet backend both call this: its edge is the rule
+    #[test]
+    fn xoff_and_headroom_may_fill_the_buffer_exactly() {
+        assert!(pfc_fits_buffer(100, 28, 128));
+        assert!(!pfc_fits_buffer(100, 29, 128));
+        // a sum past u64 must not wrap round to something small
+        assert!(!pfc_fits_buffer(2, u64::MAX, 100));
+    }
 }

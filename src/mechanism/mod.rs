@@ -6,7 +6,8 @@
 //! other for them.
 
 pub mod cc;
+pub mod defaults;
 pub mod flow_control;
 
-pub use cc::{CongestionControl, DcqcnParams, Ecn};
-pub use flow_control::{pfc_headroom_needed, FlowControl};
+pub use cc::{alpha_in_range, gain_in_range, pmax_in_range, CongestionControl, DcqcnParams, Ecn};
+pub use flow_control::{pfc_fits_buffer, pfc_headroom_needed, FlowControl};

@@ -120,6 +120,7 @@ use crate::backend::{
     BackendError, Deadlock, FabricCounters, LinkCounters, ProgressHook, RunOutput, PROGRESS_EVERY,
 };
 use crate::dag::Dag;
+use crate::mechanism::defaults;
 use crate::topology::Topology;
 use crate::units::{Rate, SimTime};
 
@@ -282,7 +283,8 @@ pub struct PacketConfig {
     /// Samples kept per port; when full, every other sample is discarded and the
     /// interval doubles, so memory stays bounded. Default 512.
     pub series_max_samples: u32,
-    /// Give up when simulated time passes this, picoseconds. Default 1 s.
+    /// Give up when simulated time passes this, picoseconds. Default 60 s, the
+    /// scenario's default ([`crate::mechanism::defaults::TIME_LIMIT`]).
     pub time_limit: SimTime,
 }
 
@@ -290,26 +292,26 @@ impl Default for PacketConfig {
     fn default() -> Self {
         PacketConfig {
             seed: 1,
-            mtu: 4096,
+            mtu: defaults::MTU as u32,
             header_bytes: 26,
             ack_bytes: 30,
-            vls: 2,
+            vls: defaults::VIRTUAL_LANES,
             flow_control: FlowControl::Credit,
             credit_block_bytes: 64,
-            port_buffer_bytes: 128 << 10,
+            port_buffer_bytes: defaults::PORT_BUFFER,
             host_buffer_bytes: 256 << 10,
             shared_buffer_bytes: 0,
-            shared_buffer_alpha: 1.0,
+            shared_buffer_alpha: defaults::SHARED_BUFFER_ALPHA,
             routing: Routing::Ecmp,
-            flowlet_gap: SimTime::from_us(100),
-            window_bytes: 512 << 10,
-            ack_every: 4,
-            rto: SimTime(1_048_576_000),
+            flowlet_gap: defaults::FLOWLET_GAP,
+            window_bytes: defaults::WINDOW,
+            ack_every: defaults::ACK_EVERY,
+            rto: defaults::RTO,
             host_path: HostPath::GpuDirect,
             transport: Transport::Rdma,
             link_events: Vec::new(),
             vl_escalation: false,
-            deadlock_timeout: SimTime(10_000_000_000),
+            deadlock_timeout: defaults::DEADLOCK_TIMEOUT,
             cut_through: false,
             pfc_pause_quanta: 0,
             ecn: None,
@@ -317,7 +319,7 @@ impl Default for PacketConfig {
             sample_interval: SimTime::ZERO,
             series_ports: 4,
             series_max_samples: 512,
-            time_limit: SimTime::from_secs_f64(1.0),
+            time_limit: defaults::TIME_LIMIT,
         }
     }
 }
@@ -341,7 +343,7 @@ impl PacketConfig {
     fn validate(&self, topo: &Topology) -> Result<(), PacketError> {
         let bad =
             |field: &'static str, message: String| Err(PacketError::Config { field, message });
-        if self.mtu == 0 || self.mtu > 65536 {
+        if self.mtu == 0 || u64::from(self.mtu) > defaults::MAX_MTU {
             return bad(
                 "mtu",
                 format!(
@@ -350,7 +352,11 @@ impl PacketConfig {
                 ),
             );
         }
-        if self.header_bytes > 4096 || self.ack_bytes == 0 || self.ack_bytes > 4096 {
+        let max_header = defaults::MAX_HEADER_BYTES;
+        if u64::from(self.header_bytes) > max_header
+            || self.ack_bytes == 0
+            || u64::from(self.ack_bytes) > max_header
+        {
             return bad(
                 "header_bytes/ack_bytes",
                 format!(
@@ -359,7 +365,7 @@ impl PacketConfig {
                 ),
             );
         }
-        if !(1..=8).contains(&self.vls) {
+        if !(1..=defaults::MAX_VIRTUAL_LANES).contains(&self.vls) {
             return bad(
                 "vls",
                 format!("between 1 and 8 virtual lanes, found {}", self.vls),
@@ -438,7 +444,7 @@ impl PacketConfig {
                     format!("need one packet ({max_pkt} bytes) <= XON <= XOFF; found XON {xon}, XOFF {xoff}"),
                 );
             }
-            if xoff.saturating_add(headroom) > self.port_buffer_bytes {
+            if !crate::mechanism::pfc_fits_buffer(xoff, headroom, self.port_buffer_bytes) {
                 return bad(
                     "pfc_xoff",
                     format!(
@@ -465,7 +471,7 @@ impl PacketConfig {
                 }
             }
         }
-        if self.pfc_pause_quanta > 65535 {
+        if self.pfc_pause_quanta > defaults::MAX_PAUSE_QUANTA {
             return bad(
                 "pfc_pause_quanta",
                 format!(

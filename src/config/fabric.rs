@@ -1,0 +1,348 @@
+//! `[fabric]`: the network technology, link rate and latencies, packet
+//! format, routing, NIC goodput, queue pairs and SHARP. The packet-level keys
+//! of `[fabric]` (buffers, PFC, ECN, congestion control) are in `packet.rs`.
+
+use super::presets::{self, FabricPreset};
+use super::raw::RawFabric;
+use super::validate::Validator;
+use super::{Fidelity, Scenario};
+use crate::mechanism::defaults;
+use crate::topology::FabricLinkSpec;
+use crate::units::{Rate, SimTime};
+
+/// The network technology, which decides flow control and loss at packet level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FabricKind {
+    /// Credit-based link-level flow control, lossless.
+    InfiniBand,
+    /// RDMA over Converged Ethernet v2 (PFC, ECN, DCQCN).
+    Roce,
+    /// Lossy Ethernet with TCP.
+    Ethernet,
+}
+
+impl FabricKind {
+    /// Name in files and results.
+    pub fn name(self) -> &'static str {
+        match self {
+            FabricKind::InfiniBand => "infiniband",
+            FabricKind::Roce => "roce",
+            FabricKind::Ethernet => "ethernet",
+        }
+    }
+}
+
+/// How a switch picks among equal-cost next hops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Routing {
+    /// Per-flow hash.
+    Ecmp,
+    /// Least-occupied queue, per packet.
+    Adaptive,
+    /// Random per packet.
+    Spray,
+    /// Least-occupied queue, per flowlet (a burst after an idle gap).
+    Flowlet,
+}
+
+impl Routing {
+    /// Name in files and results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Routing::Ecmp => "ecmp",
+            Routing::Adaptive => "adaptive",
+            Routing::Spray => "spray",
+            Routing::Flowlet => "flowlet",
+        }
+    }
+}
+
+/// The checked `[fabric]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FabricSpec {
+    /// Technology.
+    pub kind: FabricKind,
+    /// Link rate and latencies, as the topology builders need them.
+    pub links: FabricLinkSpec,
+    /// Largest payload per packet, bytes.
+    pub mtu: u64,
+    /// Header bytes per packet on the wire.
+    pub header_bytes: u64,
+    /// Next-hop choice.
+    pub routing: Routing,
+    /// `fabric.sharp`: the switches can aggregate (InfiniBand SHARP). Used by the
+    /// analytical and flow fidelities on InfiniBand only ([`FabricSpec::sharp_active`]).
+    pub sharp: bool,
+    /// `fabric.sharp_groups`: aggregation trees one switch serves at once
+    /// (u32::MAX when unset: no limit); see [`crate::collective::sharp::grant_trees`].
+    pub sharp_groups: u32,
+    /// `fabric.nic_efficiency`: share of the payload rate the links between NICs
+    /// and their switches carry (NIC goodput with GPUDirect RDMA), in (0, 1].
+    pub nic_efficiency: f64,
+    /// `fabric.qps_per_connection`: queue pairs per connection between hosts
+    /// (NCCL_IB_QPS_PER_CONNECTION, default 1); each is its own ECMP flow.
+    pub qps_per_connection: u8,
+}
+
+impl FabricSpec {
+    /// Whether in-network reduction runs: `fabric.sharp = true` on InfiniBand
+    /// (SHARP is a feature of InfiniBand switches; elsewhere `sharp` falls back to ring).
+    /// `fabric.sharp_groups = 0` leaves no room for any tree.
+    pub fn sharp_active(&self) -> bool {
+        self.sharp && self.kind == FabricKind::InfiniBand && self.sharp_groups > 0
+    }
+
+    /// Fraction of the line rate left for payload: mtu / (mtu + header).
+    pub fn efficiency(&self) -> f64 {
+        self.mtu as f64 / (self.mtu + self.header_bytes) as f64
+    }
+}
+
+/// Most queue pairs per connection (NCCL_IB_QPS_PER_CONNECTION; NCCL caps it
+/// at 128, real deployments use 1 to 8).
+pub const MAX_QPS: i64 = 16;
+
+/// The `[fabric]` keys as checked one by one, before the scenario is
+/// assembled: a `None` field was refused (its diagnostic already pushed).
+pub(super) struct FabricParts {
+    pub(super) kind: Option<FabricKind>,
+    pub(super) link_rate: Option<Rate>,
+    pub(super) mtu: Option<u64>,
+    pub(super) header_bytes: Option<u64>,
+    pub(super) link_latency: Option<SimTime>,
+    pub(super) switch_latency: Option<SimTime>,
+    pub(super) nic_efficiency: Option<f64>,
+    pub(super) qps_per_connection: Option<u8>,
+    pub(super) routing: Option<Routing>,
+}
+
+impl FabricParts {
+    /// Rate, link latency and switch latency, when all three were accepted
+    /// (what the PFC headroom rule needs).
+    pub(super) fn link(&self) -> Option<(Rate, SimTime, SimTime)> {
+        self.link_rate
+            .zip(self.link_latency)
+            .zip(self.switch_latency)
+            .map(|((r, l), f)| (r, l, f))
+    }
+
+    /// Wire bytes of the largest packet, MTU + header.
+    pub(super) fn max_packet(&self) -> Option<u64> {
+        self.mtu.zip(self.header_bytes).map(|(m, h)| m + h)
+    }
+
+    /// The checked `[fabric]`, when every key of it was accepted.
+    pub(super) fn spec(&self, f: &RawFabric, sharp_groups: Option<u32>) -> Option<FabricSpec> {
+        Some(FabricSpec {
+            kind: self.kind?,
+            links: FabricLinkSpec {
+                link_rate: self.link_rate?,
+                link_latency: self.link_latency?,
+                switch_latency: self.switch_latency?,
+            },
+            mtu: self.mtu?,
+            header_bytes: self.header_bytes?,
+            routing: self.routing?,
+            sharp: f.sharp.unwrap_or(false),
+            sharp_groups: sharp_groups?,
+            nic_efficiency: self.nic_efficiency?,
+            qps_per_connection: self.qps_per_connection?,
+        })
+    }
+}
+
+impl Validator<'_> {
+    /// `fabric.preset`: an unknown name quiets the "missing" diagnostics of
+    /// the fields it would have supplied (one mistake, one diagnostic).
+    pub(super) fn fabric_preset(&mut self, f: &RawFabric) -> Option<&'static FabricPreset> {
+        match f.preset.as_deref() {
+            None => None,
+            Some(name) => match presets::fabric(name) {
+                Some(p) => Some(p),
+                None => {
+                    self.err(
+                        "fabric.preset",
+                        format!("{name:?}"),
+                        format!("one of {}", presets::fabric_names()),
+                    );
+                    self.quiet_missing = true;
+                    None
+                }
+            },
+        }
+    }
+
+    /// The `[fabric]` keys every fidelity uses, each from the file, else the
+    /// preset, else its default.
+    pub(super) fn fabric(
+        &mut self,
+        f: &RawFabric,
+        fab: Option<&'static FabricPreset>,
+    ) -> FabricParts {
+        let kind_name = f.kind.as_deref().or(fab.map(|p| p.kind));
+        let kind = match kind_name {
+            Some("infiniband") => Some(FabricKind::InfiniBand),
+            Some("roce") => Some(FabricKind::Roce),
+            Some("ethernet") => Some(FabricKind::Ethernet),
+            Some(other) => {
+                self.err(
+                    "fabric.kind",
+                    format!("{other:?}"),
+                    "one of \"infiniband\", \"roce\", \"ethernet\"",
+                );
+                None
+            }
+            None => {
+                self.err(
+                    "fabric.kind",
+                    "nothing",
+                    format!(
+                        "\"infiniband\", \"roce\" or \"ethernet\" (or a preset: {})",
+                        presets::fabric_names()
+                    ),
+                );
+                None
+            }
+        };
+        let link_rate = self.rate(
+            "fabric.link_rate",
+            f.link_rate.as_ref(),
+            fab.map(|p| p.link_rate),
+        );
+        let default_mtu = defaults::MTU.to_string();
+        let mtu = self.size(
+            "fabric.mtu",
+            f.mtu.as_ref(),
+            Some(fab.map_or(default_mtu.as_str(), |p| p.mtu)),
+            64,
+        );
+        if let Some(m) = mtu {
+            if m > defaults::MAX_MTU {
+                self.err("fabric.mtu", m.to_string(), "an MTU of at most 64KiB");
+            }
+        }
+        let header_bytes = match f.header_bytes {
+            Some(h) if !(0..=defaults::MAX_HEADER_BYTES as i64).contains(&h) => {
+                self.err(
+                    "fabric.header_bytes",
+                    h.to_string(),
+                    "header bytes per packet between 0 and 4096",
+                );
+                None
+            }
+            Some(h) => Some(h as u64),
+            None => Some(fab.map_or_else(
+                || presets::default_header(kind_name.unwrap_or("")),
+                |p| p.header_bytes,
+            )),
+        };
+        let link_latency = self.time(
+            "fabric.link_latency",
+            f.link_latency.as_ref(),
+            Some(fab.map_or("50ns", |p| p.link_latency)),
+        );
+        let switch_latency = self.time(
+            "fabric.switch_latency",
+            f.switch_latency.as_ref(),
+            Some(fab.map_or("300ns", |p| p.switch_latency)),
+        );
+        let nic_efficiency = self.efficiency(
+            "fabric.nic_efficiency",
+            f.nic_efficiency,
+            fab.map_or(1.0, |p| p.nic_efficiency),
+        );
+        let qps_per_connection = match f.qps_per_connection {
+            None => Some(1u8),
+            Some(q) if (1..=MAX_QPS).contains(&q) => Some(q as u8),
+            Some(q) => {
+                self.err(
+                    "fabric.qps_per_connection",
+                    q.to_string(),
+                    format!("a whole number of queue pairs from 1 to {MAX_QPS}"),
+                );
+                None
+            }
+        };
+        let routing = match f.routing.as_deref().unwrap_or("ecmp") {
+            "ecmp" => Some(Routing::Ecmp),
+            "adaptive" => Some(Routing::Adaptive),
+            "spray" => Some(Routing::Spray),
+            "flowlet" => Some(Routing::Flowlet),
+            other => {
+                self.err(
+                    "fabric.routing",
+                    format!("{other:?}"),
+                    "one of \"ecmp\", \"adaptive\", \"spray\", \"flowlet\"",
+                );
+                None
+            }
+        };
+        FabricParts {
+            kind,
+            link_rate,
+            mtu,
+            header_bytes,
+            link_latency,
+            switch_latency,
+            nic_efficiency,
+            qps_per_connection,
+            routing,
+        }
+    }
+
+    /// `fabric.sharp_groups`: unset is no limit (`u32::MAX`).
+    pub(super) fn sharp_groups(&mut self, f: &RawFabric) -> Option<u32> {
+        match f.sharp_groups {
+            None => Some(u32::MAX),
+            Some(g) if (0..i64::from(u32::MAX)).contains(&g) => Some(g as u32),
+            Some(g) => {
+                self.err(
+                    "fabric.sharp_groups",
+                    g.to_string(),
+                    "a number of aggregation trees per switch, 0 or more",
+                );
+                None
+            }
+        }
+    }
+}
+
+impl Scenario {
+    /// The key whose value alone keeps the switches from reducing in a run at
+    /// `fidelity` (`fabric.sharp = false` on InfiniBand, `sharp_groups = 0`, a
+    /// non-InfiniBand `kind` with `sharp = true`): that key is what decides, so a
+    /// run that could choose SHARP reads it.
+    pub fn sharp_turned_off_by(&self, fidelity: Fidelity) -> Option<&'static str> {
+        if self.cluster.hosts < 2 || fidelity == Fidelity::Packet {
+            return None;
+        }
+        let ib = self.fabric.kind == FabricKind::InfiniBand;
+        let groups = self.fabric.sharp_groups > 0;
+        match (ib, self.fabric.sharp, groups) {
+            (true, false, true) => Some("fabric.sharp"),
+            (true, true, false) => Some("fabric.sharp_groups"),
+            (false, true, true) => Some("fabric.kind"),
+            _ => None,
+        }
+    }
+
+    /// Why no switch reduces in a run at `fidelity`, or `None` when SHARP runs.
+    pub fn no_sharp_reason(&self, fidelity: Fidelity) -> Option<String> {
+        if self.cluster.hosts < 2 {
+            Some("with one node there is no network to reduce in".into())
+        } else if fidelity == Fidelity::Packet {
+            Some("SHARP is modeled at the analytical and flow fidelities; the packet level has no switch endpoints, so SHARP algorithms fall back to ring".into())
+        } else if self.fabric.kind != FabricKind::InfiniBand {
+            Some(format!(
+                "SHARP is an InfiniBand switch feature; on a {} fabric the switches do not reduce",
+                self.fabric.kind.name()
+            ))
+        } else if !self.fabric.sharp {
+            Some("the switches do not reduce (set fabric.sharp = true on an InfiniBand fabric, fabric.sharp_groups ≥ 1)".into())
+        } else if self.fabric.sharp_groups == 0 {
+            Some("fabric.sharp_groups = 0 leaves the switches no aggregation tree".into())
+        } else {
+            None
+        }
+    }
+}

@@ -1,0 +1,545 @@
+//! Settings only the packet level uses: buffers, lanes, transport, timers,
+//! and PFC, ECN and congestion control with their defaults per fabric kind.
+
+use super::fabric::FabricKind;
+use super::presets;
+use super::raw::{RawDcqcn, RawNumber, RawQuantity, RawScenario};
+use super::validate::{default_time, Validator};
+use crate::mechanism::{alpha_in_range, defaults, gain_in_range};
+use crate::units::{parse_size, Rate, SimTime};
+
+/// Settings only the packet level uses.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PacketSettings {
+    /// Buffer per port and virtual lane, bytes.
+    pub buffer: u64,
+    /// Shared buffer per switch, bytes (0 = per-port).
+    pub shared_buffer: u64,
+    /// Dynamic-threshold α.
+    pub shared_buffer_alpha: f64,
+    /// Virtual lanes per port.
+    pub virtual_lanes: u8,
+    /// Escalate lanes per hop.
+    pub vl_escalation: bool,
+    /// Cut-through forwarding.
+    pub cut_through: bool,
+    /// TCP-like transport (else RDMA).
+    pub tcp: bool,
+    /// TCP CPU time per packet.
+    pub tcp_packet_overhead: SimTime,
+    /// TCP jitter bound.
+    pub tcp_jitter: SimTime,
+    /// Window per queue pair, bytes.
+    pub window: u64,
+    /// ACK coalescing.
+    pub ack_every: u32,
+    /// Retransmission timeout.
+    pub rto: SimTime,
+    /// Idle time that ends a flowlet (`routing = "flowlet"`).
+    pub flowlet_gap: SimTime,
+    /// Sampling interval (0 = off).
+    pub sample_interval: SimTime,
+    /// Simulated-time limit.
+    pub time_limit: SimTime,
+    /// Deadlock watchdog.
+    pub deadlock_timeout: SimTime,
+    /// PFC thresholds (XOFF, XON, headroom), bytes, or `None` when PFC is off.
+    pub pfc: Option<(u64, u64, u64)>,
+    /// PFC pause quanta per frame (0 = until RESUME).
+    pub pfc_pause_quanta: u32,
+    /// ECN marking (Kmin bytes, Kmax bytes, Pmax), or `None`.
+    pub ecn: Option<(u64, u64, f64)>,
+    /// Congestion control.
+    pub cc: crate::mechanism::CongestionControl,
+}
+
+impl Validator<'_> {
+    pub(super) fn packet_settings(
+        &mut self,
+        raw: &RawScenario,
+        kind: Option<FabricKind>,
+        link: Option<(Rate, SimTime, SimTime)>,
+        max_packet: Option<u64>,
+    ) -> Option<PacketSettings> {
+        let f = &raw.fabric;
+        let buffer = self.size(
+            "fabric.buffer",
+            f.buffer.as_ref(),
+            Some(&defaults::PORT_BUFFER.to_string()),
+            1,
+        );
+        let shared_buffer = self.size(
+            "fabric.shared_buffer",
+            f.shared_buffer.as_ref(),
+            Some("0"),
+            0,
+        );
+        let alpha = f
+            .shared_buffer_alpha
+            .map_or(defaults::SHARED_BUFFER_ALPHA, RawNumber::as_f64);
+        if !(alpha.is_finite() && alpha > 0.0) {
+            self.err(
+                "fabric.shared_buffer_alpha",
+                alpha.to_string(),
+                "a positive dynamic-threshold factor such as 1.0",
+            );
+        }
+        if shared_buffer.is_some_and(|b| b > 0) && kind == Some(FabricKind::InfiniBand) {
+            self.err("fabric.shared_buffer", "a shared buffer on an InfiniBand fabric", "per-port buffers (credits advertise a port's own buffer); omit shared_buffer or use kind = \"roce\" or \"ethernet\"");
+        }
+        let lanes = match f.virtual_lanes.unwrap_or(defaults::VIRTUAL_LANES.into()) {
+            v if !(1..=i64::from(defaults::MAX_VIRTUAL_LANES)).contains(&v) => {
+                self.err(
+                    "fabric.virtual_lanes",
+                    v.to_string(),
+                    "between 1 and 8 virtual lanes",
+                );
+                None
+            }
+            v => Some(v as u8),
+        };
+        let tcp = match f.transport.as_deref() {
+            None => Some(kind == Some(FabricKind::Ethernet)),
+            Some("rdma") => Some(false),
+            Some("tcp") => Some(true),
+            Some(other) => {
+                self.err(
+                    "fabric.transport",
+                    format!("{other:?}"),
+                    "\"rdma\" or \"tcp\"",
+                );
+                None
+            }
+        };
+        let tcp_packet_overhead = self.time(
+            "fabric.tcp_packet_overhead",
+            f.tcp_packet_overhead.as_ref(),
+            Some("1us"),
+        );
+        let tcp_jitter = self.time("fabric.tcp_jitter", f.tcp_jitter.as_ref(), Some("500ns"));
+        let window = self.size(
+            "fabric.window",
+            f.window.as_ref(),
+            Some(&defaults::WINDOW.to_string()),
+            1,
+        );
+        let ack_every = self.count(
+            "fabric.ack_every",
+            f.ack_every,
+            Some(defaults::ACK_EVERY.into()),
+            1,
+            "packets per ACK",
+        );
+        let rto = self.time(
+            "fabric.rto",
+            f.rto.as_ref(),
+            Some(&default_time(defaults::RTO)),
+        );
+        if rto == Some(SimTime::ZERO) {
+            self.err(
+                "fabric.rto",
+                "0",
+                "a retransmission timeout above zero, such as \"1ms\"",
+            );
+        }
+        let flowlet_gap = self.time(
+            "fabric.flowlet_gap",
+            f.flowlet_gap.as_ref(),
+            Some(&default_time(defaults::FLOWLET_GAP)),
+        );
+        if flowlet_gap == Some(SimTime::ZERO) {
+            self.err(
+                "fabric.flowlet_gap",
+                "0",
+                "an idle gap above zero, such as \"100us\"",
+            );
+        }
+        let sim = &raw.simulation;
+        let sample_interval = self.time(
+            "simulation.sample_interval",
+            sim.sample_interval.as_ref(),
+            Some("0"),
+        );
+        let time_limit = self.time(
+            "simulation.time_limit",
+            sim.time_limit.as_ref(),
+            Some(&default_time(defaults::TIME_LIMIT)),
+        );
+        // a run that may not advance past time zero can only fail
+        let time_limit = match time_limit {
+            Some(SimTime::ZERO) => {
+                self.err(
+                    "simulation.time_limit",
+                    "0 (a run that stops before anything moves)",
+                    "a positive simulated time such as \"60s\"",
+                );
+                None
+            }
+            t => t,
+        };
+        // A buffer must hold at least one full packet, or nothing can ever move.
+        let mtu = match &f.mtu {
+            Some(RawQuantity::Str(m)) => parse_size(m).ok(),
+            Some(RawQuantity::Int(i)) if *i > 0 => Some(*i as u64),
+            _ => f
+                .preset
+                .as_deref()
+                .and_then(presets::fabric)
+                .and_then(|p| parse_size(p.mtu).ok())
+                .or(Some(defaults::MTU)),
+        };
+        if let (Some(b), Some(m)) = (buffer, mtu) {
+            let need = m + f.header_bytes.unwrap_or(0).max(0) as u64;
+            if b < need {
+                self.err(
+                    "fabric.buffer",
+                    crate::units::format_bytes(b),
+                    format!("a buffer of at least one packet ({need} bytes: MTU + header)"),
+                );
+                return None;
+            }
+        }
+        let deadlock_timeout = self.time(
+            "simulation.deadlock_timeout",
+            sim.deadlock_timeout.as_ref(),
+            Some(&default_time(defaults::DEADLOCK_TIMEOUT)),
+        );
+        if deadlock_timeout == Some(SimTime::ZERO) {
+            self.err(
+                "simulation.deadlock_timeout",
+                "0",
+                "a watchdog period above zero, such as \"1ms\"",
+            );
+        }
+        let (pfc, ecn, cc) = self.congestion_settings(raw, kind, buffer?, link, max_packet?)?;
+        let pfc_pause_quanta = self.count(
+            "fabric.pfc_pause_quanta",
+            f.pfc_pause_quanta,
+            Some(0),
+            0,
+            "pause quanta per PAUSE frame, 0 (until RESUME) to 65535",
+        );
+        if pfc_pause_quanta.is_some_and(|q| q > defaults::MAX_PAUSE_QUANTA) {
+            self.err(
+                "fabric.pfc_pause_quanta",
+                pfc_pause_quanta.unwrap_or(0).to_string(),
+                "at most 65535 quanta (a 16-bit field of the PAUSE frame, IEEE 802.1Qbb)",
+            );
+        }
+        Some(PacketSettings {
+            deadlock_timeout: deadlock_timeout?,
+            pfc,
+            pfc_pause_quanta: pfc_pause_quanta?,
+            ecn,
+            cc,
+            buffer: buffer?,
+            shared_buffer: shared_buffer?,
+            shared_buffer_alpha: alpha,
+            virtual_lanes: lanes?,
+            vl_escalation: f.vl_escalation.unwrap_or(false),
+            cut_through: f.cut_through.unwrap_or(false),
+            tcp: tcp?,
+            tcp_packet_overhead: tcp_packet_overhead?,
+            tcp_jitter: tcp_jitter?,
+            window: window?,
+            ack_every: ack_every?,
+            rto: rto?,
+            flowlet_gap: flowlet_gap?,
+            sample_interval: sample_interval?,
+            time_limit: time_limit?,
+        })
+    }
+
+    /// PFC, ECN and congestion control: defaults per fabric kind, thresholds
+    /// checked against the buffer and the link's bandwidth-delay product.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn congestion_settings(
+        &mut self,
+        raw: &RawScenario,
+        kind: Option<FabricKind>,
+        buffer: u64,
+        link: Option<(Rate, SimTime, SimTime)>,
+        max_packet: u64,
+    ) -> Option<(
+        Option<(u64, u64, u64)>,
+        Option<(u64, u64, f64)>,
+        crate::mechanism::CongestionControl,
+    )> {
+        use crate::mechanism::{
+            gain_in_range, pfc_fits_buffer, pfc_headroom_needed, pmax_in_range, CongestionControl,
+        };
+        let f = &raw.fabric;
+        let roce = kind == Some(FabricKind::Roce);
+        let ib = kind == Some(FabricKind::InfiniBand);
+        let mut ok = true;
+        // PFC: on by default for RoCE (what a RoCEv2 deployment runs).
+        let pfc_on = f.pfc.unwrap_or(roce);
+        if pfc_on && ib {
+            self.err("fabric.pfc", "true on an InfiniBand fabric", "no PFC: InfiniBand is lossless through credits; use kind = \"roce\" or \"ethernet\" for PFC");
+            ok = false;
+        }
+        let need = link.map(|(r, l, f)| pfc_headroom_needed(r, l, f, max_packet as u32));
+        let pfc = if pfc_on && !ib {
+            let default_headroom = need.unwrap_or(0).div_ceil(1024) * 1024;
+            let headroom = self.size(
+                "fabric.pfc_headroom",
+                f.pfc_headroom.as_ref(),
+                Some(&default_headroom.to_string()),
+                0,
+            )?;
+            let default_xoff = buffer.saturating_sub(headroom).max(max_packet);
+            let xoff = self.size(
+                "fabric.pfc_xoff",
+                f.pfc_xoff.as_ref(),
+                Some(&default_xoff.to_string()),
+                1,
+            )?;
+            let default_xon = xoff
+                .saturating_sub(2 * max_packet)
+                .max(max_packet.min(xoff));
+            let xon = self.size(
+                "fabric.pfc_xon",
+                f.pfc_xon.as_ref(),
+                Some(&default_xon.to_string()),
+                0,
+            )?;
+            if let (Some(need), Some((r, l, fwd))) = (need, link) {
+                if headroom < need {
+                    self.err(
+                        "fabric.pfc_headroom",
+                        crate::units::format_bytes(headroom),
+                        format!(
+                            "at least {need} bytes: what arrives while a PAUSE takes effect on a {r} link of {l} latency into a {fwd} switch pipeline ((2 x latency + pipeline) x rate + 2 x (MTU + header) + 64)"
+                        ),
+                    );
+                    ok = false;
+                }
+            }
+            if xoff < max_packet {
+                self.err(
+                    "fabric.pfc_xoff",
+                    crate::units::format_bytes(xoff),
+                    format!("at least one packet ({max_packet} bytes)"),
+                );
+                ok = false;
+            } else if !pfc_fits_buffer(xoff, headroom, buffer) {
+                self.err(
+                    "fabric.pfc_xoff",
+                    crate::units::format_bytes(xoff),
+                    format!(
+                        "XOFF + headroom ({}) within fabric.buffer ({} per port and priority)",
+                        crate::units::format_bytes(headroom),
+                        crate::units::format_bytes(buffer)
+                    ),
+                );
+                ok = false;
+            }
+            if xon > xoff {
+                self.err(
+                    "fabric.pfc_xon",
+                    crate::units::format_bytes(xon),
+                    format!("at most XOFF ({})", crate::units::format_bytes(xoff)),
+                );
+                ok = false;
+            }
+            Some((xoff, xon, headroom))
+        } else {
+            None
+        };
+        // Congestion control: DCQCN on RoCE; DCTCP on Ethernet when ECN is on.
+        let ecn_on = f.ecn.unwrap_or(roce || f.cc.as_deref() == Some("dctcp"));
+        let cc_name = f.cc.as_deref().unwrap_or(if roce {
+            "dcqcn"
+        } else if kind == Some(FabricKind::Ethernet) && ecn_on {
+            "dctcp"
+        } else {
+            "none"
+        });
+        let dctcp = cc_name == "dctcp";
+        let ecn = if ecn_on {
+            // DCQCN: RED between buffer/16 and buffer/2 with Pmax 0.2 (the
+            // probability HPCC's run.py uses; its Kmin/Kmax assume 100+ MB
+            // shared buffers, so they are scaled to this buffer). DCTCP: a
+            // step at K = buffer/4 (Kmin = Kmax, Pmax = 1; Alizadeh et al. 2010).
+            let (dmin, dmax, dp) = if dctcp {
+                (buffer / 4, buffer / 4, 1.0)
+            } else {
+                (buffer / 16, buffer / 2, 0.2)
+            };
+            let kmin = self.size(
+                "fabric.ecn_kmin",
+                f.ecn_kmin.as_ref(),
+                Some(&dmin.to_string()),
+                0,
+            )?;
+            let kmax = self.size(
+                "fabric.ecn_kmax",
+                f.ecn_kmax.as_ref(),
+                Some(&dmax.to_string()),
+                0,
+            )?;
+            let pmax = f.ecn_pmax.map_or(dp, RawNumber::as_f64);
+            if kmax < kmin {
+                self.err(
+                    "fabric.ecn_kmax",
+                    crate::units::format_bytes(kmax),
+                    format!("at least ecn_kmin ({})", crate::units::format_bytes(kmin)),
+                );
+                ok = false;
+            }
+            if !pmax_in_range(pmax) {
+                self.err(
+                    "fabric.ecn_pmax",
+                    pmax.to_string(),
+                    "a marking probability in (0, 1], such as 0.2",
+                );
+                ok = false;
+            }
+            Some((kmin, kmax, pmax))
+        } else {
+            None
+        };
+        let cc = match cc_name {
+            "none" => CongestionControl::None,
+            "dctcp" => {
+                let g = f.dctcp_g.map_or(defaults::DCTCP_G, RawNumber::as_f64);
+                if !gain_in_range(g) {
+                    self.err(
+                        "fabric.dctcp_g",
+                        g.to_string(),
+                        "a gain in (0, 1], such as 0.0625",
+                    );
+                    ok = false;
+                }
+                CongestionControl::Dctcp { g }
+            }
+            "dcqcn" => {
+                let line = link.map_or(Rate::gbps(400), |(r, _, _)| r);
+                CongestionControl::Dcqcn(self.dcqcn(f.dcqcn.as_ref(), line)?)
+            }
+            other => {
+                self.err(
+                    "fabric.cc",
+                    format!("{other:?}"),
+                    "one of \"dcqcn\", \"dctcp\", \"none\"",
+                );
+                return None;
+            }
+        };
+        if cc != CongestionControl::None && ecn.is_none() {
+            self.err(
+                "fabric.cc",
+                format!("{cc_name:?} with ecn = false"),
+                "ECN marking to react to: set ecn = true, or cc = \"none\"",
+            );
+            ok = false;
+        }
+        if f.dcqcn.is_some() && !matches!(cc, CongestionControl::Dcqcn(_)) {
+            self.err(
+                "fabric.dcqcn",
+                format!("DCQCN parameters with cc = {cc_name:?}"),
+                "cc = \"dcqcn\" (or remove [fabric.dcqcn])",
+            );
+            ok = false;
+        }
+        ok.then_some((pfc, ecn, cc))
+    }
+
+    pub(super) fn dcqcn(
+        &mut self,
+        raw: Option<&RawDcqcn>,
+        line: Rate,
+    ) -> Option<crate::mechanism::DcqcnParams> {
+        let d = crate::mechanism::DcqcnParams::for_line_rate(line);
+        let empty = RawDcqcn::default();
+        let r = raw.unwrap_or(&empty);
+        let g = r.g.map_or(d.g, RawNumber::as_f64);
+        let initial_alpha = r.initial_alpha.map_or(d.initial_alpha, RawNumber::as_f64);
+        if !gain_in_range(g) {
+            self.err(
+                "fabric.dcqcn.g",
+                g.to_string(),
+                "a gain in (0, 1], such as 0.00390625 (1/256)",
+            );
+        }
+        if !alpha_in_range(initial_alpha) {
+            self.err(
+                "fabric.dcqcn.initial_alpha",
+                initial_alpha.to_string(),
+                "an α in [0, 1]",
+            );
+        }
+        let us = |t: SimTime| format!("{}ns", t.0 / 1000);
+        let alpha_interval = self.time(
+            "fabric.dcqcn.alpha_interval",
+            r.alpha_interval.as_ref(),
+            Some(&us(d.alpha_interval)),
+        );
+        let rate_increase_interval = self.time(
+            "fabric.dcqcn.rate_increase_interval",
+            r.rate_increase_interval.as_ref(),
+            Some(&us(d.rate_increase_interval)),
+        );
+        let cnp_interval = self.time(
+            "fabric.dcqcn.cnp_interval",
+            r.cnp_interval.as_ref(),
+            Some(&us(d.cnp_interval)),
+        );
+        let byte_counter = self.size(
+            "fabric.dcqcn.byte_counter",
+            r.byte_counter.as_ref(),
+            Some(&d.byte_counter.to_string()),
+            1,
+        );
+        let fast_recovery_steps = self.count(
+            "fabric.dcqcn.fast_recovery_steps",
+            r.fast_recovery_steps,
+            Some(d.fast_recovery_steps as i64),
+            0,
+            "fast-recovery stages F",
+        );
+        let bps = |x: Rate| format!("{}bps", x.0);
+        let rate_ai = self.rate(
+            "fabric.dcqcn.rate_ai",
+            r.rate_ai.as_ref(),
+            Some(&bps(d.rate_ai)),
+        );
+        let rate_hai = self.rate(
+            "fabric.dcqcn.rate_hai",
+            r.rate_hai.as_ref(),
+            Some(&bps(d.rate_hai)),
+        );
+        let min_rate = self.rate(
+            "fabric.dcqcn.min_rate",
+            r.min_rate.as_ref(),
+            Some(&bps(d.min_rate)),
+        );
+        for (k, v) in [
+            ("fabric.dcqcn.alpha_interval", alpha_interval),
+            (
+                "fabric.dcqcn.rate_increase_interval",
+                rate_increase_interval,
+            ),
+        ] {
+            if v == Some(SimTime::ZERO) {
+                self.err(k, "0", "a period above zero, such as \"55us\"");
+                return None;
+            }
+        }
+        if !(gain_in_range(g) && alpha_in_range(initial_alpha)) {
+            return None;
+        }
+        Some(crate::mechanism::DcqcnParams {
+            g,
+            alpha_interval: alpha_interval?,
+            rate_increase_interval: rate_increase_interval?,
+            byte_counter: byte_counter?,
+            fast_recovery_steps: fast_recovery_steps?,
+            rate_ai: rate_ai?,
+            rate_hai: rate_hai?,
+            min_rate: min_rate?,
+            cnp_interval: cnp_interval?,
+            initial_alpha,
+        })
+    }
+}

@@ -1,0 +1,394 @@
+//! The scenario file as written: one serde type per table, every field
+//! optional, so that a mistake becomes a located diagnostic in validation
+//! rather than a serde error that stops at the first problem. This is the one
+//! place that mirrors the file format; checked types live beside the rules
+//! that make them (`cluster.rs`, `fabric.rs`, …).
+
+use serde::Deserialize;
+
+use super::workload;
+
+/// A number as written in TOML: integer or float.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum RawNumber {
+    /// An integer.
+    Int(i64),
+    /// A float.
+    Float(f64),
+}
+
+impl RawNumber {
+    pub(super) fn as_f64(self) -> f64 {
+        match self {
+            RawNumber::Int(i) => i as f64,
+            RawNumber::Float(f) => f,
+        }
+    }
+}
+
+/// A quantity with a unit, written as a string (`"4KiB"`) or, for sizes, a plain integer of bytes.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum RawQuantity {
+    /// A plain integer.
+    Int(i64),
+    /// A string with a unit.
+    Str(String),
+}
+
+impl RawQuantity {
+    pub(super) fn shown(&self) -> String {
+        match self {
+            RawQuantity::Int(i) => i.to_string(),
+            RawQuantity::Str(s) => format!("{s:?}"),
+        }
+    }
+}
+
+/// `[cluster]` as written.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCluster {
+    /// A host preset name (see `fabricsim presets`).
+    pub preset: Option<String>,
+    /// Number of hosts.
+    pub nodes: Option<i64>,
+    /// GPUs per host.
+    pub gpus_per_node: Option<i64>,
+    /// NICs per host.
+    pub nics_per_node: Option<i64>,
+    /// NVLink bandwidth per GPU per direction, e.g. "450GB/s".
+    pub nvlink_bandwidth: Option<RawQuantity>,
+    /// Latency of one NVLink hop, e.g. "250ns".
+    pub nvlink_latency: Option<RawQuantity>,
+    /// PCIe bandwidth GPU↔NIC per direction, e.g. "64GB/s".
+    pub pcie_bandwidth: Option<RawQuantity>,
+    /// PCIe one-way latency.
+    pub pcie_latency: Option<RawQuantity>,
+    /// true: the NIC reads GPU memory directly (GPUDirect RDMA); false: host-staged.
+    pub gpu_direct: Option<bool>,
+    /// Host-staged path: bandwidth of the GPU→host-memory copy, e.g. "25GB/s".
+    pub host_copy_bandwidth: Option<RawQuantity>,
+    /// Host-staged path: added latency of the copy per message, e.g. "5us".
+    pub host_copy_latency: Option<RawQuantity>,
+    /// Fraction of the NVLink rate NCCL's kernels reach, in (0, 1].
+    pub nvlink_efficiency: Option<RawNumber>,
+    /// The NVSwitches reduce and multicast (NVLink SHARP).
+    pub nvls: Option<bool>,
+}
+
+/// `[topology]` as written.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTopology {
+    /// Shape name.
+    pub kind: Option<String>,
+    /// Ports per switch (leaf_spine, rail_optimized).
+    pub radix: Option<i64>,
+    /// Ports per spine switch (rail_optimized).
+    pub spine_radix: Option<i64>,
+    /// Leaf down:up ratio (leaf_spine).
+    pub oversubscription: Option<RawNumber>,
+    /// Fat-tree arity.
+    pub k: Option<i64>,
+    /// Dragonfly groups.
+    pub groups: Option<i64>,
+    /// Dragonfly routers per group.
+    pub routers_per_group: Option<i64>,
+    /// Dragonfly NIC ports per router.
+    pub hosts_per_router: Option<i64>,
+    /// Dragonfly global links per router.
+    pub global_links_per_router: Option<i64>,
+}
+
+/// `[fabric]` as written.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFabric {
+    /// A fabric preset name.
+    pub preset: Option<String>,
+    /// `infiniband`, `roce` or `ethernet`.
+    pub kind: Option<String>,
+    /// Rate of every network port (NICs and switches).
+    pub link_rate: Option<RawQuantity>,
+    /// Largest payload per packet.
+    pub mtu: Option<RawQuantity>,
+    /// Header and framing bytes per packet on the wire.
+    pub header_bytes: Option<i64>,
+    /// Propagation latency per network link.
+    pub link_latency: Option<RawQuantity>,
+    /// Forwarding latency per switch.
+    pub switch_latency: Option<RawQuantity>,
+    /// Share of the payload rate a NIC moves (GPUDirect RDMA goodput), in (0, 1].
+    pub nic_efficiency: Option<RawNumber>,
+    /// Queue pairs per connection between hosts (NCCL_IB_QPS_PER_CONNECTION).
+    pub qps_per_connection: Option<i64>,
+    /// `ecmp`, `adaptive` or `spray`.
+    pub routing: Option<String>,
+    /// Packet level: buffer per port and virtual lane (credits advertise it; drop-tail limit).
+    pub buffer: Option<RawQuantity>,
+    /// Packet level, lossy fabrics: shared buffer per switch (0 = per-port buffers).
+    pub shared_buffer: Option<RawQuantity>,
+    /// Packet level: dynamic-threshold α of the shared buffer.
+    pub shared_buffer_alpha: Option<RawNumber>,
+    /// Packet level: virtual lanes (priorities) per port.
+    pub virtual_lanes: Option<i64>,
+    /// Packet level: raise a packet's virtual lane at each switch hop (deadlock freedom on dragonflies).
+    pub vl_escalation: Option<bool>,
+    /// Packet level: cut-through forwarding instead of store-and-forward.
+    pub cut_through: Option<bool>,
+    /// Packet level: `rdma` or `tcp` (default: tcp on ethernet, rdma otherwise).
+    pub transport: Option<String>,
+    /// Packet level, TCP: CPU time per packet.
+    pub tcp_packet_overhead: Option<RawQuantity>,
+    /// Packet level, TCP: upper bound of the uniform per-packet jitter.
+    pub tcp_jitter: Option<RawQuantity>,
+    /// Packet level: unacknowledged bytes per queue pair.
+    pub window: Option<RawQuantity>,
+    /// Packet level: ACK every this many packets.
+    pub ack_every: Option<i64>,
+    /// Packet level: retransmission timeout.
+    pub rto: Option<RawQuantity>,
+    /// Packet level, `routing = "flowlet"`: idle time that ends a flowlet.
+    pub flowlet_gap: Option<RawQuantity>,
+    /// Packet level: Priority Flow Control (lossless Ethernet). Default: on for `roce`.
+    pub pfc: Option<bool>,
+    /// The switches reduce in the network (InfiniBand SHARP). Default: false.
+    pub sharp: Option<bool>,
+    /// Aggregation trees one switch serves at once (SHARP groups). Default: no limit.
+    pub sharp_groups: Option<i64>,
+    /// Packet level, PFC: pause threshold per ingress port and priority.
+    pub pfc_xoff: Option<RawQuantity>,
+    /// Packet level, PFC: resume threshold.
+    pub pfc_xon: Option<RawQuantity>,
+    /// Packet level, PFC: headroom above XOFF.
+    pub pfc_headroom: Option<RawQuantity>,
+    /// Packet level, PFC: pause quanta per PAUSE frame (0 = until RESUME).
+    pub pfc_pause_quanta: Option<i64>,
+    /// Packet level: ECN marking at switch egress queues. Default: on for `roce`.
+    pub ecn: Option<bool>,
+    /// Packet level, ECN: queue depth below which nothing is marked.
+    pub ecn_kmin: Option<RawQuantity>,
+    /// Packet level, ECN: queue depth from which everything is marked.
+    pub ecn_kmax: Option<RawQuantity>,
+    /// Packet level, ECN: marking probability just below Kmax.
+    pub ecn_pmax: Option<RawNumber>,
+    /// Packet level: congestion control, `dcqcn`, `dctcp` or `none`.
+    pub cc: Option<String>,
+    /// Packet level, DCTCP: α gain g.
+    pub dctcp_g: Option<RawNumber>,
+    /// Packet level, DCQCN parameters.
+    pub dcqcn: Option<RawDcqcn>,
+}
+
+/// `[fabric.dcqcn]` as written (Zhu et al. 2015 names).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDcqcn {
+    /// α gain g.
+    pub g: Option<RawNumber>,
+    /// α decay period K.
+    pub alpha_interval: Option<RawQuantity>,
+    /// Rate-increase timer T.
+    pub rate_increase_interval: Option<RawQuantity>,
+    /// Byte counter B.
+    pub byte_counter: Option<RawQuantity>,
+    /// Fast-recovery stages F.
+    pub fast_recovery_steps: Option<i64>,
+    /// Additive increase R_AI.
+    pub rate_ai: Option<RawQuantity>,
+    /// Hyper increase R_HAI.
+    pub rate_hai: Option<RawQuantity>,
+    /// Rate floor.
+    pub min_rate: Option<RawQuantity>,
+    /// At most one CNP per queue pair per this interval (N).
+    pub cnp_interval: Option<RawQuantity>,
+    /// α of a new queue pair.
+    pub initial_alpha: Option<RawNumber>,
+}
+
+/// `[workload]` as written.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawWorkload {
+    /// `collective`.
+    pub kind: Option<String>,
+    /// Collective operation.
+    pub op: Option<String>,
+    /// Algorithm or `auto`.
+    pub algorithm: Option<String>,
+    /// Inter-host algorithm of `hierarchical`.
+    pub inter_host: Option<String>,
+    /// Explicit list of sizes.
+    pub sizes: Option<Vec<RawQuantity>>,
+    /// Smallest size of a sweep (nccl-tests `-b`).
+    pub min_bytes: Option<RawQuantity>,
+    /// Largest size of a sweep (nccl-tests `-e`).
+    pub max_bytes: Option<RawQuantity>,
+    /// Multiplication factor between sizes (nccl-tests `-f`).
+    pub step_factor: Option<i64>,
+    /// Pipelining chunk size.
+    pub chunk: Option<RawQuantity>,
+    /// Element type for the `count` column: float32, float16, bfloat16, int8 ….
+    pub dtype: Option<String>,
+    /// Root rank of a broadcast.
+    pub root: Option<i64>,
+    /// Parallel channels of a collective (NCCL's); default one per NIC across hosts.
+    pub channels: Option<i64>,
+    /// NCCL's PXN: leave a host through the channel's rail over NVLink (default true).
+    pub pxn: Option<bool>,
+    /// NCCL protocol: `auto`, `simple`, `ll128` or `ll`.
+    pub protocol: Option<String>,
+    /// Software latency of a ring or tree step between hosts (default: the protocol's).
+    pub step_latency: Option<RawQuantity>,
+    /// Software latency of a ring or tree step over NVLink (default: the protocol's).
+    pub nvlink_step_latency: Option<RawQuantity>,
+    /// Traffic: `incast`, `permutation`, `alltoall` or `random`.
+    pub pattern: Option<String>,
+    /// Traffic: bytes per flow (incast, permutation, all-to-all).
+    pub bytes: Option<RawQuantity>,
+    /// Traffic, incast: number of senders.
+    pub senders: Option<i64>,
+    /// Traffic, incast: receiving GPU.
+    pub receiver: Option<i64>,
+    /// Traffic, permutation: permute hosts (rail-aligned) rather than GPUs.
+    pub per_host: Option<bool>,
+    /// Traffic, random: flow-size CDF, `web_search`, `fb_hadoop` or a file path.
+    pub cdf: Option<String>,
+    /// Traffic, random: offered load per source, fraction of the link rate.
+    pub load: Option<RawNumber>,
+    /// Traffic, random: arrivals stop after this long.
+    pub duration: Option<RawQuantity>,
+    /// Training / inference: a model preset (see [`workload::MODEL_PRESETS`]).
+    pub preset: Option<String>,
+    /// Training / inference: `[workload.model]`.
+    pub model: Option<workload::RawModel>,
+    /// Training / inference: `[workload.parallel]`.
+    pub parallel: Option<workload::RawParallel>,
+    /// Training / inference: `[workload.gpu]`.
+    pub gpu: Option<workload::RawGpu>,
+    /// Inference: `[workload.inference]`.
+    pub inference: Option<workload::RawInference>,
+    /// Traffic: flows added to the pattern (e.g. a victim beside an incast).
+    pub extra_flows: Option<Vec<RawFlow>>,
+}
+
+/// One entry of `workload.extra_flows`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFlow {
+    /// Source GPU.
+    pub src: i64,
+    /// Destination GPU.
+    pub dst: i64,
+    /// Payload bytes.
+    pub bytes: RawQuantity,
+    /// Start time (default 0).
+    pub start: Option<RawQuantity>,
+}
+
+/// `[simulation]` as written.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSimulation {
+    /// `analytical`, `flow` or `packet`.
+    pub fidelity: Option<String>,
+    /// Seed of the one random generator.
+    pub seed: Option<i64>,
+    /// Packet level: time-series sampling interval (0 = off).
+    pub sample_interval: Option<RawQuantity>,
+    /// Packet level: stop when simulated time passes this.
+    pub time_limit: Option<RawQuantity>,
+    /// Packet level: report a deadlock when nothing moved for this long.
+    pub deadlock_timeout: Option<RawQuantity>,
+    /// Most memory a run may need (default: half of this machine's memory).
+    pub max_memory: Option<RawQuantity>,
+    /// Packet level: most packet events a run may simulate.
+    pub max_events: Option<RawNumber>,
+}
+
+/// A whole scenario file as written.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawScenario {
+    /// Short name shown in results.
+    pub name: Option<String>,
+    /// Free text.
+    pub description: Option<String>,
+    /// Hosts.
+    #[serde(default)]
+    pub cluster: RawCluster,
+    /// Network shape.
+    #[serde(default)]
+    pub topology: RawTopology,
+    /// Network technology.
+    #[serde(default)]
+    pub fabric: RawFabric,
+    /// What runs.
+    #[serde(default)]
+    pub workload: RawWorkload,
+    /// How it is simulated.
+    #[serde(default)]
+    pub simulation: RawSimulation,
+    /// Stragglers and failures (`[[faults]]`).
+    #[serde(default)]
+    pub faults: Vec<workload::RawFault>,
+}
+
+impl RawWorkload {
+    /// The collective keys this table sets.
+    pub(super) fn collective_keys(&self) -> Vec<&'static str> {
+        [
+            ("op", self.op.is_some()),
+            ("algorithm", self.algorithm.is_some()),
+            ("inter_host", self.inter_host.is_some()),
+            ("sizes", self.sizes.is_some()),
+            ("min_bytes", self.min_bytes.is_some()),
+            ("max_bytes", self.max_bytes.is_some()),
+            ("step_factor", self.step_factor.is_some()),
+            ("chunk", self.chunk.is_some()),
+            ("dtype", self.dtype.is_some()),
+            ("root", self.root.is_some()),
+            ("channels", self.channels.is_some()),
+            ("pxn", self.pxn.is_some()),
+            ("protocol", self.protocol.is_some()),
+            ("step_latency", self.step_latency.is_some()),
+            ("nvlink_step_latency", self.nvlink_step_latency.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(k, set)| set.then_some(k))
+        .collect()
+    }
+
+    /// The traffic-pattern keys this table sets (`extra_flows` is checked on its own).
+    pub(super) fn traffic_keys(&self) -> Vec<&'static str> {
+        [
+            ("pattern", self.pattern.is_some()),
+            ("bytes", self.bytes.is_some()),
+            ("senders", self.senders.is_some()),
+            ("receiver", self.receiver.is_some()),
+            ("per_host", self.per_host.is_some()),
+            ("cdf", self.cdf.is_some()),
+            ("load", self.load.is_some()),
+            ("duration", self.duration.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(k, set)| set.then_some(k))
+        .collect()
+    }
+
+    /// The model keys (training, inference) this table sets.
+    pub(super) fn model_keys(&self) -> Vec<&'static str> {
+        [
+            ("preset", self.preset.is_some()),
+            ("model", self.model.is_some()),
+            ("parallel", self.parallel.is_some()),
+            ("gpu", self.gpu.is_some()),
+            ("inference", self.inference.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(k, set)| set.then_some(k))
+        .collect()
+    }
+}

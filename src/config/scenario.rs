@@ -1,0 +1,227 @@
+//! The checked scenario and how its sections are assembled: each section is
+//! checked on its own (so every problem is reported), then the scenario is
+//! built only when all of them passed, and checked as a whole (ids, budget,
+//! the topology build, the simulated-time range).
+
+use super::raw::{RawScenario, RawWorkload};
+use super::validate::{keys_set, Validator};
+use super::{
+    ClusterSpec, CollectiveWorkload, FabricSpec, FaultSpec, Fidelity, InferenceSpec,
+    PacketSettings, TopologySpec, TrainingSpec,
+};
+use crate::units::{Rate, SimTime};
+
+/// The checked `[workload]`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WorkloadSpec {
+    /// A collective size sweep.
+    Collective(CollectiveWorkload),
+    /// A synthetic traffic pattern (incast, permutation, all-to-all, random).
+    Traffic(crate::workload::traffic::TrafficSpec),
+    /// One training step of a transformer under a parallel plan.
+    Training(Box<TrainingSpec>),
+    /// Prefill and decode of a batch of requests.
+    Inference(Box<InferenceSpec>),
+}
+
+impl WorkloadSpec {
+    /// The `workload.kind` this workload was written as.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            WorkloadSpec::Collective(_) => "collective",
+            WorkloadSpec::Traffic(_) => "traffic",
+            WorkloadSpec::Training(_) => "training",
+            WorkloadSpec::Inference(_) => "inference",
+        }
+    }
+}
+
+/// A setting present in the scenario that the chosen fidelity does not use.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct IgnoredSetting {
+    /// Dotted key.
+    pub key: String,
+    /// Why it changes nothing in this run.
+    pub reason: String,
+}
+
+/// A validated scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    /// Name shown in results.
+    pub name: String,
+    /// The file it came from.
+    pub file: String,
+    /// Hosts.
+    pub cluster: ClusterSpec,
+    /// GPUDirect (true) or host-staged (false).
+    pub gpu_direct: bool,
+    /// Host-staged copy bandwidth.
+    pub host_copy_rate: Rate,
+    /// Host-staged copy latency.
+    pub host_copy_latency: SimTime,
+    /// `cluster.nvlink_efficiency`: share of the NVLink rate the NVLink links
+    /// carry (what NCCL's kernels reach), in (0, 1].
+    pub nvlink_efficiency: f64,
+    /// `cluster.nvls`: the NVSwitches reduce and multicast (NVLink SHARP); used by
+    /// the `nvls` algorithm at the analytical and flow fidelities.
+    pub nvls: bool,
+    /// Network shape.
+    pub topology: TopologySpec,
+    /// Network technology.
+    pub fabric: FabricSpec,
+    /// What runs.
+    pub workload: WorkloadSpec,
+    /// Fidelity.
+    pub fidelity: Fidelity,
+    /// Seed.
+    pub seed: u64,
+    /// Settings of the packet level.
+    pub packet: PacketSettings,
+    /// Every key the file sets, dotted (for `ignored_settings`).
+    pub keys_set: Vec<String>,
+    /// Stragglers and failures, in file order.
+    pub faults: Vec<FaultSpec>,
+    /// Traffic workloads: flows added to the pattern.
+    pub extra_flows: Vec<crate::workload::traffic::ExtraFlow>,
+    /// `simulation.max_memory` and `simulation.max_events`: what a run may cost.
+    pub budget: crate::budget::Budget,
+}
+
+impl Validator<'_> {
+    /// Checks every section of `raw`, then assembles the [`Scenario`] when all
+    /// of them passed. Sections are checked in a fixed order so diagnostics at
+    /// the same place come out in the same order run after run.
+    pub(super) fn scenario(&mut self, raw: &RawScenario) -> Option<Scenario> {
+        let node = self.node_preset(&raw.cluster);
+        let fab = self.fabric_preset(&raw.fabric);
+        let c = self.cluster(&raw.cluster, node);
+        let f = self.fabric(&raw.fabric, fab);
+        let packet = self.packet_settings(raw, f.kind, f.link(), f.max_packet());
+        let topology = self.topology(&raw.topology);
+        let extra_flows = self.extra_flows(&raw.workload, c.total_gpus());
+        let workload = self.workload(&raw.workload, c.total_gpus());
+        let faults = self.faults(&raw.faults);
+        let fidelity = self.fidelity(&raw.simulation);
+        let seed = self.seed(&raw.simulation);
+
+        let cluster = ClusterSpec {
+            hosts: c.hosts?,
+            gpus_per_host: c.gpus?,
+            nics_per_host: c.nics?,
+            nvlink_rate: c.nvlink_rate?,
+            nvlink_latency: c.nvlink_latency?,
+            pcie_rate: c.pcie_rate?,
+            pcie_latency: c.pcie_latency?,
+        };
+        let sharp_groups = self.sharp_groups(&raw.fabric);
+        let fabric = f.spec(&raw.fabric, sharp_groups)?;
+        let topology = topology?;
+        let budget = self.budget(&raw.simulation)?;
+        if !self.endpoints_fit(&cluster) {
+            return None;
+        }
+        // What building the topology costs, before building it.
+        let est = crate::budget::topology(
+            cluster.hosts,
+            cluster.gpus_per_host,
+            cluster.nics_per_host,
+            &topology,
+        );
+        if let Err(over) = est.check(&budget) {
+            self.over_budget(&over);
+            return None;
+        }
+        // The shape must hold the cluster: build it once now so the error is
+        // reported before any run, on the field at fault.
+        let built = match crate::topology::build(&cluster, &fabric.links, &topology) {
+            Err(e) => {
+                let found = self
+                    .src
+                    .text_of(e.field)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| "this cluster".into());
+                self.err(e.field, found, e.message);
+                return None;
+            }
+            Ok(t) => {
+                if let Some(f) = &faults {
+                    self.check_faults(f, &t);
+                }
+                t
+            }
+        };
+        let scenario = Scenario {
+            name: raw.name.clone().unwrap_or_else(|| {
+                std::path::Path::new(self.src.file)
+                    .file_stem()
+                    .map_or_else(|| "scenario".into(), |s| s.to_string_lossy().into_owned())
+            }),
+            file: self.src.file.to_string(),
+            cluster,
+            gpu_direct: c.gpu_direct,
+            host_copy_rate: c.host_copy_rate?,
+            host_copy_latency: c.host_copy_latency?,
+            nvlink_efficiency: c.nvlink_efficiency?,
+            nvls: c.nvls,
+            topology,
+            fabric,
+            workload: workload?,
+            fidelity: fidelity?,
+            seed: seed?,
+            packet: packet?,
+            keys_set: keys_set(self.src.text),
+            faults: faults?,
+            extra_flows: extra_flows?,
+            budget,
+        };
+        // estimates are made of valid scenarios only: one mistake, one diagnostic
+        if !self.diags.is_empty() || !self.in_time_range(&scenario, &built) {
+            return None;
+        }
+        // What the run costs at the file's fidelity (run::run checks again at
+        // the fidelity it runs).
+        if let Err(over) = crate::budget::run(&scenario, &built, scenario.fidelity).check(&budget) {
+            self.over_budget(&over);
+            return None;
+        }
+        Some(scenario)
+    }
+
+    /// The checked `[workload]`, by its `kind` (default `collective`).
+    pub(super) fn workload(
+        &mut self,
+        w: &RawWorkload,
+        total_gpus: Option<u64>,
+    ) -> Option<WorkloadSpec> {
+        match w.kind.as_deref().unwrap_or("collective") {
+            "collective" => self.collective(w, total_gpus),
+            "traffic" => self.traffic(w, total_gpus),
+            "training" => self
+                .training(w, total_gpus)
+                .map(|t| WorkloadSpec::Training(Box::new(t))),
+            "inference" => self
+                .inference(w, total_gpus)
+                .map(|t| WorkloadSpec::Inference(Box::new(t))),
+            other => {
+                self.err(
+                    "workload.kind",
+                    format!("{other:?}"),
+                    "\"collective\", \"traffic\", \"training\" or \"inference\"",
+                );
+                None
+            }
+        }
+    }
+
+    /// Refuses each of `keys` (set in `[workload]` but meaningless for this kind).
+    pub(super) fn refuse_workload_keys(&mut self, keys: &[&str], kind: &str, expected: &str) {
+        for key in keys {
+            self.err(
+                &format!("workload.{key}"),
+                format!("`{key}` with kind = {kind:?}"),
+                expected,
+            );
+        }
+    }
+}

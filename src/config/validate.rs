@@ -1,0 +1,342 @@
+//! The validator core: reading and parsing a file, turning serde errors into
+//! diagnostics, and the typed readers (count, rate, time, size, fraction)
+//! every section's checks use. The sections themselves live with their
+//! concern (`cluster.rs`, `fabric.rs`, `packet.rs`, …) as further
+//! `impl Validator` blocks.
+
+use super::diagnostic::{ConfigError, Diagnostic, Source};
+use super::raw::{RawNumber, RawQuantity, RawScenario};
+use super::simulation::{MAX_LATENCY, MAX_SIM_TIME};
+use super::Scenario;
+use crate::units::{parse_rate, parse_size, parse_time, Rate, SimTime};
+
+/// The largest value `field` may hold: [`MAX_LATENCY`] for latencies, jitter
+/// and per-packet overheads, else [`MAX_SIM_TIME`].
+fn max_duration(field: &str) -> SimTime {
+    if field.ends_with("latency") || field.ends_with("overhead") || field.ends_with("jitter") {
+        MAX_LATENCY
+    } else {
+        MAX_SIM_TIME
+    }
+}
+
+/// Reads and validates a scenario file.
+///
+/// # Errors
+/// A [`ConfigError`] listing every problem; an unreadable file is one problem.
+pub fn load(path: &std::path::Path) -> Result<Scenario, ConfigError> {
+    let file = path.display().to_string();
+    match crate::budget::read_text(path, crate::budget::MAX_INPUT_BYTES) {
+        Ok(text) => parse(&file, &text),
+        Err(e) => Err(ConfigError {
+            diagnostics: vec![Diagnostic {
+                file: file.clone(),
+                line: 0,
+                col: 0,
+                field: "(file)".into(),
+                found: format!("an unreadable file ({e})"),
+                expected: format!(
+                    "a readable TOML scenario file of at most {}",
+                    crate::units::format_bytes(crate::budget::MAX_INPUT_BYTES)
+                ),
+                snippet: String::new(),
+            }],
+        }),
+    }
+}
+
+/// Validates scenario `text` read from `file`.
+///
+/// # Errors
+/// A [`ConfigError`] listing every problem found.
+pub fn parse(file: &str, text: &str) -> Result<Scenario, ConfigError> {
+    let src = Source::new(file, text);
+    let raw: RawScenario = match toml::from_str(text) {
+        Ok(r) => r,
+        Err(e) => {
+            return Err(ConfigError {
+                diagnostics: vec![serde_diag(&src, &e)],
+            })
+        }
+    };
+    let mut v = Validator {
+        src: &src,
+        diags: Vec::new(),
+        quiet_missing: false,
+    };
+    let scenario = v.scenario(&raw);
+    if v.diags.is_empty() {
+        if let Some(s) = scenario {
+            return Ok(s);
+        }
+    }
+    v.diags.sort_by_key(|d| (d.line == 0, d.line, d.col));
+    Err(ConfigError {
+        diagnostics: v.diags,
+    })
+}
+
+/// Turns a TOML or serde error into a diagnostic with its field.
+fn serde_diag(src: &Source, e: &toml::de::Error) -> Diagnostic {
+    let span = e.span();
+    let msg = e.message().trim().to_string();
+    let field = span
+        .as_ref()
+        .and_then(|s| src.path_at(s))
+        .unwrap_or_else(|| "(syntax)".into());
+    let (found, expected) = if let Some(rest) = msg.strip_prefix("unknown field ") {
+        // "unknown field `x`, expected one of `a`, `b`"
+        let (name, exp) = rest
+            .split_once(", expected ")
+            .unwrap_or((rest, "a known field"));
+        (format!("unknown field {name}"), exp.to_string())
+    } else if let Some(rest) = msg.strip_prefix("invalid type: ") {
+        let (got, exp) = rest
+            .split_once(", expected ")
+            .unwrap_or((rest, "another type"));
+        (got.to_string(), exp.to_string())
+    } else if msg.starts_with("data did not match any variant") {
+        (
+            span.as_ref()
+                .and_then(|s| text_slice(src.text, s))
+                .unwrap_or_else(|| "a value of the wrong type".into()),
+            "a number or a quoted quantity with a unit".into(),
+        )
+    } else {
+        (msg.clone(), "valid TOML (https://toml.io)".into())
+    };
+    src.diag_at(span, &field, found, expected)
+}
+
+fn text_slice(text: &str, s: &std::ops::Range<usize>) -> Option<String> {
+    text.get(s.clone()).map(|t| t.trim().to_string())
+}
+
+/// A default duration as the `time` reader takes it, exact to the picosecond,
+/// so a default stated once as a [`SimTime`] reads back unchanged.
+pub(super) fn default_time(t: SimTime) -> String {
+    format!("{}ps", t.0)
+}
+
+pub(super) struct Validator<'a> {
+    pub(super) src: &'a Source<'a>,
+    pub(super) diags: Vec<Diagnostic>,
+    /// An unknown preset was named: fields it would have supplied are not also
+    /// reported missing (one mistake, one diagnostic).
+    pub(super) quiet_missing: bool,
+}
+
+impl Validator<'_> {
+    pub(super) fn err(
+        &mut self,
+        field: &str,
+        found: impl Into<String>,
+        expected: impl Into<String>,
+    ) {
+        let found = found.into();
+        if self.quiet_missing && found == "nothing" {
+            return;
+        }
+        let d = self.src.diag(field, found, expected);
+        self.diags.push(d);
+    }
+
+    pub(super) fn count(
+        &mut self,
+        field: &str,
+        v: Option<i64>,
+        default: Option<i64>,
+        min: i64,
+        what: &str,
+    ) -> Option<u32> {
+        match v.or(default) {
+            None => {
+                self.err(field, "nothing", format!("{what} (an integer ≥ {min})"));
+                None
+            }
+            Some(n) if n < min || n > u32::MAX as i64 => {
+                self.err(field, n.to_string(), format!("{what}: an integer ≥ {min}"));
+                None
+            }
+            Some(n) => Some(n as u32),
+        }
+    }
+
+    pub(super) fn rate(
+        &mut self,
+        field: &str,
+        v: Option<&RawQuantity>,
+        default: Option<&str>,
+    ) -> Option<Rate> {
+        let (text, shown) = match (v, default) {
+            (Some(RawQuantity::Str(s)), _) => (s.clone(), format!("{s:?}")),
+            (Some(q @ RawQuantity::Int(_)), _) => {
+                self.err(
+                    field,
+                    format!("{} (no unit)", q.shown()),
+                    "a rate with a unit such as \"400Gbps\" or \"450GB/s\"",
+                );
+                return None;
+            }
+            (None, Some(d)) => (d.to_string(), format!("{d:?} (preset)")),
+            (None, None) => {
+                self.err(
+                    field,
+                    "nothing",
+                    "a rate such as \"400Gbps\" (or name a preset)",
+                );
+                return None;
+            }
+        };
+        match parse_rate(&text) {
+            Ok(r) if r.bps() == 0 => {
+                self.err(field, shown, "a rate above zero");
+                None
+            }
+            Ok(r) => Some(r),
+            Err(e) => {
+                self.err(field, shown, e.expected);
+                None
+            }
+        }
+    }
+
+    pub(super) fn time(
+        &mut self,
+        field: &str,
+        v: Option<&RawQuantity>,
+        default: Option<&str>,
+    ) -> Option<SimTime> {
+        let (text, shown) = match (v, default) {
+            (Some(RawQuantity::Str(s)), _) => (s.clone(), format!("{s:?}")),
+            (Some(RawQuantity::Int(0)), _) => return Some(SimTime::ZERO),
+            (Some(q @ RawQuantity::Int(_)), _) => {
+                self.err(
+                    field,
+                    format!("{} (no unit)", q.shown()),
+                    "a duration with a unit such as \"500ns\"",
+                );
+                return None;
+            }
+            (None, Some(d)) => (d.to_string(), format!("{d:?} (default)")),
+            (None, None) => {
+                self.err(field, "nothing", "a duration such as \"500ns\"");
+                return None;
+            }
+        };
+        match parse_time(&text) {
+            Ok(t) if t > max_duration(field) => {
+                let cap = max_duration(field);
+                self.err(
+                    field,
+                    shown,
+                    if cap == MAX_LATENCY {
+                        "a latency of at most 1s".to_string()
+                    } else {
+                        format!("a duration within the simulated-time range, at most {cap} (2^60 ps, about 13 days)")
+                    },
+                );
+                None
+            }
+            Ok(t) => Some(t),
+            Err(e) => {
+                self.err(field, shown, e.expected);
+                None
+            }
+        }
+    }
+
+    pub(super) fn size(
+        &mut self,
+        field: &str,
+        v: Option<&RawQuantity>,
+        default: Option<&str>,
+        min: u64,
+    ) -> Option<u64> {
+        let (res, shown) = match (v, default) {
+            (Some(RawQuantity::Int(i)), _) if *i >= 0 => (Ok(*i as u64), i.to_string()),
+            (Some(RawQuantity::Int(i)), _) => (Err(()), i.to_string()),
+            (Some(RawQuantity::Str(s)), _) => (parse_size(s).map_err(|_| ()), format!("{s:?}")),
+            (None, Some(d)) => (parse_size(d).map_err(|_| ()), format!("{d:?} (default)")),
+            (None, None) => {
+                self.err(field, "nothing", "a size such as \"4KiB\"");
+                return None;
+            }
+        };
+        match res {
+            Ok(b) if b < min => {
+                self.err(field, shown, format!("a size of at least {min} bytes"));
+                None
+            }
+            Ok(b) => Some(b),
+            Err(()) => {
+                self.err(
+                    field,
+                    shown,
+                    "a size such as \"4KiB\", \"1.5MiB\", \"1GiB\" or a whole number of bytes",
+                );
+                None
+            }
+        }
+    }
+
+    /// A fraction in (0, 1] (`default` when the file leaves it out).
+    pub(super) fn efficiency(
+        &mut self,
+        field: &str,
+        v: Option<RawNumber>,
+        default: f64,
+    ) -> Option<f64> {
+        let x = v.map_or(default, RawNumber::as_f64);
+        if x > 0.0 && x <= 1.0 {
+            Some(x)
+        } else {
+            self.err(
+                field,
+                x.to_string(),
+                "a fraction of the line rate above 0 and at most 1, such as 0.82",
+            );
+            None
+        }
+    }
+}
+
+/// Every leaf key the file sets, dotted, in file order.
+pub fn keys_set(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Ok(tree) = toml::de::DeTable::parse(text) {
+        collect_keys(tree.get_ref(), "", &mut out);
+    }
+    out
+}
+
+fn collect_keys(t: &toml::de::DeTable, prefix: &str, out: &mut Vec<String>) {
+    let mut items: Vec<_> = t.iter().collect();
+    items.sort_by_key(|(k, _)| k.span().start);
+    for (k, v) in items {
+        let path = if prefix.is_empty() {
+            k.get_ref().to_string()
+        } else {
+            format!("{prefix}.{}", k.get_ref())
+        };
+        match v.get_ref() {
+            toml::de::DeValue::Table(sub) => collect_keys(sub, &path, out),
+            // an array of tables (`[[faults]]`) is one entry per table, each key
+            // its own setting (`faults.1.bit_error_rate`); an array of values
+            // (`sizes = [..]`) is one setting
+            toml::de::DeValue::Array(items)
+                if !items.is_empty()
+                    && items
+                        .iter()
+                        .all(|i| matches!(i.get_ref(), toml::de::DeValue::Table(_))) =>
+            {
+                for (i, item) in items.iter().enumerate() {
+                    if let toml::de::DeValue::Table(sub) = item.get_ref() {
+                        collect_keys(sub, &format!("{path}.{i}"), out);
+                    }
+                }
+            }
+            _ => out.push(path),
+        }
+    }
+}

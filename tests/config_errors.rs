@@ -156,10 +156,44 @@ fn wrong_type_names_found_and_expected() {
     let d = one(&with("seed = 7", "seed = \"seven\""));
     assert_eq!(d.field, "simulation.seed");
     assert!(d.found.contains("string"), "{d}");
-    assert!(
-        d.expected.contains("i64") || d.expected.contains("integer"),
-        "{d}"
+    // the schema's words, not Rust's (issue 12: no `expected i64`)
+    assert!(d.expected.contains("a whole number"), "{d}");
+    assert!(d.expected.contains("seed = 4"), "{d}");
+    assert!(!d.expected.contains("i64"), "{d}");
+}
+
+#[test]
+fn every_problem_of_a_file_is_reported_syntax_and_types_included() {
+    // four problems on four lines: a type error, a misspelt key, a syntax error
+    // and a boolean written as a word; the parser goes on after each
+    let text = "[cluster]\npreset = \"dgx-h100-node\"\nnodes = \"four\"\n\
+                [fabric]\npreset = \"ib-ndr-400\"\nlink_rat = \"400Gbps\"\nmtu = \n\
+                [topology]\nkind = \"single_switch\"\n\
+                [workload]\nkind = \"collective\"\nop = \"all_reduce\"\nsizes = [\"1MiB\"]\npxn = \"yes\"\n";
+    let err = config::parse("many.toml", text).unwrap_err();
+    let at: Vec<(usize, &str)> = err
+        .diagnostics
+        .iter()
+        .map(|d| (d.line, d.field.as_str()))
+        .collect();
+    assert_eq!(
+        at,
+        vec![
+            (3, "cluster.nodes"),
+            (6, "fabric.link_rat"),
+            (7, "(syntax)"),
+            (14, "workload.pxn"),
+        ],
+        "{err}"
     );
+    let d = &err.diagnostics;
+    assert!(d[0].expected.contains("a whole number"), "{}", d[0]);
+    assert!(
+        d[1].expected.contains("did you mean `link_rate`?"),
+        "{}",
+        d[1]
+    );
+    assert!(d[3].expected.contains("true or false"), "{}", d[3]);
 }
 
 #[test]

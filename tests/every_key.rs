@@ -410,11 +410,17 @@ fn schema_keys() -> BTreeSet<String> {
         ),
     ];
     for (prefix, text) in sections {
-        let err = config::parse("probe.toml", text).unwrap_err().to_string();
-        let list = err
-            .split("expected one of")
-            .nth(1)
-            .unwrap_or_else(|| panic!("{prefix}: no field list in {err}"));
+        let err = config::parse("probe.toml", text).unwrap_err();
+        let unknown = err
+            .diagnostics
+            .iter()
+            .find(|d| d.found.starts_with("unknown field"))
+            .unwrap_or_else(|| panic!("{prefix}: no unknown-field diagnostic in {err}"));
+        let list = unknown
+            .expected
+            .split(" (did you mean")
+            .next()
+            .unwrap_or_default();
         for field in list.split('`').skip(1).step_by(2) {
             let key = format!("{prefix}{field}");
             // sub-tables are sections of their own

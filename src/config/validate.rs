@@ -45,38 +45,79 @@ pub fn load(path: &std::path::Path) -> Result<Scenario, ConfigError> {
     }
 }
 
+/// Most problems reported from one file before giving up on the rest: a file
+/// that fails this often is not a scenario being edited but something else.
+const MAX_PARSE_PROBLEMS: usize = 64;
+
 /// Validates scenario `text` read from `file`.
+///
+/// Every problem is reported, not only the first: a syntax or type error
+/// blanks its line (offsets and line numbers stay those of the file) and the
+/// parse goes on, then the validator checks what parsed, without repeating a
+/// key the parser already reported.
 ///
 /// # Errors
 /// A [`ConfigError`] listing every problem found.
 pub fn parse(file: &str, text: &str) -> Result<Scenario, ConfigError> {
-    let src = Source::new(file, text);
-    let raw: RawScenario = match toml::from_str(text) {
-        Ok(r) => r,
-        Err(e) => {
-            return Err(ConfigError {
-                diagnostics: vec![serde_diag(&src, &e)],
-            })
+    let mut current = text.to_string();
+    let mut parse_diags: Vec<Diagnostic> = Vec::new();
+    let raw: Option<RawScenario> = loop {
+        match toml::from_str::<RawScenario>(&current) {
+            Ok(r) => break Some(r),
+            Err(e) => {
+                let d = serde_diag(&Source::new(file, &current), &e);
+                let line_range = e.span().and_then(|sp| line_bounds(&current, sp.start));
+                let again = parse_diags.iter().any(|p| p.line == d.line);
+                if !again {
+                    parse_diags.push(d);
+                }
+                match line_range {
+                    Some(r)
+                        if !again
+                            && parse_diags.len() < MAX_PARSE_PROBLEMS
+                            && current[r.clone()].trim() != "" =>
+                    {
+                        current.replace_range(r.clone(), &" ".repeat(r.len()));
+                    }
+                    _ => break None,
+                }
+            }
         }
     };
+    let src = Source::new(file, &current);
     let mut v = Validator {
         src: &src,
         diags: Vec::new(),
         quiet_missing: false,
     };
-    let scenario = v.scenario(&raw);
-    if v.diags.is_empty() {
+    let scenario = raw.as_ref().and_then(|r| v.scenario(r));
+    if parse_diags.is_empty() && v.diags.is_empty() {
         if let Some(s) = scenario {
             return Ok(s);
         }
     }
-    v.diags.sort_by_key(|d| (d.line == 0, d.line, d.col));
-    Err(ConfigError {
-        diagnostics: v.diags,
-    })
+    // a key the parser refused is not also reported missing or out of range
+    let mut diags = parse_diags;
+    let refused: Vec<String> = diags.iter().map(|d| d.field.clone()).collect();
+    diags.extend(
+        v.diags
+            .into_iter()
+            .filter(|d| !refused.iter().any(|f| f == &d.field)),
+    );
+    diags.sort_by_key(|d| (d.line == 0, d.line, d.col));
+    Err(ConfigError { diagnostics: diags })
 }
 
-/// Turns a TOML or serde error into a diagnostic with its field.
+/// The byte range of the line holding byte `at`, without its newline.
+fn line_bounds(text: &str, at: usize) -> Option<std::ops::Range<usize>> {
+    let at = at.min(text.len());
+    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+    (start < end).then_some(start..end)
+}
+
+/// Turns a TOML or serde error into a diagnostic with its field, in the
+/// schema's words ("a whole number", "true or false"), never Rust's.
 fn serde_diag(src: &Source, e: &toml::de::Error) -> Diagnostic {
     let span = e.span();
     let msg = e.message().trim().to_string();
@@ -84,17 +125,24 @@ fn serde_diag(src: &Source, e: &toml::de::Error) -> Diagnostic {
         .as_ref()
         .and_then(|s| src.path_at(s))
         .unwrap_or_else(|| "(syntax)".into());
+    let leaf = field.rsplit('.').next().unwrap_or(&field).to_string();
     let (found, expected) = if let Some(rest) = msg.strip_prefix("unknown field ") {
         // "unknown field `x`, expected one of `a`, `b`"
         let (name, exp) = rest
             .split_once(", expected ")
             .unwrap_or((rest, "a known field"));
-        (format!("unknown field {name}"), exp.to_string())
+        let suggestion = closest_field(name.trim_matches('`'), exp)
+            .map(|c| format!(" (did you mean `{c}`?)"))
+            .unwrap_or_default();
+        (
+            format!("unknown field {name}"),
+            format!("{exp}{suggestion}"),
+        )
     } else if let Some(rest) = msg.strip_prefix("invalid type: ") {
         let (got, exp) = rest
             .split_once(", expected ")
             .unwrap_or((rest, "another type"));
-        (got.to_string(), exp.to_string())
+        (got.to_string(), schema_words(exp, &leaf))
     } else if msg.starts_with("data did not match any variant") {
         (
             span.as_ref()
@@ -103,9 +151,62 @@ fn serde_diag(src: &Source, e: &toml::de::Error) -> Diagnostic {
             "a number or a quoted quantity with a unit".into(),
         )
     } else {
-        (msg.clone(), "valid TOML (https://toml.io)".into())
+        (
+            format!("invalid TOML ({msg})"),
+            "valid TOML (https://toml.io)".into(),
+        )
     };
     src.diag_at(span, &field, found, expected)
+}
+
+/// serde's name of an expected type, in the words of the scenario schema.
+fn schema_words(serde_expected: &str, leaf: &str) -> String {
+    let e = serde_expected.trim();
+    let example = |v: &str| format!(", such as `{leaf} = {v}`");
+    if matches!(e, "i64" | "i32" | "u64" | "u32" | "u8" | "usize") {
+        format!("a whole number (no quotes){}", example("4"))
+    } else if matches!(e, "f64" | "f32") {
+        format!("a number{}", example("0.5"))
+    } else if e == "a boolean" {
+        format!("true or false{}", example("true"))
+    } else if e == "a string" || e.starts_with("a borrowed string") {
+        format!("a quoted string{}", example("\"…\""))
+    } else if e.starts_with("struct Raw") || e == "a map" {
+        format!("a table of settings (`[{leaf}]` with `key = value` lines under it)")
+    } else if e.starts_with("a sequence") {
+        format!("a list{}", example("[…]"))
+    } else {
+        e.to_string()
+    }
+}
+
+/// The known field nearest to `name` (at most two edits away), from serde's
+/// "one of `a`, `b`" list.
+fn closest_field<'a>(name: &str, one_of: &'a str) -> Option<&'a str> {
+    one_of
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|f| (edit_distance(name, f), f))
+        .filter(|&(d, _)| d <= 2)
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, f)| f)
+}
+
+/// Levenshtein distance between two short names.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
 }
 
 fn text_slice(text: &str, s: &std::ops::Range<usize>) -> Option<String> {

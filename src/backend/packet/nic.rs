@@ -37,6 +37,7 @@
 
 use super::cc::{AckInfo, CcState, QpStart};
 use super::engine::Event;
+use super::ids::{PktIdx, PortId, QpId};
 use super::recovery::{GoBackN, Recovery, RxVerdict, SendSeq, TimerEffect};
 use super::sim::Sim;
 use super::slab::{Packet, PktKind, F_ECN, NONE};
@@ -75,9 +76,9 @@ pub struct Qp {
     /// Destination GPU.
     pub dst: u32,
     /// First link from the source GPU towards `dst` (the port that pulls data).
-    pub port: u32,
+    pub port: PortId,
     /// First link from the destination GPU towards `src` (where ACKs start).
-    pub ack_port: u32,
+    pub ack_port: PortId,
     /// Flow hash for ECMP.
     pub hash: u64,
     /// Messages, posting order (indices into `Sim::msgs`).
@@ -127,7 +128,7 @@ impl Qp {
 /// What a source port got from its queue pairs.
 pub enum Pull {
     /// A packet to transmit now, and the task whose `Sent` its end completes (or NONE).
-    Packet(u32, u32),
+    Packet(PktIdx, u32),
     /// A queue pair is ready but the link lacks credits.
     NoCredit,
     /// Nothing can be sent now.
@@ -151,7 +152,7 @@ impl Sim<'_> {
         let mtu = self.cfg.mtu as u64;
         let npkts = bytes.div_ceil(mtu).max(1) as u32;
         let m = self.msgs.len() as u32;
-        let qp = &mut self.qps[qpi as usize];
+        let qp = &mut self.qps[qpi];
         let idle = !qp.has_work();
         self.msgs.push(Msg {
             task,
@@ -160,7 +161,6 @@ impl Sim<'_> {
             bytes,
             post: self.now,
         });
-        self.msg_of_task[task as usize] = m;
         qp.msgs.push(m);
         qp.posted_psn += npkts;
         qp.bytes_posted += bytes;
@@ -180,7 +180,7 @@ impl Sim<'_> {
                 } else {
                     0
                 };
-                let qp = &mut self.qps[qpi as usize];
+                let qp = &mut self.qps[qpi];
                 qp.cpu_ready = qp.cpu_ready.max(self.now + per_packet_overhead.0 + j);
             }
         }
@@ -188,12 +188,12 @@ impl Sim<'_> {
         Ok(())
     }
 
-    fn new_qp(&mut self, task: u32, src: u32, dst: u32, qp: u8) -> Result<u32, PacketError> {
+    fn new_qp(&mut self, task: u32, src: u32, dst: u32, qp: u8) -> Result<QpId, PacketError> {
         let unreachable = PacketError::Unreachable { task, src, dst };
         let mut hops: Vec<LinkId> = Vec::new();
         self.topo
             .next_hops(self.topo.gpus[src as usize].node, GpuId(dst), &mut hops);
-        let port = hops.first().ok_or(unreachable.clone())?.0;
+        let port = PortId::from(*hops.first().ok_or(unreachable.clone())?);
         let mut path = Vec::new();
         if !self.topo.route(GpuId(src), GpuId(dst), 0, &mut path)
             || !self.topo.route(GpuId(dst), GpuId(src), 0, &mut path)
@@ -203,9 +203,8 @@ impl Sim<'_> {
         hops.clear();
         self.topo
             .next_hops(self.topo.gpus[dst as usize].node, GpuId(src), &mut hops);
-        let ack_port = hops.first().ok_or(unreachable)?.0;
-        let qpi = self.qps.len() as u32;
-        self.qps.push(Qp {
+        let ack_port = PortId::from(*hops.first().ok_or(unreachable)?);
+        let qpi = self.qps.push(Qp {
             src,
             dst,
             port,
@@ -229,15 +228,15 @@ impl Sim<'_> {
             retransmitted: 0,
             timeouts: 0,
         });
-        let cc_on = self.topo.links[port as usize].kind != LinkKind::NvLink;
+        let cc_on = self.topo.links[port.idx()].kind != LinkKind::NvLink;
         let line = self
             .topo
             .nic_of_node(self.topo.gpus[src as usize].nic)
             .map(|n| self.topo.links[n.uplink.0 as usize].rate)
-            .unwrap_or(self.topo.links[port as usize].rate);
+            .unwrap_or(self.topo.links[port.idx()].rate);
         let now = self.now;
         let qpair = qp;
-        let qp = &mut self.qps[qpi as usize];
+        let qp = &mut self.qps[qpi];
         qp.cc_on = cc_on;
         qp.cc = CcState::new(
             &self.cfg.cc,
@@ -261,13 +260,13 @@ impl Sim<'_> {
     }
 
     /// Puts a queue pair with work in its port's ring and kicks the port.
-    fn activate(&mut self, qpi: u32) {
-        let qp = &mut self.qps[qpi as usize];
+    fn activate(&mut self, qpi: QpId) {
+        let qp = &mut self.qps[qpi];
         if qp.in_ring || !qp.has_work() {
             return;
         }
         qp.in_ring = true;
-        let port = qp.port as usize;
+        let port = qp.port;
         self.ports[port].ring.push_back(qpi);
         self.try_send(port);
     }
@@ -275,17 +274,17 @@ impl Sim<'_> {
     /// Source port `p` is idle: builds the next data packet, round-robin over its
     /// queue pairs. Pairs that cannot send (window full, bytes not yet staged) leave
     /// the ring and come back on an ACK or a wake-up.
-    pub(super) fn pull_data(&mut self, p: usize) -> Pull {
+    pub(super) fn pull_data(&mut self, p: PortId) -> Pull {
         let n = self.ports[p].ring.len();
         let mtu = self.cfg.mtu as u64;
         for _ in 0..n {
             let Some(qpi) = self.ports[p].ring.pop_front() else {
                 break;
             };
-            let qp = &self.qps[qpi as usize];
+            let qp = &self.qps[qpi];
             let snd_nxt = qp.rec.next_psn(&qp.seq);
             if !qp.has_work() || snd_nxt - qp.seq.una >= qp.wnd {
-                self.qps[qpi as usize].in_ring = false;
+                self.qps[qpi].in_ring = false;
                 continue;
             }
             let m = self.msgs[qp.msgs[qp.send_cursor as usize] as usize];
@@ -312,7 +311,7 @@ impl Sim<'_> {
                 ready_at = ready_at.max(qp.cc.next_tx());
             }
             if ready_at > self.now {
-                let qp = &mut self.qps[qpi as usize];
+                let qp = &mut self.qps[qpi];
                 qp.in_ring = false;
                 if qp.wake_at == NEVER || qp.wake_at > ready_at || qp.wake_at < self.now {
                     qp.wake_at = ready_at;
@@ -321,7 +320,8 @@ impl Sim<'_> {
                 continue;
             }
             let wire = (payload + self.cfg.header_bytes as u64) as u32;
-            if self.ports[p].credit_fc && !self.has_credits(p, p * self.vls, self.blk(wire)) {
+            if self.ports[p].credit_fc && !self.has_credits(p, p.lane(0, self.vls), self.blk(wire))
+            {
                 self.ports[p].ring.push_front(qpi);
                 return Pull::NoCredit;
             }
@@ -331,7 +331,7 @@ impl Sim<'_> {
                 psn: snd_nxt,
                 wire,
                 hash: qp_hash as u32,
-                link: NONE,
+                link: PortId::NONE,
                 epoch: 0,
                 dst: qp_dst,
                 kind: PktKind::Data,
@@ -340,7 +340,7 @@ impl Sim<'_> {
             });
             self.stats.data_sent += 1;
             if !first {
-                self.qps[qpi as usize].retransmitted += 1;
+                self.qps[qpi].retransmitted += 1;
             }
             let cpu_cost = match self.cfg.transport {
                 Transport::Tcp {
@@ -358,7 +358,7 @@ impl Sim<'_> {
             };
             let now = self.now;
             let rto = self.cfg.rto.0;
-            let qp = &mut self.qps[qpi as usize];
+            let qp = &mut self.qps[qpi];
             if qp.cc_on {
                 qp.cc.on_send(&self.cfg.cc, now, wire as u64);
             }
@@ -386,7 +386,7 @@ impl Sim<'_> {
     }
 
     /// A packet reached its destination GPU.
-    pub(super) fn deliver(&mut self, pkt: u32) {
+    pub(super) fn deliver(&mut self, pkt: PktIdx) {
         let k = self.pkts[pkt];
         self.pkts.free(pkt);
         match k.kind {
@@ -398,7 +398,7 @@ impl Sim<'_> {
             PktKind::Cnp => {
                 self.stats.ctrl_received += 1;
                 let now = self.now;
-                let qp = &mut self.qps[k.qp as usize];
+                let qp = &mut self.qps[k.qp];
                 if qp.cc_on && qp.cc.on_cnp(&self.cfg.cc, now) {
                     self.stats.dcqcn_rate_cuts += 1;
                 }
@@ -407,7 +407,7 @@ impl Sim<'_> {
     }
 
     fn receive_data(&mut self, k: &Packet) {
-        let qpi = k.qp as usize;
+        let qpi = k.qp;
         if k.flags & F_ECN != 0 && self.qps[qpi].cc.on_ce(&self.cfg.cc, self.now) {
             self.fabric.cnps += 1;
             self.send_ctrl(k.qp, PktKind::Cnp, k.psn, 0);
@@ -474,9 +474,9 @@ impl Sim<'_> {
 
     /// Queues an ACK/NACK/CNP at the receiver's first link; `ce` is the number of
     /// CE marks an ACK echoes (DCTCP).
-    fn send_ctrl(&mut self, qpi: u32, kind: PktKind, psn: u32, ce: u32) {
-        let qp = &self.qps[qpi as usize];
-        let port = qp.ack_port as usize;
+    fn send_ctrl(&mut self, qpi: QpId, kind: PktKind, psn: u32, ce: u32) {
+        let qp = &self.qps[qpi];
+        let port = qp.ack_port;
         let vl = (self.vls - 1) as u8;
         let wire = self.cfg.ack_bytes;
         let pkt = self.pkts.alloc(Packet {
@@ -484,7 +484,7 @@ impl Sim<'_> {
             psn,
             wire,
             hash: ce,
-            link: NONE,
+            link: PortId::NONE,
             epoch: 0,
             dst: qp.src,
             kind,
@@ -495,11 +495,11 @@ impl Sim<'_> {
             self.stats.nacks_sent += 1;
         }
         self.stats.ctrl_sent += 1;
-        self.enqueue(port, port * self.vls + vl as usize, pkt, wire as u64);
+        self.enqueue(port, port.lane(vl, self.vls), pkt, wire as u64);
     }
 
     /// Moves `send_cursor` to the message holding the next PSN to send.
-    fn seek_send_cursor(&mut self, qpi: usize) {
+    fn seek_send_cursor(&mut self, qpi: QpId) {
         let qp = &mut self.qps[qpi];
         let mut c = qp.una_cursor;
         while (c as usize) < qp.msgs.len()
@@ -511,8 +511,8 @@ impl Sim<'_> {
     }
 
     /// The sender gets a cumulative ACK (or a NACK) for PSNs below `a`.
-    fn on_ack(&mut self, qpi: u32, a: u32, nack: bool, ce: u32) {
-        let i = qpi as usize;
+    fn on_ack(&mut self, qpi: QpId, a: u32, nack: bool, ce: u32) {
+        let i = qpi;
         let now = self.now;
         let rto = self.cfg.rto.0;
         let max_w = self.window_pkts;
@@ -554,8 +554,8 @@ impl Sim<'_> {
     }
 
     /// Retransmission timer of queue pair `qpi`.
-    pub(super) fn on_rto(&mut self, qpi: u32) {
-        let i = qpi as usize;
+    pub(super) fn on_rto(&mut self, qpi: QpId) {
+        let i = qpi;
         let now = self.now;
         let qp = &mut self.qps[i];
         match qp.rec.on_timeout(&mut qp.seq, now, self.cfg.rto.0) {
@@ -576,8 +576,8 @@ impl Sim<'_> {
     }
 
     /// A paced queue pair's bytes are ready.
-    pub(super) fn on_qp_wake(&mut self, qpi: u32) {
-        let qp = &mut self.qps[qpi as usize];
+    pub(super) fn on_qp_wake(&mut self, qpi: QpId) {
+        let qp = &mut self.qps[qpi];
         if qp.wake_at == self.now {
             qp.wake_at = NEVER;
             self.activate(qpi);

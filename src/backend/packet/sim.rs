@@ -8,6 +8,7 @@ use rand_core::{Rng, SeedableRng};
 
 use super::engine::{Event, EventQueue};
 use super::flow_control::{Credits, PfcState, SharedBuffers};
+use super::ids::{IdVec, LaneIdx, PktIdx, PortId, QpId};
 use super::nic::{Msg, Qp};
 use super::slab::{prefetch, Slab, NONE};
 use super::stats::{PacketStats, Sampler};
@@ -31,12 +32,12 @@ pub(super) struct Sim<'a> {
     pub rng: ChaCha8Rng,
     pub pkts: Slab,
     /// One per directed link, same index.
-    pub ports: Vec<Port>,
+    pub ports: IdVec<PortId, Port>,
     pub vls: usize,
     /// Per port and lane (`port * vls + vl`): FIFO of packet indices.
-    pub queues: Vec<VecDeque<u32>>,
+    pub queues: IdVec<LaneIdx, VecDeque<PktIdx>>,
     /// Per port and lane: queued wire bytes.
-    pub qbytes: Vec<u64>,
+    pub qbytes: IdVec<LaneIdx, u64>,
     /// Credits of every credit-controlled link.
     pub credits: Credits,
     /// PFC state of every network link (unused without PFC).
@@ -47,19 +48,17 @@ pub(super) struct Sim<'a> {
     pub gpu_of_node: Vec<u32>,
     pub routes: RouteCache,
     /// Scratch for next-hop candidates.
-    pub cands: Vec<u32>,
+    pub cands: Vec<PortId>,
     /// Scratch for `Topology::next_hops`.
     pub tmp_links: Vec<LinkId>,
     /// Ideal completion time per task (transfers), from the unfaulted topology.
     pub ideal: Vec<SimTime>,
-    pub qps: Vec<Qp>,
+    pub qps: IdVec<QpId, Qp>,
     /// [`Routing::Flowlet`] state, per queue pair and direction (`2·qp` data,
     /// `2·qp + 1` ACKs); empty under other routings.
     pub flowlets: Vec<[FlowletEntry; FLOWLET_ENTRIES]>,
-    pub qp_index: HashMap<(u32, u32, u8), u32>,
+    pub qp_index: HashMap<(u32, u32, u8), QpId>,
     pub msgs: Vec<Msg>,
-    /// Task → message index (NONE for non-transfers).
-    pub msg_of_task: Vec<u32>,
     pub window_pkts: u32,
     /// Receiver accepts reordering (adaptive routing / spraying).
     pub ooo: bool,
@@ -97,7 +96,7 @@ impl<'a> Sim<'a> {
                 gpu_of_node[i] = gpu.0;
             }
         }
-        let ports: Vec<Port> = topo
+        let ports: IdVec<PortId, Port> = topo
             .links
             .iter()
             .map(|l| {
@@ -140,7 +139,7 @@ impl<'a> Sim<'a> {
             ports,
             vls,
             queues: (0..nl * vls).map(|_| VecDeque::new()).collect(),
-            qbytes: vec![0; nl * vls],
+            qbytes: IdVec::from_vec(vec![0; nl * vls]),
             credits: Credits::new(credit_cap, vls, cfg.credit_block_bytes),
             pfc: PfcState::new(nl * vls),
             shared: SharedBuffers {
@@ -151,11 +150,10 @@ impl<'a> Sim<'a> {
             cands: Vec::with_capacity(64),
             tmp_links: Vec::with_capacity(64),
             ideal: ideal_times(dag, topo, cfg),
-            qps: Vec::new(),
+            qps: IdVec::default(),
             flowlets: Vec::new(),
             qp_index: HashMap::new(),
             msgs: Vec::new(),
-            msg_of_task: vec![NONE; n_tasks],
             window_pkts: (cfg.window_bytes.div_ceil(cfg.mtu as u64)).clamp(1, u32::MAX as u64 / 4)
                 as u32,
             ooo: cfg.routing != Routing::Ecmp,
@@ -243,7 +241,7 @@ impl<'a> Sim<'a> {
             }
 
             match ev {
-                Event::TxDone { port } => self.on_tx_done(port as usize),
+                Event::TxDone { port } => self.on_tx_done(port),
                 Event::Arrive { pkt, link } => self.on_arrive(pkt, link),
                 Event::Credit { link, .. } => self.on_credit(link),
                 Event::QpWake { qp } => self.on_qp_wake(qp),
@@ -286,10 +284,10 @@ impl<'a> Sim<'a> {
         match ev {
             Event::Arrive { pkt, link } => {
                 prefetch(&self.pkts[pkt]);
-                prefetch(&self.ports[link as usize]);
+                prefetch(&self.ports[link]);
             }
             Event::TxDone { port } | Event::Credit { link: port, .. } => {
-                prefetch(&self.ports[port as usize]);
+                prefetch(&self.ports[port]);
             }
             _ => {}
         }
@@ -351,7 +349,7 @@ impl<'a> Sim<'a> {
     }
 
     fn on_sample(&mut self) {
-        self.sampler.record(self.now, &self.ports);
+        self.sampler.record(self.now, self.ports.as_slice());
         if !self.runner.finished() {
             self.q
                 .push(self.now + self.sampler.interval(), Event::Sample);
@@ -365,11 +363,12 @@ impl<'a> Sim<'a> {
         let mut links = Vec::new();
         let mut max_q = 0;
         let mut stall = 0;
-        for (qi, u) in self.pfc.paused_until.iter_mut().enumerate() {
+        let lanes = self.pfc.paused_until.iter_mut().zip(&self.pfc.pause_since);
+        for (qi, (u, &since)) in lanes.enumerate() {
             if *u != 0 {
                 // still paused at the end (a stalled or cut-short run)
-                let p = &mut self.ports[qi / self.vls];
-                let d = end.saturating_sub(self.pfc.pause_since[qi]);
+                let p = &mut self.ports[LaneIdx(qi as u32).port(self.vls)];
+                let d = end.saturating_sub(since);
                 p.paused_ps += d;
                 p.stall_ps += d;
                 self.stats.pfc_paused_ps += d;
@@ -421,13 +420,12 @@ impl<'a> Sim<'a> {
         self.stats.packets_alive_at_end = self.pkts.live() as u64;
         self.stats.slab_high_water = self.pkts.capacity_used() as u64;
         self.stats.event_queue_high_water = self.q.high_water() as u64;
-        for (p, port) in self.ports.iter().enumerate() {
+        for (p, port) in self.ports.iter_ids() {
             if !port.credit_fc {
                 continue;
             }
             for vl in 0..self.vls {
-                let qi = p * self.vls + vl;
-                let lane = &self.credits.lanes[qi];
+                let lane = &self.credits.lanes[p.lane(vl as u8, self.vls)];
                 let pending: i64 = lane.in_flight.iter().map(|&(_, b)| b as i64).sum();
                 if lane.credits + pending != self.credits.cap[p] {
                     self.stats.credit_leaks += 1;
@@ -442,9 +440,11 @@ impl<'a> Sim<'a> {
                 ideal.push(self.ideal[i]);
             }
         }
-        let series = self
-            .sampler
-            .series(&self.ports, &self.topo, self.cfg.series_ports as usize);
+        let series = self.sampler.series(
+            self.ports.as_slice(),
+            &self.topo,
+            self.cfg.series_ports as usize,
+        );
         let out = RunOutput {
             makespan: SimTime(makespan),
             op_timing: self.runner.op_timing.clone(),

@@ -9,6 +9,7 @@
 use std::collections::VecDeque;
 
 use super::engine::Event;
+use super::ids::{LaneIdx, PktIdx, PortId, QpId};
 use super::nic::Pull;
 use super::sim::Sim;
 use super::slab::{PktKind, F_CORRUPT, F_ECN, F_LOSSY_HELD, F_PFC_HELD, F_VL_RAISED, NONE};
@@ -87,7 +88,7 @@ pub struct Port {
     /// Credit-stall time, ps.
     pub stall_ps: u64,
     /// Queue pairs with data to send (source GPU ports only), round-robin order.
-    pub ring: VecDeque<u32>,
+    pub ring: VecDeque<QpId>,
     /// PFC: PAUSE frames this port's sender received.
     pub pause_rx: u64,
     /// PFC: PAUSE frames the receiver of this link sent upstream to this port.
@@ -175,7 +176,7 @@ pub struct FlowletEntry {
     /// The switch, or NONE for an unused entry.
     pub node: u32,
     /// The egress link the flowlet takes there.
-    pub port: u32,
+    pub port: PortId,
     /// When the flow's last packet was routed there, ps.
     pub last: u64,
 }
@@ -184,7 +185,7 @@ impl FlowletEntry {
     /// An unused entry.
     pub const EMPTY: FlowletEntry = FlowletEntry {
         node: NONE,
-        port: NONE,
+        port: PortId::NONE,
         last: 0,
     };
 }
@@ -207,19 +208,19 @@ pub struct RouteCache {
     leaf_node: Vec<u32>,
     n_leaves: usize,
     start: Vec<u32>,
-    links: Vec<u32>,
+    links: Vec<PortId>,
     /// Per node: the uplink of a NIC (NONE if not a NIC or the link is down).
-    nic_uplink: Vec<u32>,
+    nic_uplink: Vec<PortId>,
     /// Per node: true for an NVSwitch.
     is_nvswitch: Vec<bool>,
     /// Per GPU: its NIC node, PCIe down link and NVLink down link.
     gpu_nic: Vec<u32>,
-    gpu_pcie_down: Vec<u32>,
-    gpu_nvlink_down: Vec<u32>,
+    gpu_pcie_down: Vec<PortId>,
+    gpu_nvlink_down: Vec<PortId>,
     /// Per GPU: the next hops from its NIC's edge switch towards it (the last
     /// network hop of every packet), CSR like `links`.
     last_start: Vec<u32>,
-    last_links: Vec<u32>,
+    last_links: Vec<PortId>,
 }
 
 impl RouteCache {
@@ -249,10 +250,10 @@ impl RouteCache {
             self.leaf_of_gpu[g] = li as u32;
         }
         self.n_leaves = self.leaf_node.len();
-        self.nic_uplink = vec![NONE; topo.nodes.len()];
+        self.nic_uplink = vec![PortId::NONE; topo.nodes.len()];
         for nic in &topo.nics {
             if topo.is_link_up(nic.uplink) {
-                self.nic_uplink[nic.node.0 as usize] = nic.uplink.0;
+                self.nic_uplink[nic.node.0 as usize] = nic.uplink.into();
             }
         }
         self.is_nvswitch = topo
@@ -261,8 +262,8 @@ impl RouteCache {
             .map(|n| matches!(n.kind, NodeKind::NvSwitch { .. }))
             .collect();
         self.gpu_nic = topo.gpus.iter().map(|g| g.nic.0).collect();
-        self.gpu_pcie_down = topo.gpus.iter().map(|g| g.pcie_down.0).collect();
-        self.gpu_nvlink_down = topo.gpus.iter().map(|g| g.nvlink_down.0).collect();
+        self.gpu_pcie_down = topo.gpus.iter().map(|g| g.pcie_down.into()).collect();
+        self.gpu_nvlink_down = topo.gpus.iter().map(|g| g.nvlink_down.into()).collect();
         self.last_start.clear();
         self.last_links.clear();
         self.last_start.push(0);
@@ -272,7 +273,7 @@ impl RouteCache {
             if leaf != NONE {
                 tmp.clear();
                 topo.next_hops(NodeId(leaf), GpuId(g as u32), &mut tmp);
-                self.last_links.extend(tmp.iter().map(|l| l.0));
+                self.last_links.extend(tmp.iter().map(|&l| PortId::from(l)));
             }
             self.last_start.push(self.last_links.len() as u32);
         }
@@ -284,7 +285,7 @@ impl RouteCache {
                 if leaf != s {
                     tmp.clear();
                     topo.next_hops(NodeId(s), GpuId(rep), &mut tmp);
-                    self.links.extend(tmp.iter().map(|l| l.0));
+                    self.links.extend(tmp.iter().map(|&l| PortId::from(l)));
                 }
                 self.start.push(self.links.len() as u32);
             }
@@ -298,7 +299,7 @@ impl RouteCache {
         topo: &Topology,
         node: u32,
         dst: u32,
-        out: &mut Vec<u32>,
+        out: &mut Vec<PortId>,
         tmp: &mut Vec<LinkId>,
     ) {
         let si = self.sw_index[node as usize];
@@ -315,21 +316,21 @@ impl RouteCache {
         } else if self.gpu_nic[dst as usize] == node {
             // The destination's own NIC: down the PCIe link (never faulted here).
             out.push(self.gpu_pcie_down[dst as usize]);
-        } else if self.nic_uplink[node as usize] != NONE {
+        } else if self.nic_uplink[node as usize].is_some() {
             out.push(self.nic_uplink[node as usize]);
         } else if self.is_nvswitch[node as usize] {
             out.push(self.gpu_nvlink_down[dst as usize]);
         } else {
             tmp.clear();
             topo.next_hops(NodeId(node), GpuId(dst), tmp);
-            out.extend(tmp.iter().map(|l| l.0));
+            out.extend(tmp.iter().map(|&l| PortId::from(l)));
         }
     }
 }
 
 impl Sim<'_> {
     /// Starts the next transmission on `p` if it is idle and something may go.
-    pub(super) fn try_send(&mut self, p: usize) {
+    pub(super) fn try_send(&mut self, p: PortId) {
         let now = self.now;
         let port = &mut self.ports[p];
         if port.busy {
@@ -338,7 +339,7 @@ impl Sim<'_> {
                 if !port.txdone_pending {
                     port.txdone_pending = true;
                     let at = port.tx_end;
-                    self.q.push(at, Event::TxDone { port: p as u32 });
+                    self.q.push(at, Event::TxDone { port: p });
                 }
                 return;
             }
@@ -358,7 +359,7 @@ impl Sim<'_> {
         while lanes != 0 {
             let vl = 7 - lanes.leading_zeros() as usize;
             lanes &= !(1 << vl);
-            let qi = p * self.vls + vl;
+            let qi = p.lane(vl as u8, self.vls);
             let pkt = *self.queues[qi].front().expect("lane marked as queued");
             if pfc && self.pfc.paused_until[qi] > now {
                 continue;
@@ -399,7 +400,7 @@ impl Sim<'_> {
             let mut next_credit = NEVER;
             for vl in 0..self.vls {
                 if starved_lanes & (1 << vl) != 0 {
-                    next_credit = next_credit.min(self.next_credit_at(p * self.vls + vl));
+                    next_credit = next_credit.min(self.next_credit_at(p.lane(vl as u8, self.vls)));
                 }
             }
             if next_credit != NEVER {
@@ -415,7 +416,7 @@ impl Sim<'_> {
     /// already waiting for the port. Otherwise the port is simply busy until
     /// `tx_end`, and whoever needs it earlier schedules the event then
     /// (`try_send`). On lightly loaded links this saves one event per packet hop.
-    pub(super) fn start_tx(&mut self, p: usize, pkt: u32, sent_task: u32) {
+    pub(super) fn start_tx(&mut self, p: PortId, pkt: PktIdx, sent_task: u32) {
         let now = self.now;
         let vls = self.vls;
         let (wire, vl, in_link, flags) = {
@@ -424,10 +425,10 @@ impl Sim<'_> {
         };
         // The packet leaves this node's buffer: free what it held upstream (on
         // the lane it arrived on).
-        if in_link != NONE {
+        if in_link.is_some() {
             if flags & F_PFC_HELD != 0 {
                 let in_vl = vl - u8::from(flags & F_VL_RAISED != 0);
-                self.pfc_release(in_link as usize, in_vl, wire as u64);
+                self.pfc_release(in_link, in_vl, wire as u64);
             } else if flags & F_LOSSY_HELD != 0 {
                 let node = self.ports[p].from as usize;
                 self.shared.used[node] -= wire as u64;
@@ -444,7 +445,7 @@ impl Sim<'_> {
         let nblk = self.blk(wire) as i64;
         let port = &mut self.ports[p];
         if port.credit_fc {
-            let lane = &mut self.credits.lanes[p * vls + vl as usize];
+            let lane = &mut self.credits.lanes[p.lane(vl, vls)];
             lane.credits -= nblk;
             debug_assert!(lane.credits >= 0, "sent without credits");
         }
@@ -476,7 +477,7 @@ impl Sim<'_> {
         let arrive = now + in_time + port.latency + port.fwd_latency;
         let epoch = port.epoch;
         let k = &mut self.pkts[pkt];
-        k.link = p as u32;
+        k.link = p;
         k.epoch = epoch;
         k.flags = (flags & !(F_CORRUPT | F_LOSSY_HELD | F_VL_RAISED | F_PFC_HELD))
             | if corrupt { F_CORRUPT } else { 0 };
@@ -484,19 +485,13 @@ impl Sim<'_> {
         let waiting = sent_task != NONE || port.lanes_queued != 0 || !port.ring.is_empty();
         self.ports[p].txdone_pending = waiting;
         if waiting {
-            self.q.push(now + tx, Event::TxDone { port: p as u32 });
+            self.q.push(now + tx, Event::TxDone { port: p });
         }
-        self.q.push(
-            arrive,
-            Event::Arrive {
-                pkt,
-                link: p as u32,
-            },
-        );
+        self.q.push(arrive, Event::Arrive { pkt, link: p });
     }
 
     /// Port `p` finished serializing.
-    pub(super) fn on_tx_done(&mut self, p: usize) {
+    pub(super) fn on_tx_done(&mut self, p: PortId) {
         let port = &self.ports[p];
         // A TxDone can be stale: `try_send` may already have finished that
         // serialization at this very time and started the next one.
@@ -508,7 +503,7 @@ impl Sim<'_> {
 
     /// The serialization on `p` has ended: the port is free, and the last packet
     /// of a message leaving its source completes the message's `Dep::Sent`.
-    fn finish_tx(&mut self, p: usize) {
+    fn finish_tx(&mut self, p: PortId) {
         let port = &mut self.ports[p];
         port.busy = false;
         port.txdone_pending = false;
@@ -519,27 +514,26 @@ impl Sim<'_> {
     }
 
     /// Packet `pkt` finished crossing `link` and the receiving node's pipeline.
-    pub(super) fn on_arrive(&mut self, pkt: u32, link: u32) {
-        let port = &self.ports[link as usize];
+    pub(super) fn on_arrive(&mut self, pkt: PktIdx, link: PortId) {
+        let port = &self.ports[link];
         let k = self.pkts[pkt];
         if k.epoch != port.epoch || !port.up {
             // Lost on a link that went down; the receiver never held it, so the
             // sender's credits come back at once.
             let credit_fc = port.credit_fc;
-            self.ports[link as usize].drops += 1;
+            self.ports[link].drops += 1;
             self.stats.drops_link_down += 1;
             self.drop_packet(pkt);
             if credit_fc {
-                self.credits.lanes[link as usize * self.vls + k.vl as usize].credits +=
-                    self.blk(k.wire) as i64;
+                self.credits.lanes[link.lane(k.vl, self.vls)].credits += self.blk(k.wire) as i64;
                 // The link may be up again and starved for exactly these credits.
-                self.try_send(link as usize);
+                self.try_send(link);
             }
             return;
         }
         if k.flags & F_CORRUPT != 0 {
             self.return_credit(link, k.vl, self.blk(k.wire));
-            self.ports[link as usize].drops += 1;
+            self.ports[link].drops += 1;
             self.stats.drops_corrupt += 1;
             self.drop_packet(pkt);
             return;
@@ -558,7 +552,7 @@ impl Sim<'_> {
     }
 
     /// Routes `pkt` (arrived at `node` over `in_link`) to an egress queue.
-    fn forward(&mut self, node: u32, pkt: u32, in_link: u32) {
+    fn forward(&mut self, node: u32, pkt: PktIdx, in_link: PortId) {
         let k = self.pkts[pkt];
         let Some(out) = self.pick_next_hop(node, &k) else {
             self.return_credit(in_link, k.vl, self.blk(k.wire));
@@ -569,7 +563,7 @@ impl Sim<'_> {
         let mut vl = k.vl;
         if self.cfg.vl_escalation
             && k.kind == PktKind::Data
-            && self.ports[in_link as usize].sw2sw
+            && self.ports[in_link].sw2sw
             && vl < self.max_data_vl
         {
             // One lane up per switch-to-switch hop: a packet's lane only rises
@@ -580,12 +574,12 @@ impl Sim<'_> {
             kp.vl = vl;
             kp.flags |= F_VL_RAISED;
         }
-        let qi = out * self.vls + vl as usize;
-        let in_port = &self.ports[in_link as usize];
+        let qi = out.lane(vl, self.vls);
+        let in_port = &self.ports[in_link];
         if in_port.pfc {
             // Lossless: never dropped; counted against the ingress lane it
             // arrived on (before any lane escalation).
-            self.pfc_hold(in_link as usize, k.vl, k.wire as u64);
+            self.pfc_hold(in_link, k.vl, k.wire as u64);
             self.pkts[pkt].flags |= F_PFC_HELD;
         } else if !in_port.credit_fc {
             if !self.admit_lossy(out, qi, k.wire as u64) {
@@ -610,11 +604,11 @@ impl Sim<'_> {
     }
 
     /// Appends `pkt` to queue `qi` of port `out` and kicks the port.
-    pub(super) fn enqueue(&mut self, out: usize, qi: usize, pkt: u32, wire: u64) {
+    pub(super) fn enqueue(&mut self, out: PortId, qi: LaneIdx, pkt: PktIdx, wire: u64) {
         self.queues[qi].push_back(pkt);
         self.qbytes[qi] += wire;
         let port = &mut self.ports[out];
-        port.lanes_queued |= 1 << (qi - out * self.vls);
+        port.lanes_queued |= 1 << (qi.0 - out.0 * self.vls as u32);
         port.account_queue(self.now);
         port.qtotal += wire;
         if port.qtotal > port.max_q {
@@ -624,7 +618,7 @@ impl Sim<'_> {
     }
 
     /// Chooses the egress link at `node` for packet `k` per the routing mode.
-    fn pick_next_hop(&mut self, node: u32, k: &super::slab::Packet) -> Option<usize> {
+    fn pick_next_hop(&mut self, node: u32, k: &super::slab::Packet) -> Option<PortId> {
         self.cands.clear();
         self.routes.next_hops(
             &self.topo,
@@ -636,7 +630,7 @@ impl Sim<'_> {
         let n = self.cands.len();
         match n {
             0 => None,
-            1 => Some(self.cands[0] as usize),
+            1 => Some(self.cands[0]),
             _ => Some(match self.cfg.routing {
                 Routing::Ecmp => {
                     let salt = if k.kind == PktKind::Data {
@@ -644,13 +638,13 @@ impl Sim<'_> {
                     } else {
                         0x5bd1_e995
                     };
-                    let h = mix64(self.qps[k.qp as usize].hash ^ salt ^ ((node as u64) << 32));
+                    let h = mix64(self.qps[k.qp].hash ^ salt ^ ((node as u64) << 32));
                     // Multiply-shift instead of `h % n`: no division per hop.
-                    self.cands[((h as u128 * n as u128) >> 64) as usize] as usize
+                    self.cands[((h as u128 * n as u128) >> 64) as usize]
                 }
                 Routing::Spray => {
                     let i = self.rand_below(n as u64) as usize;
-                    self.cands[i] as usize
+                    self.cands[i]
                 }
                 Routing::Adaptive => self.least_loaded_candidate(),
                 Routing::Flowlet => self.flowlet_next_hop(node, k),
@@ -660,13 +654,13 @@ impl Sim<'_> {
 
     /// The candidate in `cands` (at least one) with the least occupied egress,
     /// scanning from a random start so ties are broken evenly.
-    fn least_loaded_candidate(&mut self) -> usize {
+    fn least_loaded_candidate(&mut self) -> PortId {
         let n = self.cands.len();
         let start = self.rand_below(n as u64) as usize;
-        let mut best = self.cands[start] as usize;
+        let mut best = self.cands[start];
         let mut best_q = self.load_of(best);
         for j in 1..n {
-            let c = self.cands[(start + j) % n] as usize;
+            let c = self.cands[(start + j) % n];
             let q = self.load_of(c);
             if q < best_q {
                 best = c;
@@ -679,8 +673,8 @@ impl Sim<'_> {
     /// [`Routing::Flowlet`]: the port the flow's previous packet took at `node`
     /// if it passed less than the flowlet gap ago (and the port is still a
     /// candidate), else the least loaded candidate, remembered for the flowlet.
-    fn flowlet_next_hop(&mut self, node: u32, k: &super::slab::Packet) -> usize {
-        let row = k.qp as usize * 2 + usize::from(k.kind != PktKind::Data);
+    fn flowlet_next_hop(&mut self, node: u32, k: &super::slab::Packet) -> PortId {
+        let row = k.qp.idx() * 2 + usize::from(k.kind != PktKind::Data);
         let now = self.now;
         let table = &self.flowlets[row];
         // This switch's entry, else the stalest one to reuse.
@@ -699,13 +693,13 @@ impl Sim<'_> {
         let e = table[slot];
         if found && now - e.last <= self.cfg.flowlet_gap.0 && self.cands.contains(&e.port) {
             self.flowlets[row][slot].last = now;
-            return e.port as usize;
+            return e.port;
         }
         let port = self.least_loaded_candidate();
         self.stats.flowlets += 1;
         self.flowlets[row][slot] = FlowletEntry {
             node,
-            port: port as u32,
+            port,
             last: now,
         };
         port
@@ -716,13 +710,13 @@ impl Sim<'_> {
     /// with an empty queue (switch ASICs expose queue depth, not the remaining
     /// serialization time).
     #[inline]
-    fn load_of(&self, p: usize) -> u64 {
+    fn load_of(&self, p: PortId) -> u64 {
         let port = &self.ports[p];
         port.qtotal + u64::from(port.busy && port.tx_end > self.now)
     }
 
     /// Frees a dropped packet and counts it.
-    pub(super) fn drop_packet(&mut self, pkt: u32) {
+    pub(super) fn drop_packet(&mut self, pkt: PktIdx) {
         let k = self.pkts[pkt];
         if k.kind == PktKind::Data {
             self.stats.data_dropped += 1;
@@ -736,11 +730,11 @@ impl Sim<'_> {
     /// Applies `PacketConfig::link_events[i]`.
     pub(super) fn on_link_event(&mut self, i: usize) {
         let e = self.cfg.link_events[i];
-        let l = e.link.0 as usize;
+        let l = PortId::from(e.link);
         match e.kind {
             LinkEventKind::Down | LinkEventKind::Up => {
                 let up = e.kind == LinkEventKind::Up;
-                let pair = [l, self.topo.reverse(e.link).0 as usize];
+                let pair = [l, PortId::from(self.topo.reverse(e.link))];
                 if self.ports[l].up == up {
                     return;
                 }
@@ -786,18 +780,18 @@ impl Sim<'_> {
 
     /// Drops everything queued at a port whose link went down. The packet on the
     /// wire is lost when it "arrives" (its epoch is stale).
-    fn flush_port(&mut self, p: usize) {
+    fn flush_port(&mut self, p: PortId) {
         self.ports[p].account_queue(self.now);
         for vl in 0..self.vls {
-            let qi = p * self.vls + vl;
+            let qi = p.lane(vl as u8, self.vls);
             while let Some(pkt) = self.queues[qi].pop_front() {
                 let k = self.pkts[pkt];
                 self.qbytes[qi] -= k.wire as u64;
                 self.ports[p].qtotal -= k.wire as u64;
-                if k.link != NONE {
+                if k.link.is_some() {
                     if k.flags & F_PFC_HELD != 0 {
                         let in_vl = k.vl - u8::from(k.flags & F_VL_RAISED != 0);
-                        self.pfc_release(k.link as usize, in_vl, k.wire as u64);
+                        self.pfc_release(k.link, in_vl, k.wire as u64);
                     } else if k.flags & F_LOSSY_HELD != 0 {
                         let node = self.ports[p].from as usize;
                         self.shared.used[node] -= k.wire as u64;

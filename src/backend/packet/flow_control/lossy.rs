@@ -6,6 +6,7 @@
 //! both modes.
 //!
 
+use crate::backend::packet::ids::{LaneIdx, PortId};
 use crate::backend::packet::sim::Sim;
 
 /// Shared-buffer occupancy of every forwarding node (lossy Ethernet with
@@ -21,8 +22,8 @@ impl Sim<'_> {
     #[inline]
     pub(in crate::backend::packet) fn admit_lossy(
         &self,
-        port: usize,
-        qi: usize,
+        port: PortId,
+        qi: LaneIdx,
         wire: u64,
     ) -> bool {
         let q = self.qbytes[qi];

@@ -495,7 +495,7 @@ impl Sim<'_> {
             self.stats.nacks_sent += 1;
         }
         self.stats.ctrl_sent += 1;
-        self.enqueue(port, port.lane(vl, self.vls), pkt, wire as u64);
+        self.enqueue(port, vl, pkt, wire as u64);
     }
 
     /// Moves `send_cursor` to the message holding the next PSN to send.

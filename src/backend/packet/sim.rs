@@ -1,18 +1,18 @@
 //! The simulator state and its main loop: flat vectors indexed by ids, one
 //! event queue, one generator, the DAG runner.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
 use super::engine::{Event, EventQueue};
 use super::flow_control::{Credits, PfcState, SharedBuffers};
-use super::ids::{IdVec, LaneIdx, PktIdx, PortId, QpId};
+use super::ids::{IdVec, LaneIdx, PortId, QpId};
 use super::nic::{Msg, Qp};
 use super::slab::{prefetch, Slab, NONE};
 use super::stats::{PacketStats, Sampler};
-use super::switch::{FlowletEntry, Port, RouteCache, FLOWLET_ENTRIES};
+use super::switch::{FlowletEntry, Port, Ports, RouteCache, FLOWLET_ENTRIES};
 use super::{FlowControl, PacketConfig, PacketError, Routing};
 use crate::backend::{
     FabricCounters, LinkCounters, ProgressHook, ProgressTick, QpCounters, RunOutput, PROGRESS_EVERY,
@@ -31,13 +31,10 @@ pub(super) struct Sim<'a> {
     pub q: EventQueue,
     pub rng: ChaCha8Rng,
     pub pkts: Slab,
-    /// One per directed link, same index.
-    pub ports: IdVec<PortId, Port>,
+    /// One per directed link, same index, with their egress queues.
+    pub ports: Ports,
+    /// Virtual lanes per port.
     pub vls: usize,
-    /// Per port and lane (`port * vls + vl`): FIFO of packet indices.
-    pub queues: IdVec<LaneIdx, VecDeque<PktIdx>>,
-    /// Per port and lane: queued wire bytes.
-    pub qbytes: IdVec<LaneIdx, u64>,
     /// Credits of every credit-controlled link.
     pub credits: Credits,
     /// PFC state of every network link (unused without PFC).
@@ -136,10 +133,8 @@ impl<'a> Sim<'a> {
             q: EventQueue::default(),
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
             pkts: Slab::default(),
-            ports,
+            ports: Ports::new(ports, vls),
             vls,
-            queues: (0..nl * vls).map(|_| VecDeque::new()).collect(),
-            qbytes: IdVec::from_vec(vec![0; nl * vls]),
             credits: Credits::new(credit_cap, vls, cfg.credit_block_bytes),
             pfc: PfcState::new(nl * vls),
             shared: SharedBuffers {

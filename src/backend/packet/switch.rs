@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 
 use super::engine::Event;
-use super::ids::{LaneIdx, PktIdx, PortId, QpId};
+use super::ids::{IdVec, LaneIdx, PktIdx, PortId, QpId};
 use super::nic::Pull;
 use super::sim::Sim;
 use super::slab::{PktKind, F_CORRUPT, F_ECN, F_LOSSY_HELD, F_PFC_HELD, F_VL_RAISED, NONE};
@@ -166,6 +166,134 @@ impl Port {
             self.q_area += self.qtotal as u128 * (now - self.q_last) as u128;
             self.q_last = now;
         }
+    }
+}
+
+/// Every port with its egress queues: the [`Port`] records (indexed by
+/// [`PortId`]) and, per port and lane ([`LaneIdx`]), the FIFO of queued
+/// packets and its wire bytes.
+///
+/// The queue, its byte count and the port's totals (`qtotal`, `max_q`, the
+/// queue integral, the lane bitmap) must change together; they only change
+/// through [`Ports::push`] and [`Ports::pop`], so they cannot drift apart.
+/// Flat vectors, as before: a port is one record, a lane one `VecDeque`.
+pub struct Ports {
+    ports: IdVec<PortId, Port>,
+    queues: IdVec<LaneIdx, VecDeque<PktIdx>>,
+    qbytes: IdVec<LaneIdx, u64>,
+    vls: usize,
+}
+
+impl Ports {
+    /// `ports` (one per directed link, same number) with `vls` empty lanes each.
+    pub fn new(ports: IdVec<PortId, Port>, vls: usize) -> Ports {
+        let lanes = ports.len() * vls;
+        Ports {
+            ports,
+            queues: (0..lanes).map(|_| VecDeque::new()).collect(),
+            qbytes: IdVec::from_vec(vec![0; lanes]),
+            vls,
+        }
+    }
+
+    /// Lane `vl` of port `p`.
+    #[inline(always)]
+    pub fn lane(&self, p: PortId, vl: u8) -> LaneIdx {
+        p.lane(vl, self.vls)
+    }
+
+    /// Number of ports.
+    pub fn len(&self) -> usize {
+        self.ports.len()
+    }
+
+    /// Whether there are no ports.
+    pub fn is_empty(&self) -> bool {
+        self.ports.is_empty()
+    }
+
+    /// The ports in id order.
+    pub fn iter(&self) -> std::slice::Iter<'_, Port> {
+        self.ports.iter()
+    }
+
+    /// The ports in id order, mutably (counters and settings; not the queues).
+    pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, Port> {
+        self.ports.iter_mut()
+    }
+
+    /// (id, port) in id order.
+    pub fn iter_ids(&self) -> impl Iterator<Item = (PortId, &Port)> {
+        self.ports.iter_ids()
+    }
+
+    /// The port records as a slice, position = id (sampler, series).
+    pub fn as_slice(&self) -> &[Port] {
+        self.ports.as_slice()
+    }
+
+    /// Wire bytes queued on lane `qi`.
+    #[inline]
+    pub fn queued_bytes(&self, qi: LaneIdx) -> u64 {
+        self.qbytes[qi]
+    }
+
+    /// The packet at the head of lane `qi`, if any.
+    #[inline]
+    pub fn head(&self, qi: LaneIdx) -> Option<PktIdx> {
+        self.queues[qi].front().copied()
+    }
+
+    /// The packets queued on lane `qi`, head first.
+    pub fn queued(&self, qi: LaneIdx) -> impl Iterator<Item = PktIdx> + '_ {
+        self.queues[qi].iter().copied()
+    }
+
+    /// Appends `pkt` (`wire` bytes) to lane `vl` of port `p` at time `now`.
+    #[inline]
+    pub fn push(&mut self, p: PortId, vl: u8, pkt: PktIdx, wire: u64, now: u64) {
+        let qi = self.lane(p, vl);
+        self.queues[qi].push_back(pkt);
+        self.qbytes[qi] += wire;
+        let port = &mut self.ports[p];
+        port.lanes_queued |= 1 << vl;
+        port.account_queue(now);
+        port.qtotal += wire;
+        if port.qtotal > port.max_q {
+            port.max_q = port.qtotal;
+        }
+    }
+
+    /// Removes the head packet (`wire` bytes, read by the caller from the
+    /// packet) of lane `vl` of port `p` at time `now`.
+    #[inline]
+    pub fn pop(&mut self, p: PortId, vl: u8, wire: u64, now: u64) {
+        let qi = self.lane(p, vl);
+        let queue = &mut self.queues[qi];
+        queue.pop_front();
+        let empty = queue.is_empty();
+        self.qbytes[qi] -= wire;
+        let port = &mut self.ports[p];
+        if empty {
+            port.lanes_queued &= !(1 << vl);
+        }
+        port.account_queue(now);
+        port.qtotal -= wire;
+    }
+}
+
+impl std::ops::Index<PortId> for Ports {
+    type Output = Port;
+    #[inline(always)]
+    fn index(&self, p: PortId) -> &Port {
+        &self.ports[p]
+    }
+}
+
+impl std::ops::IndexMut<PortId> for Ports {
+    #[inline(always)]
+    fn index_mut(&mut self, p: PortId) -> &mut Port {
+        &mut self.ports[p]
     }
 }
 
@@ -359,8 +487,8 @@ impl Sim<'_> {
         while lanes != 0 {
             let vl = 7 - lanes.leading_zeros() as usize;
             lanes &= !(1 << vl);
-            let qi = p.lane(vl as u8, self.vls);
-            let pkt = *self.queues[qi].front().expect("lane marked as queued");
+            let qi = self.ports.lane(p, vl as u8);
+            let pkt = self.ports.head(qi).expect("lane marked as queued");
             if pfc && self.pfc.paused_until[qi] > now {
                 continue;
             }
@@ -369,16 +497,7 @@ impl Sim<'_> {
                 starved_lanes |= 1 << vl;
                 continue;
             }
-            let queue = &mut self.queues[qi];
-            queue.pop_front();
-            let empty = queue.is_empty();
-            let port = &mut self.ports[p];
-            if empty {
-                port.lanes_queued &= !(1 << vl);
-            }
-            port.account_queue(self.now);
-            port.qtotal -= wire as u64;
-            self.qbytes[qi] -= wire as u64;
+            self.ports.pop(p, vl as u8, wire as u64, now);
             self.start_tx(p, pkt, NONE);
             return;
         }
@@ -593,27 +712,19 @@ impl Sim<'_> {
         }
         if k.kind == PktKind::Data && self.ports[out].ecn {
             if let Some(e) = self.cfg.ecn {
-                let pr = e.probability(self.qbytes[qi]);
+                let pr = e.probability(self.ports.queued_bytes(qi));
                 if pr >= 1.0 || (pr > 0.0 && self.rand_f64() < pr) {
                     self.pkts[pkt].flags |= F_ECN;
                     self.fabric.ecn_marks += 1;
                 }
             }
         }
-        self.enqueue(out, qi, pkt, k.wire as u64);
+        self.enqueue(out, vl, pkt, k.wire as u64);
     }
 
-    /// Appends `pkt` to queue `qi` of port `out` and kicks the port.
-    pub(super) fn enqueue(&mut self, out: PortId, qi: LaneIdx, pkt: PktIdx, wire: u64) {
-        self.queues[qi].push_back(pkt);
-        self.qbytes[qi] += wire;
-        let port = &mut self.ports[out];
-        port.lanes_queued |= 1 << (qi.0 - out.0 * self.vls as u32);
-        port.account_queue(self.now);
-        port.qtotal += wire;
-        if port.qtotal > port.max_q {
-            port.max_q = port.qtotal;
-        }
+    /// Appends `pkt` to lane `vl` of port `out` and kicks the port.
+    pub(super) fn enqueue(&mut self, out: PortId, vl: u8, pkt: PktIdx, wire: u64) {
+        self.ports.push(out, vl, pkt, wire, self.now);
         self.try_send(out);
     }
 
@@ -768,11 +879,11 @@ impl Sim<'_> {
     pub(super) fn update_cut_through(&mut self) {
         let n = self.topo.nodes.len();
         let mut max_out = vec![0u64; n];
-        for p in &self.ports {
+        for p in self.ports.iter() {
             max_out[p.from as usize] = max_out[p.from as usize].max(p.rate.0);
         }
         let on = self.cfg.cut_through;
-        for p in &mut self.ports {
+        for p in self.ports.iter_mut() {
             let to = p.to as usize;
             p.cut_through = on && self.gpu_of_node[to] == NONE && max_out[to] <= p.rate.0;
         }
@@ -781,13 +892,11 @@ impl Sim<'_> {
     /// Drops everything queued at a port whose link went down. The packet on the
     /// wire is lost when it "arrives" (its epoch is stale).
     fn flush_port(&mut self, p: PortId) {
-        self.ports[p].account_queue(self.now);
-        for vl in 0..self.vls {
-            let qi = p.lane(vl as u8, self.vls);
-            while let Some(pkt) = self.queues[qi].pop_front() {
+        for vl in 0..self.vls as u8 {
+            let qi = self.ports.lane(p, vl);
+            while let Some(pkt) = self.ports.head(qi) {
                 let k = self.pkts[pkt];
-                self.qbytes[qi] -= k.wire as u64;
-                self.ports[p].qtotal -= k.wire as u64;
+                self.ports.pop(p, vl, k.wire as u64, self.now);
                 if k.link.is_some() {
                     if k.flags & F_PFC_HELD != 0 {
                         let in_vl = k.vl - u8::from(k.flags & F_VL_RAISED != 0);

@@ -26,7 +26,7 @@ impl Sim<'_> {
         qi: LaneIdx,
         wire: u64,
     ) -> bool {
-        let q = self.qbytes[qi];
+        let q = self.ports.queued_bytes(qi);
         if self.cfg.shared_buffer_bytes == 0 {
             return q + wire <= self.cfg.port_buffer_bytes;
         }

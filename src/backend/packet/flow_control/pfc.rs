@@ -200,9 +200,9 @@ impl Sim<'_> {
         }
         let holds_from = |b: usize, a: u32| {
             (0..vls).any(|v| {
-                self.queues[PortId(b as u32).lane(v as u8, vls)]
-                    .iter()
-                    .any(|&k| self.pkts[k].link == PortId(a))
+                self.ports
+                    .queued(PortId(b as u32).lane(v as u8, vls))
+                    .any(|k| self.pkts[k].link == PortId(a))
             })
         };
         // Iterative DFS with colours; `parent` rebuilds the cycle.

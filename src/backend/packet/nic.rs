@@ -36,12 +36,14 @@
 //! [`PacketConfig::ack_every`]: super::PacketConfig::ack_every
 
 use super::cc::{AckInfo, CcState, QpStart};
+use std::collections::HashMap;
+
 use super::engine::Event;
-use super::ids::{PktIdx, PortId, QpId};
+use super::ids::{IdVec, PktIdx, PortId, QpId};
 use super::recovery::{GoBackN, Recovery, RxVerdict, SendSeq, TimerEffect};
 use super::sim::Sim;
 use super::slab::{Packet, PktKind, F_ECN, NONE};
-use super::switch::{FlowletEntry, FLOWLET_ENTRIES, NEVER};
+use super::switch::NEVER;
 use super::{HostPath, PacketError, Routing, Transport};
 use crate::topology::{GpuId, LinkId, LinkKind};
 
@@ -118,6 +120,35 @@ pub struct Qp {
     pub timeouts: u64,
 }
 
+/// Every queue pair and every message, owned by the transport: the pairs
+/// (indexed by [`QpId`]), the lookup from (source GPU, destination GPU,
+/// channel) to a pair, and the messages the pairs' `msgs` lists point into.
+///
+/// The fields are private to the transport (this file): other handlers read
+/// a pair through `Index<QpId>` (routing hashes it) and the results iterate
+/// them; only the transport creates pairs and posts messages.
+#[derive(Default)]
+pub struct QueuePairs {
+    pairs: IdVec<QpId, Qp>,
+    index: HashMap<(u32, u32, u8), QpId>,
+    msgs: Vec<Msg>,
+}
+
+impl QueuePairs {
+    /// The pairs in creation order.
+    pub fn iter(&self) -> std::slice::Iter<'_, Qp> {
+        self.pairs.iter()
+    }
+}
+
+impl std::ops::Index<QpId> for QueuePairs {
+    type Output = Qp;
+    #[inline(always)]
+    fn index(&self, q: QpId) -> &Qp {
+        &self.pairs[q]
+    }
+}
+
 impl Qp {
     #[inline]
     fn has_work(&self) -> bool {
@@ -145,16 +176,16 @@ impl Sim<'_> {
         bytes: u64,
     ) -> Result<(), PacketError> {
         let qp = self.dag.tasks[task as usize].qp;
-        let qpi = match self.qp_index.get(&(src, dst, qp)) {
+        let qpi = match self.qps.index.get(&(src, dst, qp)) {
             Some(&q) => q,
             None => self.new_qp(task, src, dst, qp)?,
         };
         let mtu = self.cfg.mtu as u64;
         let npkts = bytes.div_ceil(mtu).max(1) as u32;
-        let m = self.msgs.len() as u32;
-        let qp = &mut self.qps[qpi];
+        let m = self.qps.msgs.len() as u32;
+        let qp = &mut self.qps.pairs[qpi];
         let idle = !qp.has_work();
-        self.msgs.push(Msg {
+        self.qps.msgs.push(Msg {
             task,
             start_psn: qp.posted_psn,
             npkts,
@@ -168,7 +199,7 @@ impl Sim<'_> {
             // The cursor may have run past the end; point it at the new message.
             qp.send_cursor = qp.msgs.len() as u32 - 1;
         }
-        self.fabric.bytes_sent += bytes;
+        self.counters.posted(bytes);
         if idle {
             if let Transport::Tcp {
                 per_packet_overhead,
@@ -180,7 +211,7 @@ impl Sim<'_> {
                 } else {
                     0
                 };
-                let qp = &mut self.qps[qpi];
+                let qp = &mut self.qps.pairs[qpi];
                 qp.cpu_ready = qp.cpu_ready.max(self.now + per_packet_overhead.0 + j);
             }
         }
@@ -204,7 +235,7 @@ impl Sim<'_> {
         self.topo
             .next_hops(self.topo.gpus[dst as usize].node, GpuId(src), &mut hops);
         let ack_port = PortId::from(*hops.first().ok_or(unreachable)?);
-        let qpi = self.qps.push(Qp {
+        let qpi = self.qps.pairs.push(Qp {
             src,
             dst,
             port,
@@ -236,7 +267,7 @@ impl Sim<'_> {
             .unwrap_or(self.topo.links[port.idx()].rate);
         let now = self.now;
         let qpair = qp;
-        let qp = &mut self.qps[qpi];
+        let qp = &mut self.qps.pairs[qpi];
         qp.cc_on = cc_on;
         qp.cc = CcState::new(
             &self.cfg.cc,
@@ -252,16 +283,15 @@ impl Sim<'_> {
             }
         }
         if self.cfg.routing == Routing::Flowlet {
-            self.flowlets
-                .extend([[FlowletEntry::EMPTY; FLOWLET_ENTRIES]; 2]);
+            self.flowlets.add_qp();
         }
-        self.qp_index.insert((src, dst, qpair), qpi);
+        self.qps.index.insert((src, dst, qpair), qpi);
         Ok(qpi)
     }
 
     /// Puts a queue pair with work in its port's ring and kicks the port.
     fn activate(&mut self, qpi: QpId) {
-        let qp = &mut self.qps[qpi];
+        let qp = &mut self.qps.pairs[qpi];
         if qp.in_ring || !qp.has_work() {
             return;
         }
@@ -281,13 +311,13 @@ impl Sim<'_> {
             let Some(qpi) = self.ports[p].ring.pop_front() else {
                 break;
             };
-            let qp = &self.qps[qpi];
+            let qp = &self.qps.pairs[qpi];
             let snd_nxt = qp.rec.next_psn(&qp.seq);
             if !qp.has_work() || snd_nxt - qp.seq.una >= qp.wnd {
-                self.qps[qpi].in_ring = false;
+                self.qps.pairs[qpi].in_ring = false;
                 continue;
             }
-            let m = self.msgs[qp.msgs[qp.send_cursor as usize] as usize];
+            let m = self.qps.msgs[qp.msgs[qp.send_cursor as usize] as usize];
             let (qp_hash, qp_dst) = (qp.hash, qp.dst);
             let idx = snd_nxt - m.start_psn;
             let off = idx as u64 * mtu;
@@ -311,7 +341,7 @@ impl Sim<'_> {
                 ready_at = ready_at.max(qp.cc.next_tx());
             }
             if ready_at > self.now {
-                let qp = &mut self.qps[qpi];
+                let qp = &mut self.qps.pairs[qpi];
                 qp.in_ring = false;
                 if qp.wake_at == NEVER || qp.wake_at > ready_at || qp.wake_at < self.now {
                     qp.wake_at = ready_at;
@@ -338,9 +368,9 @@ impl Sim<'_> {
                 vl: 0,
                 flags: 0,
             });
-            self.stats.data_sent += 1;
+            self.counters.data_sent();
             if !first {
-                self.qps[qpi].retransmitted += 1;
+                self.qps.pairs[qpi].retransmitted += 1;
             }
             let cpu_cost = match self.cfg.transport {
                 Transport::Tcp {
@@ -358,7 +388,7 @@ impl Sim<'_> {
             };
             let now = self.now;
             let rto = self.cfg.rto.0;
-            let qp = &mut self.qps[qpi];
+            let qp = &mut self.qps.pairs[qpi];
             if qp.cc_on {
                 qp.cc.on_send(&self.cfg.cc, now, wire as u64);
             }
@@ -392,15 +422,15 @@ impl Sim<'_> {
         match k.kind {
             PktKind::Data => self.receive_data(&k),
             PktKind::Ack | PktKind::Nack => {
-                self.stats.ctrl_received += 1;
+                self.counters.ctrl_received();
                 self.on_ack(k.qp, k.psn, k.kind == PktKind::Nack, k.hash);
             }
             PktKind::Cnp => {
-                self.stats.ctrl_received += 1;
+                self.counters.ctrl_received();
                 let now = self.now;
-                let qp = &mut self.qps[k.qp];
+                let qp = &mut self.qps.pairs[k.qp];
                 if qp.cc_on && qp.cc.on_cnp(&self.cfg.cc, now) {
-                    self.stats.dcqcn_rate_cuts += 1;
+                    self.counters.rate_cut();
                 }
             }
         }
@@ -408,20 +438,20 @@ impl Sim<'_> {
 
     fn receive_data(&mut self, k: &Packet) {
         let qpi = k.qp;
-        if k.flags & F_ECN != 0 && self.qps[qpi].cc.on_ce(&self.cfg.cc, self.now) {
-            self.fabric.cnps += 1;
+        if k.flags & F_ECN != 0 && self.qps.pairs[qpi].cc.on_ce(&self.cfg.cc, self.now) {
+            self.counters.cnp();
             self.send_ctrl(k.qp, PktKind::Cnp, k.psn, 0);
         }
-        let qp = &mut self.qps[qpi];
+        let qp = &mut self.qps.pairs[qpi];
         let epsn_before = qp.rec.expected();
         let accepted = match qp.rec.on_data(k.psn) {
             RxVerdict::Accepted => true,
             RxVerdict::Duplicate => {
-                self.stats.data_duplicate += 1;
+                self.counters.data_duplicate();
                 false
             }
             RxVerdict::Discarded(nack) => {
-                self.stats.data_out_of_order += 1;
+                self.counters.data_out_of_order();
                 if let Some(e) = nack {
                     let ce = qp.cc.take_ce_echo();
                     self.send_ctrl(k.qp, PktKind::Nack, e, ce);
@@ -430,17 +460,17 @@ impl Sim<'_> {
             }
         };
         if accepted {
-            self.stats.data_accepted += 1;
-            self.fabric.bytes_delivered += (k.wire - self.cfg.header_bytes) as u64;
+            self.counters
+                .data_accepted((k.wire - self.cfg.header_bytes) as u64);
         }
-        self.qps[qpi].since_ack += 1;
+        self.qps.pairs[qpi].since_ack += 1;
         let mut completed = false;
         loop {
-            let qp = &mut self.qps[qpi];
+            let qp = &mut self.qps.pairs[qpi];
             let Some(&mi) = qp.msgs.get(qp.rcv_cursor as usize) else {
                 break;
             };
-            let m = self.msgs[mi as usize];
+            let m = self.qps.msgs[mi as usize];
             if qp.rec.expected() < m.end() {
                 break;
             }
@@ -458,7 +488,7 @@ impl Sim<'_> {
             }
         }
         let every = CcState::ack_every(&self.cfg.cc, self.cfg.ack_every);
-        let qp = &mut self.qps[qpi];
+        let qp = &mut self.qps.pairs[qpi];
         // A packet that fills a gap (the expected PSN jumps past packets that
         // arrived early) is ACKed at once, as TCP does (RFC 5681 §4.2): the
         // sender may be stopped by its window on exactly those PSNs, and no
@@ -475,7 +505,7 @@ impl Sim<'_> {
     /// Queues an ACK/NACK/CNP at the receiver's first link; `ce` is the number of
     /// CE marks an ACK echoes (DCTCP).
     fn send_ctrl(&mut self, qpi: QpId, kind: PktKind, psn: u32, ce: u32) {
-        let qp = &self.qps[qpi];
+        let qp = &self.qps.pairs[qpi];
         let port = qp.ack_port;
         let vl = (self.vls - 1) as u8;
         let wire = self.cfg.ack_bytes;
@@ -491,19 +521,16 @@ impl Sim<'_> {
             vl,
             flags: 0,
         });
-        if kind == PktKind::Nack {
-            self.stats.nacks_sent += 1;
-        }
-        self.stats.ctrl_sent += 1;
+        self.counters.ctrl_sent(kind == PktKind::Nack);
         self.enqueue(port, vl, pkt, wire as u64);
     }
 
     /// Moves `send_cursor` to the message holding the next PSN to send.
     fn seek_send_cursor(&mut self, qpi: QpId) {
-        let qp = &mut self.qps[qpi];
+        let qp = &mut self.qps.pairs[qpi];
         let mut c = qp.una_cursor;
         while (c as usize) < qp.msgs.len()
-            && self.msgs[qp.msgs[c as usize] as usize].end() <= qp.seq.nxt
+            && self.qps.msgs[qp.msgs[c as usize] as usize].end() <= qp.seq.nxt
         {
             c += 1;
         }
@@ -516,7 +543,7 @@ impl Sim<'_> {
         let now = self.now;
         let rto = self.cfg.rto.0;
         let max_w = self.window_pkts;
-        let qp = &mut self.qps[i];
+        let qp = &mut self.qps.pairs[i];
         if qp.cc_on {
             let info = AckInfo {
                 now,
@@ -532,20 +559,20 @@ impl Sim<'_> {
                 qp.wnd = w;
             }
             if r.window_cut {
-                self.stats.dctcp_window_cuts += 1;
+                self.counters.window_cut();
             }
         }
-        let qp = &mut self.qps[i];
+        let qp = &mut self.qps.pairs[i];
         let e = qp.rec.on_ack(&mut qp.seq, a, nack, now, rto);
         if e.advanced {
             while (qp.una_cursor as usize) < qp.msgs.len()
-                && self.msgs[qp.msgs[qp.una_cursor as usize] as usize].end() <= a
+                && self.qps.msgs[qp.msgs[qp.una_cursor as usize] as usize].end() <= a
             {
                 qp.una_cursor += 1;
             }
         }
         if e.nack_rewind {
-            self.stats.nack_rewinds += 1;
+            self.counters.nack_rewind();
         }
         if e.moved {
             self.seek_send_cursor(i);
@@ -557,7 +584,7 @@ impl Sim<'_> {
     pub(super) fn on_rto(&mut self, qpi: QpId) {
         let i = qpi;
         let now = self.now;
-        let qp = &mut self.qps[i];
+        let qp = &mut self.qps.pairs[i];
         match qp.rec.on_timeout(&mut qp.seq, now, self.cfg.rto.0) {
             TimerEffect::Idle => {}
             TimerEffect::Rearm(at) => self.q.push(at, Event::Rto { qp: qpi }),
@@ -577,7 +604,7 @@ impl Sim<'_> {
 
     /// A paced queue pair's bytes are ready.
     pub(super) fn on_qp_wake(&mut self, qpi: QpId) {
-        let qp = &mut self.qps[qpi];
+        let qp = &mut self.qps.pairs[qpi];
         if qp.wake_at == self.now {
             qp.wake_at = NEVER;
             self.activate(qpi);

@@ -8,14 +8,14 @@ use rand_core::{Rng, SeedableRng};
 
 use super::engine::{Event, EventQueue};
 use super::flow_control::{Credits, PfcState, SharedBuffers};
-use super::ids::{IdVec, LaneIdx, PortId, QpId};
-use super::nic::{Msg, Qp};
+use super::ids::{IdVec, LaneIdx, PortId};
+use super::nic::QueuePairs;
 use super::slab::{prefetch, Slab, NONE};
-use super::stats::{PacketStats, Sampler};
-use super::switch::{FlowletEntry, Port, Ports, RouteCache, FLOWLET_ENTRIES};
+use super::stats::{Counters, PacketStats, Sampler};
+use super::switch::{Flowlets, Port, Ports, RouteCache};
 use super::{FlowControl, PacketConfig, PacketError, Routing};
 use crate::backend::{
-    FabricCounters, LinkCounters, ProgressHook, ProgressTick, QpCounters, RunOutput, PROGRESS_EVERY,
+    LinkCounters, ProgressHook, ProgressTick, QpCounters, RunOutput, PROGRESS_EVERY,
 };
 use crate::dag::{Dag, DagRunner, TaskId, TaskKind};
 use crate::topology::{LinkId, LinkKind, NodeKind, Topology};
@@ -50,12 +50,10 @@ pub(super) struct Sim<'a> {
     pub tmp_links: Vec<LinkId>,
     /// Ideal completion time per task (transfers), from the unfaulted topology.
     pub ideal: Vec<SimTime>,
-    pub qps: IdVec<QpId, Qp>,
-    /// [`Routing::Flowlet`] state, per queue pair and direction (`2·qp` data,
-    /// `2·qp + 1` ACKs); empty under other routings.
-    pub flowlets: Vec<[FlowletEntry; FLOWLET_ENTRIES]>,
-    pub qp_index: HashMap<(u32, u32, u8), QpId>,
-    pub msgs: Vec<Msg>,
+    /// Queue pairs and their messages (the transport's, [`super::nic`]).
+    pub qps: QueuePairs,
+    /// [`Routing::Flowlet`] state; empty under other routings.
+    pub flowlets: Flowlets,
     pub window_pkts: u32,
     /// Receiver accepts reordering (adaptive routing / spraying).
     pub ooo: bool,
@@ -64,8 +62,8 @@ pub(super) struct Sim<'a> {
     pub batch: Vec<TaskId>,
     pub done_at: Vec<SimTime>,
     pub last_done: u64,
-    pub fabric: FabricCounters,
-    pub stats: PacketStats,
+    /// Fabric and packet-level counters.
+    pub counters: Counters,
     pub sampler: Sampler,
     pub events: u64,
     /// When a packet last started transmission anywhere, ps (deadlock watchdog).
@@ -145,10 +143,8 @@ impl<'a> Sim<'a> {
             cands: Vec::with_capacity(64),
             tmp_links: Vec::with_capacity(64),
             ideal: ideal_times(dag, topo, cfg),
-            qps: IdVec::default(),
-            flowlets: Vec::new(),
-            qp_index: HashMap::new(),
-            msgs: Vec::new(),
+            qps: QueuePairs::default(),
+            flowlets: Flowlets::default(),
             window_pkts: (cfg.window_bytes.div_ceil(cfg.mtu as u64)).clamp(1, u32::MAX as u64 / 4)
                 as u32,
             ooo: cfg.routing != Routing::Ecmp,
@@ -157,8 +153,7 @@ impl<'a> Sim<'a> {
             batch: Vec::new(),
             done_at: vec![SimTime::ZERO; n_tasks],
             last_done: 0,
-            fabric: FabricCounters::default(),
-            stats: PacketStats::default(),
+            counters: Counters::default(),
             sampler: Sampler::new(nl, cfg.sample_interval.0, cfg.series_max_samples),
             events: 0,
             last_tx: 0,
@@ -297,8 +292,7 @@ impl<'a> Sim<'a> {
                 match self.dag.tasks[t.0 as usize].kind {
                     TaskKind::Transfer { src, dst, bytes } => {
                         if src == dst {
-                            self.fabric.bytes_sent += bytes;
-                            self.fabric.bytes_delivered += bytes;
+                            self.counters.local_transfer(bytes);
                             self.task_done(t.0);
                         } else {
                             self.post(t.0, src.0, dst.0, bytes)?;
@@ -355,6 +349,7 @@ impl<'a> Sim<'a> {
     pub fn finish(mut self) -> (RunOutput, PacketStats) {
         let makespan = self.last_done;
         let end = self.now.max(makespan);
+        let (mut fabric, mut stats) = std::mem::take(&mut self.counters).into_parts();
         let mut links = Vec::new();
         let mut max_q = 0;
         let mut stall = 0;
@@ -366,13 +361,13 @@ impl<'a> Sim<'a> {
                 let d = end.saturating_sub(since);
                 p.paused_ps += d;
                 p.stall_ps += d;
-                self.stats.pfc_paused_ps += d;
+                stats.pfc_paused_ps += d;
                 *u = 0;
             }
         }
         for (i, p) in self.ports.iter_mut().enumerate() {
             p.account_queue(end);
-            self.stats.pfc_pause_frames_received += p.pause_rx;
+            stats.pfc_pause_frames_received += p.pause_rx;
             max_q = max_q.max(p.max_q);
             stall += p.stall_ps - p.paused_ps;
             if p.bytes > 0 || p.drops > 0 {
@@ -397,24 +392,24 @@ impl<'a> Sim<'a> {
                 });
             }
         }
-        self.fabric.max_queue_bytes = max_q;
+        fabric.max_queue_bytes = max_q;
         // Credit stalls only; PFC paused time is in the links' `stall_ps` and
         // `PacketStats::pfc_paused_ps`.
-        self.fabric.credit_stall_ps = stall;
-        self.stats.pfc_pause_frames = self.fabric.pfc_pause_frames;
-        self.stats.ecn_marks = self.fabric.ecn_marks;
-        self.stats.cnps_sent = self.fabric.cnps;
+        fabric.credit_stall_ps = stall;
+        stats.pfc_pause_frames = fabric.pfc_pause_frames;
+        stats.ecn_marks = fabric.ecn_marks;
+        stats.cnps_sent = fabric.cnps;
         // The totals are the queue pairs' sums (counted once, per pair).
-        self.stats.retransmitted_packets = self.qps.iter().map(|q| q.retransmitted).sum();
-        self.stats.timeouts = self.qps.iter().map(|q| q.timeouts).sum();
-        self.fabric.retransmitted_packets = self.stats.retransmitted_packets;
-        self.fabric.timeouts = self.stats.timeouts;
-        self.fabric.drops = self.stats.drops_total();
-        self.fabric.drops_corrupted = self.stats.drops_corrupt;
-        self.fabric.bytes_dropped = self.stats.payload_bytes_dropped;
-        self.stats.packets_alive_at_end = self.pkts.live() as u64;
-        self.stats.slab_high_water = self.pkts.capacity_used() as u64;
-        self.stats.event_queue_high_water = self.q.high_water() as u64;
+        stats.retransmitted_packets = self.qps.iter().map(|q| q.retransmitted).sum();
+        stats.timeouts = self.qps.iter().map(|q| q.timeouts).sum();
+        fabric.retransmitted_packets = stats.retransmitted_packets;
+        fabric.timeouts = stats.timeouts;
+        fabric.drops = stats.drops_total();
+        fabric.drops_corrupted = stats.drops_corrupt;
+        fabric.bytes_dropped = stats.payload_bytes_dropped;
+        stats.packets_alive_at_end = self.pkts.live() as u64;
+        stats.slab_high_water = self.pkts.capacity_used() as u64;
+        stats.event_queue_high_water = self.q.high_water() as u64;
         for (p, port) in self.ports.iter_ids() {
             if !port.credit_fc {
                 continue;
@@ -423,7 +418,7 @@ impl<'a> Sim<'a> {
                 let lane = &self.credits.lanes[p.lane(vl as u8, self.vls)];
                 let pending: i64 = lane.in_flight.iter().map(|&(_, b)| b as i64).sum();
                 if lane.credits + pending != self.credits.cap[p] {
-                    self.stats.credit_leaks += 1;
+                    stats.credit_leaks += 1;
                 }
             }
         }
@@ -445,7 +440,7 @@ impl<'a> Sim<'a> {
             op_timing: self.runner.op_timing.clone(),
             transfer_fct: fct,
             transfer_ideal: ideal,
-            fabric: self.fabric,
+            fabric,
             links,
             queue_pairs: self
                 .qps
@@ -463,7 +458,7 @@ impl<'a> Sim<'a> {
             events: self.events,
             link_timeline: None,
         };
-        (out, self.stats)
+        (out, stats)
     }
 }
 

@@ -13,6 +13,7 @@ use super::ids::{IdVec, LaneIdx, PktIdx, PortId, QpId};
 use super::nic::Pull;
 use super::sim::Sim;
 use super::slab::{PktKind, F_CORRUPT, F_ECN, F_LOSSY_HELD, F_PFC_HELD, F_VL_RAISED, NONE};
+use super::stats::DropCause;
 use super::{LinkEventKind, Routing};
 use crate::topology::{mix64, GpuId, Link, LinkId, NodeId, NodeKind, Topology};
 use crate::units::{Rate, SimTime};
@@ -318,6 +319,23 @@ impl FlowletEntry {
     };
 }
 
+/// [`Routing::Flowlet`] state: per queue pair and direction (`2·qp` data,
+/// `2·qp + 1` ACKs), where the flow last went at up to [`FLOWLET_ENTRIES`]
+/// switches. Empty under other routings. Read and written only by the
+/// flowlet router below.
+#[derive(Default)]
+pub struct Flowlets {
+    rows: Vec<[FlowletEntry; FLOWLET_ENTRIES]>,
+}
+
+impl Flowlets {
+    /// Rows for a new queue pair (both directions).
+    pub fn add_qp(&mut self) {
+        self.rows
+            .extend([[FlowletEntry::EMPTY; FLOWLET_ENTRIES]; 2]);
+    }
+}
+
 /// Flowlet entries kept per queue pair and direction: one per switch on the
 /// path that has a choice (two on a 3-tier fat-tree's way up); on longer
 /// paths the stalest entry is reused, which only starts flowlets early.
@@ -577,7 +595,7 @@ impl Sim<'_> {
             "a port serializes one packet at a time"
         );
         let tx = port.tx_time(wire as u64);
-        self.stats.packet_hops += 1;
+        self.counters.hop();
         self.last_tx = now;
         self.watchdog_at = now.saturating_add(self.cfg.deadlock_timeout.0);
         port.busy = true;
@@ -641,8 +659,7 @@ impl Sim<'_> {
             // sender's credits come back at once.
             let credit_fc = port.credit_fc;
             self.ports[link].drops += 1;
-            self.stats.drops_link_down += 1;
-            self.drop_packet(pkt);
+            self.drop_packet(pkt, DropCause::LinkDown);
             if credit_fc {
                 self.credits.lanes[link.lane(k.vl, self.vls)].credits += self.blk(k.wire) as i64;
                 // The link may be up again and starved for exactly these credits.
@@ -653,8 +670,7 @@ impl Sim<'_> {
         if k.flags & F_CORRUPT != 0 {
             self.return_credit(link, k.vl, self.blk(k.wire));
             self.ports[link].drops += 1;
-            self.stats.drops_corrupt += 1;
-            self.drop_packet(pkt);
+            self.drop_packet(pkt, DropCause::Corrupt);
             return;
         }
         let node = port.to;
@@ -675,8 +691,7 @@ impl Sim<'_> {
         let k = self.pkts[pkt];
         let Some(out) = self.pick_next_hop(node, &k) else {
             self.return_credit(in_link, k.vl, self.blk(k.wire));
-            self.stats.drops_unroutable += 1;
-            self.drop_packet(pkt);
+            self.drop_packet(pkt, DropCause::Unroutable);
             return;
         };
         let mut vl = k.vl;
@@ -703,8 +718,7 @@ impl Sim<'_> {
         } else if !in_port.credit_fc {
             if !self.admit_lossy(out, qi, k.wire as u64) {
                 self.ports[out].drops += 1;
-                self.stats.drops_buffer += 1;
-                self.drop_packet(pkt);
+                self.drop_packet(pkt, DropCause::Buffer);
                 return;
             }
             self.shared.used[node as usize] += k.wire as u64;
@@ -715,7 +729,7 @@ impl Sim<'_> {
                 let pr = e.probability(self.ports.queued_bytes(qi));
                 if pr >= 1.0 || (pr > 0.0 && self.rand_f64() < pr) {
                     self.pkts[pkt].flags |= F_ECN;
-                    self.fabric.ecn_marks += 1;
+                    self.counters.ecn_mark();
                 }
             }
         }
@@ -787,7 +801,7 @@ impl Sim<'_> {
     fn flowlet_next_hop(&mut self, node: u32, k: &super::slab::Packet) -> PortId {
         let row = k.qp.idx() * 2 + usize::from(k.kind != PktKind::Data);
         let now = self.now;
-        let table = &self.flowlets[row];
+        let table = &self.flowlets.rows[row];
         // This switch's entry, else the stalest one to reuse.
         let mut slot = 0;
         let mut found = false;
@@ -803,12 +817,12 @@ impl Sim<'_> {
         }
         let e = table[slot];
         if found && now - e.last <= self.cfg.flowlet_gap.0 && self.cands.contains(&e.port) {
-            self.flowlets[row][slot].last = now;
+            self.flowlets.rows[row][slot].last = now;
             return e.port;
         }
         let port = self.least_loaded_candidate();
-        self.stats.flowlets += 1;
-        self.flowlets[row][slot] = FlowletEntry {
+        self.counters.flowlet();
+        self.flowlets.rows[row][slot] = FlowletEntry {
             node,
             port,
             last: now,
@@ -827,14 +841,15 @@ impl Sim<'_> {
     }
 
     /// Frees a dropped packet and counts it.
-    pub(super) fn drop_packet(&mut self, pkt: PktIdx) {
+    pub(super) fn drop_packet(&mut self, pkt: PktIdx, cause: DropCause) {
         let k = self.pkts[pkt];
-        if k.kind == PktKind::Data {
-            self.stats.data_dropped += 1;
-            self.stats.payload_bytes_dropped += (k.wire - self.cfg.header_bytes) as u64;
+        let data = k.kind == PktKind::Data;
+        let payload = if data {
+            (k.wire - self.cfg.header_bytes) as u64
         } else {
-            self.stats.ctrl_dropped += 1;
-        }
+            0
+        };
+        self.counters.dropped(cause, data, payload);
         self.pkts.free(pkt);
     }
 
@@ -910,8 +925,7 @@ impl Sim<'_> {
                     }
                 }
                 self.ports[p].drops += 1;
-                self.stats.drops_link_down += 1;
-                self.drop_packet(pkt);
+                self.drop_packet(pkt, DropCause::LinkDown);
             }
         }
         let port = &mut self.ports[p];

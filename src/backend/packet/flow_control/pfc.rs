@@ -68,12 +68,7 @@ impl Sim<'_> {
         let qi = link.lane(vl, self.vls);
         self.pfc.ingress[qi] += wire;
         let b = self.pfc.ingress[qi];
-        if b > self.stats.pfc_max_ingress_bytes {
-            self.stats.pfc_max_ingress_bytes = b;
-        }
-        if b > xoff + headroom {
-            self.stats.pfc_headroom_overflows += 1;
-        }
+        self.counters.pfc_held(b, b > xoff + headroom);
         if b > xoff && !self.pfc.sent[qi] {
             self.pfc.sent[qi] = true;
             self.send_pfc_frame(link, vl, true);
@@ -109,10 +104,8 @@ impl Sim<'_> {
         let port = &mut self.ports[link];
         if pause {
             port.pause_tx += 1;
-            self.fabric.pfc_pause_frames += 1;
-        } else {
-            self.stats.pfc_resume_frames += 1;
         }
+        self.counters.pfc_frame(pause);
         // A 64-byte frame that overtakes queued data (MAC control frames are
         // sent ahead of the queues), then the link's latency.
         let at = self.now + port.tx_time(64) + port.latency;
@@ -141,7 +134,7 @@ impl Sim<'_> {
         let port = &mut self.ports[link];
         port.paused_ps += d;
         port.stall_ps += d;
-        self.stats.pfc_paused_ps += d;
+        self.counters.pfc_paused(d);
         self.try_send(link);
     }
 

@@ -8,7 +8,7 @@ use rand_core::{Rng, SeedableRng};
 
 use super::engine::{Event, EventQueue};
 use super::flow_control::{Credits, PfcState, SharedBuffers};
-use super::ids::{IdVec, LaneIdx, PortId};
+use super::ids::{IdVec, PortId};
 use super::nic::QueuePairs;
 use super::slab::{prefetch, Slab, NONE};
 use super::stats::{Counters, PacketStats, Sampler};
@@ -135,9 +135,7 @@ impl<'a> Sim<'a> {
             vls,
             credits: Credits::new(credit_cap, vls, cfg.credit_block_bytes),
             pfc: PfcState::new(nl * vls),
-            shared: SharedBuffers {
-                used: vec![0; topo.nodes.len()],
-            },
+            shared: SharedBuffers::new(topo.nodes.len()),
             gpu_of_node,
             routes: RouteCache::default(),
             cands: Vec::with_capacity(64),
@@ -202,7 +200,7 @@ impl<'a> Sim<'a> {
             }
             if t > self.watchdog_at && self.pkts.live() > 0 {
                 if matches!(self.cfg.flow_control, FlowControl::Pfc { .. })
-                    && self.pfc.paused_until.iter().any(|&u| u > self.now)
+                    && self.pfc.any_paused(self.now)
                 {
                     return Err(PacketError::PfcDeadlock {
                         at: SimTime(t),
@@ -353,18 +351,14 @@ impl<'a> Sim<'a> {
         let mut links = Vec::new();
         let mut max_q = 0;
         let mut stall = 0;
-        let lanes = self.pfc.paused_until.iter_mut().zip(&self.pfc.pause_since);
-        for (qi, (u, &since)) in lanes.enumerate() {
-            if *u != 0 {
-                // still paused at the end (a stalled or cut-short run)
-                let p = &mut self.ports[LaneIdx(qi as u32).port(self.vls)];
-                let d = end.saturating_sub(since);
-                p.paused_ps += d;
-                p.stall_ps += d;
-                stats.pfc_paused_ps += d;
-                *u = 0;
-            }
-        }
+        // Pauses still running (a stalled or cut-short run) count up to the end.
+        let (ports, vls) = (&mut self.ports, self.vls);
+        self.pfc.end_pauses(end, |qi, d| {
+            let p = &mut ports[qi.port(vls)];
+            p.paused_ps += d;
+            p.stall_ps += d;
+            stats.pfc_paused_ps += d;
+        });
         for (i, p) in self.ports.iter_mut().enumerate() {
             p.account_queue(end);
             stats.pfc_pause_frames_received += p.pause_rx;
@@ -410,18 +404,8 @@ impl<'a> Sim<'a> {
         stats.packets_alive_at_end = self.pkts.live() as u64;
         stats.slab_high_water = self.pkts.capacity_used() as u64;
         stats.event_queue_high_water = self.q.high_water() as u64;
-        for (p, port) in self.ports.iter_ids() {
-            if !port.credit_fc {
-                continue;
-            }
-            for vl in 0..self.vls {
-                let lane = &self.credits.lanes[p.lane(vl as u8, self.vls)];
-                let pending: i64 = lane.in_flight.iter().map(|&(_, b)| b as i64).sum();
-                if lane.credits + pending != self.credits.cap[p] {
-                    stats.credit_leaks += 1;
-                }
-            }
-        }
+        let credit_ports = self.ports.iter_ids().filter(|(_, p)| p.credit_fc);
+        stats.credit_leaks = self.credits.leaks(credit_ports.map(|(id, _)| id), self.vls);
         let mut fct = Vec::new();
         let mut ideal = Vec::new();
         for (i, t) in self.dag.tasks.iter().enumerate() {

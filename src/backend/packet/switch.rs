@@ -507,7 +507,7 @@ impl Sim<'_> {
             lanes &= !(1 << vl);
             let qi = self.ports.lane(p, vl as u8);
             let pkt = self.ports.head(qi).expect("lane marked as queued");
-            if pfc && self.pfc.paused_until[qi] > now {
+            if pfc && self.pfc.is_paused(qi, now) {
                 continue;
             }
             let wire = self.pkts[pkt].wire;
@@ -567,8 +567,8 @@ impl Sim<'_> {
                 let in_vl = vl - u8::from(flags & F_VL_RAISED != 0);
                 self.pfc_release(in_link, in_vl, wire as u64);
             } else if flags & F_LOSSY_HELD != 0 {
-                let node = self.ports[p].from as usize;
-                self.shared.used[node] -= wire as u64;
+                let node = self.ports[p].from;
+                self.shared.release(node, wire as u64);
             } else {
                 let in_vl = vl - u8::from(flags & F_VL_RAISED != 0);
                 self.return_credit(in_link, in_vl, self.blk(wire));
@@ -579,12 +579,10 @@ impl Sim<'_> {
             let pc = 1.0 - (1.0 - ber).powf(wire as f64 * 8.0);
             self.rand_f64() < pc
         };
-        let nblk = self.blk(wire) as i64;
+        let nblk = self.blk(wire);
         let port = &mut self.ports[p];
         if port.credit_fc {
-            let lane = &mut self.credits.lanes[p.lane(vl, vls)];
-            lane.credits -= nblk;
-            debug_assert!(lane.credits >= 0, "sent without credits");
+            self.credits.consume(p.lane(vl, vls), nblk);
         }
         if port.stall_since != NEVER {
             port.stall_ps += now - port.stall_since;
@@ -661,7 +659,8 @@ impl Sim<'_> {
             self.ports[link].drops += 1;
             self.drop_packet(pkt, DropCause::LinkDown);
             if credit_fc {
-                self.credits.lanes[link.lane(k.vl, self.vls)].credits += self.blk(k.wire) as i64;
+                let blocks = self.blk(k.wire);
+                self.credits.refund(link.lane(k.vl, self.vls), blocks);
                 // The link may be up again and starved for exactly these credits.
                 self.try_send(link);
             }
@@ -721,7 +720,7 @@ impl Sim<'_> {
                 self.drop_packet(pkt, DropCause::Buffer);
                 return;
             }
-            self.shared.used[node as usize] += k.wire as u64;
+            self.shared.hold(node, k.wire as u64);
             self.pkts[pkt].flags |= F_LOSSY_HELD;
         }
         if k.kind == PktKind::Data && self.ports[out].ecn {
@@ -917,8 +916,8 @@ impl Sim<'_> {
                         let in_vl = k.vl - u8::from(k.flags & F_VL_RAISED != 0);
                         self.pfc_release(k.link, in_vl, k.wire as u64);
                     } else if k.flags & F_LOSSY_HELD != 0 {
-                        let node = self.ports[p].from as usize;
-                        self.shared.used[node] -= k.wire as u64;
+                        let node = self.ports[p].from;
+                        self.shared.release(node, k.wire as u64);
                     } else {
                         let in_vl = k.vl - u8::from(k.flags & F_VL_RAISED != 0);
                         self.return_credit(k.link, in_vl, self.blk(k.wire));

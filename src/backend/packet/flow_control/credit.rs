@@ -24,9 +24,9 @@ use crate::backend::packet::switch::NEVER;
 #[repr(align(64))]
 pub struct CreditLane {
     /// Credit blocks the sender holds (absorbed).
-    pub credits: i64,
+    credits: i64,
     /// Credits on their way back: (arrival time ps, blocks), in arrival order.
-    pub in_flight: VecDeque<(u64, u32)>,
+    in_flight: VecDeque<(u64, u32)>,
 }
 
 impl CreditLane {
@@ -61,13 +61,13 @@ pub fn blocks(wire: u32, block: u32) -> u32 {
 /// (`port * vls + vl`).
 pub struct Credits {
     /// Per port and lane: the credits of the port's sender.
-    pub lanes: IdVec<LaneIdx, CreditLane>,
+    lanes: IdVec<LaneIdx, CreditLane>,
     /// Per port: time of the pending credit wake-up, or NEVER.
-    pub wake: IdVec<PortId, u64>,
+    wake: IdVec<PortId, u64>,
     /// log2 of the credit block when it is a power of two, else u32::MAX.
-    pub block_shift: u32,
+    block_shift: u32,
     /// Per port: credit blocks of the receiver's full buffer (debug checks).
-    pub cap: IdVec<PortId, i64>,
+    cap: IdVec<PortId, i64>,
 }
 
 impl Credits {
@@ -89,6 +89,36 @@ impl Credits {
             },
             cap: IdVec::from_vec(cap),
         }
+    }
+
+    /// The sender of lane `qi` puts `blocks` on the wire (it checked it has them).
+    #[inline]
+    pub fn consume(&mut self, qi: LaneIdx, blocks: u32) {
+        let lane = &mut self.lanes[qi];
+        lane.credits -= blocks as i64;
+        debug_assert!(lane.credits >= 0, "sent without credits");
+    }
+
+    /// `blocks` come straight back to the sender of lane `qi`: its packet was
+    /// lost on the wire, the receiver never held it.
+    #[inline]
+    pub fn refund(&mut self, qi: LaneIdx, blocks: u32) {
+        self.lanes[qi].credits += blocks as i64;
+    }
+
+    /// Lanes of the credit-controlled `ports` (with `vls` lanes each) whose
+    /// sender does not hold, absorbed or on the way, the receiver's whole
+    /// buffer: a leak (must be 0 after a drained run).
+    pub fn leaks(&self, ports: impl Iterator<Item = PortId>, vls: usize) -> u64 {
+        let mut n = 0;
+        for p in ports {
+            for vl in 0..vls as u8 {
+                let lane = &self.lanes[p.lane(vl, vls)];
+                let pending: i64 = lane.in_flight.iter().map(|&(_, b)| b as i64).sum();
+                n += u64::from(lane.credits + pending != self.cap[p]);
+            }
+        }
+        n
     }
 }
 

@@ -13,7 +13,26 @@ use crate::backend::packet::sim::Sim;
 /// `shared_buffer_bytes` set), bytes.
 pub struct SharedBuffers {
     /// Per node: shared-buffer bytes in use.
-    pub used: Vec<u64>,
+    used: Vec<u64>,
+}
+
+impl SharedBuffers {
+    /// Empty buffers for `nodes` nodes.
+    pub fn new(nodes: usize) -> SharedBuffers {
+        SharedBuffers {
+            used: vec![0; nodes],
+        }
+    }
+    /// Node `node` admitted `wire` bytes.
+    #[inline]
+    pub fn hold(&mut self, node: u32, wire: u64) {
+        self.used[node as usize] += wire;
+    }
+    /// `wire` bytes left node `node`'s buffer.
+    #[inline]
+    pub fn release(&mut self, node: u32, wire: u64) {
+        self.used[node as usize] -= wire;
+    }
 }
 
 impl Sim<'_> {

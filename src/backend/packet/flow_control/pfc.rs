@@ -35,14 +35,14 @@ use crate::backend::packet::switch::NEVER;
 /// PFC state of every network link, per link and lane (`link * vls + vl`).
 pub struct PfcState {
     /// Bytes the link's receiver holds that arrived over it on that lane.
-    pub ingress: IdVec<LaneIdx, u64>,
+    ingress: IdVec<LaneIdx, u64>,
     /// The receiver has paused the sender (no RESUME yet).
-    pub sent: IdVec<LaneIdx, bool>,
+    sent: IdVec<LaneIdx, bool>,
     /// The sender's lane is paused until this time, ps (NEVER = until RESUME;
     /// 0 = not paused).
-    pub paused_until: IdVec<LaneIdx, u64>,
+    paused_until: IdVec<LaneIdx, u64>,
     /// When the current pause began, ps.
-    pub pause_since: IdVec<LaneIdx, u64>,
+    pause_since: IdVec<LaneIdx, u64>,
 }
 
 impl PfcState {
@@ -53,6 +53,29 @@ impl PfcState {
             sent: IdVec::from_vec(vec![false; lanes]),
             paused_until: IdVec::from_vec(vec![0; lanes]),
             pause_since: IdVec::from_vec(vec![0; lanes]),
+        }
+    }
+
+    /// Whether the sender of lane `qi` is paused at `now`.
+    #[inline]
+    pub fn is_paused(&self, qi: LaneIdx, now: u64) -> bool {
+        self.paused_until[qi] > now
+    }
+
+    /// Whether any lane is paused at `now` (the deadlock watchdog).
+    pub fn any_paused(&self, now: u64) -> bool {
+        self.paused_until.iter().any(|&u| u > now)
+    }
+
+    /// Ends every pause still running at `end` (a stalled or cut-short run),
+    /// calling `f(lane, paused time)` for each.
+    pub fn end_pauses(&mut self, end: u64, mut f: impl FnMut(LaneIdx, u64)) {
+        let lanes = self.paused_until.iter_mut().zip(&self.pause_since);
+        for (qi, (u, &since)) in lanes.enumerate() {
+            if *u != 0 {
+                f(LaneIdx(qi as u32), end.saturating_sub(since));
+                *u = 0;
+            }
         }
     }
 }

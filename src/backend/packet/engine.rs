@@ -5,26 +5,28 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use super::ids::{PktIdx, PortId, QpId};
+
 /// Everything that can happen. Twelve bytes of payload: ids, never pointers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
     /// The port (= directed link id) finished serializing its current packet.
     TxDone {
         /// Port / link.
-        port: u32,
+        port: PortId,
     },
     /// Packet `pkt` is through `link` and the receiving node's forwarding pipeline.
     Arrive {
         /// Packet slab index.
-        pkt: u32,
+        pkt: PktIdx,
         /// Link it travelled on.
-        link: u32,
+        link: PortId,
     },
     /// Credits have reached the starved sender of `link` (`vl` and `blocks` are
     /// informational; the amounts wait in the link's credit FIFO).
     Credit {
         /// Link whose sender gets the credit.
-        link: u32,
+        link: PortId,
         /// Virtual lane.
         vl: u8,
         /// Credit blocks returned.
@@ -33,12 +35,12 @@ pub enum Event {
     /// A queue pair paced by its host path may send again.
     QpWake {
         /// Queue pair.
-        qp: u32,
+        qp: QpId,
     },
     /// Retransmission timer of a queue pair.
     Rto {
         /// Queue pair.
-        qp: u32,
+        qp: QpId,
     },
     /// A compute task finished.
     TaskDone {
@@ -57,7 +59,7 @@ pub enum Event {
     /// with quanta; 3 = a PAUSE with quanta expires at the sender.
     Pfc {
         /// Link whose sender is (un)paused.
-        link: u32,
+        link: PortId,
         /// Lane.
         vl: u8,
         /// 0 RESUME, 1 PAUSE, 2 refresh, 3 expiry.
@@ -65,30 +67,35 @@ pub enum Event {
     },
 }
 
+// The id newtypes are `repr(transparent)`: an event stays twelve bytes, as
+// with bare `u32`s (the wheel stores it packed into 64 bits anyway, see
+// `encode`, but handlers pass it by value).
+const _: () = assert!(std::mem::size_of::<Event>() == 12);
+
 impl Event {
     /// Packs the event into 64 bits (4-bit tag, payload above), so a wheel entry
     /// is 16 bytes (key, event): the queue is the hottest structure of a run.
     #[inline]
     fn encode(self) -> u64 {
         match self {
-            Event::TxDone { port } => (port as u64) << 4,
+            Event::TxDone { port } => (port.0 as u64) << 4,
             Event::Arrive { pkt, link } => {
                 // The link is also stored in the packet; keep both ids anyway
                 // (32 + 28 bits): link ids stay below 2^28 in any buildable fabric.
-                debug_assert!(link < 1 << 28);
-                1 | (pkt as u64) << 4 | (link as u64) << 36
+                debug_assert!(link.0 < 1 << 28);
+                1 | (pkt.0 as u64) << 4 | (link.0 as u64) << 36
             }
             Event::Credit { link, vl, blocks } => {
                 debug_assert!(blocks < 1 << 20 && vl < 8);
-                2 | (vl as u64) << 4 | (blocks as u64) << 8 | (link as u64) << 32
+                2 | (vl as u64) << 4 | (blocks as u64) << 8 | (link.0 as u64) << 32
             }
-            Event::QpWake { qp } => 3 | (qp as u64) << 4,
-            Event::Rto { qp } => 4 | (qp as u64) << 4,
+            Event::QpWake { qp } => 3 | (qp.0 as u64) << 4,
+            Event::Rto { qp } => 4 | (qp.0 as u64) << 4,
             Event::TaskDone { task } => 5 | (task as u64) << 4,
             Event::Link { index } => 6 | (index as u64) << 4,
             Event::Sample => 7,
             Event::Pfc { link, vl, kind } => {
-                8 | (vl as u64) << 4 | (kind as u64) << 8 | (link as u64) << 32
+                8 | (vl as u64) << 4 | (kind as u64) << 8 | (link.0 as u64) << 32
             }
         }
     }
@@ -97,22 +104,22 @@ impl Event {
     fn decode(x: u64) -> Event {
         let lo = (x >> 4) as u32;
         match x & 15 {
-            0 => Event::TxDone { port: lo },
+            0 => Event::TxDone { port: PortId(lo) },
             1 => Event::Arrive {
-                pkt: lo,
-                link: (x >> 36) as u32,
+                pkt: PktIdx(lo),
+                link: PortId((x >> 36) as u32),
             },
             2 => Event::Credit {
-                link: (x >> 32) as u32,
+                link: PortId((x >> 32) as u32),
                 vl: ((x >> 4) & 15) as u8,
                 blocks: ((x >> 8) & 0xF_FFFF) as u32,
             },
-            3 => Event::QpWake { qp: lo },
-            4 => Event::Rto { qp: lo },
+            3 => Event::QpWake { qp: QpId(lo) },
+            4 => Event::Rto { qp: QpId(lo) },
             5 => Event::TaskDone { task: lo },
             6 => Event::Link { index: lo },
             8 => Event::Pfc {
-                link: (x >> 32) as u32,
+                link: PortId((x >> 32) as u32),
                 vl: ((x >> 4) & 15) as u8,
                 kind: ((x >> 8) & 15) as u8,
             },
@@ -316,16 +323,16 @@ mod tests {
     fn equal_times_pop_in_insertion_order() {
         let mut q = EventQueue::default();
         q.push(5, Event::Sample);
-        q.push(3, Event::TxDone { port: 1 });
-        q.push(3, Event::TxDone { port: 2 });
-        q.push(3, Event::TxDone { port: 0 });
+        q.push(3, Event::TxDone { port: PortId(1) });
+        q.push(3, Event::TxDone { port: PortId(2) });
+        q.push(3, Event::TxDone { port: PortId(0) });
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         assert_eq!(
             order,
             vec![
-                (3, Event::TxDone { port: 1 }),
-                (3, Event::TxDone { port: 2 }),
-                (3, Event::TxDone { port: 0 }),
+                (3, Event::TxDone { port: PortId(1) }),
+                (3, Event::TxDone { port: PortId(2) }),
+                (3, Event::TxDone { port: PortId(0) }),
                 (5, Event::Sample)
             ]
         );
@@ -341,22 +348,22 @@ mod tests {
             let t = x % 97;
             let ev = match i % 9 {
                 7 => Event::Pfc {
-                    link: i,
+                    link: PortId(i),
                     vl: (i % 8) as u8,
                     kind: (i % 4) as u8,
                 },
-                0 => Event::TxDone { port: i },
+                0 => Event::TxDone { port: PortId(i) },
                 1 => Event::Arrive {
-                    pkt: i,
-                    link: i % 1000,
+                    pkt: PktIdx(i),
+                    link: PortId(i % 1000),
                 },
                 2 => Event::Credit {
-                    link: i,
+                    link: PortId(i),
                     vl: (i % 8) as u8,
                     blocks: i * 7,
                 },
-                3 => Event::QpWake { qp: i },
-                4 => Event::Rto { qp: i },
+                3 => Event::QpWake { qp: QpId(i) },
+                4 => Event::Rto { qp: QpId(i) },
                 5 => Event::TaskDone { task: i },
                 6 => Event::Link { index: i },
                 _ => Event::Sample,
@@ -390,7 +397,7 @@ mod tests {
                     5 => x % 100_000_000,
                     _ => (x >> 8) % 5_000_000_000,
                 };
-                let ev = Event::TxDone { port: i };
+                let ev = Event::TxDone { port: PortId(i) };
                 q.push(now + delay, ev);
                 seq += 1;
                 reference.push(Reverse((now + delay, seq, ev.encode())));

@@ -103,6 +103,7 @@
 pub mod cc;
 pub mod engine;
 pub mod flow_control;
+pub mod ids;
 pub mod nic;
 pub mod recovery;
 mod sim;

@@ -36,11 +36,14 @@
 //! [`PacketConfig::ack_every`]: super::PacketConfig::ack_every
 
 use super::cc::{AckInfo, CcState, QpStart};
+use std::collections::HashMap;
+
 use super::engine::Event;
+use super::ids::{IdVec, PktIdx, PortId, QpId};
 use super::recovery::{GoBackN, Recovery, RxVerdict, SendSeq, TimerEffect};
 use super::sim::Sim;
 use super::slab::{Packet, PktKind, F_ECN, NONE};
-use super::switch::{FlowletEntry, FLOWLET_ENTRIES, NEVER};
+use super::switch::NEVER;
 use super::{HostPath, PacketError, Routing, Transport};
 use crate::topology::{GpuId, LinkId, LinkKind};
 
@@ -75,9 +78,9 @@ pub struct Qp {
     /// Destination GPU.
     pub dst: u32,
     /// First link from the source GPU towards `dst` (the port that pulls data).
-    pub port: u32,
+    pub port: PortId,
     /// First link from the destination GPU towards `src` (where ACKs start).
-    pub ack_port: u32,
+    pub ack_port: PortId,
     /// Flow hash for ECMP.
     pub hash: u64,
     /// Messages, posting order (indices into `Sim::msgs`).
@@ -117,6 +120,35 @@ pub struct Qp {
     pub timeouts: u64,
 }
 
+/// Every queue pair and every message, owned by the transport: the pairs
+/// (indexed by [`QpId`]), the lookup from (source GPU, destination GPU,
+/// channel) to a pair, and the messages the pairs' `msgs` lists point into.
+///
+/// The fields are private to the transport (this file): other handlers read
+/// a pair through `Index<QpId>` (routing hashes it) and the results iterate
+/// them; only the transport creates pairs and posts messages.
+#[derive(Default)]
+pub struct QueuePairs {
+    pairs: IdVec<QpId, Qp>,
+    index: HashMap<(u32, u32, u8), QpId>,
+    msgs: Vec<Msg>,
+}
+
+impl QueuePairs {
+    /// The pairs in creation order.
+    pub fn iter(&self) -> std::slice::Iter<'_, Qp> {
+        self.pairs.iter()
+    }
+}
+
+impl std::ops::Index<QpId> for QueuePairs {
+    type Output = Qp;
+    #[inline(always)]
+    fn index(&self, q: QpId) -> &Qp {
+        &self.pairs[q]
+    }
+}
+
 impl Qp {
     #[inline]
     fn has_work(&self) -> bool {
@@ -127,7 +159,7 @@ impl Qp {
 /// What a source port got from its queue pairs.
 pub enum Pull {
     /// A packet to transmit now, and the task whose `Sent` its end completes (or NONE).
-    Packet(u32, u32),
+    Packet(PktIdx, u32),
     /// A queue pair is ready but the link lacks credits.
     NoCredit,
     /// Nothing can be sent now.
@@ -144,23 +176,22 @@ impl Sim<'_> {
         bytes: u64,
     ) -> Result<(), PacketError> {
         let qp = self.dag.tasks[task as usize].qp;
-        let qpi = match self.qp_index.get(&(src, dst, qp)) {
+        let qpi = match self.qps.index.get(&(src, dst, qp)) {
             Some(&q) => q,
             None => self.new_qp(task, src, dst, qp)?,
         };
         let mtu = self.cfg.mtu as u64;
         let npkts = bytes.div_ceil(mtu).max(1) as u32;
-        let m = self.msgs.len() as u32;
-        let qp = &mut self.qps[qpi as usize];
+        let m = self.qps.msgs.len() as u32;
+        let qp = &mut self.qps.pairs[qpi];
         let idle = !qp.has_work();
-        self.msgs.push(Msg {
+        self.qps.msgs.push(Msg {
             task,
             start_psn: qp.posted_psn,
             npkts,
             bytes,
             post: self.now,
         });
-        self.msg_of_task[task as usize] = m;
         qp.msgs.push(m);
         qp.posted_psn += npkts;
         qp.bytes_posted += bytes;
@@ -168,7 +199,7 @@ impl Sim<'_> {
             // The cursor may have run past the end; point it at the new message.
             qp.send_cursor = qp.msgs.len() as u32 - 1;
         }
-        self.fabric.bytes_sent += bytes;
+        self.counters.posted(bytes);
         if idle {
             if let Transport::Tcp {
                 per_packet_overhead,
@@ -180,7 +211,7 @@ impl Sim<'_> {
                 } else {
                     0
                 };
-                let qp = &mut self.qps[qpi as usize];
+                let qp = &mut self.qps.pairs[qpi];
                 qp.cpu_ready = qp.cpu_ready.max(self.now + per_packet_overhead.0 + j);
             }
         }
@@ -188,12 +219,12 @@ impl Sim<'_> {
         Ok(())
     }
 
-    fn new_qp(&mut self, task: u32, src: u32, dst: u32, qp: u8) -> Result<u32, PacketError> {
+    fn new_qp(&mut self, task: u32, src: u32, dst: u32, qp: u8) -> Result<QpId, PacketError> {
         let unreachable = PacketError::Unreachable { task, src, dst };
         let mut hops: Vec<LinkId> = Vec::new();
         self.topo
             .next_hops(self.topo.gpus[src as usize].node, GpuId(dst), &mut hops);
-        let port = hops.first().ok_or(unreachable.clone())?.0;
+        let port = PortId::from(*hops.first().ok_or(unreachable.clone())?);
         let mut path = Vec::new();
         if !self.topo.route(GpuId(src), GpuId(dst), 0, &mut path)
             || !self.topo.route(GpuId(dst), GpuId(src), 0, &mut path)
@@ -203,9 +234,8 @@ impl Sim<'_> {
         hops.clear();
         self.topo
             .next_hops(self.topo.gpus[dst as usize].node, GpuId(src), &mut hops);
-        let ack_port = hops.first().ok_or(unreachable)?.0;
-        let qpi = self.qps.len() as u32;
-        self.qps.push(Qp {
+        let ack_port = PortId::from(*hops.first().ok_or(unreachable)?);
+        let qpi = self.qps.pairs.push(Qp {
             src,
             dst,
             port,
@@ -229,15 +259,15 @@ impl Sim<'_> {
             retransmitted: 0,
             timeouts: 0,
         });
-        let cc_on = self.topo.links[port as usize].kind != LinkKind::NvLink;
+        let cc_on = self.topo.links[port.idx()].kind != LinkKind::NvLink;
         let line = self
             .topo
             .nic_of_node(self.topo.gpus[src as usize].nic)
             .map(|n| self.topo.links[n.uplink.0 as usize].rate)
-            .unwrap_or(self.topo.links[port as usize].rate);
+            .unwrap_or(self.topo.links[port.idx()].rate);
         let now = self.now;
         let qpair = qp;
-        let qp = &mut self.qps[qpi as usize];
+        let qp = &mut self.qps.pairs[qpi];
         qp.cc_on = cc_on;
         qp.cc = CcState::new(
             &self.cfg.cc,
@@ -253,21 +283,20 @@ impl Sim<'_> {
             }
         }
         if self.cfg.routing == Routing::Flowlet {
-            self.flowlets
-                .extend([[FlowletEntry::EMPTY; FLOWLET_ENTRIES]; 2]);
+            self.flowlets.add_qp();
         }
-        self.qp_index.insert((src, dst, qpair), qpi);
+        self.qps.index.insert((src, dst, qpair), qpi);
         Ok(qpi)
     }
 
     /// Puts a queue pair with work in its port's ring and kicks the port.
-    fn activate(&mut self, qpi: u32) {
-        let qp = &mut self.qps[qpi as usize];
+    fn activate(&mut self, qpi: QpId) {
+        let qp = &mut self.qps.pairs[qpi];
         if qp.in_ring || !qp.has_work() {
             return;
         }
         qp.in_ring = true;
-        let port = qp.port as usize;
+        let port = qp.port;
         self.ports[port].ring.push_back(qpi);
         self.try_send(port);
     }
@@ -275,20 +304,20 @@ impl Sim<'_> {
     /// Source port `p` is idle: builds the next data packet, round-robin over its
     /// queue pairs. Pairs that cannot send (window full, bytes not yet staged) leave
     /// the ring and come back on an ACK or a wake-up.
-    pub(super) fn pull_data(&mut self, p: usize) -> Pull {
+    pub(super) fn pull_data(&mut self, p: PortId) -> Pull {
         let n = self.ports[p].ring.len();
         let mtu = self.cfg.mtu as u64;
         for _ in 0..n {
             let Some(qpi) = self.ports[p].ring.pop_front() else {
                 break;
             };
-            let qp = &self.qps[qpi as usize];
+            let qp = &self.qps.pairs[qpi];
             let snd_nxt = qp.rec.next_psn(&qp.seq);
             if !qp.has_work() || snd_nxt - qp.seq.una >= qp.wnd {
-                self.qps[qpi as usize].in_ring = false;
+                self.qps.pairs[qpi].in_ring = false;
                 continue;
             }
-            let m = self.msgs[qp.msgs[qp.send_cursor as usize] as usize];
+            let m = self.qps.msgs[qp.msgs[qp.send_cursor as usize] as usize];
             let (qp_hash, qp_dst) = (qp.hash, qp.dst);
             let idx = snd_nxt - m.start_psn;
             let off = idx as u64 * mtu;
@@ -312,7 +341,7 @@ impl Sim<'_> {
                 ready_at = ready_at.max(qp.cc.next_tx());
             }
             if ready_at > self.now {
-                let qp = &mut self.qps[qpi as usize];
+                let qp = &mut self.qps.pairs[qpi];
                 qp.in_ring = false;
                 if qp.wake_at == NEVER || qp.wake_at > ready_at || qp.wake_at < self.now {
                     qp.wake_at = ready_at;
@@ -321,7 +350,8 @@ impl Sim<'_> {
                 continue;
             }
             let wire = (payload + self.cfg.header_bytes as u64) as u32;
-            if self.ports[p].credit_fc && !self.has_credits(p, p * self.vls, self.blk(wire)) {
+            if self.ports[p].credit_fc && !self.has_credits(p, p.lane(0, self.vls), self.blk(wire))
+            {
                 self.ports[p].ring.push_front(qpi);
                 return Pull::NoCredit;
             }
@@ -331,16 +361,16 @@ impl Sim<'_> {
                 psn: snd_nxt,
                 wire,
                 hash: qp_hash as u32,
-                link: NONE,
+                link: PortId::NONE,
                 epoch: 0,
                 dst: qp_dst,
                 kind: PktKind::Data,
                 vl: 0,
                 flags: 0,
             });
-            self.stats.data_sent += 1;
+            self.counters.data_sent();
             if !first {
-                self.qps[qpi as usize].retransmitted += 1;
+                self.qps.pairs[qpi].retransmitted += 1;
             }
             let cpu_cost = match self.cfg.transport {
                 Transport::Tcp {
@@ -358,7 +388,7 @@ impl Sim<'_> {
             };
             let now = self.now;
             let rto = self.cfg.rto.0;
-            let qp = &mut self.qps[qpi as usize];
+            let qp = &mut self.qps.pairs[qpi];
             if qp.cc_on {
                 qp.cc.on_send(&self.cfg.cc, now, wire as u64);
             }
@@ -386,42 +416,42 @@ impl Sim<'_> {
     }
 
     /// A packet reached its destination GPU.
-    pub(super) fn deliver(&mut self, pkt: u32) {
+    pub(super) fn deliver(&mut self, pkt: PktIdx) {
         let k = self.pkts[pkt];
         self.pkts.free(pkt);
         match k.kind {
             PktKind::Data => self.receive_data(&k),
             PktKind::Ack | PktKind::Nack => {
-                self.stats.ctrl_received += 1;
+                self.counters.ctrl_received();
                 self.on_ack(k.qp, k.psn, k.kind == PktKind::Nack, k.hash);
             }
             PktKind::Cnp => {
-                self.stats.ctrl_received += 1;
+                self.counters.ctrl_received();
                 let now = self.now;
-                let qp = &mut self.qps[k.qp as usize];
+                let qp = &mut self.qps.pairs[k.qp];
                 if qp.cc_on && qp.cc.on_cnp(&self.cfg.cc, now) {
-                    self.stats.dcqcn_rate_cuts += 1;
+                    self.counters.rate_cut();
                 }
             }
         }
     }
 
     fn receive_data(&mut self, k: &Packet) {
-        let qpi = k.qp as usize;
-        if k.flags & F_ECN != 0 && self.qps[qpi].cc.on_ce(&self.cfg.cc, self.now) {
-            self.fabric.cnps += 1;
+        let qpi = k.qp;
+        if k.flags & F_ECN != 0 && self.qps.pairs[qpi].cc.on_ce(&self.cfg.cc, self.now) {
+            self.counters.cnp();
             self.send_ctrl(k.qp, PktKind::Cnp, k.psn, 0);
         }
-        let qp = &mut self.qps[qpi];
+        let qp = &mut self.qps.pairs[qpi];
         let epsn_before = qp.rec.expected();
         let accepted = match qp.rec.on_data(k.psn) {
             RxVerdict::Accepted => true,
             RxVerdict::Duplicate => {
-                self.stats.data_duplicate += 1;
+                self.counters.data_duplicate();
                 false
             }
             RxVerdict::Discarded(nack) => {
-                self.stats.data_out_of_order += 1;
+                self.counters.data_out_of_order();
                 if let Some(e) = nack {
                     let ce = qp.cc.take_ce_echo();
                     self.send_ctrl(k.qp, PktKind::Nack, e, ce);
@@ -430,17 +460,17 @@ impl Sim<'_> {
             }
         };
         if accepted {
-            self.stats.data_accepted += 1;
-            self.fabric.bytes_delivered += (k.wire - self.cfg.header_bytes) as u64;
+            self.counters
+                .data_accepted((k.wire - self.cfg.header_bytes) as u64);
         }
-        self.qps[qpi].since_ack += 1;
+        self.qps.pairs[qpi].since_ack += 1;
         let mut completed = false;
         loop {
-            let qp = &mut self.qps[qpi];
+            let qp = &mut self.qps.pairs[qpi];
             let Some(&mi) = qp.msgs.get(qp.rcv_cursor as usize) else {
                 break;
             };
-            let m = self.msgs[mi as usize];
+            let m = self.qps.msgs[mi as usize];
             if qp.rec.expected() < m.end() {
                 break;
             }
@@ -458,7 +488,7 @@ impl Sim<'_> {
             }
         }
         let every = CcState::ack_every(&self.cfg.cc, self.cfg.ack_every);
-        let qp = &mut self.qps[qpi];
+        let qp = &mut self.qps.pairs[qpi];
         // A packet that fills a gap (the expected PSN jumps past packets that
         // arrived early) is ACKed at once, as TCP does (RFC 5681 §4.2): the
         // sender may be stopped by its window on exactly those PSNs, and no
@@ -474,9 +504,9 @@ impl Sim<'_> {
 
     /// Queues an ACK/NACK/CNP at the receiver's first link; `ce` is the number of
     /// CE marks an ACK echoes (DCTCP).
-    fn send_ctrl(&mut self, qpi: u32, kind: PktKind, psn: u32, ce: u32) {
-        let qp = &self.qps[qpi as usize];
-        let port = qp.ack_port as usize;
+    fn send_ctrl(&mut self, qpi: QpId, kind: PktKind, psn: u32, ce: u32) {
+        let qp = &self.qps.pairs[qpi];
+        let port = qp.ack_port;
         let vl = (self.vls - 1) as u8;
         let wire = self.cfg.ack_bytes;
         let pkt = self.pkts.alloc(Packet {
@@ -484,26 +514,23 @@ impl Sim<'_> {
             psn,
             wire,
             hash: ce,
-            link: NONE,
+            link: PortId::NONE,
             epoch: 0,
             dst: qp.src,
             kind,
             vl,
             flags: 0,
         });
-        if kind == PktKind::Nack {
-            self.stats.nacks_sent += 1;
-        }
-        self.stats.ctrl_sent += 1;
-        self.enqueue(port, port * self.vls + vl as usize, pkt, wire as u64);
+        self.counters.ctrl_sent(kind == PktKind::Nack);
+        self.enqueue(port, vl, pkt, wire as u64);
     }
 
     /// Moves `send_cursor` to the message holding the next PSN to send.
-    fn seek_send_cursor(&mut self, qpi: usize) {
-        let qp = &mut self.qps[qpi];
+    fn seek_send_cursor(&mut self, qpi: QpId) {
+        let qp = &mut self.qps.pairs[qpi];
         let mut c = qp.una_cursor;
         while (c as usize) < qp.msgs.len()
-            && self.msgs[qp.msgs[c as usize] as usize].end() <= qp.seq.nxt
+            && self.qps.msgs[qp.msgs[c as usize] as usize].end() <= qp.seq.nxt
         {
             c += 1;
         }
@@ -511,12 +538,12 @@ impl Sim<'_> {
     }
 
     /// The sender gets a cumulative ACK (or a NACK) for PSNs below `a`.
-    fn on_ack(&mut self, qpi: u32, a: u32, nack: bool, ce: u32) {
-        let i = qpi as usize;
+    fn on_ack(&mut self, qpi: QpId, a: u32, nack: bool, ce: u32) {
+        let i = qpi;
         let now = self.now;
         let rto = self.cfg.rto.0;
         let max_w = self.window_pkts;
-        let qp = &mut self.qps[i];
+        let qp = &mut self.qps.pairs[i];
         if qp.cc_on {
             let info = AckInfo {
                 now,
@@ -532,20 +559,20 @@ impl Sim<'_> {
                 qp.wnd = w;
             }
             if r.window_cut {
-                self.stats.dctcp_window_cuts += 1;
+                self.counters.window_cut();
             }
         }
-        let qp = &mut self.qps[i];
+        let qp = &mut self.qps.pairs[i];
         let e = qp.rec.on_ack(&mut qp.seq, a, nack, now, rto);
         if e.advanced {
             while (qp.una_cursor as usize) < qp.msgs.len()
-                && self.msgs[qp.msgs[qp.una_cursor as usize] as usize].end() <= a
+                && self.qps.msgs[qp.msgs[qp.una_cursor as usize] as usize].end() <= a
             {
                 qp.una_cursor += 1;
             }
         }
         if e.nack_rewind {
-            self.stats.nack_rewinds += 1;
+            self.counters.nack_rewind();
         }
         if e.moved {
             self.seek_send_cursor(i);
@@ -554,10 +581,10 @@ impl Sim<'_> {
     }
 
     /// Retransmission timer of queue pair `qpi`.
-    pub(super) fn on_rto(&mut self, qpi: u32) {
-        let i = qpi as usize;
+    pub(super) fn on_rto(&mut self, qpi: QpId) {
+        let i = qpi;
         let now = self.now;
-        let qp = &mut self.qps[i];
+        let qp = &mut self.qps.pairs[i];
         match qp.rec.on_timeout(&mut qp.seq, now, self.cfg.rto.0) {
             TimerEffect::Idle => {}
             TimerEffect::Rearm(at) => self.q.push(at, Event::Rto { qp: qpi }),
@@ -576,8 +603,8 @@ impl Sim<'_> {
     }
 
     /// A paced queue pair's bytes are ready.
-    pub(super) fn on_qp_wake(&mut self, qpi: u32) {
-        let qp = &mut self.qps[qpi as usize];
+    pub(super) fn on_qp_wake(&mut self, qpi: QpId) {
+        let qp = &mut self.qps.pairs[qpi];
         if qp.wake_at == self.now {
             qp.wake_at = NEVER;
             self.activate(qpi);

@@ -1,20 +1,21 @@
 //! The simulator state and its main loop: flat vectors indexed by ids, one
 //! event queue, one generator, the DAG runner.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
 use super::engine::{Event, EventQueue};
 use super::flow_control::{Credits, PfcState, SharedBuffers};
-use super::nic::{Msg, Qp};
+use super::ids::{IdVec, PortId};
+use super::nic::QueuePairs;
 use super::slab::{prefetch, Slab, NONE};
-use super::stats::{PacketStats, Sampler};
-use super::switch::{FlowletEntry, Port, RouteCache, FLOWLET_ENTRIES};
+use super::stats::{Counters, PacketStats, Sampler};
+use super::switch::{Flowlets, Port, Ports, RouteCache};
 use super::{FlowControl, PacketConfig, PacketError, Routing};
 use crate::backend::{
-    FabricCounters, LinkCounters, ProgressHook, ProgressTick, QpCounters, RunOutput, PROGRESS_EVERY,
+    LinkCounters, ProgressHook, ProgressTick, QpCounters, RunOutput, PROGRESS_EVERY,
 };
 use crate::dag::{Dag, DagRunner, TaskId, TaskKind};
 use crate::topology::{LinkId, LinkKind, NodeKind, Topology};
@@ -30,13 +31,10 @@ pub(super) struct Sim<'a> {
     pub q: EventQueue,
     pub rng: ChaCha8Rng,
     pub pkts: Slab,
-    /// One per directed link, same index.
-    pub ports: Vec<Port>,
+    /// One per directed link, same index, with their egress queues.
+    pub ports: Ports,
+    /// Virtual lanes per port.
     pub vls: usize,
-    /// Per port and lane (`port * vls + vl`): FIFO of packet indices.
-    pub queues: Vec<VecDeque<u32>>,
-    /// Per port and lane: queued wire bytes.
-    pub qbytes: Vec<u64>,
     /// Credits of every credit-controlled link.
     pub credits: Credits,
     /// PFC state of every network link (unused without PFC).
@@ -47,19 +45,15 @@ pub(super) struct Sim<'a> {
     pub gpu_of_node: Vec<u32>,
     pub routes: RouteCache,
     /// Scratch for next-hop candidates.
-    pub cands: Vec<u32>,
+    pub cands: Vec<PortId>,
     /// Scratch for `Topology::next_hops`.
     pub tmp_links: Vec<LinkId>,
     /// Ideal completion time per task (transfers), from the unfaulted topology.
     pub ideal: Vec<SimTime>,
-    pub qps: Vec<Qp>,
-    /// [`Routing::Flowlet`] state, per queue pair and direction (`2·qp` data,
-    /// `2·qp + 1` ACKs); empty under other routings.
-    pub flowlets: Vec<[FlowletEntry; FLOWLET_ENTRIES]>,
-    pub qp_index: HashMap<(u32, u32, u8), u32>,
-    pub msgs: Vec<Msg>,
-    /// Task → message index (NONE for non-transfers).
-    pub msg_of_task: Vec<u32>,
+    /// Queue pairs and their messages (the transport's, [`super::nic`]).
+    pub qps: QueuePairs,
+    /// [`Routing::Flowlet`] state; empty under other routings.
+    pub flowlets: Flowlets,
     pub window_pkts: u32,
     /// Receiver accepts reordering (adaptive routing / spraying).
     pub ooo: bool,
@@ -68,8 +62,8 @@ pub(super) struct Sim<'a> {
     pub batch: Vec<TaskId>,
     pub done_at: Vec<SimTime>,
     pub last_done: u64,
-    pub fabric: FabricCounters,
-    pub stats: PacketStats,
+    /// Fabric and packet-level counters.
+    pub counters: Counters,
     pub sampler: Sampler,
     pub events: u64,
     /// When a packet last started transmission anywhere, ps (deadlock watchdog).
@@ -97,7 +91,7 @@ impl<'a> Sim<'a> {
                 gpu_of_node[i] = gpu.0;
             }
         }
-        let ports: Vec<Port> = topo
+        let ports: IdVec<PortId, Port> = topo
             .links
             .iter()
             .map(|l| {
@@ -137,25 +131,18 @@ impl<'a> Sim<'a> {
             q: EventQueue::default(),
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
             pkts: Slab::default(),
-            ports,
+            ports: Ports::new(ports, vls),
             vls,
-            queues: (0..nl * vls).map(|_| VecDeque::new()).collect(),
-            qbytes: vec![0; nl * vls],
             credits: Credits::new(credit_cap, vls, cfg.credit_block_bytes),
             pfc: PfcState::new(nl * vls),
-            shared: SharedBuffers {
-                used: vec![0; topo.nodes.len()],
-            },
+            shared: SharedBuffers::new(topo.nodes.len()),
             gpu_of_node,
             routes: RouteCache::default(),
             cands: Vec::with_capacity(64),
             tmp_links: Vec::with_capacity(64),
             ideal: ideal_times(dag, topo, cfg),
-            qps: Vec::new(),
-            flowlets: Vec::new(),
-            qp_index: HashMap::new(),
-            msgs: Vec::new(),
-            msg_of_task: vec![NONE; n_tasks],
+            qps: QueuePairs::default(),
+            flowlets: Flowlets::default(),
             window_pkts: (cfg.window_bytes.div_ceil(cfg.mtu as u64)).clamp(1, u32::MAX as u64 / 4)
                 as u32,
             ooo: cfg.routing != Routing::Ecmp,
@@ -164,8 +151,7 @@ impl<'a> Sim<'a> {
             batch: Vec::new(),
             done_at: vec![SimTime::ZERO; n_tasks],
             last_done: 0,
-            fabric: FabricCounters::default(),
-            stats: PacketStats::default(),
+            counters: Counters::default(),
             sampler: Sampler::new(nl, cfg.sample_interval.0, cfg.series_max_samples),
             events: 0,
             last_tx: 0,
@@ -214,7 +200,7 @@ impl<'a> Sim<'a> {
             }
             if t > self.watchdog_at && self.pkts.live() > 0 {
                 if matches!(self.cfg.flow_control, FlowControl::Pfc { .. })
-                    && self.pfc.paused_until.iter().any(|&u| u > self.now)
+                    && self.pfc.any_paused(self.now)
                 {
                     return Err(PacketError::PfcDeadlock {
                         at: SimTime(t),
@@ -243,7 +229,7 @@ impl<'a> Sim<'a> {
             }
 
             match ev {
-                Event::TxDone { port } => self.on_tx_done(port as usize),
+                Event::TxDone { port } => self.on_tx_done(port),
                 Event::Arrive { pkt, link } => self.on_arrive(pkt, link),
                 Event::Credit { link, .. } => self.on_credit(link),
                 Event::QpWake { qp } => self.on_qp_wake(qp),
@@ -286,10 +272,10 @@ impl<'a> Sim<'a> {
         match ev {
             Event::Arrive { pkt, link } => {
                 prefetch(&self.pkts[pkt]);
-                prefetch(&self.ports[link as usize]);
+                prefetch(&self.ports[link]);
             }
             Event::TxDone { port } | Event::Credit { link: port, .. } => {
-                prefetch(&self.ports[port as usize]);
+                prefetch(&self.ports[port]);
             }
             _ => {}
         }
@@ -304,8 +290,7 @@ impl<'a> Sim<'a> {
                 match self.dag.tasks[t.0 as usize].kind {
                     TaskKind::Transfer { src, dst, bytes } => {
                         if src == dst {
-                            self.fabric.bytes_sent += bytes;
-                            self.fabric.bytes_delivered += bytes;
+                            self.counters.local_transfer(bytes);
                             self.task_done(t.0);
                         } else {
                             self.post(t.0, src.0, dst.0, bytes)?;
@@ -351,7 +336,7 @@ impl<'a> Sim<'a> {
     }
 
     fn on_sample(&mut self) {
-        self.sampler.record(self.now, &self.ports);
+        self.sampler.record(self.now, self.ports.as_slice());
         if !self.runner.finished() {
             self.q
                 .push(self.now + self.sampler.interval(), Event::Sample);
@@ -362,23 +347,21 @@ impl<'a> Sim<'a> {
     pub fn finish(mut self) -> (RunOutput, PacketStats) {
         let makespan = self.last_done;
         let end = self.now.max(makespan);
+        let (mut fabric, mut stats) = std::mem::take(&mut self.counters).into_parts();
         let mut links = Vec::new();
         let mut max_q = 0;
         let mut stall = 0;
-        for (qi, u) in self.pfc.paused_until.iter_mut().enumerate() {
-            if *u != 0 {
-                // still paused at the end (a stalled or cut-short run)
-                let p = &mut self.ports[qi / self.vls];
-                let d = end.saturating_sub(self.pfc.pause_since[qi]);
-                p.paused_ps += d;
-                p.stall_ps += d;
-                self.stats.pfc_paused_ps += d;
-                *u = 0;
-            }
-        }
+        // Pauses still running (a stalled or cut-short run) count up to the end.
+        let (ports, vls) = (&mut self.ports, self.vls);
+        self.pfc.end_pauses(end, |qi, d| {
+            let p = &mut ports[qi.port(vls)];
+            p.paused_ps += d;
+            p.stall_ps += d;
+            stats.pfc_paused_ps += d;
+        });
         for (i, p) in self.ports.iter_mut().enumerate() {
             p.account_queue(end);
-            self.stats.pfc_pause_frames_received += p.pause_rx;
+            stats.pfc_pause_frames_received += p.pause_rx;
             max_q = max_q.max(p.max_q);
             stall += p.stall_ps - p.paused_ps;
             if p.bytes > 0 || p.drops > 0 {
@@ -403,37 +386,26 @@ impl<'a> Sim<'a> {
                 });
             }
         }
-        self.fabric.max_queue_bytes = max_q;
+        fabric.max_queue_bytes = max_q;
         // Credit stalls only; PFC paused time is in the links' `stall_ps` and
         // `PacketStats::pfc_paused_ps`.
-        self.fabric.credit_stall_ps = stall;
-        self.stats.pfc_pause_frames = self.fabric.pfc_pause_frames;
-        self.stats.ecn_marks = self.fabric.ecn_marks;
-        self.stats.cnps_sent = self.fabric.cnps;
+        fabric.credit_stall_ps = stall;
+        stats.pfc_pause_frames = fabric.pfc_pause_frames;
+        stats.ecn_marks = fabric.ecn_marks;
+        stats.cnps_sent = fabric.cnps;
         // The totals are the queue pairs' sums (counted once, per pair).
-        self.stats.retransmitted_packets = self.qps.iter().map(|q| q.retransmitted).sum();
-        self.stats.timeouts = self.qps.iter().map(|q| q.timeouts).sum();
-        self.fabric.retransmitted_packets = self.stats.retransmitted_packets;
-        self.fabric.timeouts = self.stats.timeouts;
-        self.fabric.drops = self.stats.drops_total();
-        self.fabric.drops_corrupted = self.stats.drops_corrupt;
-        self.fabric.bytes_dropped = self.stats.payload_bytes_dropped;
-        self.stats.packets_alive_at_end = self.pkts.live() as u64;
-        self.stats.slab_high_water = self.pkts.capacity_used() as u64;
-        self.stats.event_queue_high_water = self.q.high_water() as u64;
-        for (p, port) in self.ports.iter().enumerate() {
-            if !port.credit_fc {
-                continue;
-            }
-            for vl in 0..self.vls {
-                let qi = p * self.vls + vl;
-                let lane = &self.credits.lanes[qi];
-                let pending: i64 = lane.in_flight.iter().map(|&(_, b)| b as i64).sum();
-                if lane.credits + pending != self.credits.cap[p] {
-                    self.stats.credit_leaks += 1;
-                }
-            }
-        }
+        stats.retransmitted_packets = self.qps.iter().map(|q| q.retransmitted).sum();
+        stats.timeouts = self.qps.iter().map(|q| q.timeouts).sum();
+        fabric.retransmitted_packets = stats.retransmitted_packets;
+        fabric.timeouts = stats.timeouts;
+        fabric.drops = stats.drops_total();
+        fabric.drops_corrupted = stats.drops_corrupt;
+        fabric.bytes_dropped = stats.payload_bytes_dropped;
+        stats.packets_alive_at_end = self.pkts.live() as u64;
+        stats.slab_high_water = self.pkts.capacity_used() as u64;
+        stats.event_queue_high_water = self.q.high_water() as u64;
+        let credit_ports = self.ports.iter_ids().filter(|(_, p)| p.credit_fc);
+        stats.credit_leaks = self.credits.leaks(credit_ports.map(|(id, _)| id), self.vls);
         let mut fct = Vec::new();
         let mut ideal = Vec::new();
         for (i, t) in self.dag.tasks.iter().enumerate() {
@@ -443,15 +415,17 @@ impl<'a> Sim<'a> {
                 ideal.push(self.ideal[i]);
             }
         }
-        let series = self
-            .sampler
-            .series(&self.ports, &self.topo, self.cfg.series_ports as usize);
+        let series = self.sampler.series(
+            self.ports.as_slice(),
+            &self.topo,
+            self.cfg.series_ports as usize,
+        );
         let out = RunOutput {
             makespan: SimTime(makespan),
             op_timing: self.runner.op_timing.clone(),
             transfer_fct: fct,
             transfer_ideal: ideal,
-            fabric: self.fabric,
+            fabric,
             links,
             queue_pairs: self
                 .qps
@@ -469,7 +443,7 @@ impl<'a> Sim<'a> {
             events: self.events,
             link_timeline: None,
         };
-        (out, self.stats)
+        (out, stats)
     }
 }
 

@@ -1,11 +1,14 @@
 //! Packet storage: a slab of fixed-size records with a free list.
 //!
 //! Packets are created at the source NIC and destroyed when delivered or dropped;
-//! between the two they are referred to by a `u32` index, so events stay small and
+//! between the two they are referred to by a [`PktIdx`], so events stay small and
 //! `Copy` and a run allocates only while the slab grows to its high-water mark
 //! (bounded by the windows and buffers), never per packet in steady state.
 
-/// Sentinel for "no link / no packet".
+use super::ids::{PktIdx, PortId, QpId};
+
+/// Sentinel for "no task / no GPU / no node" in `u32` fields (ports have
+/// [`PortId::NONE`]).
 pub const NONE: u32 = u32::MAX;
 
 /// What a packet carries.
@@ -39,7 +42,7 @@ pub const F_VL_RAISED: u8 = 8;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Packet {
     /// Queue pair the packet belongs to.
-    pub qp: u32,
+    pub qp: QpId,
     /// Packet sequence number (data) or acknowledged PSN (ACK/NACK).
     pub psn: u32,
     /// Bytes on the wire: payload plus headers (the payload of a data packet is
@@ -49,8 +52,8 @@ pub struct Packet {
     /// Data: flow hash (informational; ECMP hashes the queue pair's). ACK/NACK
     /// under DCTCP: the number of CE-marked data packets the ACK echoes.
     pub hash: u32,
-    /// Link the packet arrived on or is travelling on ([`NONE`] at its source).
-    pub link: u32,
+    /// Link the packet arrived on or is travelling on ([`PortId::NONE`] at its source).
+    pub link: PortId,
     /// Epoch of `link` when transmission started (a link-down bumps it: the
     /// packet is lost). 16 bits: only equality matters, and 65 536 flaps of one
     /// link during one packet's flight do not happen.
@@ -69,26 +72,26 @@ pub struct Packet {
 #[derive(Default)]
 pub struct Slab {
     slots: Vec<Packet>,
-    free: Vec<u32>,
+    free: Vec<PktIdx>,
     live: u32,
 }
 
 impl Slab {
     /// Stores `p`, reusing a freed slot when there is one.
     #[inline]
-    pub fn alloc(&mut self, p: Packet) -> u32 {
+    pub fn alloc(&mut self, p: Packet) -> PktIdx {
         self.live += 1;
         if let Some(i) = self.free.pop() {
-            self.slots[i as usize] = p;
+            self.slots[i.idx()] = p;
             i
         } else {
             self.slots.push(p);
-            self.slots.len() as u32 - 1
+            PktIdx(self.slots.len() as u32 - 1)
         }
     }
     /// Releases slot `i`.
     #[inline]
-    pub fn free(&mut self, i: u32) {
+    pub fn free(&mut self, i: PktIdx) {
         self.live -= 1;
         self.free.push(i);
     }
@@ -120,16 +123,16 @@ pub fn prefetch<T>(r: &T) {
     let _ = r;
 }
 
-impl std::ops::Index<u32> for Slab {
+impl std::ops::Index<PktIdx> for Slab {
     type Output = Packet;
     #[inline]
-    fn index(&self, i: u32) -> &Packet {
-        &self.slots[i as usize]
+    fn index(&self, i: PktIdx) -> &Packet {
+        &self.slots[i.idx()]
     }
 }
-impl std::ops::IndexMut<u32> for Slab {
+impl std::ops::IndexMut<PktIdx> for Slab {
     #[inline]
-    fn index_mut(&mut self, i: u32) -> &mut Packet {
-        &mut self.slots[i as usize]
+    fn index_mut(&mut self, i: PktIdx) -> &mut Packet {
+        &mut self.slots[i.idx()]
     }
 }

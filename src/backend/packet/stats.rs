@@ -1,7 +1,7 @@
 //! Packet-level counters and the bounded time-series sampler.
 
 use super::switch::Port;
-use crate::backend::{Sample, Series};
+use crate::backend::{FabricCounters, Sample, Series};
 use crate::topology::{NodeKind, Topology};
 
 /// Packet-level counters of a run; see [`PacketStats::check_conservation`].
@@ -247,5 +247,151 @@ fn node_name(topo: &Topology, n: u32) -> String {
         NodeKind::NvSwitch { host } => format!("nvswitch {host}"),
         NodeKind::Nic { host, index } => format!("nic {host}.{index}"),
         NodeKind::Switch { tier } => format!("switch {n} (tier {tier})"),
+    }
+}
+
+/// Why the fabric dropped a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropCause {
+    /// The egress buffer was full (lossy).
+    Buffer,
+    /// A bit error corrupted it.
+    Corrupt,
+    /// Its link went down under or before it.
+    LinkDown,
+    /// No route to its destination.
+    Unroutable,
+}
+
+/// The run's counters: the common [`FabricCounters`] and the packet-level
+/// [`PacketStats`], changed only through the methods below, one per thing
+/// that happens, so a handler says what happened and the counters that
+/// follow from it (a drop counts its cause, its kind and its payload) move
+/// together.
+#[derive(Default)]
+pub struct Counters {
+    fabric: FabricCounters,
+    stats: PacketStats,
+}
+
+impl Counters {
+    /// A transfer from a GPU to itself: sent and delivered, no packet.
+    pub fn local_transfer(&mut self, bytes: u64) {
+        self.fabric.bytes_sent += bytes;
+        self.fabric.bytes_delivered += bytes;
+    }
+    /// A message of `bytes` was posted to a queue pair.
+    #[inline]
+    pub fn posted(&mut self, bytes: u64) {
+        self.fabric.bytes_sent += bytes;
+    }
+    /// A source put a data packet on the wire.
+    #[inline]
+    pub fn data_sent(&mut self) {
+        self.stats.data_sent += 1;
+    }
+    /// A receiver accepted a data packet carrying `payload` bytes.
+    #[inline]
+    pub fn data_accepted(&mut self, payload: u64) {
+        self.stats.data_accepted += 1;
+        self.fabric.bytes_delivered += payload;
+    }
+    /// A receiver discarded a duplicate.
+    #[inline]
+    pub fn data_duplicate(&mut self) {
+        self.stats.data_duplicate += 1;
+    }
+    /// A strict go-back-N receiver discarded an out-of-order packet.
+    #[inline]
+    pub fn data_out_of_order(&mut self) {
+        self.stats.data_out_of_order += 1;
+    }
+    /// A receiver sent an ACK, NACK (`nack`) or CNP.
+    #[inline]
+    pub fn ctrl_sent(&mut self, nack: bool) {
+        self.stats.ctrl_sent += 1;
+        self.stats.nacks_sent += u64::from(nack);
+    }
+    /// A control packet reached its sender.
+    #[inline]
+    pub fn ctrl_received(&mut self) {
+        self.stats.ctrl_received += 1;
+    }
+    /// A receiver decided to send a CNP.
+    #[inline]
+    pub fn cnp(&mut self) {
+        self.fabric.cnps += 1;
+    }
+    /// DCQCN cut a sender's rate.
+    #[inline]
+    pub fn rate_cut(&mut self) {
+        self.stats.dcqcn_rate_cuts += 1;
+    }
+    /// DCTCP cut a sender's window.
+    #[inline]
+    pub fn window_cut(&mut self) {
+        self.stats.dctcp_window_cuts += 1;
+    }
+    /// A NACK rewound a sender.
+    #[inline]
+    pub fn nack_rewind(&mut self) {
+        self.stats.nack_rewinds += 1;
+    }
+    /// A packet started transmission on a link.
+    #[inline]
+    pub fn hop(&mut self) {
+        self.stats.packet_hops += 1;
+    }
+    /// A switch marked a data packet Congestion Experienced.
+    #[inline]
+    pub fn ecn_mark(&mut self) {
+        self.fabric.ecn_marks += 1;
+    }
+    /// A switch started a flowlet.
+    #[inline]
+    pub fn flowlet(&mut self) {
+        self.stats.flowlets += 1;
+    }
+    /// The fabric dropped a packet: data (with `payload` bytes) or control.
+    #[inline]
+    pub fn dropped(&mut self, cause: DropCause, data: bool, payload: u64) {
+        let s = &mut self.stats;
+        match cause {
+            DropCause::Buffer => s.drops_buffer += 1,
+            DropCause::Corrupt => s.drops_corrupt += 1,
+            DropCause::LinkDown => s.drops_link_down += 1,
+            DropCause::Unroutable => s.drops_unroutable += 1,
+        }
+        if data {
+            s.data_dropped += 1;
+            s.payload_bytes_dropped += payload;
+        } else {
+            s.ctrl_dropped += 1;
+        }
+    }
+    /// PFC: an ingress lane now holds `bytes`; `overflow` if above XOFF + headroom.
+    #[inline]
+    pub fn pfc_held(&mut self, bytes: u64, overflow: bool) {
+        let s = &mut self.stats;
+        s.pfc_max_ingress_bytes = s.pfc_max_ingress_bytes.max(bytes);
+        s.pfc_headroom_overflows += u64::from(overflow);
+    }
+    /// PFC: a PAUSE (`pause`) or RESUME frame was sent.
+    #[inline]
+    pub fn pfc_frame(&mut self, pause: bool) {
+        if pause {
+            self.fabric.pfc_pause_frames += 1;
+        } else {
+            self.stats.pfc_resume_frames += 1;
+        }
+    }
+    /// PFC: a lane was paused for `ps`.
+    #[inline]
+    pub fn pfc_paused(&mut self, ps: u64) {
+        self.stats.pfc_paused_ps += ps;
+    }
+    /// The counters, for assembling the results at the end of a run.
+    pub fn into_parts(self) -> (FabricCounters, PacketStats) {
+        (self.fabric, self.stats)
     }
 }

@@ -9,9 +9,11 @@
 use std::collections::VecDeque;
 
 use super::engine::Event;
+use super::ids::{IdVec, LaneIdx, PktIdx, PortId, QpId};
 use super::nic::Pull;
 use super::sim::Sim;
 use super::slab::{PktKind, F_CORRUPT, F_ECN, F_LOSSY_HELD, F_PFC_HELD, F_VL_RAISED, NONE};
+use super::stats::DropCause;
 use super::{LinkEventKind, Routing};
 use crate::topology::{mix64, GpuId, Link, LinkId, NodeId, NodeKind, Topology};
 use crate::units::{Rate, SimTime};
@@ -87,7 +89,7 @@ pub struct Port {
     /// Credit-stall time, ps.
     pub stall_ps: u64,
     /// Queue pairs with data to send (source GPU ports only), round-robin order.
-    pub ring: VecDeque<u32>,
+    pub ring: VecDeque<QpId>,
     /// PFC: PAUSE frames this port's sender received.
     pub pause_rx: u64,
     /// PFC: PAUSE frames the receiver of this link sent upstream to this port.
@@ -168,6 +170,134 @@ impl Port {
     }
 }
 
+/// Every port with its egress queues: the [`Port`] records (indexed by
+/// [`PortId`]) and, per port and lane ([`LaneIdx`]), the FIFO of queued
+/// packets and its wire bytes.
+///
+/// The queue, its byte count and the port's totals (`qtotal`, `max_q`, the
+/// queue integral, the lane bitmap) must change together; they only change
+/// through [`Ports::push`] and [`Ports::pop`], so they cannot drift apart.
+/// Flat vectors, as before: a port is one record, a lane one `VecDeque`.
+pub struct Ports {
+    ports: IdVec<PortId, Port>,
+    queues: IdVec<LaneIdx, VecDeque<PktIdx>>,
+    qbytes: IdVec<LaneIdx, u64>,
+    vls: usize,
+}
+
+impl Ports {
+    /// `ports` (one per directed link, same number) with `vls` empty lanes each.
+    pub fn new(ports: IdVec<PortId, Port>, vls: usize) -> Ports {
+        let lanes = ports.len() * vls;
+        Ports {
+            ports,
+            queues: (0..lanes).map(|_| VecDeque::new()).collect(),
+            qbytes: IdVec::from_vec(vec![0; lanes]),
+            vls,
+        }
+    }
+
+    /// Lane `vl` of port `p`.
+    #[inline(always)]
+    pub fn lane(&self, p: PortId, vl: u8) -> LaneIdx {
+        p.lane(vl, self.vls)
+    }
+
+    /// Number of ports.
+    pub fn len(&self) -> usize {
+        self.ports.len()
+    }
+
+    /// Whether there are no ports.
+    pub fn is_empty(&self) -> bool {
+        self.ports.is_empty()
+    }
+
+    /// The ports in id order.
+    pub fn iter(&self) -> std::slice::Iter<'_, Port> {
+        self.ports.iter()
+    }
+
+    /// The ports in id order, mutably (counters and settings; not the queues).
+    pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, Port> {
+        self.ports.iter_mut()
+    }
+
+    /// (id, port) in id order.
+    pub fn iter_ids(&self) -> impl Iterator<Item = (PortId, &Port)> {
+        self.ports.iter_ids()
+    }
+
+    /// The port records as a slice, position = id (sampler, series).
+    pub fn as_slice(&self) -> &[Port] {
+        self.ports.as_slice()
+    }
+
+    /// Wire bytes queued on lane `qi`.
+    #[inline]
+    pub fn queued_bytes(&self, qi: LaneIdx) -> u64 {
+        self.qbytes[qi]
+    }
+
+    /// The packet at the head of lane `qi`, if any.
+    #[inline]
+    pub fn head(&self, qi: LaneIdx) -> Option<PktIdx> {
+        self.queues[qi].front().copied()
+    }
+
+    /// The packets queued on lane `qi`, head first.
+    pub fn queued(&self, qi: LaneIdx) -> impl Iterator<Item = PktIdx> + '_ {
+        self.queues[qi].iter().copied()
+    }
+
+    /// Appends `pkt` (`wire` bytes) to lane `vl` of port `p` at time `now`.
+    #[inline]
+    pub fn push(&mut self, p: PortId, vl: u8, pkt: PktIdx, wire: u64, now: u64) {
+        let qi = self.lane(p, vl);
+        self.queues[qi].push_back(pkt);
+        self.qbytes[qi] += wire;
+        let port = &mut self.ports[p];
+        port.lanes_queued |= 1 << vl;
+        port.account_queue(now);
+        port.qtotal += wire;
+        if port.qtotal > port.max_q {
+            port.max_q = port.qtotal;
+        }
+    }
+
+    /// Removes the head packet (`wire` bytes, read by the caller from the
+    /// packet) of lane `vl` of port `p` at time `now`.
+    #[inline]
+    pub fn pop(&mut self, p: PortId, vl: u8, wire: u64, now: u64) {
+        let qi = self.lane(p, vl);
+        let queue = &mut self.queues[qi];
+        queue.pop_front();
+        let empty = queue.is_empty();
+        self.qbytes[qi] -= wire;
+        let port = &mut self.ports[p];
+        if empty {
+            port.lanes_queued &= !(1 << vl);
+        }
+        port.account_queue(now);
+        port.qtotal -= wire;
+    }
+}
+
+impl std::ops::Index<PortId> for Ports {
+    type Output = Port;
+    #[inline(always)]
+    fn index(&self, p: PortId) -> &Port {
+        &self.ports[p]
+    }
+}
+
+impl std::ops::IndexMut<PortId> for Ports {
+    #[inline(always)]
+    fn index_mut(&mut self, p: PortId) -> &mut Port {
+        &mut self.ports[p]
+    }
+}
+
 /// Where one direction of a queue pair's traffic last went at one switch
 /// ([`Routing::Flowlet`]).
 #[derive(Clone, Copy, Debug)]
@@ -175,7 +305,7 @@ pub struct FlowletEntry {
     /// The switch, or NONE for an unused entry.
     pub node: u32,
     /// The egress link the flowlet takes there.
-    pub port: u32,
+    pub port: PortId,
     /// When the flow's last packet was routed there, ps.
     pub last: u64,
 }
@@ -184,9 +314,26 @@ impl FlowletEntry {
     /// An unused entry.
     pub const EMPTY: FlowletEntry = FlowletEntry {
         node: NONE,
-        port: NONE,
+        port: PortId::NONE,
         last: 0,
     };
+}
+
+/// [`Routing::Flowlet`] state: per queue pair and direction (`2·qp` data,
+/// `2·qp + 1` ACKs), where the flow last went at up to [`FLOWLET_ENTRIES`]
+/// switches. Empty under other routings. Read and written only by the
+/// flowlet router below.
+#[derive(Default)]
+pub struct Flowlets {
+    rows: Vec<[FlowletEntry; FLOWLET_ENTRIES]>,
+}
+
+impl Flowlets {
+    /// Rows for a new queue pair (both directions).
+    pub fn add_qp(&mut self) {
+        self.rows
+            .extend([[FlowletEntry::EMPTY; FLOWLET_ENTRIES]; 2]);
+    }
 }
 
 /// Flowlet entries kept per queue pair and direction: one per switch on the
@@ -207,19 +354,19 @@ pub struct RouteCache {
     leaf_node: Vec<u32>,
     n_leaves: usize,
     start: Vec<u32>,
-    links: Vec<u32>,
+    links: Vec<PortId>,
     /// Per node: the uplink of a NIC (NONE if not a NIC or the link is down).
-    nic_uplink: Vec<u32>,
+    nic_uplink: Vec<PortId>,
     /// Per node: true for an NVSwitch.
     is_nvswitch: Vec<bool>,
     /// Per GPU: its NIC node, PCIe down link and NVLink down link.
     gpu_nic: Vec<u32>,
-    gpu_pcie_down: Vec<u32>,
-    gpu_nvlink_down: Vec<u32>,
+    gpu_pcie_down: Vec<PortId>,
+    gpu_nvlink_down: Vec<PortId>,
     /// Per GPU: the next hops from its NIC's edge switch towards it (the last
     /// network hop of every packet), CSR like `links`.
     last_start: Vec<u32>,
-    last_links: Vec<u32>,
+    last_links: Vec<PortId>,
 }
 
 impl RouteCache {
@@ -249,10 +396,10 @@ impl RouteCache {
             self.leaf_of_gpu[g] = li as u32;
         }
         self.n_leaves = self.leaf_node.len();
-        self.nic_uplink = vec![NONE; topo.nodes.len()];
+        self.nic_uplink = vec![PortId::NONE; topo.nodes.len()];
         for nic in &topo.nics {
             if topo.is_link_up(nic.uplink) {
-                self.nic_uplink[nic.node.0 as usize] = nic.uplink.0;
+                self.nic_uplink[nic.node.0 as usize] = nic.uplink.into();
             }
         }
         self.is_nvswitch = topo
@@ -261,8 +408,8 @@ impl RouteCache {
             .map(|n| matches!(n.kind, NodeKind::NvSwitch { .. }))
             .collect();
         self.gpu_nic = topo.gpus.iter().map(|g| g.nic.0).collect();
-        self.gpu_pcie_down = topo.gpus.iter().map(|g| g.pcie_down.0).collect();
-        self.gpu_nvlink_down = topo.gpus.iter().map(|g| g.nvlink_down.0).collect();
+        self.gpu_pcie_down = topo.gpus.iter().map(|g| g.pcie_down.into()).collect();
+        self.gpu_nvlink_down = topo.gpus.iter().map(|g| g.nvlink_down.into()).collect();
         self.last_start.clear();
         self.last_links.clear();
         self.last_start.push(0);
@@ -272,7 +419,7 @@ impl RouteCache {
             if leaf != NONE {
                 tmp.clear();
                 topo.next_hops(NodeId(leaf), GpuId(g as u32), &mut tmp);
-                self.last_links.extend(tmp.iter().map(|l| l.0));
+                self.last_links.extend(tmp.iter().map(|&l| PortId::from(l)));
             }
             self.last_start.push(self.last_links.len() as u32);
         }
@@ -284,7 +431,7 @@ impl RouteCache {
                 if leaf != s {
                     tmp.clear();
                     topo.next_hops(NodeId(s), GpuId(rep), &mut tmp);
-                    self.links.extend(tmp.iter().map(|l| l.0));
+                    self.links.extend(tmp.iter().map(|&l| PortId::from(l)));
                 }
                 self.start.push(self.links.len() as u32);
             }
@@ -298,7 +445,7 @@ impl RouteCache {
         topo: &Topology,
         node: u32,
         dst: u32,
-        out: &mut Vec<u32>,
+        out: &mut Vec<PortId>,
         tmp: &mut Vec<LinkId>,
     ) {
         let si = self.sw_index[node as usize];
@@ -315,21 +462,21 @@ impl RouteCache {
         } else if self.gpu_nic[dst as usize] == node {
             // The destination's own NIC: down the PCIe link (never faulted here).
             out.push(self.gpu_pcie_down[dst as usize]);
-        } else if self.nic_uplink[node as usize] != NONE {
+        } else if self.nic_uplink[node as usize].is_some() {
             out.push(self.nic_uplink[node as usize]);
         } else if self.is_nvswitch[node as usize] {
             out.push(self.gpu_nvlink_down[dst as usize]);
         } else {
             tmp.clear();
             topo.next_hops(NodeId(node), GpuId(dst), tmp);
-            out.extend(tmp.iter().map(|l| l.0));
+            out.extend(tmp.iter().map(|&l| PortId::from(l)));
         }
     }
 }
 
 impl Sim<'_> {
     /// Starts the next transmission on `p` if it is idle and something may go.
-    pub(super) fn try_send(&mut self, p: usize) {
+    pub(super) fn try_send(&mut self, p: PortId) {
         let now = self.now;
         let port = &mut self.ports[p];
         if port.busy {
@@ -338,7 +485,7 @@ impl Sim<'_> {
                 if !port.txdone_pending {
                     port.txdone_pending = true;
                     let at = port.tx_end;
-                    self.q.push(at, Event::TxDone { port: p as u32 });
+                    self.q.push(at, Event::TxDone { port: p });
                 }
                 return;
             }
@@ -358,9 +505,9 @@ impl Sim<'_> {
         while lanes != 0 {
             let vl = 7 - lanes.leading_zeros() as usize;
             lanes &= !(1 << vl);
-            let qi = p * self.vls + vl;
-            let pkt = *self.queues[qi].front().expect("lane marked as queued");
-            if pfc && self.pfc.paused_until[qi] > now {
+            let qi = self.ports.lane(p, vl as u8);
+            let pkt = self.ports.head(qi).expect("lane marked as queued");
+            if pfc && self.pfc.is_paused(qi, now) {
                 continue;
             }
             let wire = self.pkts[pkt].wire;
@@ -368,16 +515,7 @@ impl Sim<'_> {
                 starved_lanes |= 1 << vl;
                 continue;
             }
-            let queue = &mut self.queues[qi];
-            queue.pop_front();
-            let empty = queue.is_empty();
-            let port = &mut self.ports[p];
-            if empty {
-                port.lanes_queued &= !(1 << vl);
-            }
-            port.account_queue(self.now);
-            port.qtotal -= wire as u64;
-            self.qbytes[qi] -= wire as u64;
+            self.ports.pop(p, vl as u8, wire as u64, now);
             self.start_tx(p, pkt, NONE);
             return;
         }
@@ -399,7 +537,7 @@ impl Sim<'_> {
             let mut next_credit = NEVER;
             for vl in 0..self.vls {
                 if starved_lanes & (1 << vl) != 0 {
-                    next_credit = next_credit.min(self.next_credit_at(p * self.vls + vl));
+                    next_credit = next_credit.min(self.next_credit_at(p.lane(vl as u8, self.vls)));
                 }
             }
             if next_credit != NEVER {
@@ -415,7 +553,7 @@ impl Sim<'_> {
     /// already waiting for the port. Otherwise the port is simply busy until
     /// `tx_end`, and whoever needs it earlier schedules the event then
     /// (`try_send`). On lightly loaded links this saves one event per packet hop.
-    pub(super) fn start_tx(&mut self, p: usize, pkt: u32, sent_task: u32) {
+    pub(super) fn start_tx(&mut self, p: PortId, pkt: PktIdx, sent_task: u32) {
         let now = self.now;
         let vls = self.vls;
         let (wire, vl, in_link, flags) = {
@@ -424,13 +562,13 @@ impl Sim<'_> {
         };
         // The packet leaves this node's buffer: free what it held upstream (on
         // the lane it arrived on).
-        if in_link != NONE {
+        if in_link.is_some() {
             if flags & F_PFC_HELD != 0 {
                 let in_vl = vl - u8::from(flags & F_VL_RAISED != 0);
-                self.pfc_release(in_link as usize, in_vl, wire as u64);
+                self.pfc_release(in_link, in_vl, wire as u64);
             } else if flags & F_LOSSY_HELD != 0 {
-                let node = self.ports[p].from as usize;
-                self.shared.used[node] -= wire as u64;
+                let node = self.ports[p].from;
+                self.shared.release(node, wire as u64);
             } else {
                 let in_vl = vl - u8::from(flags & F_VL_RAISED != 0);
                 self.return_credit(in_link, in_vl, self.blk(wire));
@@ -441,12 +579,10 @@ impl Sim<'_> {
             let pc = 1.0 - (1.0 - ber).powf(wire as f64 * 8.0);
             self.rand_f64() < pc
         };
-        let nblk = self.blk(wire) as i64;
+        let nblk = self.blk(wire);
         let port = &mut self.ports[p];
         if port.credit_fc {
-            let lane = &mut self.credits.lanes[p * vls + vl as usize];
-            lane.credits -= nblk;
-            debug_assert!(lane.credits >= 0, "sent without credits");
+            self.credits.consume(p.lane(vl, vls), nblk);
         }
         if port.stall_since != NEVER {
             port.stall_ps += now - port.stall_since;
@@ -457,7 +593,7 @@ impl Sim<'_> {
             "a port serializes one packet at a time"
         );
         let tx = port.tx_time(wire as u64);
-        self.stats.packet_hops += 1;
+        self.counters.hop();
         self.last_tx = now;
         self.watchdog_at = now.saturating_add(self.cfg.deadlock_timeout.0);
         port.busy = true;
@@ -476,7 +612,7 @@ impl Sim<'_> {
         let arrive = now + in_time + port.latency + port.fwd_latency;
         let epoch = port.epoch;
         let k = &mut self.pkts[pkt];
-        k.link = p as u32;
+        k.link = p;
         k.epoch = epoch;
         k.flags = (flags & !(F_CORRUPT | F_LOSSY_HELD | F_VL_RAISED | F_PFC_HELD))
             | if corrupt { F_CORRUPT } else { 0 };
@@ -484,19 +620,13 @@ impl Sim<'_> {
         let waiting = sent_task != NONE || port.lanes_queued != 0 || !port.ring.is_empty();
         self.ports[p].txdone_pending = waiting;
         if waiting {
-            self.q.push(now + tx, Event::TxDone { port: p as u32 });
+            self.q.push(now + tx, Event::TxDone { port: p });
         }
-        self.q.push(
-            arrive,
-            Event::Arrive {
-                pkt,
-                link: p as u32,
-            },
-        );
+        self.q.push(arrive, Event::Arrive { pkt, link: p });
     }
 
     /// Port `p` finished serializing.
-    pub(super) fn on_tx_done(&mut self, p: usize) {
+    pub(super) fn on_tx_done(&mut self, p: PortId) {
         let port = &self.ports[p];
         // A TxDone can be stale: `try_send` may already have finished that
         // serialization at this very time and started the next one.
@@ -508,7 +638,7 @@ impl Sim<'_> {
 
     /// The serialization on `p` has ended: the port is free, and the last packet
     /// of a message leaving its source completes the message's `Dep::Sent`.
-    fn finish_tx(&mut self, p: usize) {
+    fn finish_tx(&mut self, p: PortId) {
         let port = &mut self.ports[p];
         port.busy = false;
         port.txdone_pending = false;
@@ -519,29 +649,27 @@ impl Sim<'_> {
     }
 
     /// Packet `pkt` finished crossing `link` and the receiving node's pipeline.
-    pub(super) fn on_arrive(&mut self, pkt: u32, link: u32) {
-        let port = &self.ports[link as usize];
+    pub(super) fn on_arrive(&mut self, pkt: PktIdx, link: PortId) {
+        let port = &self.ports[link];
         let k = self.pkts[pkt];
         if k.epoch != port.epoch || !port.up {
             // Lost on a link that went down; the receiver never held it, so the
             // sender's credits come back at once.
             let credit_fc = port.credit_fc;
-            self.ports[link as usize].drops += 1;
-            self.stats.drops_link_down += 1;
-            self.drop_packet(pkt);
+            self.ports[link].drops += 1;
+            self.drop_packet(pkt, DropCause::LinkDown);
             if credit_fc {
-                self.credits.lanes[link as usize * self.vls + k.vl as usize].credits +=
-                    self.blk(k.wire) as i64;
+                let blocks = self.blk(k.wire);
+                self.credits.refund(link.lane(k.vl, self.vls), blocks);
                 // The link may be up again and starved for exactly these credits.
-                self.try_send(link as usize);
+                self.try_send(link);
             }
             return;
         }
         if k.flags & F_CORRUPT != 0 {
             self.return_credit(link, k.vl, self.blk(k.wire));
-            self.ports[link as usize].drops += 1;
-            self.stats.drops_corrupt += 1;
-            self.drop_packet(pkt);
+            self.ports[link].drops += 1;
+            self.drop_packet(pkt, DropCause::Corrupt);
             return;
         }
         let node = port.to;
@@ -558,18 +686,17 @@ impl Sim<'_> {
     }
 
     /// Routes `pkt` (arrived at `node` over `in_link`) to an egress queue.
-    fn forward(&mut self, node: u32, pkt: u32, in_link: u32) {
+    fn forward(&mut self, node: u32, pkt: PktIdx, in_link: PortId) {
         let k = self.pkts[pkt];
         let Some(out) = self.pick_next_hop(node, &k) else {
             self.return_credit(in_link, k.vl, self.blk(k.wire));
-            self.stats.drops_unroutable += 1;
-            self.drop_packet(pkt);
+            self.drop_packet(pkt, DropCause::Unroutable);
             return;
         };
         let mut vl = k.vl;
         if self.cfg.vl_escalation
             && k.kind == PktKind::Data
-            && self.ports[in_link as usize].sw2sw
+            && self.ports[in_link].sw2sw
             && vl < self.max_data_vl
         {
             // One lane up per switch-to-switch hop: a packet's lane only rises
@@ -580,51 +707,42 @@ impl Sim<'_> {
             kp.vl = vl;
             kp.flags |= F_VL_RAISED;
         }
-        let qi = out * self.vls + vl as usize;
-        let in_port = &self.ports[in_link as usize];
+        let qi = out.lane(vl, self.vls);
+        let in_port = &self.ports[in_link];
         if in_port.pfc {
             // Lossless: never dropped; counted against the ingress lane it
             // arrived on (before any lane escalation).
-            self.pfc_hold(in_link as usize, k.vl, k.wire as u64);
+            self.pfc_hold(in_link, k.vl, k.wire as u64);
             self.pkts[pkt].flags |= F_PFC_HELD;
         } else if !in_port.credit_fc {
             if !self.admit_lossy(out, qi, k.wire as u64) {
                 self.ports[out].drops += 1;
-                self.stats.drops_buffer += 1;
-                self.drop_packet(pkt);
+                self.drop_packet(pkt, DropCause::Buffer);
                 return;
             }
-            self.shared.used[node as usize] += k.wire as u64;
+            self.shared.hold(node, k.wire as u64);
             self.pkts[pkt].flags |= F_LOSSY_HELD;
         }
         if k.kind == PktKind::Data && self.ports[out].ecn {
             if let Some(e) = self.cfg.ecn {
-                let pr = e.probability(self.qbytes[qi]);
+                let pr = e.probability(self.ports.queued_bytes(qi));
                 if pr >= 1.0 || (pr > 0.0 && self.rand_f64() < pr) {
                     self.pkts[pkt].flags |= F_ECN;
-                    self.fabric.ecn_marks += 1;
+                    self.counters.ecn_mark();
                 }
             }
         }
-        self.enqueue(out, qi, pkt, k.wire as u64);
+        self.enqueue(out, vl, pkt, k.wire as u64);
     }
 
-    /// Appends `pkt` to queue `qi` of port `out` and kicks the port.
-    pub(super) fn enqueue(&mut self, out: usize, qi: usize, pkt: u32, wire: u64) {
-        self.queues[qi].push_back(pkt);
-        self.qbytes[qi] += wire;
-        let port = &mut self.ports[out];
-        port.lanes_queued |= 1 << (qi - out * self.vls);
-        port.account_queue(self.now);
-        port.qtotal += wire;
-        if port.qtotal > port.max_q {
-            port.max_q = port.qtotal;
-        }
+    /// Appends `pkt` to lane `vl` of port `out` and kicks the port.
+    pub(super) fn enqueue(&mut self, out: PortId, vl: u8, pkt: PktIdx, wire: u64) {
+        self.ports.push(out, vl, pkt, wire, self.now);
         self.try_send(out);
     }
 
     /// Chooses the egress link at `node` for packet `k` per the routing mode.
-    fn pick_next_hop(&mut self, node: u32, k: &super::slab::Packet) -> Option<usize> {
+    fn pick_next_hop(&mut self, node: u32, k: &super::slab::Packet) -> Option<PortId> {
         self.cands.clear();
         self.routes.next_hops(
             &self.topo,
@@ -636,7 +754,7 @@ impl Sim<'_> {
         let n = self.cands.len();
         match n {
             0 => None,
-            1 => Some(self.cands[0] as usize),
+            1 => Some(self.cands[0]),
             _ => Some(match self.cfg.routing {
                 Routing::Ecmp => {
                     let salt = if k.kind == PktKind::Data {
@@ -644,13 +762,13 @@ impl Sim<'_> {
                     } else {
                         0x5bd1_e995
                     };
-                    let h = mix64(self.qps[k.qp as usize].hash ^ salt ^ ((node as u64) << 32));
+                    let h = mix64(self.qps[k.qp].hash ^ salt ^ ((node as u64) << 32));
                     // Multiply-shift instead of `h % n`: no division per hop.
-                    self.cands[((h as u128 * n as u128) >> 64) as usize] as usize
+                    self.cands[((h as u128 * n as u128) >> 64) as usize]
                 }
                 Routing::Spray => {
                     let i = self.rand_below(n as u64) as usize;
-                    self.cands[i] as usize
+                    self.cands[i]
                 }
                 Routing::Adaptive => self.least_loaded_candidate(),
                 Routing::Flowlet => self.flowlet_next_hop(node, k),
@@ -660,13 +778,13 @@ impl Sim<'_> {
 
     /// The candidate in `cands` (at least one) with the least occupied egress,
     /// scanning from a random start so ties are broken evenly.
-    fn least_loaded_candidate(&mut self) -> usize {
+    fn least_loaded_candidate(&mut self) -> PortId {
         let n = self.cands.len();
         let start = self.rand_below(n as u64) as usize;
-        let mut best = self.cands[start] as usize;
+        let mut best = self.cands[start];
         let mut best_q = self.load_of(best);
         for j in 1..n {
-            let c = self.cands[(start + j) % n] as usize;
+            let c = self.cands[(start + j) % n];
             let q = self.load_of(c);
             if q < best_q {
                 best = c;
@@ -679,10 +797,10 @@ impl Sim<'_> {
     /// [`Routing::Flowlet`]: the port the flow's previous packet took at `node`
     /// if it passed less than the flowlet gap ago (and the port is still a
     /// candidate), else the least loaded candidate, remembered for the flowlet.
-    fn flowlet_next_hop(&mut self, node: u32, k: &super::slab::Packet) -> usize {
-        let row = k.qp as usize * 2 + usize::from(k.kind != PktKind::Data);
+    fn flowlet_next_hop(&mut self, node: u32, k: &super::slab::Packet) -> PortId {
+        let row = k.qp.idx() * 2 + usize::from(k.kind != PktKind::Data);
         let now = self.now;
-        let table = &self.flowlets[row];
+        let table = &self.flowlets.rows[row];
         // This switch's entry, else the stalest one to reuse.
         let mut slot = 0;
         let mut found = false;
@@ -698,14 +816,14 @@ impl Sim<'_> {
         }
         let e = table[slot];
         if found && now - e.last <= self.cfg.flowlet_gap.0 && self.cands.contains(&e.port) {
-            self.flowlets[row][slot].last = now;
-            return e.port as usize;
+            self.flowlets.rows[row][slot].last = now;
+            return e.port;
         }
         let port = self.least_loaded_candidate();
-        self.stats.flowlets += 1;
-        self.flowlets[row][slot] = FlowletEntry {
+        self.counters.flowlet();
+        self.flowlets.rows[row][slot] = FlowletEntry {
             node,
-            port: port as u32,
+            port,
             last: now,
         };
         port
@@ -716,31 +834,32 @@ impl Sim<'_> {
     /// with an empty queue (switch ASICs expose queue depth, not the remaining
     /// serialization time).
     #[inline]
-    fn load_of(&self, p: usize) -> u64 {
+    fn load_of(&self, p: PortId) -> u64 {
         let port = &self.ports[p];
         port.qtotal + u64::from(port.busy && port.tx_end > self.now)
     }
 
     /// Frees a dropped packet and counts it.
-    pub(super) fn drop_packet(&mut self, pkt: u32) {
+    pub(super) fn drop_packet(&mut self, pkt: PktIdx, cause: DropCause) {
         let k = self.pkts[pkt];
-        if k.kind == PktKind::Data {
-            self.stats.data_dropped += 1;
-            self.stats.payload_bytes_dropped += (k.wire - self.cfg.header_bytes) as u64;
+        let data = k.kind == PktKind::Data;
+        let payload = if data {
+            (k.wire - self.cfg.header_bytes) as u64
         } else {
-            self.stats.ctrl_dropped += 1;
-        }
+            0
+        };
+        self.counters.dropped(cause, data, payload);
         self.pkts.free(pkt);
     }
 
     /// Applies `PacketConfig::link_events[i]`.
     pub(super) fn on_link_event(&mut self, i: usize) {
         let e = self.cfg.link_events[i];
-        let l = e.link.0 as usize;
+        let l = PortId::from(e.link);
         match e.kind {
             LinkEventKind::Down | LinkEventKind::Up => {
                 let up = e.kind == LinkEventKind::Up;
-                let pair = [l, self.topo.reverse(e.link).0 as usize];
+                let pair = [l, PortId::from(self.topo.reverse(e.link))];
                 if self.ports[l].up == up {
                     return;
                 }
@@ -774,11 +893,11 @@ impl Sim<'_> {
     pub(super) fn update_cut_through(&mut self) {
         let n = self.topo.nodes.len();
         let mut max_out = vec![0u64; n];
-        for p in &self.ports {
+        for p in self.ports.iter() {
             max_out[p.from as usize] = max_out[p.from as usize].max(p.rate.0);
         }
         let on = self.cfg.cut_through;
-        for p in &mut self.ports {
+        for p in self.ports.iter_mut() {
             let to = p.to as usize;
             p.cut_through = on && self.gpu_of_node[to] == NONE && max_out[to] <= p.rate.0;
         }
@@ -786,29 +905,26 @@ impl Sim<'_> {
 
     /// Drops everything queued at a port whose link went down. The packet on the
     /// wire is lost when it "arrives" (its epoch is stale).
-    fn flush_port(&mut self, p: usize) {
-        self.ports[p].account_queue(self.now);
-        for vl in 0..self.vls {
-            let qi = p * self.vls + vl;
-            while let Some(pkt) = self.queues[qi].pop_front() {
+    fn flush_port(&mut self, p: PortId) {
+        for vl in 0..self.vls as u8 {
+            let qi = self.ports.lane(p, vl);
+            while let Some(pkt) = self.ports.head(qi) {
                 let k = self.pkts[pkt];
-                self.qbytes[qi] -= k.wire as u64;
-                self.ports[p].qtotal -= k.wire as u64;
-                if k.link != NONE {
+                self.ports.pop(p, vl, k.wire as u64, self.now);
+                if k.link.is_some() {
                     if k.flags & F_PFC_HELD != 0 {
                         let in_vl = k.vl - u8::from(k.flags & F_VL_RAISED != 0);
-                        self.pfc_release(k.link as usize, in_vl, k.wire as u64);
+                        self.pfc_release(k.link, in_vl, k.wire as u64);
                     } else if k.flags & F_LOSSY_HELD != 0 {
-                        let node = self.ports[p].from as usize;
-                        self.shared.used[node] -= k.wire as u64;
+                        let node = self.ports[p].from;
+                        self.shared.release(node, k.wire as u64);
                     } else {
                         let in_vl = k.vl - u8::from(k.flags & F_VL_RAISED != 0);
                         self.return_credit(k.link, in_vl, self.blk(k.wire));
                     }
                 }
                 self.ports[p].drops += 1;
-                self.stats.drops_link_down += 1;
-                self.drop_packet(pkt);
+                self.drop_packet(pkt, DropCause::LinkDown);
             }
         }
         let port = &mut self.ports[p];

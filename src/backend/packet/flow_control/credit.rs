@@ -12,6 +12,7 @@
 use std::collections::VecDeque;
 
 use crate::backend::packet::engine::Event;
+use crate::backend::packet::ids::{IdVec, LaneIdx, PortId};
 use crate::backend::packet::sim::Sim;
 use crate::backend::packet::switch::NEVER;
 
@@ -23,9 +24,9 @@ use crate::backend::packet::switch::NEVER;
 #[repr(align(64))]
 pub struct CreditLane {
     /// Credit blocks the sender holds (absorbed).
-    pub credits: i64,
+    credits: i64,
     /// Credits on their way back: (arrival time ps, blocks), in arrival order.
-    pub in_flight: VecDeque<(u64, u32)>,
+    in_flight: VecDeque<(u64, u32)>,
 }
 
 impl CreditLane {
@@ -60,13 +61,13 @@ pub fn blocks(wire: u32, block: u32) -> u32 {
 /// (`port * vls + vl`).
 pub struct Credits {
     /// Per port and lane: the credits of the port's sender.
-    pub lanes: Vec<CreditLane>,
+    lanes: IdVec<LaneIdx, CreditLane>,
     /// Per port: time of the pending credit wake-up, or NEVER.
-    pub wake: Vec<u64>,
+    wake: IdVec<PortId, u64>,
     /// log2 of the credit block when it is a power of two, else u32::MAX.
-    pub block_shift: u32,
+    block_shift: u32,
     /// Per port: credit blocks of the receiver's full buffer (debug checks).
-    pub cap: Vec<i64>,
+    cap: IdVec<PortId, i64>,
 }
 
 impl Credits {
@@ -80,14 +81,44 @@ impl Credits {
             .collect();
         Credits {
             lanes,
-            wake: vec![NEVER; cap.len()],
+            wake: IdVec::from_vec(vec![NEVER; cap.len()]),
             block_shift: if block.is_power_of_two() {
                 block.trailing_zeros()
             } else {
                 u32::MAX
             },
-            cap,
+            cap: IdVec::from_vec(cap),
         }
+    }
+
+    /// The sender of lane `qi` puts `blocks` on the wire (it checked it has them).
+    #[inline]
+    pub fn consume(&mut self, qi: LaneIdx, blocks: u32) {
+        let lane = &mut self.lanes[qi];
+        lane.credits -= blocks as i64;
+        debug_assert!(lane.credits >= 0, "sent without credits");
+    }
+
+    /// `blocks` come straight back to the sender of lane `qi`: its packet was
+    /// lost on the wire, the receiver never held it.
+    #[inline]
+    pub fn refund(&mut self, qi: LaneIdx, blocks: u32) {
+        self.lanes[qi].credits += blocks as i64;
+    }
+
+    /// Lanes of the credit-controlled `ports` (with `vls` lanes each) whose
+    /// sender does not hold, absorbed or on the way, the receiver's whole
+    /// buffer: a leak (must be 0 after a drained run).
+    pub fn leaks(&self, ports: impl Iterator<Item = PortId>, vls: usize) -> u64 {
+        let mut n = 0;
+        for p in ports {
+            for vl in 0..vls as u8 {
+                let lane = &self.lanes[p.lane(vl, vls)];
+                let pending: i64 = lane.in_flight.iter().map(|&(_, b)| b as i64).sum();
+                n += u64::from(lane.credits + pending != self.cap[p]);
+            }
+        }
+        n
     }
 }
 
@@ -114,32 +145,32 @@ impl Sim<'_> {
     /// arrival: most hops never starve, and this removed one event in three per
     /// packet hop (see the commit that introduced it).
     #[inline]
-    pub(in crate::backend::packet) fn return_credit(&mut self, link: u32, vl: u8, blocks: u32) {
-        let p = &self.ports[link as usize];
+    pub(in crate::backend::packet) fn return_credit(&mut self, link: PortId, vl: u8, blocks: u32) {
+        let p = &self.ports[link];
         if !p.credit_fc {
             return;
         }
         let at = self.now + p.latency;
         let starved = p.stall_since != NEVER;
         let now = self.now;
-        let lane = &mut self.credits.lanes[link as usize * self.vls + vl as usize];
+        let lane = &mut self.credits.lanes[link.lane(vl, self.vls)];
         lane.absorb(now);
         lane.in_flight.push_back((at, blocks));
         if starved {
-            self.schedule_credit_wake(link as usize, at);
+            self.schedule_credit_wake(link, at);
         }
     }
 
     /// Makes sure port `p` is woken at `at` (or earlier) to absorb credits.
     #[inline]
-    pub(in crate::backend::packet) fn schedule_credit_wake(&mut self, p: usize, at: u64) {
+    pub(in crate::backend::packet) fn schedule_credit_wake(&mut self, p: PortId, at: u64) {
         let w = self.credits.wake[p];
         if w == NEVER || w > at || w < self.now {
             self.credits.wake[p] = at;
             self.q.push(
                 at,
                 Event::Credit {
-                    link: p as u32,
+                    link: p,
                     vl: 0,
                     blocks: 0,
                 },
@@ -159,8 +190,8 @@ impl Sim<'_> {
     #[inline]
     pub(in crate::backend::packet) fn has_credits(
         &mut self,
-        p: usize,
-        qi: usize,
+        p: PortId,
+        qi: LaneIdx,
         need: u32,
     ) -> bool {
         let lane = &mut self.credits.lanes[qi];
@@ -178,7 +209,7 @@ impl Sim<'_> {
     /// Arrival time of the earliest credit still on its way to lane `qi`'s
     /// sender (after [`Sim::has_credits`] absorbed what has arrived), or NEVER.
     #[inline]
-    pub(in crate::backend::packet) fn next_credit_at(&self, qi: usize) -> u64 {
+    pub(in crate::backend::packet) fn next_credit_at(&self, qi: LaneIdx) -> u64 {
         self.credits.lanes[qi]
             .in_flight
             .front()
@@ -186,11 +217,11 @@ impl Sim<'_> {
     }
 
     /// The credit wake-up of port `link` fired.
-    pub(in crate::backend::packet) fn on_credit(&mut self, link: u32) {
-        if self.credits.wake[link as usize] == self.now {
-            self.credits.wake[link as usize] = NEVER;
+    pub(in crate::backend::packet) fn on_credit(&mut self, link: PortId) {
+        if self.credits.wake[link] == self.now {
+            self.credits.wake[link] = NEVER;
         }
-        self.try_send(link as usize);
+        self.try_send(link);
     }
 }
 

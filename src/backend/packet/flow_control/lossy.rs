@@ -6,13 +6,33 @@
 //! both modes.
 //!
 
+use crate::backend::packet::ids::{LaneIdx, PortId};
 use crate::backend::packet::sim::Sim;
 
 /// Shared-buffer occupancy of every forwarding node (lossy Ethernet with
 /// `shared_buffer_bytes` set), bytes.
 pub struct SharedBuffers {
     /// Per node: shared-buffer bytes in use.
-    pub used: Vec<u64>,
+    used: Vec<u64>,
+}
+
+impl SharedBuffers {
+    /// Empty buffers for `nodes` nodes.
+    pub fn new(nodes: usize) -> SharedBuffers {
+        SharedBuffers {
+            used: vec![0; nodes],
+        }
+    }
+    /// Node `node` admitted `wire` bytes.
+    #[inline]
+    pub fn hold(&mut self, node: u32, wire: u64) {
+        self.used[node as usize] += wire;
+    }
+    /// `wire` bytes left node `node`'s buffer.
+    #[inline]
+    pub fn release(&mut self, node: u32, wire: u64) {
+        self.used[node as usize] -= wire;
+    }
 }
 
 impl Sim<'_> {
@@ -21,11 +41,11 @@ impl Sim<'_> {
     #[inline]
     pub(in crate::backend::packet) fn admit_lossy(
         &self,
-        port: usize,
-        qi: usize,
+        port: PortId,
+        qi: LaneIdx,
         wire: u64,
     ) -> bool {
-        let q = self.qbytes[qi];
+        let q = self.ports.queued_bytes(qi);
         if self.cfg.shared_buffer_bytes == 0 {
             return q + wire <= self.cfg.port_buffer_bytes;
         }

@@ -28,30 +28,54 @@
 
 use super::FlowControl;
 use crate::backend::packet::engine::Event;
+use crate::backend::packet::ids::{IdVec, LaneIdx, PortId};
 use crate::backend::packet::sim::Sim;
 use crate::backend::packet::switch::NEVER;
 
 /// PFC state of every network link, per link and lane (`link * vls + vl`).
 pub struct PfcState {
     /// Bytes the link's receiver holds that arrived over it on that lane.
-    pub ingress: Vec<u64>,
+    ingress: IdVec<LaneIdx, u64>,
     /// The receiver has paused the sender (no RESUME yet).
-    pub sent: Vec<bool>,
+    sent: IdVec<LaneIdx, bool>,
     /// The sender's lane is paused until this time, ps (NEVER = until RESUME;
     /// 0 = not paused).
-    pub paused_until: Vec<u64>,
+    paused_until: IdVec<LaneIdx, u64>,
     /// When the current pause began, ps.
-    pub pause_since: Vec<u64>,
+    pause_since: IdVec<LaneIdx, u64>,
 }
 
 impl PfcState {
     /// Nothing held and nothing paused on `lanes` (links × lanes) lanes.
     pub fn new(lanes: usize) -> PfcState {
         PfcState {
-            ingress: vec![0; lanes],
-            sent: vec![false; lanes],
-            paused_until: vec![0; lanes],
-            pause_since: vec![0; lanes],
+            ingress: IdVec::from_vec(vec![0; lanes]),
+            sent: IdVec::from_vec(vec![false; lanes]),
+            paused_until: IdVec::from_vec(vec![0; lanes]),
+            pause_since: IdVec::from_vec(vec![0; lanes]),
+        }
+    }
+
+    /// Whether the sender of lane `qi` is paused at `now`.
+    #[inline]
+    pub fn is_paused(&self, qi: LaneIdx, now: u64) -> bool {
+        self.paused_until[qi] > now
+    }
+
+    /// Whether any lane is paused at `now` (the deadlock watchdog).
+    pub fn any_paused(&self, now: u64) -> bool {
+        self.paused_until.iter().any(|&u| u > now)
+    }
+
+    /// Ends every pause still running at `end` (a stalled or cut-short run),
+    /// calling `f(lane, paused time)` for each.
+    pub fn end_pauses(&mut self, end: u64, mut f: impl FnMut(LaneIdx, u64)) {
+        let lanes = self.paused_until.iter_mut().zip(&self.pause_since);
+        for (qi, (u, &since)) in lanes.enumerate() {
+            if *u != 0 {
+                f(LaneIdx(qi as u32), end.saturating_sub(since));
+                *u = 0;
+            }
         }
     }
 }
@@ -60,19 +84,14 @@ impl Sim<'_> {
     /// PFC: a packet of `wire` bytes that arrived over `link` on lane `vl` is now
     /// held by the link's receiving node.
     #[inline]
-    pub(in crate::backend::packet) fn pfc_hold(&mut self, link: usize, vl: u8, wire: u64) {
+    pub(in crate::backend::packet) fn pfc_hold(&mut self, link: PortId, vl: u8, wire: u64) {
         let FlowControl::Pfc { xoff, headroom, .. } = self.cfg.flow_control else {
             return;
         };
-        let qi = link * self.vls + vl as usize;
+        let qi = link.lane(vl, self.vls);
         self.pfc.ingress[qi] += wire;
         let b = self.pfc.ingress[qi];
-        if b > self.stats.pfc_max_ingress_bytes {
-            self.stats.pfc_max_ingress_bytes = b;
-        }
-        if b > xoff + headroom {
-            self.stats.pfc_headroom_overflows += 1;
-        }
+        self.counters.pfc_held(b, b > xoff + headroom);
         if b > xoff && !self.pfc.sent[qi] {
             self.pfc.sent[qi] = true;
             self.send_pfc_frame(link, vl, true);
@@ -81,11 +100,11 @@ impl Sim<'_> {
 
     /// PFC: a held packet left (started transmission onward, or was flushed).
     #[inline]
-    pub(in crate::backend::packet) fn pfc_release(&mut self, link: usize, vl: u8, wire: u64) {
+    pub(in crate::backend::packet) fn pfc_release(&mut self, link: PortId, vl: u8, wire: u64) {
         let FlowControl::Pfc { xon, .. } = self.cfg.flow_control else {
             return;
         };
-        let qi = link * self.vls + vl as usize;
+        let qi = link.lane(vl, self.vls);
         self.pfc.ingress[qi] -= wire;
         if self.pfc.sent[qi] && self.pfc.ingress[qi] <= xon {
             self.pfc.sent[qi] = false;
@@ -94,7 +113,7 @@ impl Sim<'_> {
     }
 
     /// Duration of one PAUSE with the configured quanta on `link`, ps (0 = until RESUME).
-    fn pause_time(&self, link: usize) -> u64 {
+    fn pause_time(&self, link: PortId) -> u64 {
         let q = self.cfg.pfc_pause_quanta as u64;
         if q == 0 {
             0
@@ -104,21 +123,19 @@ impl Sim<'_> {
     }
 
     /// The receiver of `link` sends a PAUSE (or RESUME) for lane `vl` upstream.
-    fn send_pfc_frame(&mut self, link: usize, vl: u8, pause: bool) {
+    fn send_pfc_frame(&mut self, link: PortId, vl: u8, pause: bool) {
         let port = &mut self.ports[link];
         if pause {
             port.pause_tx += 1;
-            self.fabric.pfc_pause_frames += 1;
-        } else {
-            self.stats.pfc_resume_frames += 1;
         }
+        self.counters.pfc_frame(pause);
         // A 64-byte frame that overtakes queued data (MAC control frames are
         // sent ahead of the queues), then the link's latency.
         let at = self.now + port.tx_time(64) + port.latency;
         self.q.push(
             at,
             Event::Pfc {
-                link: link as u32,
+                link,
                 vl,
                 kind: u8::from(pause),
             },
@@ -126,34 +143,28 @@ impl Sim<'_> {
         if pause {
             let t = self.pause_time(link);
             if t > 0 {
-                self.q.push(
-                    self.now + (t / 2).max(1),
-                    Event::Pfc {
-                        link: link as u32,
-                        vl,
-                        kind: 2,
-                    },
-                );
+                self.q
+                    .push(self.now + (t / 2).max(1), Event::Pfc { link, vl, kind: 2 });
             }
         }
     }
 
     /// Ends a pause of lane `qi` of port `link` now, accounting its time.
-    fn unpause(&mut self, link: usize, qi: usize) {
+    fn unpause(&mut self, link: PortId, qi: LaneIdx) {
         let since = self.pfc.pause_since[qi];
         self.pfc.paused_until[qi] = 0;
         let d = self.now - since;
         let port = &mut self.ports[link];
         port.paused_ps += d;
         port.stall_ps += d;
-        self.stats.pfc_paused_ps += d;
+        self.counters.pfc_paused(d);
         self.try_send(link);
     }
 
     /// A PFC event of `link`, lane `vl` (see [`Event::Pfc`](super::engine::Event::Pfc)).
-    pub(in crate::backend::packet) fn on_pfc(&mut self, link: u32, vl: u8, kind: u8) {
-        let l = link as usize;
-        let qi = l * self.vls + vl as usize;
+    pub(in crate::backend::packet) fn on_pfc(&mut self, link: PortId, vl: u8, kind: u8) {
+        let l = link;
+        let qi = link.lane(vl, self.vls);
         match kind {
             1 => {
                 self.ports[l].pause_rx += 1;
@@ -193,8 +204,10 @@ impl Sim<'_> {
     /// `b`'s queues hold packets that arrived over `a`. Empty if there is none.
     pub(in crate::backend::packet) fn pfc_cycle(&self) -> Vec<(u32, u32, u32)> {
         let n = self.ports.len();
-        let paused =
-            |p: usize| (0..self.vls).any(|v| self.pfc.paused_until[p * self.vls + v] > self.now);
+        let vls = self.vls;
+        let paused = |p: usize| {
+            (0..vls).any(|v| self.pfc.paused_until[PortId(p as u32).lane(v as u8, vls)] > self.now)
+        };
         let mut out_of: Vec<Vec<u32>> = vec![Vec::new(); self.topo.nodes.len()];
         for (i, p) in self.ports.iter().enumerate() {
             if paused(i) {
@@ -202,10 +215,10 @@ impl Sim<'_> {
             }
         }
         let holds_from = |b: usize, a: u32| {
-            (0..self.vls).any(|v| {
-                self.queues[b * self.vls + v]
-                    .iter()
-                    .any(|&k| self.pkts[k].link == a)
+            (0..vls).any(|v| {
+                self.ports
+                    .queued(PortId(b as u32).lane(v as u8, vls))
+                    .any(|k| self.pkts[k].link == PortId(a))
             })
         };
         // Iterative DFS with colours; `parent` rebuilds the cycle.
@@ -218,7 +231,9 @@ impl Sim<'_> {
             let mut stack: Vec<(usize, usize)> = vec![(s, 0)];
             colour[s] = 1;
             while let Some(&mut (a, ref mut i)) = stack.last_mut() {
-                let next = out_of[self.ports[a].to as usize].get(*i).copied();
+                let next = out_of[self.ports[PortId(a as u32)].to as usize]
+                    .get(*i)
+                    .copied();
                 *i += 1;
                 match next {
                     None => {
@@ -240,7 +255,10 @@ impl Sim<'_> {
                             cyc.reverse();
                             return cyc
                                 .into_iter()
-                                .map(|p| (p as u32, self.ports[p].from, self.ports[p].to))
+                                .map(|p| {
+                                    let port = &self.ports[PortId(p as u32)];
+                                    (p as u32, port.from, port.to)
+                                })
                                 .collect();
                         }
                         if colour[b] == 0 {

@@ -361,9 +361,12 @@ pub fn run(s: &Scenario, topo: &Topology, fidelity: Fidelity) -> Estimate {
                 // each message is cut into chunks: at least one transfer per
                 // message and one per chunk of the bytes moved
                 let t = messages.max(moved / chunk);
-                if fidelity != Fidelity::Analytical {
+                // faults make every fidelity run the schedule, twice (the
+                // healthy baseline and the faulty run)
+                if fidelity != Fidelity::Analytical || !s.faults.is_empty() {
+                    let runs = if s.faults.is_empty() { 1.0 } else { 2.0 };
                     largest = largest.max(t);
-                    flows += t;
+                    flows += runs * t;
                     per_message = per_message.max(messages);
                 }
                 bytes += moved;

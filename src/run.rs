@@ -7,8 +7,8 @@ use std::fmt;
 use std::time::Instant;
 
 use crate::backend::{
-    self, BackendConfig, BackendError, FabricCounters, LinkCounters, Observers, ProgressHook,
-    RunOutput, TimelineRequest,
+    self, BackendConfig, BackendError, FabricCounters, LinkCounters, LinkEvent, Observers,
+    ProgressHook, RunOutput, TimelineRequest,
 };
 use crate::collective::{self, CollectiveError, CollectiveSpec};
 use crate::config::usage::Usage;
@@ -176,6 +176,15 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
     let mut acc = Accumulated::new(opts.collect_links, opts.detail, opts.flow_records);
     let (mut training, mut inference) = (None, None);
     let packet = read_backend_keys(scenario, fidelity, seed, &mut usage);
+    // training and inference apply their faults run by run (each alone too)
+    let faults = match scenario.workload {
+        WorkloadSpec::Collective(_) | WorkloadSpec::Traffic(_) => {
+            crate::workload::faults::Applied::new(&scenario.faults, &topo)
+        }
+        WorkloadSpec::Training(_) | WorkloadSpec::Inference(_) => {
+            crate::workload::faults::Applied::none()
+        }
+    };
     let exec = Executor {
         scenario,
         topo: &topo,
@@ -183,12 +192,13 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
         seed,
         opts,
         packet: packet.as_ref(),
+        link_events: &faults.link_events,
     };
     read_model_workload_keys(scenario, fidelity, &mut usage);
     let outcome = match &scenario.workload {
         WorkloadSpec::Collective(w) => run_collectives(w, &exec, &mut acc, &mut usage),
         WorkloadSpec::Traffic(t) => {
-            read_traffic_keys(scenario, t, &mut usage);
+            read_traffic_keys(scenario, t, fidelity, &mut usage);
             run_traffic(t, &exec, &mut acc)
         }
         WorkloadSpec::Training(t) => {
@@ -228,6 +238,19 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
         inference,
         ignored_settings: usage.ignored(scenario.workload.kind_name(), fidelity),
         deadlock,
+        faults: match scenario.workload {
+            WorkloadSpec::Collective(_) | WorkloadSpec::Traffic(_) => scenario
+                .faults
+                .iter()
+                .filter(|f| !matches!(f.kind, crate::config::workload::FaultKind::SlowGpu { .. }))
+                .map(|f| crate::report::AppliedFault {
+                    name: f.name.clone(),
+                    kind: fault_kind_name(&f.kind).into(),
+                    at_us: f.at.as_us(),
+                })
+                .collect(),
+            WorkloadSpec::Training(_) | WorkloadSpec::Inference(_) => Vec::new(),
+        },
         wall_s: wall.elapsed().as_secs_f64(),
     };
     Ok(acc.finish(scenario, &topo, outcome))
@@ -310,9 +333,7 @@ pub fn read_collective_keys(
         "workload.dtype",
         "workload.chunk",
     ]);
-    usage.skip("faults", || {
-        "faults apply to training and inference workloads; a collective sweep runs on the healthy fabric".into()
-    });
+    crate::workload::faults::read_keys(&s.faults, fidelity, Some("a collective sweep"), usage);
     // what runs: NVLS and the CollNet chain lower to the ring when the switches
     // cannot do their part (SHARP's fallback is already in `spec`)
     let runs = match spec.algorithm {
@@ -525,6 +546,7 @@ fn read_backend_keys(
 fn read_traffic_keys(
     s: &Scenario,
     spec: &crate::workload::traffic::TrafficSpec,
+    fidelity: Fidelity,
     usage: &mut Usage,
 ) {
     use crate::workload::traffic::TrafficSpec;
@@ -550,9 +572,7 @@ fn read_traffic_keys(
     usage.void("fabric.qps_per_connection", || {
         "a traffic pattern's flows are one queue pair each; queue pairs per connection shape collectives".into()
     });
-    usage.skip("faults", || {
-        "faults apply to training and inference workloads; traffic patterns run on the healthy fabric".into()
-    });
+    crate::workload::faults::read_keys(&s.faults, fidelity, Some("a traffic pattern"), usage);
 }
 
 /// Records in `usage` the keys a training or inference run consumes: its
@@ -563,7 +583,7 @@ fn read_model_workload_keys(s: &Scenario, fidelity: Fidelity, usage: &mut Usage)
         WorkloadSpec::Inference(i) => inference::read_keys(i, usage),
         WorkloadSpec::Collective(_) | WorkloadSpec::Traffic(_) => return,
     }
-    crate::workload::faults::read_keys(&s.faults, fidelity, usage);
+    crate::workload::faults::read_keys(&s.faults, fidelity, None, usage);
     // a plan's collectives may reduce in the switches when their algorithm is
     // `auto` (NCCL's tuner, SHARP and NVLS included where they run) or fixed
     // to one that does
@@ -646,7 +666,7 @@ pub fn ignored_settings(
                 read_collective_keys(scenario, w, &spec, &ranks, &topo, fidelity, &mut usage);
             }
         }
-        WorkloadSpec::Traffic(t) => read_traffic_keys(scenario, t, &mut usage),
+        WorkloadSpec::Traffic(t) => read_traffic_keys(scenario, t, fidelity, &mut usage),
         WorkloadSpec::Training(_) | WorkloadSpec::Inference(_) => {
             read_model_workload_keys(scenario, fidelity, &mut usage)
         }
@@ -665,13 +685,18 @@ struct Executor<'a> {
     /// The packet level's settings as the run read them (at the packet
     /// fidelity; `None` elsewhere, or where a caller builds them itself).
     packet: Option<&'a backend::packet::PacketConfig>,
+    /// The scenario's link and switch faults, applied to every DAG this
+    /// executor runs (collective sweeps and traffic patterns; a training or
+    /// inference run applies its own, fault by fault).
+    link_events: &'a [LinkEvent],
 }
 
 impl Executor<'_> {
     /// Runs one DAG at this fidelity; `horizon` is a guess of its length for the
     /// report's link timeline (zero when unknown).
-    fn run_dag(&self, dag: &Dag, horizon: SimTime) -> Result<RunOutput, RunError> {
+    fn run_dag(&self, dag: &Dag, horizon: SimTime) -> Result<RunOutput, BackendError> {
         let cfg = BackendConfig {
+            link_events: self.link_events.to_vec(),
             // read once per run by `read_backend_keys`, which records its keys
             packet: match self.packet {
                 Some(cfg) => Some(cfg.clone()),
@@ -690,7 +715,24 @@ impl Executor<'_> {
             }),
             sampling: None,
         };
-        Ok(backend::run(dag, self.topo, &cfg, &observers)?)
+        backend::run(dag, self.topo, &cfg, &observers)
+    }
+
+    /// [`Executor::run_dag`] with the scenario's faults; a transfer they leave
+    /// without a path is an error located at the fault that cut it.
+    fn run_faulty(&self, dag: &Dag, horizon: SimTime) -> Result<RunOutput, RunError> {
+        self.run_dag(dag, horizon).map_err(|e| {
+            let every: Vec<usize> = (0..self.scenario.faults.len()).collect();
+            cut_error(dag, self.scenario, self.topo, self.fidelity, &every, e)
+        })
+    }
+
+    /// This executor on the healthy fabric (no link events).
+    fn healthy(&self) -> Executor<'_> {
+        Executor {
+            link_events: &[],
+            ..*self
+        }
     }
 }
 
@@ -712,7 +754,10 @@ fn run_collectives(
     for &bytes in &w.sizes {
         let spec = spec_for(w, bytes, &ranks, topo)?;
         read_collective_keys(exec.scenario, w, &spec, &ranks, topo, exec.fidelity, usage);
-        let time = if exec.fidelity == Fidelity::Analytical {
+        // with faults every fidelity runs the schedule (the closed forms know
+        // no timed link event), and the healthy fabric's time is the baseline
+        let faulty = !exec.link_events.is_empty();
+        let time = if exec.fidelity == Fidelity::Analytical && !faulty {
             // closed forms: no DAG, so 100k+ GPUs cost O(N)
             let t = collective::analytical_time(&spec, &ranks, topo)?;
             let moved = collective::traffic_bytes(&spec, &ranks, topo)?;
@@ -731,12 +776,23 @@ fn run_collectives(
             };
             let label = format!("{} {}", spec.op.name(), format_bytes(bytes));
             let mut out = exec
-                .run_dag(&dag, horizon)
+                .run_faulty(&dag, horizon)
                 .map_err(|e| e.during(|| label.clone()))?;
             acc.add_run(&label, &dag, topo, &mut out, bytes);
             let t = out.op_timing[0];
             let time = t.end - t.start;
             let mut r = row(w, &spec, n, time.as_secs_f64());
+            if faulty {
+                let healthy = exec
+                    .healthy()
+                    .run_dag(&dag, horizon)
+                    .map_err(|e| RunError::from(e).during(|| format!("healthy {label}")))?;
+                acc.add_events(healthy.events);
+                let t = healthy.op_timing[0];
+                let h = row(w, &spec, n, (t.end - t.start).as_secs_f64());
+                r.healthy_time_us = Some(h.time_us);
+                r.healthy_busbw_gbps = Some(h.busbw_gbps);
+            }
             let wire = busiest_nic_bytes(&dag, topo);
             if wire > 0 && time > SimTime::ZERO {
                 r.wirebw_gbps = Some(wire as f64 / time.as_secs_f64() / 1e9);
@@ -770,7 +826,7 @@ fn run_traffic(
     let mut dag = generate(&spec, exec.topo)
         .map_err(|e| RunError::Unsupported(format!("workload.{}: {}", e.field, e.message)))?;
     crate::workload::traffic::add_extra_flows(&mut dag, &exec.scenario.extra_flows);
-    let mut out = exec.run_dag(&dag, SimTime::ZERO)?;
+    let mut out = exec.run_faulty(&dag, SimTime::ZERO)?;
     // One row per flow in flows.csv (collective_bytes is 0: no collective).
     acc.add_run("traffic", &dag, exec.topo, &mut out, 0);
     Ok(())
@@ -958,6 +1014,8 @@ pub fn row(w: &CollectiveWorkload, spec: &CollectiveSpec, n: u32, secs: f64) -> 
             1
         },
         wirebw_gbps: None,
+        healthy_time_us: None,
+        healthy_busbw_gbps: None,
     }
 }
 
@@ -1024,6 +1082,7 @@ pub fn run_training(
         seed,
         opts,
         packet: None,
+        link_events: &[],
     };
     let every: Vec<usize> = (0..scenario.faults.len()).collect();
     let (dag, out) = run_dag_with(&exec, &step.dag, &every)?;
@@ -1329,6 +1388,7 @@ pub fn run_inference(
         seed,
         opts,
         packet: None,
+        link_events: &[],
     };
     let (dag, out) = run_dag_with(&exec, &b.dag, &every)?;
     acc.add_output(&out);

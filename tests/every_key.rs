@@ -561,6 +561,7 @@ fn cases() -> Vec<(&'static str, Fidelity)> {
     for ex in [
         "allgather-fat-tree.toml",
         "allreduce-infiniband-sharp.toml",
+        "allreduce-faulty-cable.toml",
         "allreduce-leaf-spine.toml",
         "allreduce-roce.toml",
         "alltoall-oversubscribed.toml",
@@ -581,6 +582,7 @@ fn cases() -> Vec<(&'static str, Fidelity)> {
     }
     for ex in [
         "allgather-fat-tree.toml",
+        "allreduce-faulty-cable.toml",
         "alltoall-oversubscribed.toml",
         "hierarchical-rail.toml",
         "incast-infiniband.toml",

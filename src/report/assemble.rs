@@ -250,6 +250,10 @@ pub struct Outcome {
     pub ignored_settings: Vec<crate::config::IgnoredSetting>,
     /// The PFC deadlock that stopped the run, if one did.
     pub deadlock: Option<DeadlockReport>,
+    /// The link and switch faults every run of a collective sweep or traffic
+    /// pattern had (a training or inference run reports each fault's effect
+    /// in its own section instead).
+    pub faults: Vec<crate::report::AppliedFault>,
     /// Wall-clock time the runs took, seconds.
     pub wall_s: f64,
 }
@@ -271,6 +275,7 @@ impl Accumulated {
             inference,
             ignored_settings,
             deadlock,
+            faults,
             wall_s,
         } = outcome;
         let detail = self.detail && fidelity != Fidelity::Analytical;
@@ -315,6 +320,7 @@ impl Accumulated {
             inference,
             ignored_settings,
             deadlock,
+            faults,
             fct_cdf,
             traffic_matrix,
             link_timeline,

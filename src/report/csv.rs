@@ -9,12 +9,12 @@ use super::Report;
 /// One row per collective size.
 pub fn collectives(r: &Report) -> String {
     let mut s = String::from(
-        "scenario,fidelity,op,algorithm,bytes,count,type,ranks,time_us,algbw_GBps,busbw_GBps,protocol,channels,wirebw_GBps\n",
+        "scenario,fidelity,op,algorithm,bytes,count,type,ranks,time_us,algbw_GBps,busbw_GBps,protocol,channels,wirebw_GBps,healthy_time_us,healthy_busbw_GBps\n",
     );
     for c in &r.collectives {
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{},{},{}",
+            "{},{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{},{},{},{},{}",
             csv_field(&r.scenario),
             r.fidelity,
             c.op,
@@ -29,7 +29,11 @@ pub fn collectives(r: &Report) -> String {
             c.protocol,
             c.channels,
             c.wirebw_gbps
-                .map_or_else(String::new, |w| format!("{w:.4}"))
+                .map_or_else(String::new, |w| format!("{w:.4}")),
+            c.healthy_time_us
+                .map_or_else(String::new, |t| format!("{t:.4}")),
+            c.healthy_busbw_gbps
+                .map_or_else(String::new, |b| format!("{b:.4}"))
         );
     }
     s

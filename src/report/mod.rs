@@ -56,6 +56,24 @@ pub struct CollectiveRow {
     /// no schedule, and on one host.
     #[serde(rename = "wirebw_GBps")]
     pub wirebw_gbps: Option<f64>,
+    /// With `[[faults]]`: the same collective's time on the healthy fabric,
+    /// microseconds (the faults' baseline). `None` without faults.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub healthy_time_us: Option<f64>,
+    /// With `[[faults]]`: the healthy fabric's busbw, GB/s. `None` without faults.
+    #[serde(rename = "healthy_busbw_GBps", skip_serializing_if = "Option::is_none")]
+    pub healthy_busbw_gbps: Option<f64>,
+}
+
+/// A fault a collective sweep or traffic pattern ran with.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AppliedFault {
+    /// The fault's name.
+    pub name: String,
+    /// Its kind (`link_down`, `link_degraded`, `switch_down`).
+    pub kind: String,
+    /// When it starts, microseconds from the start of each run.
+    pub at_us: f64,
 }
 
 /// Percentiles of flow completion times, microseconds.
@@ -341,6 +359,10 @@ pub struct Report {
     pub inference: Option<workload::InferenceReport>,
     /// Settings present in the scenario that this fidelity does not use, and why.
     pub ignored_settings: Vec<IgnoredSetting>,
+    /// The link and switch faults a collective sweep or traffic pattern ran
+    /// with (every size, `at` from each size's start); empty without faults.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<AppliedFault>,
     /// Set when a PFC deadlock stopped the run; the rows above are what completed
     /// before it.
     #[serde(skip_serializing_if = "Option::is_none")]

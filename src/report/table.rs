@@ -89,6 +89,13 @@ pub fn render(r: &Report) -> String {
             );
         }
     }
+    for f in &r.faults {
+        let _ = writeln!(
+            s,
+            "# fault {:?} ({} at {:.1} us from the start of each run) applied to every run",
+            f.name, f.kind, f.at_us
+        );
+    }
     for ig in &r.ignored_settings {
         let _ = writeln!(
             s,
@@ -164,6 +171,30 @@ pub fn collective_table(r: &Report) -> String {
             c.busbw_gbps,
             wire
         );
+    }
+    let healthy: Vec<_> = r
+        .collectives
+        .iter()
+        .filter_map(|c| Some((c.bytes, c.healthy_time_us?, c.healthy_busbw_gbps?, c)))
+        .collect();
+    if !healthy.is_empty() {
+        let _ = writeln!(
+            s,
+            "#\n# with the faults against the healthy fabric:\n# {:>12} {:>12} {:>12} {:>10} {:>10} {:>9}",
+            "size", "time(us)", "healthy(us)", "busbw", "healthy", "slowdown"
+        );
+        for (bytes, h_time, h_busbw, c) in healthy {
+            let slowdown = if h_time > 0.0 {
+                c.time_us / h_time
+            } else {
+                1.0
+            };
+            let _ = writeln!(
+                s,
+                "  {:>12} {:>12.2} {:>12.2} {:>10.2} {:>10.2} {:>8.3}x",
+                bytes, c.time_us, h_time, c.busbw_gbps, h_busbw, slowdown
+            );
+        }
     }
     if !r.collectives.is_empty() {
         let avg =

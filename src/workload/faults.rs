@@ -10,6 +10,10 @@
 //!   bytes; packet: packets on the wire or queued are lost and recovered by the
 //!   transport). At the analytical fidelity a transfer that starts at or after
 //!   `at` sees the failed fabric ([`crate::backend::analytical`]).
+//! - Collective sweeps and traffic patterns have no compute: their slow GPUs are
+//!   listed as ignored, their link and switch faults apply to every run, `at`
+//!   counted from the start of each size's collective (each size starts on the
+//!   healthy fabric at time zero, as nccl-tests runs sizes one after another).
 //! - `link_degraded`: the link's line rate drops to `rate` at `at` (both
 //!   directions), with the same timing rule. Its `bit_error_rate` is a
 //!   [`LinkEventKind::Ber`] event that only the packet fidelity models, where each packet crossing the
@@ -26,14 +30,24 @@ use crate::dag::{Dag, TaskKind};
 use crate::topology::Topology;
 use crate::units::SimTime;
 
-/// Records in `usage` the `[[faults]]` keys a training or inference run at
-/// `fidelity` consumes: every fault, its bit-error rate at the packet level only.
+/// Records in `usage` the `[[faults]]` keys a run at `fidelity` consumes: every
+/// link and switch fault, its bit-error rate at the packet level only, and a
+/// `slow_gpu` only where the workload has compute to slow (`no_compute` names a
+/// workload without any, such as "a collective sweep", whose slow GPUs are
+/// skipped with that reason).
 pub fn read_keys(
     faults: &[FaultSpec],
     fidelity: crate::config::Fidelity,
+    no_compute: Option<&str>,
     usage: &mut crate::config::usage::Usage,
 ) {
     for (i, f) in faults.iter().enumerate() {
+        if let (FaultKind::SlowGpu { .. }, Some(what)) = (&f.kind, no_compute) {
+            usage.skip(&format!("faults.{i}"), || {
+                format!("a slow GPU stretches compute tasks, and {what} has none: its transfers run at the fabric's pace")
+            });
+            continue;
+        }
         let ber = format!("faults.{i}.bit_error_rate");
         if let FaultKind::LinkDegraded {
             bit_error_rate: Some(_),

@@ -119,9 +119,15 @@ impl Usage {
     /// has used here is skipped because of `why`: how a run at one fidelity lists
     /// what only another fidelity's readers consume.
     pub fn skip_touched_by(&mut self, other: &Usage, why: impl Fn() -> String) {
+        // a set, not a scan per key: a flow list sets hundreds of thousands of keys
+        let touched: std::collections::HashSet<&str> = other
+            .keys
+            .iter()
+            .filter(|(_, f)| *f != Fate::Unread)
+            .map(|(k, _)| k.as_str())
+            .collect();
         for (k, fate) in &mut self.keys {
-            let touched = other.keys.iter().any(|(o, f)| o == k && *f != Fate::Unread);
-            if touched && *fate == Fate::Unread {
+            if touched.contains(k.as_str()) && *fate == Fate::Unread {
                 *fate = Fate::Skipped(why());
             }
         }

@@ -405,6 +405,10 @@ pub fn run(s: &Scenario, topo: &Topology, fidelity: Fidelity) -> Estimate {
                     let mean = cdf.mean().max(1.0);
                     (b / mean, b, "workload.duration")
                 }
+                T::Flows(list) => {
+                    let b: f64 = list.iter().map(|f| f.bytes as f64).sum();
+                    (list.len() as f64, b, "workload.flows")
+                }
             };
             e.events_driver = driver;
             let extra: f64 = s.extra_flows.iter().map(|f| f.bytes as f64).sum();

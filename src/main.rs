@@ -242,6 +242,18 @@ enum Command {
     /// List the hardware presets a scenario can name.
     #[command(after_help = "Example:\n  fabricsim presets")]
     Presets,
+    /// Convert an htsim connection matrix (.cm) into a scenario with a flow list.
+    #[command(
+        name = "import-cm",
+        after_help = "Triggers become dependencies (send_done_trigger: after_sent, recv_done_trigger: after).\nThe scenario's fabric is a placeholder: set the one the htsim run used.\n\nExample:\n  fabricsim import-cm perm_128.cm -o perm_128.toml && fabricsim run perm_128.toml --fidelity packet"
+    )]
+    ImportCm {
+        /// The htsim connection matrix.
+        matrix: PathBuf,
+        /// Write the scenario here (default: standard output).
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
 }
 
 fn parse_fidelity(s: &str) -> Result<Fidelity, String> {
@@ -348,6 +360,7 @@ fn command(cli: Cli) -> ExitCode {
             }
             Err(e) => config_failure(&e),
         },
+        Command::ImportCm { matrix, output } => import_cm(&matrix, output.as_deref()),
         Command::Presets => {
             outln!("cluster presets ([cluster] preset = …):");
             for p in config::presets::NODE_PRESETS {
@@ -553,6 +566,36 @@ fn base_failure(e: &cluster::BaseError) -> ExitCode {
         cluster::BaseError::Config(c) => config_failure(c),
         cluster::BaseError::Usage(m) => usage(m),
     }
+}
+
+/// `fabricsim import-cm`: an htsim connection matrix as a scenario.
+fn import_cm(matrix: &Path, output: Option<&Path>) -> ExitCode {
+    let text = match fabricsim::budget::read_text(matrix, fabricsim::budget::MAX_INPUT_BYTES) {
+        Ok(t) => t,
+        Err(e) => return usage(&format!("cannot read {}: {e}", matrix.display())),
+    };
+    let cm = match fabricsim::workload::flows::import_htsim_cm(&text) {
+        Ok(cm) => cm,
+        Err(e) if e.line == 0 => return usage(&format!("{}: {}", matrix.display(), e.message)),
+        Err(e) => return usage(&format!("{}:{}: {}", matrix.display(), e.line, e.message)),
+    };
+    let scenario = fabricsim::workload::flows::cm_scenario(&cm, &matrix.display().to_string());
+    match output {
+        Some(path) => {
+            if let Err(e) = std::fs::write(path, &scenario) {
+                errln!("error: writing {}: {e}", path.display());
+                return ExitCode::FAILURE;
+            }
+            errln!(
+                "# {} flows over {} hosts written to {}",
+                cm.flows.len(),
+                cm.nodes,
+                path.display()
+            );
+        }
+        None => out!("{scenario}"),
+    }
+    ExitCode::SUCCESS
 }
 
 fn usage(msg: &str) -> ExitCode {

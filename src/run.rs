@@ -568,6 +568,7 @@ fn read_traffic_keys(
             "workload.duration",
             "simulation.seed",
         ]),
+        TrafficSpec::Flows(_) => usage.read("workload.flows"),
     }
     usage.void("fabric.qps_per_connection", || {
         "a traffic pattern's flows are one queue pair each; queue pairs per connection shape collectives".into()
@@ -825,8 +826,35 @@ fn run_traffic(
     }
     let mut dag = generate(&spec, exec.topo)
         .map_err(|e| RunError::Unsupported(format!("workload.{}: {}", e.field, e.message)))?;
+    // a flow list's flows are one operation each, whose timing is the flow's
+    let listed_ops = match &spec {
+        TrafficSpec::Flows(list) => {
+            dag = Dag::new();
+            Some(crate::workload::flows::lower(list, &mut dag))
+        }
+        _ => None,
+    };
     crate::workload::traffic::add_extra_flows(&mut dag, &exec.scenario.extra_flows);
     let mut out = exec.run_faulty(&dag, SimTime::ZERO)?;
+    if let (TrafficSpec::Flows(list), Some(ops)) = (&spec, &listed_ops) {
+        let rows = list
+            .iter()
+            .zip(ops)
+            .filter_map(|(f, &op)| {
+                let t = out.op_timing.get(op as usize)?;
+                Some(crate::report::ListedFlowResult {
+                    id: f.id.clone(),
+                    src: f.src.0,
+                    dst: f.dst.0,
+                    bytes: f.bytes,
+                    start_us: t.start.as_us(),
+                    end_us: t.end.as_us(),
+                    fct_us: (t.end - t.start).as_us(),
+                })
+            })
+            .collect();
+        acc.set_listed_flows(rows);
+    }
     // One row per flow in flows.csv (collective_bytes is 0: no collective).
     acc.add_run("traffic", &dag, exec.topo, &mut out, 0);
     Ok(())

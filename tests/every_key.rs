@@ -201,6 +201,13 @@ const ALTERNATIVES: &[(&str, &[&str])] = &[
     ("workload.extra_flows.N.dst", &["2", "3"]),
     ("workload.extra_flows.N.bytes", &["\"64KiB\"", "\"4MiB\""]),
     ("workload.extra_flows.N.start", &["\"0us\"", "\"10us\""]),
+    ("workload.flows.N.id", &["\"renamed\""]),
+    ("workload.flows.N.src", &["0", "3"]),
+    ("workload.flows.N.dst", &["1", "2"]),
+    ("workload.flows.N.bytes", &["\"64KiB\"", "\"8MiB\""]),
+    ("workload.flows.N.start", &["\"0us\"", "\"200us\""]),
+    ("workload.flows.N.after", &["[]"]),
+    ("workload.flows.N.after_sent", &["[]"]),
 ];
 
 /// Keys that bound or label a run rather than shape it: a change leaves a
@@ -232,6 +239,24 @@ const BOUNDS_AND_LABELS: &[&str] = &[
 /// before the backend runs. Issue 12's note names them; the list may only
 /// shrink: an entry that no longer fails is itself a failure.
 const KNOWN_GAPS: &[(&str, Fidelity, &str, &str)] = &[
+    (
+        "flows-pipeline.toml",
+        Fidelity::Analytical,
+        "cluster.nodes",
+        "more hosts add no flow, and without contention the listed flows' paths cost the same",
+    ),
+    (
+        "flows-pipeline.toml",
+        Fidelity::Packet,
+        "fabric.vl_escalation",
+        "a chain of single flows never fills a lossless loop that escalation would break",
+    ),
+    (
+        "flows-pipeline.toml",
+        Fidelity::Packet,
+        "fabric.ecn",
+        "one flow per link at a time: no queue reaches the marking threshold",
+    ),
     (
         "allgather-fat-tree.toml",
         Fidelity::Analytical,
@@ -408,6 +433,7 @@ fn schema_keys() -> BTreeSet<String> {
             "workload.extra_flows.N.",
             "[[workload.extra_flows]]\nzzz_probe = 1\n",
         ),
+        ("workload.flows.N.", "[[workload.flows]]\nzzz_probe = 1\n"),
     ];
     for (prefix, text) in sections {
         let err = config::parse("probe.toml", text).unwrap_err();
@@ -438,6 +464,7 @@ fn schema_keys() -> BTreeSet<String> {
                     | "workload.gpu"
                     | "workload.inference"
                     | "workload.extra_flows"
+                    | "workload.flows"
             ) {
                 keys.insert(key);
             }
@@ -566,6 +593,7 @@ fn cases() -> Vec<(&'static str, Fidelity)> {
         "allreduce-roce.toml",
         "alltoall-oversubscribed.toml",
         "dragonfly-alltoall.toml",
+        "flows-pipeline.toml",
         "hierarchical-rail.toml",
         "incast-infiniband.toml",
         "incast-lossy-ethernet.toml",
@@ -584,6 +612,7 @@ fn cases() -> Vec<(&'static str, Fidelity)> {
         "allgather-fat-tree.toml",
         "allreduce-faulty-cable.toml",
         "alltoall-oversubscribed.toml",
+        "flows-pipeline.toml",
         "hierarchical-rail.toml",
         "incast-infiniband.toml",
         "incast-roce-pfc-dcqcn.toml",
@@ -594,6 +623,7 @@ fn cases() -> Vec<(&'static str, Fidelity)> {
         v.push((ex, Flow));
     }
     for ex in [
+        "flows-pipeline.toml",
         "incast-infiniband.toml",
         "incast-lossy-ethernet.toml",
         "incast-roce-lossy.toml",

@@ -646,6 +646,36 @@ fn corpus() -> Vec<Case> {
             )
             .into_bytes(),
         ),
+        ("50,000 flows in one dependency chain", {
+            let mut t = String::from(
+                    "[cluster]\nnodes = 4\ngpus_per_node = 1\nnics_per_node = 1\nnvlink_bandwidth = \"450GB/s\"\n[topology]\nkind = \"leaf_spine\"\nradix = 4\n[fabric]\npreset = \"ib-ndr-400\"\n[workload]\nkind = \"flows\"\n",
+                );
+            for i in 0..50_000u32 {
+                let after = if i > 0 {
+                    format!("after = [{}]\n", i - 1)
+                } else {
+                    String::new()
+                };
+                t.push_str(&format!(
+                    "[[workload.flows]]\nid = {i}\nsrc = {}\ndst = {}\nbytes = 64\n{after}",
+                    i % 4,
+                    (i + 1) % 4
+                ));
+            }
+            t.into_bytes()
+        }),
+        ("a dependency cycle through 50,000 flows", {
+            let mut t = String::from(
+                    "[cluster]\nnodes = 4\ngpus_per_node = 1\nnics_per_node = 1\nnvlink_bandwidth = \"450GB/s\"\n[topology]\nkind = \"leaf_spine\"\nradix = 4\n[fabric]\npreset = \"ib-ndr-400\"\n[workload]\nkind = \"flows\"\n",
+                );
+            for i in 0..50_000u32 {
+                t.push_str(&format!(
+                    "[[workload.flows]]\nid = {i}\nsrc = 0\ndst = 1\nbytes = 64\nafter = [{}]\n",
+                    (i + 1) % 50_000
+                ));
+            }
+            t.into_bytes()
+        }),
         (
             "20,000 faults",
             "[[faults]]\nkind = \"slow_gpu\"\ngpu = 0\nfactor = 2\n"

@@ -272,6 +272,48 @@ pub struct RawWorkload {
     pub inference: Option<workload::RawInference>,
     /// Traffic: flows added to the pattern (e.g. a victim beside an incast).
     pub extra_flows: Option<Vec<RawFlow>>,
+    /// Flow list (`kind = "flows"`): `[[workload.flows]]`, each flow with its
+    /// dependencies.
+    pub flows: Option<Vec<RawListedFlow>>,
+}
+
+/// A flow's name in a flow list: a whole number (htsim's flow ids) or a string.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq, Hash)]
+#[serde(untagged)]
+pub enum RawFlowId {
+    /// `id = 7`
+    Number(i64),
+    /// `id = "grad-0"`
+    Name(String),
+}
+
+impl std::fmt::Display for RawFlowId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RawFlowId::Number(n) => write!(f, "{n}"),
+            RawFlowId::Name(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// One entry of `[[workload.flows]]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawListedFlow {
+    /// The flow's name, unique in the list.
+    pub id: RawFlowId,
+    /// Source GPU.
+    pub src: i64,
+    /// Destination GPU.
+    pub dst: i64,
+    /// Payload bytes.
+    pub bytes: RawQuantity,
+    /// Earliest start (default 0); with dependencies, the later of the two.
+    pub start: Option<RawQuantity>,
+    /// Flows whose last byte must have arrived before this one starts.
+    pub after: Option<Vec<RawFlowId>>,
+    /// Flows whose last byte must have left its source before this one starts.
+    pub after_sent: Option<Vec<RawFlowId>>,
 }
 
 /// One entry of `workload.extra_flows`.

@@ -29,6 +29,7 @@ impl WorkloadSpec {
     pub fn kind_name(&self) -> &'static str {
         match self {
             WorkloadSpec::Collective(_) => "collective",
+            WorkloadSpec::Traffic(crate::workload::traffic::TrafficSpec::Flows(_)) => "flows",
             WorkloadSpec::Traffic(_) => "traffic",
             WorkloadSpec::Training(_) => "training",
             WorkloadSpec::Inference(_) => "inference",
@@ -194,9 +195,18 @@ impl Validator<'_> {
         w: &RawWorkload,
         total_gpus: Option<u64>,
     ) -> Option<WorkloadSpec> {
-        match w.kind.as_deref().unwrap_or("collective") {
+        let kind = w.kind.as_deref().unwrap_or("collective");
+        if w.flows.is_some() && kind != "flows" {
+            self.err(
+                "workload.flows",
+                format!("a flow list with kind = {kind:?}"),
+                "it only with kind = \"flows\"",
+            );
+        }
+        match kind {
             "collective" => self.collective(w, total_gpus),
             "traffic" => self.traffic(w, total_gpus),
+            "flows" => self.flow_list(w, total_gpus),
             "training" => self
                 .training(w, total_gpus)
                 .map(|t| WorkloadSpec::Training(Box::new(t))),
@@ -207,7 +217,7 @@ impl Validator<'_> {
                 self.err(
                     "workload.kind",
                     format!("{other:?}"),
-                    "\"collective\", \"traffic\", \"training\" or \"inference\"",
+                    "\"collective\", \"traffic\", \"flows\", \"training\" or \"inference\"",
                 );
                 None
             }

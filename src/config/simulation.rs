@@ -162,6 +162,16 @@ impl Validator<'_> {
                     T::Permutation { bytes, .. } => Some((*bytes, u128::from(*bytes) * n)),
                     T::AllToAll { bytes } => Some((*bytes, u128::from(*bytes) * n * n)),
                     T::RandomPairs { .. } => None,
+                    T::Flows(list) => {
+                        for (i, f) in list.iter().enumerate() {
+                            sizes.push((
+                                format!("workload.flows.{i}.bytes"),
+                                f.bytes,
+                                u128::from(f.bytes),
+                            ));
+                        }
+                        None
+                    }
                 };
                 if let Some((b, total)) = per_flow {
                     sizes.push(("workload.bytes".into(), b, total));

@@ -203,3 +203,149 @@ impl Validator<'_> {
         }
     }
 }
+
+impl Validator<'_> {
+    /// `kind = "flows"`: an explicit list of flows with dependencies. Ids are
+    /// unique, dependencies name flows of the list, and the dependency graph has
+    /// no cycle (a cycle could never start); each problem is located at its entry
+    /// (`workload.flows.3.after`).
+    pub(super) fn flow_list(
+        &mut self,
+        w: &RawWorkload,
+        total_gpus: Option<u64>,
+    ) -> Option<WorkloadSpec> {
+        use crate::topology::GpuId;
+        use crate::workload::flows::ListedFlow;
+        use crate::workload::traffic::TrafficSpec;
+        let collective = w.collective_keys();
+        self.refuse_workload_keys(&collective, "flows", "it only with kind = \"collective\"");
+        let traffic = w.traffic_keys();
+        self.refuse_workload_keys(
+            &traffic,
+            "flows",
+            "it only with kind = \"traffic\" (a flow list gives each flow's size in its entry)",
+        );
+        let model = w.model_keys();
+        self.refuse_workload_keys(
+            &model,
+            "flows",
+            "kind = \"training\" or \"inference\" to describe a model",
+        );
+        let Some(list) = w.flows.as_ref().filter(|l| !l.is_empty()) else {
+            self.err(
+                "workload.flows",
+                "no flow",
+                "at least one [[workload.flows]] entry with id, src, dst and bytes",
+            );
+            return None;
+        };
+        let n = total_gpus.unwrap_or(u64::MAX);
+        let mut index = std::collections::HashMap::new();
+        let mut ok = true;
+        for (i, f) in list.iter().enumerate() {
+            if let Some(first) = index.insert(f.id.clone(), i) {
+                self.err(
+                    &format!("workload.flows.{i}.id"),
+                    format!("id {} again (flow {first} has it)", f.id),
+                    "an id no other flow of the list has",
+                );
+                ok = false;
+            }
+        }
+        let mut out = Vec::with_capacity(list.len());
+        for (i, f) in list.iter().enumerate() {
+            let p = |k: &str| format!("workload.flows.{i}.{k}");
+            for (what, g) in [("src", f.src), ("dst", f.dst)] {
+                if g < 0 || g as u64 >= n {
+                    self.err(
+                        &p(what),
+                        g.to_string(),
+                        format!("a GPU between 0 and {}", n.saturating_sub(1)),
+                    );
+                    ok = false;
+                }
+            }
+            if f.src == f.dst {
+                self.err(
+                    &p("dst"),
+                    format!("{} (the flow's own source)", f.dst),
+                    "another GPU: a flow to itself moves nothing",
+                );
+                ok = false;
+            }
+            let bytes = self.size(&p("bytes"), Some(&f.bytes), None, 1);
+            let start = self.time(&p("start"), f.start.as_ref(), Some("0"));
+            let mut deps = |key: &str, ids: &Option<Vec<super::raw::RawFlowId>>| {
+                let mut v = Vec::new();
+                for id in ids.iter().flatten() {
+                    match index.get(id) {
+                        Some(&j) if j == i => {
+                            self.err(
+                                &p(key),
+                                format!("{id}, the flow itself"),
+                                "ids of other flows of the list",
+                            );
+                            ok = false;
+                        }
+                        Some(&j) => v.push(j),
+                        None => {
+                            self.err(
+                                &p(key),
+                                format!("{id}, which no flow of the list has"),
+                                "ids of flows of the list",
+                            );
+                            ok = false;
+                        }
+                    }
+                }
+                v
+            };
+            let after = deps("after", &f.after);
+            let after_sent = deps("after_sent", &f.after_sent);
+            if let (Some(bytes), Some(start)) = (bytes, start) {
+                out.push(ListedFlow {
+                    id: match &f.id {
+                        super::raw::RawFlowId::Number(n) => n.to_string(),
+                        super::raw::RawFlowId::Name(s) => s.clone(),
+                    },
+                    src: GpuId(f.src.clamp(0, i64::from(u32::MAX)) as u32),
+                    dst: GpuId(f.dst.clamp(0, i64::from(u32::MAX)) as u32),
+                    bytes,
+                    start,
+                    after,
+                    after_sent,
+                });
+            } else {
+                ok = false;
+            }
+        }
+        if !ok {
+            return None;
+        }
+        if let Err(cycle) = crate::workload::flows::order(&out) {
+            // a long cycle is named by its first flows and its length
+            const SHOWN: usize = 8;
+            let names: Vec<&str> = cycle
+                .iter()
+                .take(SHOWN)
+                .map(|&i| out[i].id.as_str())
+                .collect();
+            let more = if cycle.len() > SHOWN {
+                format!(" -> ... ({} flows in all)", cycle.len())
+            } else {
+                String::new()
+            };
+            self.err(
+                &format!("workload.flows.{}.after", cycle[0]),
+                format!(
+                    "a cycle of dependencies: {}{more} -> {} (none of them could ever start)",
+                    names.join(" -> "),
+                    out[cycle[0]].id,
+                ),
+                "dependencies that end: each flow may wait only for flows that do not wait for it",
+            );
+            return None;
+        }
+        Some(WorkloadSpec::Traffic(TrafficSpec::Flows(out)))
+    }
+}

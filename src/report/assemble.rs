@@ -40,6 +40,8 @@ pub struct Accumulated {
     /// Keep per-transfer records ([`crate::run::RunOptions::flow_records`]).
     flow_records: bool,
     rows: Vec<CollectiveRow>,
+    /// Per flow of a flow list (`kind = "flows"`), in file order.
+    listed_flows: Vec<crate::report::ListedFlowResult>,
     makespan: SimTime,
     flows: FlowAccumulator,
     fabric: FabricCounters,
@@ -72,6 +74,11 @@ fn checked_sum(into: &mut u64, v: u64, name: &'static str, overflowed: &mut Opti
 impl Accumulated {
     /// Nothing yet; `collect_links`, `detail` and `flow_records` say which
     /// optional sections to keep (as [`crate::run::RunOptions`] does).
+    /// Records the per-flow results of a flow list.
+    pub fn set_listed_flows(&mut self, rows: Vec<crate::report::ListedFlowResult>) {
+        self.listed_flows = rows;
+    }
+
     pub fn new(collect_links: bool, detail: bool, flow_records: bool) -> Accumulated {
         Accumulated {
             collect_links,
@@ -326,6 +333,7 @@ impl Accumulated {
             link_timeline,
             series,
             flow_records: self.records,
+            listed_flows: self.listed_flows,
             sim: SimStats {
                 events: self.events,
                 wall_s,

@@ -65,6 +65,25 @@ pub struct CollectiveRow {
     pub healthy_busbw_gbps: Option<f64>,
 }
 
+/// One flow of a flow list (`workload.kind = "flows"`), as it ran.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ListedFlowResult {
+    /// Its id as written.
+    pub id: String,
+    /// Source GPU.
+    pub src: u32,
+    /// Destination GPU.
+    pub dst: u32,
+    /// Payload bytes.
+    pub bytes: u64,
+    /// When it started (its start time and dependencies met), microseconds.
+    pub start_us: f64,
+    /// When its last byte arrived, microseconds.
+    pub end_us: f64,
+    /// end − start, microseconds.
+    pub fct_us: f64,
+}
+
 /// A fault a collective sweep or traffic pattern ran with.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct AppliedFault {
@@ -359,6 +378,10 @@ pub struct Report {
     pub inference: Option<workload::InferenceReport>,
     /// Settings present in the scenario that this fidelity does not use, and why.
     pub ignored_settings: Vec<IgnoredSetting>,
+    /// Per flow of a flow list (`workload.kind = "flows"`), in file order;
+    /// empty for other workloads.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub listed_flows: Vec<ListedFlowResult>,
     /// The link and switch faults a collective sweep or traffic pattern ran
     /// with (every size, `at` from each size's start); empty without faults.
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -89,6 +89,28 @@ pub fn render(r: &Report) -> String {
             );
         }
     }
+    if !r.listed_flows.is_empty() {
+        const SHOWN: usize = 64;
+        let _ = writeln!(
+            s,
+            "#\n# {:>16} {:>7} {:>7} {:>12} {:>12} {:>12} {:>12}",
+            "flow", "src", "dst", "bytes", "start(us)", "end(us)", "fct(us)"
+        );
+        for f in r.listed_flows.iter().take(SHOWN) {
+            let _ = writeln!(
+                s,
+                "  {:>16} {:>7} {:>7} {:>12} {:>12.3} {:>12.3} {:>12.3}",
+                f.id, f.src, f.dst, f.bytes, f.start_us, f.end_us, f.fct_us
+            );
+        }
+        if r.listed_flows.len() > SHOWN {
+            let _ = writeln!(
+                s,
+                "# ... {} more flows (every one in --json, `listed_flows`)",
+                r.listed_flows.len() - SHOWN
+            );
+        }
+    }
     for f in &r.faults {
         let _ = writeln!(
             s,

@@ -7,6 +7,7 @@
 //! - [`inference`]: prefill and token-by-token decode of a batch of requests.
 //! - [`faults`]: stragglers, link and switch failures, degraded links.
 //! - [`traffic`]: synthetic network traffic patterns (incast, permutation, all-to-all, random).
+//! - [`flows`]: explicit flow lists with dependencies, and htsim connection matrices.
 //!
 //! **Cost model of compute** ([`LayerCost`]). Per token and layer, the forward
 //! pass costs 2 FLOPs per active weight (the 6·params·tokens rule counts
@@ -22,6 +23,7 @@
 //! overlap compute freely (no interference with compute kernels is modeled).
 
 pub mod faults;
+pub mod flows;
 pub mod inference;
 pub mod traffic;
 pub mod training;

@@ -69,6 +69,9 @@ pub enum TrafficSpec {
         /// Seed of sizes, destinations and arrivals.
         seed: u64,
     },
+    /// An explicit list of flows with dependencies (`workload.kind = "flows"`,
+    /// [`crate::workload::flows`]).
+    Flows(Vec<crate::workload::flows::ListedFlow>),
 }
 
 /// Why a traffic pattern cannot be generated.
@@ -314,6 +317,15 @@ pub fn generate(spec: &TrafficSpec, topo: &Topology) -> Result<Dag, TrafficError
                     dag.transfer(GpuId(s), GpuId((s + k) % n), *bytes, &[]);
                 }
             }
+        }
+        TrafficSpec::Flows(flows) => {
+            if let Some(f) = flows.iter().find(|f| f.src.0 >= n || f.dst.0 >= n) {
+                return Err(err(
+                    "flows",
+                    format!("flow {} names a GPU beyond the cluster's {n}", f.id),
+                ));
+            }
+            crate::workload::flows::lower(flows, &mut dag);
         }
         TrafficSpec::RandomPairs {
             cdf,

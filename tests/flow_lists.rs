@@ -1,0 +1,234 @@
+//! Flow lists with dependencies (`workload.kind = "flows"`, issue 15) and the
+//! htsim connection-matrix importer: timing against closed forms, every
+//! malformed list a located error, same bytes twice.
+
+use fabricsim::config::{self, Fidelity, Scenario};
+use fabricsim::report::Report;
+use fabricsim::run::{run, RunOptions};
+use fabricsim::workload::flows::{cm_scenario, import_htsim_cm};
+
+/// 4 hosts of one GPU and one 400G NDR NIC on a radix-4 leaf-spine, running
+/// the `[[workload.flows]]` given.
+fn scenario(flows: &str) -> Result<Scenario, String> {
+    let text = format!(
+        r#"
+[cluster]
+nodes = 4
+gpus_per_node = 1
+nics_per_node = 1
+nvlink_bandwidth = "450GB/s"
+[topology]
+kind = "leaf_spine"
+radix = 4
+[fabric]
+preset = "ib-ndr-400"
+[workload]
+kind = "flows"
+{flows}
+[simulation]
+fidelity = "flow"
+"#
+    );
+    config::parse("flow_lists.toml", &text).map_err(|e| e.to_string())
+}
+
+fn run_at(s: &Scenario, f: Fidelity) -> Report {
+    run(
+        s,
+        &RunOptions {
+            fidelity: Some(f),
+            ..RunOptions::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{f:?}: {e}"))
+}
+
+const THREE: &str = r#"
+[[workload.flows]]
+id = 1
+src = 0
+dst = 2
+bytes = "4MiB"
+[[workload.flows]]
+id = "then"
+src = 2
+dst = 3
+bytes = "4MiB"
+after = [1]
+[[workload.flows]]
+id = 3
+src = 1
+dst = 3
+bytes = "1MiB"
+start = "50us"
+after_sent = [1]
+"#;
+
+#[test]
+fn dependencies_release_flows_when_the_closed_form_says() {
+    // The NDR NIC's goodput is 47 GB/s (the ib-ndr-400 preset), so flow 1's
+    // 4 MiB leave GPU 0 after S/B = 4194304 / 47e9 = 89.241 us: flow 3 waits
+    // for that (`after_sent`), which is later than its own start (50 us).
+    // Flow "then" waits for flow 1's last byte to arrive (`after`), which adds
+    // the path latency: it starts exactly when flow 1 ends. At the flow level
+    // flows "then" and 3 then share GPU 3's NIC: flow 3 is alone at 47 GB/s
+    // until "then" starts, then gets half; fluid closed form for its end:
+    // t1 + (1 MiB − (t_then − t1) · 47 GB/s) / 23.5 GB/s + path latency.
+    let s = scenario(THREE).unwrap();
+    let sent = 4194304.0 / 47e9 * 1e6;
+    for f in [Fidelity::Analytical, Fidelity::Flow] {
+        let r = run_at(&s, f);
+        let by = |id: &str| r.listed_flows.iter().find(|x| x.id == id).unwrap().clone();
+        let (one, then, three) = (by("1"), by("then"), by("3"));
+        assert_eq!(r.listed_flows.len(), 3);
+        assert_eq!(
+            then.start_us, one.end_us,
+            "{f:?}: `after` waits for the last byte"
+        );
+        assert!(
+            (three.start_us / sent - 1.0).abs() < 1e-3,
+            "{f:?}: flow 3 starts at {} us, flow 1's last byte left at {sent:.3} us",
+            three.start_us
+        );
+        assert!(
+            three.start_us < one.end_us,
+            "{f:?}: sent comes before delivered"
+        );
+        assert_eq!(r.fabric.bytes_delivered, 9 << 20);
+        if f == Fidelity::Flow {
+            let latency = one.end_us - sent;
+            let alone = (then.start_us - three.start_us) * 47e3; // bytes (47e3 B/us)
+            let expected = then.start_us + (1048576.0 - alone) / 23.5e3 + latency;
+            assert!(
+                (three.end_us / expected - 1.0).abs() < 2e-3,
+                "flow 3 ends at {} us, fluid closed form {expected:.3} us",
+                three.end_us
+            );
+        }
+    }
+    // the packet level keeps the order the dependencies impose
+    let r = run_at(&s, Fidelity::Packet);
+    let by = |id: &str| r.listed_flows.iter().find(|x| x.id == id).unwrap().clone();
+    assert!(by("then").start_us >= by("1").end_us);
+    assert!(by("3").start_us >= 50.0 && by("3").start_us < by("1").end_us);
+    assert_eq!(r.fabric.bytes_delivered, r.fabric.bytes_sent);
+}
+
+#[test]
+fn a_flow_list_runs_to_the_same_bytes_twice() {
+    let s = scenario(THREE).unwrap();
+    for f in [Fidelity::Flow, Fidelity::Packet] {
+        let mut a = run_at(&s, f);
+        let mut b = run_at(&s, f);
+        a.sim = Default::default();
+        b.sim = Default::default();
+        assert_eq!(a.to_json(), b.to_json(), "{f:?}");
+    }
+}
+
+#[test]
+fn every_malformed_list_is_a_located_error() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "[[workload.flows]]\nid = 1\nsrc = 0\ndst = 1\nbytes = 1\n[[workload.flows]]\nid = 1\nsrc = 1\ndst = 2\nbytes = 1\n",
+            "workload.flows.1.id",
+            "again",
+        ),
+        (
+            "[[workload.flows]]\nid = 1\nsrc = 0\ndst = 1\nbytes = 1\nafter = [7]\n",
+            "workload.flows.0.after",
+            "no flow of the list",
+        ),
+        (
+            "[[workload.flows]]\nid = 1\nsrc = 0\ndst = 1\nbytes = 1\nafter_sent = [1]\n",
+            "workload.flows.0.after_sent",
+            "the flow itself",
+        ),
+        (
+            "[[workload.flows]]\nid = 1\nsrc = 2\ndst = 2\nbytes = 1\n",
+            "workload.flows.0.dst",
+            "own source",
+        ),
+        (
+            "[[workload.flows]]\nid = 1\nsrc = 0\ndst = 9\nbytes = 1\n",
+            "workload.flows.0.dst",
+            "a GPU between 0 and 3",
+        ),
+        (
+            "[[workload.flows]]\nid = \"a\"\nsrc = 0\ndst = 1\nbytes = 1\nafter = [\"c\"]\n\
+             [[workload.flows]]\nid = \"b\"\nsrc = 1\ndst = 2\nbytes = 1\nafter = [\"a\"]\n\
+             [[workload.flows]]\nid = \"c\"\nsrc = 2\ndst = 3\nbytes = 1\nafter_sent = [\"b\"]\n",
+            "workload.flows.",
+            "cycle",
+        ),
+        ("", "workload.flows", "no flow"),
+        (
+            "bytes = \"1MiB\"\n[[workload.flows]]\nid = 1\nsrc = 0\ndst = 1\nbytes = 1\n",
+            "workload.bytes",
+            "kind = \"flows\"",
+        ),
+    ];
+    for (flows, field, found) in cases {
+        let e = scenario(flows).expect_err(flows);
+        assert!(e.contains(field), "expected `{field}` in:\n{e}");
+        assert!(e.contains(found), "expected {found:?} in:\n{e}");
+        assert!(e.contains("flow_lists.toml:"), "not located:\n{e}");
+    }
+    // a flow list under another kind of workload
+    let e = config::parse(
+        "x.toml",
+        "[cluster]\npreset = \"dgx-h100-node\"\nnodes = 2\n[workload]\nkind = \"traffic\"\npattern = \"incast\"\nsenders = 1\n[[workload.flows]]\nid = 1\nsrc = 0\ndst = 1\nbytes = 1\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("workload.flows") && e.contains("kind = \"flows\""),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_htsim_ring_of_triggers_runs_as_its_closed_form() {
+    // A 1 MiB message passed around 4 hosts, each hop started by the previous
+    // one's arrival (recv_done_trigger -> trigger), as htsim connection
+    // matrices chain flows. Idle fabric: every hop takes S/B plus its path
+    // latency, and the hops add up: the last ends at the sum of the four.
+    let cm = "Nodes 4\nConnections 4\nTriggers 3\n\
+              0->1 id 1 start 0 size 1048576 recv_done_trigger 1\n\
+              1->2 id 2 size 1048576 trigger 1 recv_done_trigger 2\n\
+              2->3 id 3 size 1048576 trigger 2 recv_done_trigger 3\n\
+              3->0 id 4 size 1048576 trigger 3\n\
+              trigger id 1 oneshot\ntrigger id 2 oneshot\ntrigger id 3 oneshot\n";
+    let imported = import_htsim_cm(cm).unwrap();
+    let text = cm_scenario(&imported, "ring.cm");
+    let s = config::parse("ring.toml", &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    for f in [Fidelity::Analytical, Fidelity::Flow, Fidelity::Packet] {
+        let r = run_at(&s, f);
+        assert_eq!(r.listed_flows.len(), 4, "{f:?}");
+        let mut t = 0.0;
+        for w in r.listed_flows.windows(2) {
+            assert_eq!(
+                w[1].start_us, w[0].end_us,
+                "{f:?}: a hop starts when the last arrives"
+            );
+        }
+        for x in &r.listed_flows {
+            t += x.fct_us;
+        }
+        let last = r.listed_flows.last().unwrap();
+        assert!(
+            (last.end_us - t).abs() < 1e-6,
+            "{f:?}: {} vs {t}",
+            last.end_us
+        );
+        // roce-400's goodput bounds each hop from below: S / (400 Gb/s) = 20.97 us
+        let hop = 1048576.0 / 50e3;
+        for x in &r.listed_flows {
+            assert!(
+                x.fct_us > hop && x.fct_us < 1.3 * hop,
+                "{f:?}: {}",
+                x.fct_us
+            );
+        }
+    }
+}

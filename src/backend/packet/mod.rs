@@ -111,7 +111,7 @@ pub mod slab;
 pub mod stats;
 pub mod switch;
 
-pub use crate::mechanism::cc::{CongestionControl, DcqcnParams, Ecn};
+pub use crate::mechanism::cc::{CongestionControl, DcqcnParams, DcqcnProfile, Ecn, EcnMarkAt};
 pub use crate::mechanism::flow_control::{pfc_headroom_needed, FlowControl};
 pub use stats::PacketStats;
 // the internals (switch.rs) name the one link-event type through this module
@@ -194,8 +194,14 @@ pub struct PacketConfig {
     /// (IBA vol. 1 ch. 5/9). RoCEv2 would be 62 + 20 of preamble/gap.
     pub header_bytes: u32,
     /// Bytes on the wire of an ACK/NACK. Default 30 = the data header plus the
-    /// 4-byte ACK extended transport header (AETH).
+    /// 4-byte ACK extended transport header (AETH); a scenario sets
+    /// `header_bytes` + 4 for its fabric kind (86 on RoCEv2,
+    /// [`defaults::AETH_BYTES`]).
     pub ack_bytes: u32,
+    /// Bytes on the wire of a CNP. Default 42 = the data header plus 16
+    /// reserved bytes (RoCEv2 annex A17.9.3; 98 on RoCEv2,
+    /// [`defaults::CNP_PAYLOAD_BYTES`]).
+    pub cnp_bytes: u32,
     /// Virtual lanes (priorities) per port, 1..=8. Default 2: data on lane 0,
     /// ACK/NACK on the highest lane with strict priority.
     pub vls: u8,
@@ -227,10 +233,15 @@ pub struct PacketConfig {
     /// LetFlow and CONGA flowlet timeout of the ConWeave ns-3 simulator (Song
     /// et al., SIGCOMM 2023), which targets RDMA fabrics.
     pub flowlet_gap: SimTime,
-    /// Maximum unacknowledged bytes per queue pair. Default 512 KiB ≈ the
-    /// bandwidth-delay product of 400 Gb/s over a 10 µs round trip (a 3-tier
-    /// fat-tree: ≈ 5 µs of propagation, pipelines and store-and-forward, plus
-    /// queueing); 256 KiB measurably throttled sprayed flows on a k = 8 fat-tree.
+    /// Maximum unacknowledged bytes per queue pair, an explicit NIC limit on
+    /// outstanding requests; 0 = no limit. Default 0
+    /// ([`defaults::RDMA_WINDOW`]): an RDMA reliable-connection queue pair
+    /// writing (what NCCL posts) is bounded only by its PSN space, and the
+    /// ConnectX outstanding-request limit (`max_rd_atomic`) is for reads and
+    /// atomics. Under a reordering routing (adaptive, flowlet, spray) the
+    /// receiver's out-of-order bitmap needs a bound, so 0 means
+    /// [`defaults::WINDOW`] (512 KiB ≈ 400 Gb/s × 10 µs) there; a scenario
+    /// also gives the TCP path that window.
     pub window_bytes: u64,
     /// The receiver ACKs every this many packets (and on a message's last).
     /// Default 4 (assumption: NICs coalesce ACKs; the ratio is not published).
@@ -272,9 +283,12 @@ pub struct PacketConfig {
     /// receiver refreshes its PAUSE every half of that time while above XON.
     /// Default 0.
     pub pfc_pause_quanta: u32,
-    /// ECN marking on the egress enqueue of network ports (RED-like, per queue),
-    /// or `None`. Default `None`.
+    /// ECN marking at the egress queues of switch ports (RED-like, per
+    /// queue), or `None`. Default `None`.
     pub ecn: Option<Ecn>,
+    /// Where a switch marks: from the queue a packet leaves behind at
+    /// dequeue (default, [`EcnMarkAt::Dequeue`]) or the one it joins.
+    pub ecn_mark_at: EcnMarkAt,
     /// Congestion control of the queue pairs. Default `None`.
     pub cc: CongestionControl,
     /// Time-series sampling interval, picoseconds; 0 = off. Default 0.
@@ -296,6 +310,7 @@ impl Default for PacketConfig {
             mtu: defaults::MTU as u32,
             header_bytes: 26,
             ack_bytes: 30,
+            cnp_bytes: 42,
             vls: defaults::VIRTUAL_LANES,
             flow_control: FlowControl::Credit,
             credit_block_bytes: 64,
@@ -305,7 +320,7 @@ impl Default for PacketConfig {
             shared_buffer_alpha: defaults::SHARED_BUFFER_ALPHA,
             routing: Routing::Ecmp,
             flowlet_gap: defaults::FLOWLET_GAP,
-            window_bytes: defaults::WINDOW,
+            window_bytes: defaults::RDMA_WINDOW,
             ack_every: defaults::ACK_EVERY,
             rto: defaults::RTO,
             host_path: HostPath::GpuDirect,
@@ -316,6 +331,7 @@ impl Default for PacketConfig {
             cut_through: false,
             pfc_pause_quanta: 0,
             ecn: None,
+            ecn_mark_at: EcnMarkAt::Dequeue,
             cc: CongestionControl::None,
             sample_interval: SimTime::ZERO,
             series_ports: 4,
@@ -357,12 +373,14 @@ impl PacketConfig {
         if u64::from(self.header_bytes) > max_header
             || self.ack_bytes == 0
             || u64::from(self.ack_bytes) > max_header
+            || self.cnp_bytes == 0
+            || u64::from(self.cnp_bytes) > max_header
         {
             return bad(
                 "header_bytes/ack_bytes",
                 format!(
-                    "headers of at most 4096 bytes and ACKs of 1..=4096 bytes, found {} and {}",
-                    self.header_bytes, self.ack_bytes
+                    "headers of at most 4096 bytes, ACKs and CNPs of 1..=4096 bytes, found {}, {} and {}",
+                    self.header_bytes, self.ack_bytes, self.cnp_bytes
                 ),
             );
         }
@@ -378,7 +396,9 @@ impl PacketConfig {
                 "a credit must cover at least 1 byte, e.g. 64".into(),
             );
         }
-        let max_pkt = (self.mtu + self.header_bytes).max(self.ack_bytes) as u64;
+        let max_pkt = (self.mtu + self.header_bytes)
+            .max(self.ack_bytes)
+            .max(self.cnp_bytes) as u64;
         if self.port_buffer_bytes < max_pkt {
             return bad(
                 "port_buffer_bytes",
@@ -415,14 +435,13 @@ impl PacketConfig {
                 "a flowlet gap above zero, such as 100 µs".into(),
             );
         }
-        if self.window_bytes == 0
-            || self.ack_every == 0
+        if self.ack_every == 0
             || self.rto == SimTime::ZERO
             || self.deadlock_timeout == SimTime::ZERO
         {
             return bad(
-                "window_bytes/ack_every/rto/deadlock_timeout",
-                "window, ACK interval, RTO and deadlock timeout must be positive".into(),
+                "ack_every/rto/deadlock_timeout",
+                "ACK interval, RTO and deadlock timeout must be positive".into(),
             );
         }
         if let HostPath::HostStaged { copy_rate, .. } = self.host_path {

@@ -24,6 +24,9 @@
 //!   CE marks it echoes and its arrival time ([`AckInfo`]);
 //! * [`CcLaw::on_cnp`]: a congestion notification packet arrives;
 //! * [`CcLaw::on_timeout`]: the retransmission timer fired;
+//! * [`CcLaw::next_timer`] / [`CcLaw::on_timer`]: the law's own timers (DCQCN's
+//!   α update, rate increase and rate-decrease period), real events the NIC
+//!   schedules (`Event::CcTimer`) at the earliest time the law asks for;
 //! * [`CcLaw::on_ce`] / [`CcLaw::take_ce_echo`]: the receiver got a CE-marked
 //!   data packet / builds an ACK that echoes the marks.
 //!
@@ -111,6 +114,16 @@ pub trait CcLaw: Sized {
     #[inline]
     fn on_cnp(&mut self, _p: &Self::Params, _now: u64) -> bool {
         false
+    }
+    /// The law's timers due at `now` (ps) fire; true if the law cut its rate.
+    #[inline]
+    fn on_timer(&mut self, _p: &Self::Params, _now: u64) -> bool {
+        false
+    }
+    /// Earliest time one of the law's timers is due, ps (`u64::MAX`: none).
+    #[inline]
+    fn next_timer(&self) -> u64 {
+        u64::MAX
     }
     /// The retransmission timer fired; the new window in packets, if the law
     /// keeps one.
@@ -217,6 +230,22 @@ impl CcState {
     #[inline]
     pub fn on_cnp(&mut self, law: &CongestionControl, now: u64) -> bool {
         with_law!(self, law, |s, p| CcLaw::on_cnp(s, p, now), false)
+    }
+
+    /// See [`CcLaw::on_timer`].
+    #[inline]
+    pub fn on_timer(&mut self, law: &CongestionControl, now: u64) -> bool {
+        with_law!(self, law, |s, p| CcLaw::on_timer(s, p, now), false)
+    }
+
+    /// See [`CcLaw::next_timer`].
+    #[inline]
+    pub fn next_timer(&self) -> u64 {
+        match self {
+            CcState::None(s) => CcLaw::next_timer(s),
+            CcState::Dcqcn(s) => CcLaw::next_timer(s),
+            CcState::Dctcp(s) => CcLaw::next_timer(s),
+        }
     }
 
     /// See [`CcLaw::on_timeout`].

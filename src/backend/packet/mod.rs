@@ -239,9 +239,9 @@ pub struct PacketConfig {
     /// writing (what NCCL posts) is bounded only by its PSN space, and the
     /// ConnectX outstanding-request limit (`max_rd_atomic`) is for reads and
     /// atomics. Under a reordering routing (adaptive, flowlet, spray) the
-    /// receiver's out-of-order bitmap needs a bound, so 0 means
-    /// [`defaults::WINDOW`] (512 KiB ≈ 400 Gb/s × 10 µs) there; a scenario
-    /// also gives the TCP path that window.
+    /// receiver's out-of-order bitmap needs a bound, and the TCP path has a
+    /// receive window, so 0 means [`defaults::WINDOW`] (512 KiB ≈ 400 Gb/s ×
+    /// 10 µs) there.
     pub window_bytes: u64,
     /// The receiver ACKs every this many packets (and on a message's last).
     /// Default 4 (assumption: NICs coalesce ACKs; the ratio is not published).

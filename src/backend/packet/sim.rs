@@ -458,13 +458,16 @@ impl<'a> Sim<'a> {
 }
 
 /// The per-queue-pair window in packets: the configured bytes, or for 0 (no
-/// limit) 2^30 packets under in-order routing and
+/// limit) 2^30 packets for RDMA under in-order routing, and
 /// [`defaults::WINDOW`](crate::mechanism::defaults::WINDOW) under reordering
-/// ones (the receiver's out-of-order bitmap is one window).
+/// ones (the receiver's out-of-order bitmap is one window) and on the TCP
+/// path (its receive window).
 fn window_pkts(cfg: &PacketConfig) -> u32 {
     let mtu = cfg.mtu as u64;
     let bytes = match cfg.window_bytes {
-        0 if cfg.routing == Routing::Ecmp => return 1 << 30,
+        0 if cfg.routing == Routing::Ecmp && cfg.transport == super::Transport::Rdma => {
+            return 1 << 30
+        }
         0 => crate::mechanism::defaults::WINDOW,
         b => b,
     };

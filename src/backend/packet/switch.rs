@@ -556,19 +556,19 @@ impl Sim<'_> {
     pub(super) fn start_tx(&mut self, p: PortId, pkt: PktIdx, sent_task: u32) {
         let now = self.now;
         let vls = self.vls;
-        let (wire, vl, in_link, flags) = {
-            let k = &self.pkts[pkt];
-            (k.wire, k.vl, k.link, k.flags)
-        };
         // ECN at dequeue: judged by the queue this packet leaves behind (the
         // caller popped it), so the mark reports the queue as it is now.
         if self.ports[p].ecn
             && self.cfg.ecn_mark_at == EcnMarkAt::Dequeue
             && self.pkts[pkt].kind == PktKind::Data
         {
-            let q = self.ports.queued_bytes(p.lane(vl, vls));
+            let q = self.ports.queued_bytes(p.lane(self.pkts[pkt].vl, vls));
             self.ecn_mark(pkt, q);
         }
+        let (wire, vl, in_link, flags) = {
+            let k = &self.pkts[pkt];
+            (k.wire, k.vl, k.link, k.flags)
+        };
         // The packet leaves this node's buffer: free what it held upstream (on
         // the lane it arrived on).
         if in_link.is_some() {

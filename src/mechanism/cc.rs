@@ -34,7 +34,8 @@ pub struct Ecn {
 }
 
 impl Ecn {
-    /// Probability of marking a packet that joins a queue of `q` bytes.
+    /// Probability of marking a packet against a queue of `q` bytes (the one it
+    /// leaves behind at dequeue, or joins at enqueue, [`EcnMarkAt`]).
     #[inline]
     pub fn probability(&self, q: u64) -> f64 {
         if q <= self.kmin {

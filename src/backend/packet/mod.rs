@@ -41,18 +41,20 @@
 //!   refused. PAUSE spreads congestion upstream, and paused links in a cycle
 //!   deadlock: the watchdog then returns [`PacketError::PfcDeadlock`] with the
 //!   cycle. Details in [`flow_control`].
-//! * **ECN and congestion control** ([`cc`]): RED marking on the egress
-//!   enqueue of network ports ([`PacketConfig::ecn`]); DCQCN (RoCEv2: CNPs,
-//!   rate cuts, fast recovery, additive and hyper increase, pacing at R_C) or
-//!   DCTCP (window cut by α/2 once per window) per queue pair
-//!   ([`PacketConfig::cc`]).
+//! * **ECN and congestion control** ([`cc`]): RED marking at the egress
+//!   queues of switch ports, at dequeue by default ([`PacketConfig::ecn`],
+//!   [`PacketConfig::ecn_mark_at`]); DCQCN (RoCEv2 as ConnectX NICs run it:
+//!   CNPs, α / rate-increase / rate-decrease timers as events, fast recovery,
+//!   additive and hyper increase, pacing at R_C) or DCTCP (window cut by α/2
+//!   once per window) per queue pair ([`PacketConfig::cc`]).
 //! * **Transport** ([`nic`]). RDMA reliable connection, one queue pair per
 //!   (source GPU, destination GPU): that is how NCCL connects peers, and one PSN
 //!   space per pair keeps go-back-N meaningful across the messages of a pair
 //!   (messages of one pair are sent in posting order). The source GPU's first
 //!   link pulls packets round-robin from its active queue pairs when it is idle
 //!   (so sources never queue or drop), up to a window of outstanding bytes per
-//!   queue pair. The receiver ACKs every [`PacketConfig::ack_every`] packets and
+//!   queue pair if one is set ([`PacketConfig::window_bytes`]; none for RDMA
+//!   writes under ECMP). The receiver ACKs every [`PacketConfig::ack_every`] packets and
 //!   on the last packet of a message. Under ECMP routing (in-order paths) the
 //!   receiver is strict go-back-N: out-of-order packets are discarded and one
 //!   NACK per gap makes the sender rewind. Under adaptive routing or spraying
@@ -74,9 +76,10 @@
 //! [`run`] returns the common [`RunOutput`]; [`run_detailed`] also returns
 //! [`PacketStats`], the packet-level conservation counters
 //! (transmitted = accepted + duplicates + out-of-order discards + dropped).
-//! A run ends when the event queue drains (every ACK home), so conservation is
-//! exact (a link event after the last task and the last packet changes nothing
-//! and is skipped); the makespan is the time the last task completed.
+//! A run ends when its work is done and every packet drained (every ACK home),
+//! so conservation is exact; timers still pending then (link events,
+//! retransmission and congestion-control timers, pacing wake-ups) change
+//! nothing and are skipped; the makespan is the time the last task completed.
 //! `transfer_ideal` is the path latency plus the message's *wire* bytes
 //! (headers included, once) at the path's slowest *line* rate; store-and-forward
 //! adds one packet time per extra hop on top of it. `links[i].utilization` is busy time over the makespan;
@@ -247,10 +250,11 @@ pub struct PacketConfig {
     /// Default 4 (assumption: NICs coalesce ACKs; the ratio is not published).
     pub ack_every: u32,
     /// Retransmission timeout, picoseconds. Default 1.048576 ms = 4.096 µs × 2^8
-    /// (the IB local-ACK-timeout encoding with value 8): far above the queueing
-    /// delay a credit fabric builds with the default windows (a 32:1 incast of
-    /// 512 KiB windows queues ≈ 340 µs at 400 Gb/s), so it does not fire spuriously;
-    /// NCCL's default of 18 (≈ 1.07 s) would make lossy runs take simulated seconds.
+    /// (the IB local-ACK-timeout encoding with value 8, [`defaults::RTO`]): far
+    /// above the queueing delay a credit fabric builds, so it does not fire
+    /// spuriously, and short enough for lossy runs. A RoCE scenario gets the
+    /// timeout NCCL sets on its queue pairs, `NCCL_IB_TIMEOUT` = 20: 4.096 µs ×
+    /// 2^20 ≈ 4.3 s ([`defaults::ROCE_RTO`]), so a PFC incast never times out.
     pub rto: SimTime,
     /// How the NIC reaches the payload. Default `GpuDirect`.
     pub host_path: HostPath,

@@ -11,7 +11,8 @@
 //!
 //! **Sender.** The source GPU's first link (PCIe towards the NIC, or NVLink
 //! inside a host) pulls one packet at a time, round-robin over its queue pairs
-//! that have data, are within their window ([`PacketConfig::window_bytes`]) and
+//! that have data, are within their window ([`PacketConfig::window_bytes`], if
+//! one is set) and
 //! whose host path has the bytes ready: this is the NIC injecting at line rate
 //! across active queue pairs without a source queue that could overflow. A
 //! retransmission timer per pair ([`PacketConfig::rto`], doubling on consecutive

@@ -1,8 +1,9 @@
 //! Congestion signals and control: ECN marking, and the laws a queue pair
 //! runs (none, DCQCN in [`dcqcn`](DcqcnState), DCTCP in [`dctcp`](DctcpState)).
 //!
-//! **ECN** ([`Ecn`]): when a data packet joins an egress queue of a network
-//! port whose queue already holds `q` bytes, it is marked Congestion
+//! **ECN** ([`Ecn`]): when a data packet leaves an egress queue of a switch
+//! port with `q` bytes still queued behind it (at dequeue, the default; or
+//! joins one already holding `q` bytes, with [`EcnMarkAt::Enqueue`]), it is marked Congestion
 //! Experienced with probability 0 for `q ≤ Kmin`, `Pmax · (q − Kmin) / (Kmax −
 //! Kmin)` between the two and 1 for `q ≥ Kmax` (RED as configured for DCQCN:
 //! Zhu et al., "Congestion Control for Large-Scale RDMA Deployments", SIGCOMM
@@ -41,7 +42,7 @@ mod dcqcn;
 mod dctcp;
 mod none;
 
-pub use crate::mechanism::cc::{CongestionControl, DcqcnParams, Ecn};
+pub use crate::mechanism::cc::{CongestionControl, DcqcnParams, Ecn, EcnMarkAt};
 pub use dcqcn::DcqcnState;
 pub use dctcp::DctcpState;
 pub use none::NoCc;

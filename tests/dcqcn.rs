@@ -220,7 +220,7 @@ fn incast_16_to_1_under_pfc_and_dcqcn_keeps_85_percent_of_pfc_goodput_and_spares
     );
 }
 
-fn fat_tree_incast(cc: &str, senders: u32) -> String {
+fn fat_tree_incast(cc: &str, senders: u32, bytes: &str) -> String {
     format!(
         r#"
 [cluster]
@@ -241,7 +241,7 @@ kind = "traffic"
 pattern = "incast"
 senders = {senders}
 receiver = 0
-bytes = "64KiB"
+bytes = "{bytes}"
 [simulation]
 fidelity = "packet"
 "#
@@ -252,13 +252,15 @@ fidelity = "packet"
 fn a_127_to_1_pfc_incast_on_a_k8_fat_tree_never_times_out_with_the_default_transport() {
     // Expected (issue 13): with the RoCE defaults — the NIC's local-ACK
     // timeout NCCL sets, 4.096 µs × 2^20 ≈ 4.3 s (NCCL_IB_TIMEOUT = 20),
-    // instead of the former 1.048 ms that fired 65 times on this incast — a
-    // lossless PFC incast has zero timeouts and zero retransmissions, with
-    // DCQCN and with PFC alone. 127 × 64 KiB (8 MiB) keeps it fast in debug;
-    // the 1.048 ms timer fired on the 127 → 1 incast of larger messages, whose
-    // queueing delay (≈ 1 ms behind 127 senders) reached it.
+    // instead of the former 1.048 ms — a lossless PFC incast has zero
+    // timeouts and zero retransmissions, with DCQCN and with PFC alone.
+    // 127 × 1 MiB lasts 2.7 ms, longer than the former timeout. Measured:
+    // makespan 2.718 ms both ways, 0 timeouts. (The issue's 65 timeouts were
+    // not reproduced on this configuration with the former 1.048 ms RTO and
+    // 512 KiB window either: the test guards the default, it does not
+    // re-create the failure.)
     for cc in ["dcqcn", "none"] {
-        let (out, st) = run_scenario(&fat_tree_incast(cc, 127));
+        let (out, st) = run_scenario(&fat_tree_incast(cc, 127, "1MiB"));
         eprintln!(
             "127 -> 1, cc = {cc}: makespan {} timeouts {} retransmitted {} pauses {}",
             out.makespan, st.timeouts, st.retransmitted_packets, st.pfc_pause_frames
@@ -274,7 +276,7 @@ fn a_run_ends_when_its_work_is_done_whatever_timers_are_pending() {
     // Expected: a time limit below the RTO (4.3 s) does not stop a run whose
     // work finishes in microseconds; nor do DCQCN's timers, still running for
     // the cut senders when the last ACK arrives.
-    let text = fat_tree_incast("dcqcn", 15)
+    let text = fat_tree_incast("dcqcn", 15, "64KiB")
         .replace("[simulation]\n", "[simulation]\ntime_limit = \"10ms\"\n");
     let (out, st) = run_scenario(&text);
     assert!(out.makespan < SimTime::from_us(10_000), "{}", out.makespan);

@@ -182,14 +182,18 @@ fn incast_16_to_1_under_pfc_and_dcqcn_keeps_85_percent_of_pfc_goodput_and_spares
     // alone, and the victim flow finishes within 2× of its ideal.
     // Measured with the ConnectX defaults and marking at dequeue: makespan
     // 2.20 ms against 1.369 ms (62%), victim 24.1 µs of 23 µs ideal (1.05×).
-    // Why: the example's ECN thresholds follow its 64 KiB per-port buffer
-    // (Kmin 4 KiB, Kmax 32 KiB) while PFC lets the hot port's queue reach
-    // 655 KB (16 ingress ports × XOFF); marks persist as long as that backlog
-    // and PFC-held spine queues drain, so each sender takes a cut every 4 µs
-    // (rate_reduce_monitor_period) for ≈ 300 µs and falls from 400 to ≈ 1
-    // Gb/s, against a fair share of 25; then all recover in step (T = 300
-    // µs) and the queue bursts again. With Kmin 100 KiB / Kmax 400 KiB the
-    // same run reaches 84%.
+    // Why (traced): the hot port marks every packet it sends (599 per 50 µs)
+    // with ≈ 670 KB queued for the first 250+ µs: PFC lets its queue reach
+    // 16 ingress ports × XOFF while the example's ECN thresholds follow its
+    // 64 KiB per-port buffer (Kmin 4 KiB, Kmax 32 KiB). A sender's CNPs come
+    // only every ≈ 15 µs (its packets reach the receiver that rarely), so
+    // with α updated every 1 µs (g = 5/1024) α settles near g / (15 g) ≈
+    // 0.07 and each cut takes a few per cent: the senders still inject
+    // ≈ 1.4 Tb/s together over the first 250 µs, the PFC-held backlog grows
+    // by megabytes, and it keeps every packet marked while it drains, which
+    // walks each sender down to ≈ 1 Gb/s (fair share 25). They then recover
+    // slowly (T = 300 µs, F = 1, R_AI = 5 Mb/s) and in step, and the queue
+    // bursts again. With Kmin 100 KiB / Kmax 400 KiB the run reaches 84%.
     let (dq, dq_st) = run_scenario(&example("incast-roce-pfc-dcqcn.toml"));
     let (pfc, _) = run_scenario(&example("incast-roce-pfc-only.toml"));
     let incast_bytes = 16.0 * 4.0 * 1048576.0;

@@ -244,7 +244,8 @@ impl Validator<'_> {
             );
         }
         let ecn_mark_at = match f.ecn_mark_at.as_deref() {
-            None | Some("dequeue") => Some(crate::mechanism::EcnMarkAt::Dequeue),
+            None => Some(defaults::ECN_MARK_AT),
+            Some("dequeue") => Some(crate::mechanism::EcnMarkAt::Dequeue),
             Some("enqueue") => Some(crate::mechanism::EcnMarkAt::Enqueue),
             Some(other) => {
                 self.err(
@@ -484,7 +485,8 @@ impl Validator<'_> {
         let empty = RawDcqcn::default();
         let r = raw.unwrap_or(&empty);
         let profile = match r.profile.as_deref() {
-            None | Some("mellanox") => DcqcnProfile::Mellanox,
+            None => defaults::DCQCN_PROFILE,
+            Some("mellanox") => DcqcnProfile::Mellanox,
             Some("paper") => DcqcnProfile::Paper,
             Some(other) => {
                 self.err(

@@ -59,14 +59,14 @@ impl Ecn {
 }
 
 /// Where a switch decides whether to mark a packet CE.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EcnMarkAt {
     /// When the packet leaves the egress queue, from the bytes still queued
     /// behind it: the mark reports the queue as it is now, so the feedback
     /// does not lag by the queueing delay the mark is about. What shared-buffer
     /// switch ASICs do and what the HPCC simulator models (`SwitchNode::
-    /// SwitchNotifyDequeue` marks in ns-3's `switch-node.cc`). Default.
-    #[default]
+    /// SwitchNotifyDequeue` marks in ns-3's `switch-node.cc`). Default
+    /// ([`super::defaults::ECN_MARK_AT`]).
     Dequeue,
     /// When the packet joins the egress queue, from the bytes already queued
     /// (RED as first described; the mark then travels behind the whole queue).
@@ -74,7 +74,7 @@ pub enum EcnMarkAt {
 }
 
 /// A named set of DCQCN parameters, with its source.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DcqcnProfile {
     /// What NVIDIA/Mellanox ConnectX-4 and later NICs ship (NVIDIA, "DCQCN CC
     /// Parameters", DOCA/MLNX_OFED documentation, ConnectX-4+ defaults):
@@ -85,8 +85,8 @@ pub enum DcqcnProfile {
     /// `rpg_threshold` = 1 (F), `rpg_ai_rate` = 5 Mb/s, `rpg_hai_rate` = 50 Mb/s,
     /// `min_time_between_cnps` = 4 µs (N). The HPCC simulator's `--cc dcqcn`
     /// mode (alibaba-edu/High-Precision-Congestion-Control `simulation/run.py`)
-    /// runs the same timers (1, 4, 300 µs, F = 1, clamp 0). Default.
-    #[default]
+    /// runs the same timers (1, 4, 300 µs, F = 1, clamp 0). Default
+    /// ([`super::defaults::DCQCN_PROFILE`]).
     Mellanox,
     /// Zhu et al., "Congestion Control for Large-Scale RDMA Deployments",
     /// SIGCOMM 2015: g = 1/256, K = 55 µs, T = 55 µs, B = 10 MB, F = 5,
@@ -95,6 +95,18 @@ pub enum DcqcnProfile {
     /// the HPCC simulator's `--cc dcqcn_paper` mode: one cut per 50 µs,
     /// R_HAI = 10 × R_AI (its 5 and 50 Mb/s per 25 Gb/s), min rate 1 Gb/s.
     Paper,
+}
+
+impl Default for DcqcnProfile {
+    fn default() -> Self {
+        super::defaults::DCQCN_PROFILE
+    }
+}
+
+impl Default for EcnMarkAt {
+    fn default() -> Self {
+        super::defaults::ECN_MARK_AT
+    }
 }
 
 impl DcqcnProfile {

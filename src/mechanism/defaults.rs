@@ -4,6 +4,7 @@
 //! silently made a scenario and a library user simulate different fabrics;
 //! here each is stated once and both sides read it.
 
+use super::cc::{DcqcnProfile, EcnMarkAt};
 use crate::units::SimTime;
 
 /// Largest payload per packet when neither the file nor a preset sets one, bytes.
@@ -83,3 +84,11 @@ pub const MAX_PAUSE_QUANTA: u32 = 65535;
 
 /// DCTCP's α gain g (Alizadeh et al. 2010).
 pub const DCTCP_G: f64 = 1.0 / 16.0;
+
+/// DCQCN parameter set when a scenario names none: what ConnectX NICs ship
+/// (the values and their sources: [`DcqcnProfile::Mellanox`]).
+pub const DCQCN_PROFILE: DcqcnProfile = DcqcnProfile::Mellanox;
+
+/// Where switches mark ECN: at dequeue, so a mark reports the queue as it is
+/// when the packet leaves, not as it was when it joined ([`EcnMarkAt`]).
+pub const ECN_MARK_AT: EcnMarkAt = EcnMarkAt::Dequeue;

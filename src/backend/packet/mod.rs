@@ -335,7 +335,7 @@ impl Default for PacketConfig {
             cut_through: false,
             pfc_pause_quanta: 0,
             ecn: None,
-            ecn_mark_at: EcnMarkAt::Dequeue,
+            ecn_mark_at: defaults::ECN_MARK_AT,
             cc: CongestionControl::None,
             sample_interval: SimTime::ZERO,
             series_ports: 4,

@@ -183,6 +183,20 @@ fn main() {
     };
     bench("permutation 128 hosts, 4 MiB, PFC+DCQCN", &perm, &ls, &roce);
     bench("incast 64:1, 1 MiB, PFC+DCQCN", &inc, &ss, &roce);
+    // The same with cc = "none" (PFC alone, no ECN): the yardstick of a law's
+    // cost (issue 13: no law may cost more than 30% of events/s against it).
+    let pfc_only = PacketConfig {
+        ecn: None,
+        cc: fabricsim::backend::packet::CongestionControl::None,
+        ..roce.clone()
+    };
+    bench(
+        "permutation 128 hosts, 4 MiB, PFC cc=none",
+        &perm,
+        &ls,
+        &pfc_only,
+    );
+    bench("incast 64:1, 1 MiB, PFC cc=none", &inc, &ss, &pfc_only);
     // Memory of the hot records: a packet lives in the slab as one of these while
     // in flight; a queue pair per communicating (source, destination) GPU pair.
     println!(

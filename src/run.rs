@@ -925,7 +925,12 @@ pub fn packet_config_used(
             "PFC is off (fabric.pfc = false, or an InfiniBand fabric's credits)".into()
         });
     }
-    for key in ["fabric.ecn_kmin", "fabric.ecn_kmax", "fabric.ecn_pmax"] {
+    for key in [
+        "fabric.ecn_kmin",
+        "fabric.ecn_kmax",
+        "fabric.ecn_pmax",
+        "fabric.ecn_mark_at",
+    ] {
         usage.read_if(key, p.ecn.is_some(), || {
             "ECN marking is off (fabric.ecn = false)".into()
         });
@@ -966,10 +971,25 @@ pub fn packet_config_used(
             "the host-staged copy applies only with gpu_direct = false".into()
         });
     }
+    // Control packets: the data header plus the AETH (ACK) or the CNP's 16
+    // reserved bytes; a TCP ACK is a bare header, at least a minimum frame
+    // (64 B + 20 B of preamble and gap).
+    let header = s.fabric.header_bytes as u32;
+    let (ack_bytes, cnp_bytes) = if p.tcp {
+        (header.max(84), header.max(84))
+    } else {
+        (
+            header + crate::mechanism::defaults::AETH_BYTES,
+            header + crate::mechanism::defaults::CNP_PAYLOAD_BYTES,
+        )
+    };
     PacketConfig {
         seed,
         mtu: s.fabric.mtu as u32,
-        header_bytes: s.fabric.header_bytes as u32,
+        header_bytes: header,
+        ack_bytes,
+        cnp_bytes,
+        ecn_mark_at: p.ecn_mark_at,
         vls: p.virtual_lanes.max(if p.vl_escalation { 3 } else { 1 }),
         flow_control,
         pfc_pause_quanta: p.pfc_pause_quanta,

@@ -29,7 +29,7 @@ pub struct PacketSettings {
     pub tcp_packet_overhead: SimTime,
     /// TCP jitter bound.
     pub tcp_jitter: SimTime,
-    /// Window per queue pair, bytes.
+    /// Window per queue pair, bytes (0 = no limit).
     pub window: u64,
     /// ACK coalescing.
     pub ack_every: u32,
@@ -49,6 +49,8 @@ pub struct PacketSettings {
     pub pfc_pause_quanta: u32,
     /// ECN marking (Kmin bytes, Kmax bytes, Pmax), or `None`.
     pub ecn: Option<(u64, u64, f64)>,
+    /// Where switches mark CE: at dequeue (default) or enqueue.
+    pub ecn_mark_at: crate::mechanism::EcnMarkAt,
     /// Congestion control.
     pub cc: crate::mechanism::CongestionControl,
 }
@@ -117,11 +119,19 @@ impl Validator<'_> {
             Some("1us"),
         );
         let tcp_jitter = self.time("fabric.tcp_jitter", f.tcp_jitter.as_ref(), Some("500ns"));
+        // RDMA writes under in-order routing have no window (0); the TCP path
+        // and reordering routings keep one (see defaults::RDMA_WINDOW).
+        let in_order = matches!(f.routing.as_deref(), None | Some("ecmp"));
+        let default_window = if tcp == Some(false) && in_order {
+            defaults::RDMA_WINDOW
+        } else {
+            defaults::WINDOW
+        };
         let window = self.size(
             "fabric.window",
             f.window.as_ref(),
-            Some(&defaults::WINDOW.to_string()),
-            1,
+            Some(&default_window.to_string()),
+            0,
         );
         let ack_every = self.count(
             "fabric.ack_every",
@@ -130,10 +140,17 @@ impl Validator<'_> {
             1,
             "packets per ACK",
         );
+        // RoCE NICs time out after NCCL's local-ACK timeout; the rest keep
+        // the shorter IB-encoding default (see defaults::ROCE_RTO).
+        let default_rto = if kind == Some(FabricKind::Roce) && tcp == Some(false) {
+            defaults::ROCE_RTO
+        } else {
+            defaults::RTO
+        };
         let rto = self.time(
             "fabric.rto",
             f.rto.as_ref(),
-            Some(&default_time(defaults::RTO)),
+            Some(&default_time(default_rto)),
         );
         if rto == Some(SimTime::ZERO) {
             self.err(
@@ -226,7 +243,21 @@ impl Validator<'_> {
                 "at most 65535 quanta (a 16-bit field of the PAUSE frame, IEEE 802.1Qbb)",
             );
         }
+        let ecn_mark_at = match f.ecn_mark_at.as_deref() {
+            None => Some(defaults::ECN_MARK_AT),
+            Some("dequeue") => Some(crate::mechanism::EcnMarkAt::Dequeue),
+            Some("enqueue") => Some(crate::mechanism::EcnMarkAt::Enqueue),
+            Some(other) => {
+                self.err(
+                    "fabric.ecn_mark_at",
+                    format!("{other:?}"),
+                    "\"dequeue\" (mark from the queue a packet leaves behind) or \"enqueue\" (from the queue it joins)",
+                );
+                None
+            }
+        };
         Some(PacketSettings {
+            ecn_mark_at: ecn_mark_at?,
             deadlock_timeout: deadlock_timeout?,
             pfc,
             pfc_pause_quanta: pfc_pause_quanta?,
@@ -450,9 +481,31 @@ impl Validator<'_> {
         raw: Option<&RawDcqcn>,
         line: Rate,
     ) -> Option<crate::mechanism::DcqcnParams> {
-        let d = crate::mechanism::DcqcnParams::for_line_rate(line);
+        use crate::mechanism::{DcqcnParams, DcqcnProfile};
         let empty = RawDcqcn::default();
         let r = raw.unwrap_or(&empty);
+        let profile = match r.profile.as_deref() {
+            None => defaults::DCQCN_PROFILE,
+            Some("mellanox") => DcqcnProfile::Mellanox,
+            Some("paper") => DcqcnProfile::Paper,
+            Some(other) => {
+                self.err(
+                    "fabric.dcqcn.profile",
+                    format!("{other:?}"),
+                    "\"mellanox\" (ConnectX defaults) or \"paper\" (Zhu et al., SIGCOMM 2015)",
+                );
+                return None;
+            }
+        };
+        let d = DcqcnParams::profile(profile, line);
+        let min_dec_fac = r.min_dec_fac.map_or(d.min_dec_fac, RawNumber::as_f64);
+        if !(0.0..=1.0).contains(&min_dec_fac) {
+            self.err(
+                "fabric.dcqcn.min_dec_fac",
+                min_dec_fac.to_string(),
+                "a fraction of the rate in [0, 1] that one cut keeps at least, such as 0.5",
+            );
+        }
         let g = r.g.map_or(d.g, RawNumber::as_f64);
         let initial_alpha = r.initial_alpha.map_or(d.initial_alpha, RawNumber::as_f64);
         if !gain_in_range(g) {
@@ -484,6 +537,11 @@ impl Validator<'_> {
             "fabric.dcqcn.cnp_interval",
             r.cnp_interval.as_ref(),
             Some(&us(d.cnp_interval)),
+        );
+        let rate_decrease_interval = self.time(
+            "fabric.dcqcn.rate_decrease_interval",
+            r.rate_decrease_interval.as_ref(),
+            Some(&us(d.rate_decrease_interval)),
         );
         let byte_counter = self.size(
             "fabric.dcqcn.byte_counter",
@@ -526,10 +584,16 @@ impl Validator<'_> {
                 return None;
             }
         }
-        if !(gain_in_range(g) && alpha_in_range(initial_alpha)) {
+        if !(gain_in_range(g)
+            && alpha_in_range(initial_alpha)
+            && (0.0..=1.0).contains(&min_dec_fac))
+        {
             return None;
         }
-        Some(crate::mechanism::DcqcnParams {
+        Some(DcqcnParams {
+            rate_decrease_interval: rate_decrease_interval?,
+            clamp_tgt_rate: r.clamp_tgt_rate.unwrap_or(d.clamp_tgt_rate),
+            min_dec_fac,
             g,
             alpha_interval: alpha_interval?,
             rate_increase_interval: rate_increase_interval?,

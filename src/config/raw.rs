@@ -174,6 +174,8 @@ pub struct RawFabric {
     pub ecn_kmax: Option<RawQuantity>,
     /// Packet level, ECN: marking probability just below Kmax.
     pub ecn_pmax: Option<RawNumber>,
+    /// Packet level, ECN: `dequeue` (default) or `enqueue`, where a switch marks.
+    pub ecn_mark_at: Option<String>,
     /// Packet level: congestion control, `dcqcn`, `dctcp` or `none`.
     pub cc: Option<String>,
     /// Packet level, DCTCP: α gain g.
@@ -186,6 +188,14 @@ pub struct RawFabric {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawDcqcn {
+    /// `mellanox` (default) or `paper`: the parameter set the other keys override.
+    pub profile: Option<String>,
+    /// At most one rate cut per this period (`rate_reduce_monitor_period`).
+    pub rate_decrease_interval: Option<RawQuantity>,
+    /// On every cut R_T = R_C (`clamp_tgt_rate`).
+    pub clamp_tgt_rate: Option<bool>,
+    /// Fraction of R_C one cut leaves at least (`rpg_min_dec_fac` / 100).
+    pub min_dec_fac: Option<RawNumber>,
     /// α gain g.
     pub g: Option<RawNumber>,
     /// α decay period K.
@@ -204,7 +214,7 @@ pub struct RawDcqcn {
     pub min_rate: Option<RawQuantity>,
     /// At most one CNP per queue pair per this interval (N).
     pub cnp_interval: Option<RawQuantity>,
-    /// α of a new queue pair.
+    /// α set on a queue pair's first CNP.
     pub initial_alpha: Option<RawNumber>,
 }
 

@@ -34,7 +34,8 @@ pub struct Ecn {
 }
 
 impl Ecn {
-    /// Probability of marking a packet that joins a queue of `q` bytes.
+    /// Probability of marking a packet against a queue of `q` bytes (the one it
+    /// leaves behind at dequeue, or joins at enqueue, [`EcnMarkAt`]).
     #[inline]
     pub fn probability(&self, q: u64) -> f64 {
         if q <= self.kmin {
@@ -57,57 +58,164 @@ impl Ecn {
     }
 }
 
-/// DCQCN parameters (names as in Zhu et al. 2015).
+/// Where a switch decides whether to mark a packet CE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EcnMarkAt {
+    /// When the packet leaves the egress queue, from the bytes still queued
+    /// behind it: the mark reports the queue as it is now, so the feedback
+    /// does not lag by the queueing delay the mark is about. What shared-buffer
+    /// switch ASICs do and what the HPCC simulator models (`SwitchNode::
+    /// SwitchNotifyDequeue` marks in ns-3's `switch-node.cc`). Default
+    /// ([`super::defaults::ECN_MARK_AT`]).
+    Dequeue,
+    /// When the packet joins the egress queue, from the bytes already queued
+    /// (RED as first described; the mark then travels behind the whole queue).
+    Enqueue,
+}
+
+/// A named set of DCQCN parameters, with its source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DcqcnProfile {
+    /// What NVIDIA/Mellanox ConnectX-4 and later NICs ship (NVIDIA, "DCQCN CC
+    /// Parameters", DOCA/MLNX_OFED documentation, ConnectX-4+ defaults):
+    /// `dce_tcp_g` = 1019 (g = 5/1024), `dce_tcp_rtt` = 1 µs (K),
+    /// `initial_alpha_value` = 1023 (α₀ ≈ 1), `rate_reduce_monitor_period` =
+    /// 4 µs, `rpg_min_dec_fac` = 50 %, `rpg_min_rate` = 1 Mb/s, `clamp_tgt_rate`
+    /// = 0, `rpg_time_reset` = 300 µs (T), `rpg_byte_reset` = 32767 B (B),
+    /// `rpg_threshold` = 1 (F), `rpg_ai_rate` = 5 Mb/s, `rpg_hai_rate` = 50 Mb/s,
+    /// `min_time_between_cnps` = 4 µs (N). The HPCC simulator's `--cc dcqcn`
+    /// mode (alibaba-edu/High-Precision-Congestion-Control `simulation/run.py`)
+    /// runs the same timers (1, 4, 300 µs, F = 1, clamp 0). Default
+    /// ([`super::defaults::DCQCN_PROFILE`]).
+    Mellanox,
+    /// Zhu et al., "Congestion Control for Large-Scale RDMA Deployments",
+    /// SIGCOMM 2015: g = 1/256, K = 55 µs, T = 55 µs, B = 10 MB, F = 5,
+    /// N = 50 µs, R_AI = 40 Mb/s at 40 Gb/s (scaled here to the line rate),
+    /// R_T = R_C on every cut (clamp). What the paper leaves open comes from
+    /// the HPCC simulator's `--cc dcqcn_paper` mode: one cut per 50 µs,
+    /// R_HAI = 10 × R_AI (its 5 and 50 Mb/s per 25 Gb/s), min rate 1 Gb/s.
+    Paper,
+}
+
+impl Default for DcqcnProfile {
+    fn default() -> Self {
+        super::defaults::DCQCN_PROFILE
+    }
+}
+
+impl Default for EcnMarkAt {
+    fn default() -> Self {
+        super::defaults::ECN_MARK_AT
+    }
+}
+
+impl DcqcnProfile {
+    /// The profile's name in a scenario (`fabric.dcqcn.profile`).
+    pub fn name(self) -> &'static str {
+        match self {
+            DcqcnProfile::Mellanox => "mellanox",
+            DcqcnProfile::Paper => "paper",
+        }
+    }
+}
+
+/// DCQCN parameters (names as in Zhu et al. 2015; the NIC's in brackets).
+/// Defaults: [`DcqcnProfile::Mellanox`] at 400 Gb/s.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct DcqcnParams {
-    /// α gain g. Default 1/256.
+    /// α gain g [`dce_tcp_g`]: α ← (1 − g) α + g after a period with a CNP,
+    /// (1 − g) α after one without.
     pub g: f64,
-    /// α decay period K without CNPs, picoseconds. Default 55 µs.
+    /// α update period K [`dce_tcp_rtt`], picoseconds.
     pub alpha_interval: SimTime,
-    /// Rate-increase timer T, picoseconds. Default 55 µs.
+    /// Rate-increase timer T [`rpg_time_reset`], picoseconds.
     pub rate_increase_interval: SimTime,
-    /// Byte counter B: a rate-increase event every this many bytes sent. Default 10 MB.
+    /// Byte counter B [`rpg_byte_reset`]: a rate-increase event every this many bytes sent.
     pub byte_counter: u64,
-    /// Fast-recovery stages F. Default 5.
+    /// Fast-recovery stages F [`rpg_threshold`]: the first F increase events
+    /// of either counter are fast recovery.
     pub fast_recovery_steps: u32,
-    /// Additive increase step R_AI, bits/s. Default 80 Mb/s (HPCC run.py at 400 Gb/s).
+    /// Additive increase step R_AI [`rpg_ai_rate`], bits/s.
     pub rate_ai: Rate,
-    /// Hyper increase step R_HAI, bits/s. Default 800 Mb/s (HPCC run.py at 400 Gb/s).
+    /// Hyper increase step R_HAI [`rpg_hai_rate`], bits/s.
     pub rate_hai: Rate,
-    /// Lowest rate a cut can reach, bits/s. Default 1 Gb/s (HPCC run.py `MIN_RATE`).
+    /// Lowest rate a cut can reach [`rpg_min_rate`], bits/s.
     pub min_rate: Rate,
-    /// At most one CNP per queue pair per this interval (N), picoseconds. Default 50 µs.
+    /// Receiver: at most one CNP per queue pair per this interval N
+    /// [`min_time_between_cnps`], picoseconds.
     pub cnp_interval: SimTime,
-    /// α of a new queue pair. Default 1 (as the HPCC simulator's `rdma-hw.cc`).
+    /// α set on a queue pair's first CNP [`initial_alpha_value`] / 1024, in [0, 1].
     pub initial_alpha: f64,
+    /// At most one rate cut per this period [`rate_reduce_monitor_period`],
+    /// picoseconds; CNPs inside it are remembered and cut once at its end.
+    pub rate_decrease_interval: SimTime,
+    /// [`clamp_tgt_rate`]: on every cut R_T ← R_C. Off: R_T keeps its value
+    /// when no rate increase happened since the previous cut, so back-to-back
+    /// cuts remember the rate before the congestion.
+    pub clamp_tgt_rate: bool,
+    /// [`rpg_min_dec_fac`]: one cut leaves at least this fraction of R_C, in [0, 1].
+    pub min_dec_fac: f64,
 }
 
 impl Default for DcqcnParams {
     fn default() -> Self {
+        DcqcnParams::mellanox(Rate::gbps(400))
+    }
+}
+
+impl DcqcnParams {
+    /// The parameters of `profile` on a NIC of `line` bits/s.
+    pub fn profile(profile: DcqcnProfile, line: Rate) -> DcqcnParams {
+        match profile {
+            DcqcnProfile::Mellanox => DcqcnParams::mellanox(line),
+            DcqcnProfile::Paper => DcqcnParams::paper(line),
+        }
+    }
+
+    /// ConnectX defaults ([`DcqcnProfile::Mellanox`]); firmware values do
+    /// not depend on the line rate.
+    pub fn mellanox(_line: Rate) -> DcqcnParams {
+        DcqcnParams {
+            g: 5.0 / 1024.0,
+            alpha_interval: SimTime::from_us(1),
+            rate_increase_interval: SimTime::from_us(300),
+            byte_counter: 32767,
+            fast_recovery_steps: 1,
+            rate_ai: Rate(5_000_000),
+            rate_hai: Rate(50_000_000),
+            min_rate: Rate(1_000_000),
+            cnp_interval: SimTime::from_us(4),
+            initial_alpha: 1023.0 / 1024.0,
+            rate_decrease_interval: SimTime::from_us(4),
+            clamp_tgt_rate: false,
+            min_dec_fac: 0.5,
+        }
+    }
+
+    /// The SIGCOMM 2015 values ([`DcqcnProfile::Paper`]), R_AI and R_HAI
+    /// scaled from the paper's 40 Gb/s to `line`.
+    pub fn paper(line: Rate) -> DcqcnParams {
+        let ai = (40_000_000u128 * line.0 as u128 / 40_000_000_000u128) as u64;
         DcqcnParams {
             g: 1.0 / 256.0,
             alpha_interval: SimTime::from_us(55),
             rate_increase_interval: SimTime::from_us(55),
             byte_counter: 10_000_000,
             fast_recovery_steps: 5,
-            rate_ai: Rate(80_000_000),
-            rate_hai: Rate(800_000_000),
+            rate_ai: Rate(ai.max(1)),
+            rate_hai: Rate((10 * ai).max(1)),
             min_rate: Rate(1_000_000_000),
             cnp_interval: SimTime::from_us(50),
             initial_alpha: 1.0,
+            rate_decrease_interval: SimTime::from_us(50),
+            clamp_tgt_rate: true,
+            min_dec_fac: 0.0,
         }
     }
-}
 
-impl DcqcnParams {
-    /// The defaults with R_AI and R_HAI scaled to `line` as HPCC's run.py does
-    /// (5 and 50 Mb/s per 25 Gb/s of line rate).
+    /// The default profile on a NIC of `line` bits/s.
     pub fn for_line_rate(line: Rate) -> DcqcnParams {
-        DcqcnParams {
-            rate_ai: Rate(line.0 / 5000),
-            rate_hai: Rate(line.0 / 500),
-            ..DcqcnParams::default()
-        }
+        DcqcnParams::profile(DcqcnProfile::default(), line)
     }
 }
 
@@ -151,10 +259,11 @@ impl CongestionControl {
                     || p.rate_increase_interval.0 == 0
                     || p.byte_counter == 0
                     || p.min_rate.0 == 0
+                    || !(0.0..=1.0).contains(&p.min_dec_fac)
                 {
                     return Err((
                         "cc.dcqcn",
-                        "alpha interval, rate-increase timer, byte counter and min rate must be positive".into(),
+                        "alpha interval, rate-increase timer, byte counter and min rate must be positive, min_dec_fac in [0, 1]".into(),
                     ));
                 }
                 Ok(())

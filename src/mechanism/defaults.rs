@@ -4,6 +4,7 @@
 //! silently made a scenario and a library user simulate different fabrics;
 //! here each is stated once and both sides read it.
 
+use super::cc::{DcqcnProfile, EcnMarkAt};
 use crate::units::SimTime;
 
 /// Largest payload per packet when neither the file nor a preset sets one, bytes.
@@ -28,16 +29,45 @@ pub const VIRTUAL_LANES: u8 = 2;
 /// Most virtual lanes per port (InfiniBand's data VLs in use, Ethernet priorities).
 pub const MAX_VIRTUAL_LANES: u8 = 8;
 
-/// Unacknowledged bytes per queue pair: about the bandwidth-delay product of
-/// 400 Gb/s over a 10 µs round trip (see `PacketConfig::window_bytes`).
+/// Unacknowledged bytes per queue pair where a window is needed — the TCP
+/// path, and RDMA under reordering routings (adaptive, flowlet, spray), whose
+/// receiver tracks out-of-order PSNs in a bounded bitmap: about the
+/// bandwidth-delay product of 400 Gb/s over a 10 µs round trip (see
+/// `PacketConfig::window_bytes`).
 pub const WINDOW: u64 = 512 << 10;
+
+/// Unacknowledged bytes per queue pair of RDMA reliable-connection writes
+/// under in-order (ECMP) routing: 0 = no limit. An RC queue pair is bounded
+/// only by its 24-bit PSN space (2^23 packets outstanding, IBA vol. 1
+/// §9.7.1); the NIC limit on outstanding requests (`max_rd_atomic`, 16 on
+/// ConnectX) applies to RDMA reads and atomics, not to the writes and sends
+/// NCCL posts. See `PacketConfig::window_bytes`.
+pub const RDMA_WINDOW: u64 = 0;
 
 /// The receiver ACKs every this many packets.
 pub const ACK_EVERY: u32 = 4;
 
-/// Retransmission timeout: 4.096 µs × 2^8, the IB local-ACK-timeout encoding
-/// with value 8 (see `PacketConfig::rto`).
+/// Retransmission timeout of InfiniBand and TCP-path fabrics: 4.096 µs × 2^8,
+/// the IB local-ACK-timeout encoding with value 8 (see `PacketConfig::rto`).
 pub const RTO: SimTime = SimTime(1_048_576_000);
+
+/// Retransmission timeout of RoCE queue pairs: the NIC's local-ACK timeout
+/// 4.096 µs × 2^`timeout` (IBA vol. 1 §9.7.6.1.3) with the value NCCL sets,
+/// `NCCL_IB_TIMEOUT` = 20 (NCCL environment-variable documentation): 4.096 µs
+/// × 2^20 ≈ 4.295 s. A RoCE NIC does not time out during a PFC incast.
+pub const ROCE_RTO: SimTime = SimTime(4_096_000 << 20);
+
+/// Bytes of the ACK extended transport header (AETH) an ACK adds to a
+/// packet's headers (IBA vol. 1 §9.3.5): an ACK on the wire is the data
+/// header plus 4 bytes, 26 + 4 = 30 on InfiniBand (LRH 8, BTH 12, AETH 4,
+/// ICRC 4, VCRC 2) and 82 + 4 = 86 on RoCEv2 (a 66-byte frame — Ethernet 14,
+/// IPv4 20, UDP 8, BTH 12, AETH 4, ICRC 4, FCS 4 — plus 20 bytes of
+/// preamble, SFD and inter-frame gap, counted as `header_bytes` counts them).
+pub const AETH_BYTES: u32 = 4;
+
+/// Bytes a RoCEv2 CNP adds to the headers: 16 reserved bytes after the BTH
+/// (IBTA RoCEv2 annex A17.9.3): 82 + 16 = 98 on the wire.
+pub const CNP_PAYLOAD_BYTES: u32 = 16;
 
 /// Idle time that ends a flowlet: the LetFlow/CONGA timeout of the ConWeave
 /// ns-3 simulator (see `PacketConfig::flowlet_gap`).
@@ -54,3 +84,11 @@ pub const MAX_PAUSE_QUANTA: u32 = 65535;
 
 /// DCTCP's α gain g (Alizadeh et al. 2010).
 pub const DCTCP_G: f64 = 1.0 / 16.0;
+
+/// DCQCN parameter set when a scenario names none: what ConnectX NICs ship
+/// (the values and their sources: [`DcqcnProfile::Mellanox`]).
+pub const DCQCN_PROFILE: DcqcnProfile = DcqcnProfile::Mellanox;
+
+/// Where switches mark ECN: at dequeue, so a mark reports the queue as it is
+/// when the packet leaves, not as it was when it joined ([`EcnMarkAt`]).
+pub const ECN_MARK_AT: EcnMarkAt = EcnMarkAt::Dequeue;

@@ -9,5 +9,8 @@ pub mod cc;
 pub mod defaults;
 pub mod flow_control;
 
-pub use cc::{alpha_in_range, gain_in_range, pmax_in_range, CongestionControl, DcqcnParams, Ecn};
+pub use cc::{
+    alpha_in_range, gain_in_range, pmax_in_range, CongestionControl, DcqcnParams, DcqcnProfile,
+    Ecn, EcnMarkAt,
+};
 pub use flow_control::{pfc_fits_buffer, pfc_headroom_needed, FlowControl};

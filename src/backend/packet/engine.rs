@@ -42,6 +42,12 @@ pub enum Event {
         /// Queue pair.
         qp: QpId,
     },
+    /// A timer of a queue pair's congestion control is due (DCQCN's α update,
+    /// rate increase, deferred cut).
+    CcTimer {
+        /// Queue pair.
+        qp: QpId,
+    },
     /// A compute task finished.
     TaskDone {
         /// Task index.
@@ -97,6 +103,7 @@ impl Event {
             Event::Pfc { link, vl, kind } => {
                 8 | (vl as u64) << 4 | (kind as u64) << 8 | (link.0 as u64) << 32
             }
+            Event::CcTimer { qp } => 9 | (qp.0 as u64) << 4,
         }
     }
 
@@ -123,6 +130,7 @@ impl Event {
                 vl: ((x >> 4) & 15) as u8,
                 kind: ((x >> 8) & 15) as u8,
             },
+            9 => Event::CcTimer { qp: QpId(lo) },
             _ => Event::Sample,
         }
     }
@@ -346,7 +354,8 @@ mod tests {
         for i in 0..2000u32 {
             x = crate::topology::mix64(x);
             let t = x % 97;
-            let ev = match i % 9 {
+            let ev = match i % 10 {
+                8 => Event::CcTimer { qp: QpId(i) },
                 7 => Event::Pfc {
                     link: PortId(i),
                     vl: (i % 8) as u8,

@@ -41,18 +41,20 @@
 //!   refused. PAUSE spreads congestion upstream, and paused links in a cycle
 //!   deadlock: the watchdog then returns [`PacketError::PfcDeadlock`] with the
 //!   cycle. Details in [`flow_control`].
-//! * **ECN and congestion control** ([`cc`]): RED marking on the egress
-//!   enqueue of network ports ([`PacketConfig::ecn`]); DCQCN (RoCEv2: CNPs,
-//!   rate cuts, fast recovery, additive and hyper increase, pacing at R_C) or
-//!   DCTCP (window cut by α/2 once per window) per queue pair
-//!   ([`PacketConfig::cc`]).
+//! * **ECN and congestion control** ([`cc`]): RED marking at the egress
+//!   queues of switch ports, at dequeue by default ([`PacketConfig::ecn`],
+//!   [`PacketConfig::ecn_mark_at`]); DCQCN (RoCEv2 as ConnectX NICs run it:
+//!   CNPs, α / rate-increase / rate-decrease timers as events, fast recovery,
+//!   additive and hyper increase, pacing at R_C) or DCTCP (window cut by α/2
+//!   once per window) per queue pair ([`PacketConfig::cc`]).
 //! * **Transport** ([`nic`]). RDMA reliable connection, one queue pair per
 //!   (source GPU, destination GPU): that is how NCCL connects peers, and one PSN
 //!   space per pair keeps go-back-N meaningful across the messages of a pair
 //!   (messages of one pair are sent in posting order). The source GPU's first
 //!   link pulls packets round-robin from its active queue pairs when it is idle
 //!   (so sources never queue or drop), up to a window of outstanding bytes per
-//!   queue pair. The receiver ACKs every [`PacketConfig::ack_every`] packets and
+//!   queue pair if one is set ([`PacketConfig::window_bytes`]; none for RDMA
+//!   writes under ECMP). The receiver ACKs every [`PacketConfig::ack_every`] packets and
 //!   on the last packet of a message. Under ECMP routing (in-order paths) the
 //!   receiver is strict go-back-N: out-of-order packets are discarded and one
 //!   NACK per gap makes the sender rewind. Under adaptive routing or spraying
@@ -74,9 +76,10 @@
 //! [`run`] returns the common [`RunOutput`]; [`run_detailed`] also returns
 //! [`PacketStats`], the packet-level conservation counters
 //! (transmitted = accepted + duplicates + out-of-order discards + dropped).
-//! A run ends when the event queue drains (every ACK home), so conservation is
-//! exact (a link event after the last task and the last packet changes nothing
-//! and is skipped); the makespan is the time the last task completed.
+//! A run ends when its work is done and every packet drained (every ACK home),
+//! so conservation is exact; timers still pending then (link events,
+//! retransmission and congestion-control timers, pacing wake-ups) change
+//! nothing and are skipped; the makespan is the time the last task completed.
 //! `transfer_ideal` is the path latency plus the message's *wire* bytes
 //! (headers included, once) at the path's slowest *line* rate; store-and-forward
 //! adds one packet time per extra hop on top of it. `links[i].utilization` is busy time over the makespan;
@@ -111,7 +114,7 @@ pub mod slab;
 pub mod stats;
 pub mod switch;
 
-pub use crate::mechanism::cc::{CongestionControl, DcqcnParams, Ecn};
+pub use crate::mechanism::cc::{CongestionControl, DcqcnParams, DcqcnProfile, Ecn, EcnMarkAt};
 pub use crate::mechanism::flow_control::{pfc_headroom_needed, FlowControl};
 pub use stats::PacketStats;
 // the internals (switch.rs) name the one link-event type through this module
@@ -194,8 +197,14 @@ pub struct PacketConfig {
     /// (IBA vol. 1 ch. 5/9). RoCEv2 would be 62 + 20 of preamble/gap.
     pub header_bytes: u32,
     /// Bytes on the wire of an ACK/NACK. Default 30 = the data header plus the
-    /// 4-byte ACK extended transport header (AETH).
+    /// 4-byte ACK extended transport header (AETH); a scenario sets
+    /// `header_bytes` + 4 for its fabric kind (86 on RoCEv2,
+    /// [`defaults::AETH_BYTES`]).
     pub ack_bytes: u32,
+    /// Bytes on the wire of a CNP. Default 42 = the data header plus 16
+    /// reserved bytes (RoCEv2 annex A17.9.3; 98 on RoCEv2,
+    /// [`defaults::CNP_PAYLOAD_BYTES`]).
+    pub cnp_bytes: u32,
     /// Virtual lanes (priorities) per port, 1..=8. Default 2: data on lane 0,
     /// ACK/NACK on the highest lane with strict priority.
     pub vls: u8,
@@ -227,19 +236,25 @@ pub struct PacketConfig {
     /// LetFlow and CONGA flowlet timeout of the ConWeave ns-3 simulator (Song
     /// et al., SIGCOMM 2023), which targets RDMA fabrics.
     pub flowlet_gap: SimTime,
-    /// Maximum unacknowledged bytes per queue pair. Default 512 KiB ≈ the
-    /// bandwidth-delay product of 400 Gb/s over a 10 µs round trip (a 3-tier
-    /// fat-tree: ≈ 5 µs of propagation, pipelines and store-and-forward, plus
-    /// queueing); 256 KiB measurably throttled sprayed flows on a k = 8 fat-tree.
+    /// Maximum unacknowledged bytes per queue pair, an explicit NIC limit on
+    /// outstanding requests; 0 = no limit. Default 0
+    /// ([`defaults::RDMA_WINDOW`]): an RDMA reliable-connection queue pair
+    /// writing (what NCCL posts) is bounded only by its PSN space, and the
+    /// ConnectX outstanding-request limit (`max_rd_atomic`) is for reads and
+    /// atomics. Under a reordering routing (adaptive, flowlet, spray) the
+    /// receiver's out-of-order bitmap needs a bound, and the TCP path has a
+    /// receive window, so 0 means [`defaults::WINDOW`] (512 KiB ≈ 400 Gb/s ×
+    /// 10 µs) there.
     pub window_bytes: u64,
     /// The receiver ACKs every this many packets (and on a message's last).
     /// Default 4 (assumption: NICs coalesce ACKs; the ratio is not published).
     pub ack_every: u32,
     /// Retransmission timeout, picoseconds. Default 1.048576 ms = 4.096 µs × 2^8
-    /// (the IB local-ACK-timeout encoding with value 8): far above the queueing
-    /// delay a credit fabric builds with the default windows (a 32:1 incast of
-    /// 512 KiB windows queues ≈ 340 µs at 400 Gb/s), so it does not fire spuriously;
-    /// NCCL's default of 18 (≈ 1.07 s) would make lossy runs take simulated seconds.
+    /// (the IB local-ACK-timeout encoding with value 8, [`defaults::RTO`]): far
+    /// above the queueing delay a credit fabric builds, so it does not fire
+    /// spuriously, and short enough for lossy runs. A RoCE scenario gets the
+    /// timeout NCCL sets on its queue pairs, `NCCL_IB_TIMEOUT` = 20: 4.096 µs ×
+    /// 2^20 ≈ 4.3 s ([`defaults::ROCE_RTO`]), so a PFC incast never times out.
     pub rto: SimTime,
     /// How the NIC reaches the payload. Default `GpuDirect`.
     pub host_path: HostPath,
@@ -272,9 +287,12 @@ pub struct PacketConfig {
     /// receiver refreshes its PAUSE every half of that time while above XON.
     /// Default 0.
     pub pfc_pause_quanta: u32,
-    /// ECN marking on the egress enqueue of network ports (RED-like, per queue),
-    /// or `None`. Default `None`.
+    /// ECN marking at the egress queues of switch ports (RED-like, per
+    /// queue), or `None`. Default `None`.
     pub ecn: Option<Ecn>,
+    /// Where a switch marks: from the queue a packet leaves behind at
+    /// dequeue (default, [`EcnMarkAt::Dequeue`]) or the one it joins.
+    pub ecn_mark_at: EcnMarkAt,
     /// Congestion control of the queue pairs. Default `None`.
     pub cc: CongestionControl,
     /// Time-series sampling interval, picoseconds; 0 = off. Default 0.
@@ -296,6 +314,7 @@ impl Default for PacketConfig {
             mtu: defaults::MTU as u32,
             header_bytes: 26,
             ack_bytes: 30,
+            cnp_bytes: 42,
             vls: defaults::VIRTUAL_LANES,
             flow_control: FlowControl::Credit,
             credit_block_bytes: 64,
@@ -305,7 +324,7 @@ impl Default for PacketConfig {
             shared_buffer_alpha: defaults::SHARED_BUFFER_ALPHA,
             routing: Routing::Ecmp,
             flowlet_gap: defaults::FLOWLET_GAP,
-            window_bytes: defaults::WINDOW,
+            window_bytes: defaults::RDMA_WINDOW,
             ack_every: defaults::ACK_EVERY,
             rto: defaults::RTO,
             host_path: HostPath::GpuDirect,
@@ -316,6 +335,7 @@ impl Default for PacketConfig {
             cut_through: false,
             pfc_pause_quanta: 0,
             ecn: None,
+            ecn_mark_at: defaults::ECN_MARK_AT,
             cc: CongestionControl::None,
             sample_interval: SimTime::ZERO,
             series_ports: 4,
@@ -357,12 +377,14 @@ impl PacketConfig {
         if u64::from(self.header_bytes) > max_header
             || self.ack_bytes == 0
             || u64::from(self.ack_bytes) > max_header
+            || self.cnp_bytes == 0
+            || u64::from(self.cnp_bytes) > max_header
         {
             return bad(
                 "header_bytes/ack_bytes",
                 format!(
-                    "headers of at most 4096 bytes and ACKs of 1..=4096 bytes, found {} and {}",
-                    self.header_bytes, self.ack_bytes
+                    "headers of at most 4096 bytes, ACKs and CNPs of 1..=4096 bytes, found {}, {} and {}",
+                    self.header_bytes, self.ack_bytes, self.cnp_bytes
                 ),
             );
         }
@@ -378,7 +400,9 @@ impl PacketConfig {
                 "a credit must cover at least 1 byte, e.g. 64".into(),
             );
         }
-        let max_pkt = (self.mtu + self.header_bytes).max(self.ack_bytes) as u64;
+        let max_pkt = (self.mtu + self.header_bytes)
+            .max(self.ack_bytes)
+            .max(self.cnp_bytes) as u64;
         if self.port_buffer_bytes < max_pkt {
             return bad(
                 "port_buffer_bytes",
@@ -415,14 +439,13 @@ impl PacketConfig {
                 "a flowlet gap above zero, such as 100 µs".into(),
             );
         }
-        if self.window_bytes == 0
-            || self.ack_every == 0
+        if self.ack_every == 0
             || self.rto == SimTime::ZERO
             || self.deadlock_timeout == SimTime::ZERO
         {
             return bad(
-                "window_bytes/ack_every/rto/deadlock_timeout",
-                "window, ACK interval, RTO and deadlock timeout must be positive".into(),
+                "ack_every/rto/deadlock_timeout",
+                "ACK interval, RTO and deadlock timeout must be positive".into(),
             );
         }
         if let HostPath::HostStaged { copy_rate, .. } = self.host_path {

@@ -11,7 +11,8 @@
 //!
 //! **Sender.** The source GPU's first link (PCIe towards the NIC, or NVLink
 //! inside a host) pulls one packet at a time, round-robin over its queue pairs
-//! that have data, are within their window ([`PacketConfig::window_bytes`]) and
+//! that have data, are within their window ([`PacketConfig::window_bytes`], if
+//! one is set) and
 //! whose host path has the bytes ready: this is the NIC injecting at line rate
 //! across active queue pairs without a source queue that could overflow. A
 //! retransmission timer per pair ([`PacketConfig::rto`], doubling on consecutive
@@ -112,6 +113,8 @@ pub struct Qp {
     pub cc_on: bool,
     /// Congestion-control state of the configured law, both ends.
     pub cc: CcState,
+    /// A `CcTimer` event is scheduled at this time for the law's timers, or [`NEVER`].
+    pub cc_timer_at: u64,
     /// Payload bytes posted.
     pub bytes_posted: u64,
     /// Data packets sent more than once.
@@ -255,6 +258,7 @@ impl Sim<'_> {
             wnd: self.window_pkts,
             cc_on: false,
             cc: CcState::None(super::cc::NoCc),
+            cc_timer_at: NEVER,
             bytes_posted: 0,
             retransmitted: 0,
             timeouts: 0,
@@ -429,8 +433,11 @@ impl Sim<'_> {
                 self.counters.ctrl_received();
                 let now = self.now;
                 let qp = &mut self.qps.pairs[k.qp];
-                if qp.cc_on && qp.cc.on_cnp(&self.cfg.cc, now) {
-                    self.counters.rate_cut();
+                if qp.cc_on {
+                    if qp.cc.on_cnp(&self.cfg.cc, now) {
+                        self.counters.rate_cut();
+                    }
+                    self.arm_cc_timer(k.qp);
                 }
             }
         }
@@ -508,7 +515,11 @@ impl Sim<'_> {
         let qp = &self.qps.pairs[qpi];
         let port = qp.ack_port;
         let vl = (self.vls - 1) as u8;
-        let wire = self.cfg.ack_bytes;
+        let wire = if kind == PktKind::Cnp {
+            self.cfg.cnp_bytes
+        } else {
+            self.cfg.ack_bytes
+        };
         let pkt = self.pkts.alloc(Packet {
             qp: qpi,
             psn,
@@ -600,6 +611,33 @@ impl Sim<'_> {
                 self.activate(qpi);
             }
         }
+    }
+
+    /// Schedules the law's next timer of `qpi` unless an event is already
+    /// pending at or before it (a later pending event goes stale: it pops,
+    /// finds `cc_timer_at` moved and does nothing).
+    fn arm_cc_timer(&mut self, qpi: QpId) {
+        let now = self.now;
+        let qp = &mut self.qps.pairs[qpi];
+        let t = qp.cc.next_timer();
+        if t != NEVER && (qp.cc_timer_at == NEVER || qp.cc_timer_at < now || t < qp.cc_timer_at) {
+            qp.cc_timer_at = t.max(now);
+            self.q.push(t.max(now), Event::CcTimer { qp: qpi });
+        }
+    }
+
+    /// A congestion-control timer of `qpi` is due.
+    pub(super) fn on_cc_timer(&mut self, qpi: QpId) {
+        let now = self.now;
+        let qp = &mut self.qps.pairs[qpi];
+        if qp.cc_timer_at != now {
+            return;
+        }
+        qp.cc_timer_at = NEVER;
+        if qp.cc.on_timer(&self.cfg.cc, now) {
+            self.counters.rate_cut();
+        }
+        self.arm_cc_timer(qpi);
     }
 
     /// A paced queue pair's bytes are ready.

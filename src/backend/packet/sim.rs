@@ -143,8 +143,7 @@ impl<'a> Sim<'a> {
             ideal: ideal_times(dag, topo, cfg),
             qps: QueuePairs::default(),
             flowlets: Flowlets::default(),
-            window_pkts: (cfg.window_bytes.div_ceil(cfg.mtu as u64)).clamp(1, u32::MAX as u64 / 4)
-                as u32,
+            window_pkts: window_pkts(cfg),
             ooo: cfg.routing != Routing::Ecmp,
             runner: DagRunner::new(dag),
             ready: Vec::new(),
@@ -186,9 +185,19 @@ impl<'a> Sim<'a> {
         let limit = self.cfg.time_limit.0;
         while let Some((t, ev)) = self.q.pop() {
             debug_assert!(t >= self.now, "time went backwards");
-            if matches!(ev, Event::Link { .. }) && self.runner.finished() && self.pkts.live() == 0 {
-                // A fault after the work ended and every packet drained changes
-                // nothing: it neither advances the clock nor hits the time limit.
+            if matches!(
+                ev,
+                Event::Link { .. }
+                    | Event::Rto { .. }
+                    | Event::CcTimer { .. }
+                    | Event::QpWake { .. }
+            ) && self.runner.finished()
+                && self.pkts.live() == 0
+            {
+                // The work is done and every packet drained: a fault, a
+                // retransmission timer, a congestion-control timer or a pacing
+                // wake-up changes nothing. It neither advances the clock nor
+                // hits the time limit, so `time_limit` need not exceed `rto`.
                 continue;
             }
             if t > limit {
@@ -237,6 +246,7 @@ impl<'a> Sim<'a> {
                 Event::TaskDone { task } => self.task_done(task),
                 Event::Link { index } => self.on_link_event(index as usize),
                 Event::Sample => self.on_sample(),
+                Event::CcTimer { qp } => self.on_cc_timer(qp),
                 Event::Pfc { link, vl, kind } => self.on_pfc(link, vl, kind),
             }
             if !self.ready.is_empty() {
@@ -445,6 +455,23 @@ impl<'a> Sim<'a> {
         };
         (out, stats)
     }
+}
+
+/// The per-queue-pair window in packets: the configured bytes, or for 0 (no
+/// limit) 2^30 packets for RDMA under in-order routing, and
+/// [`defaults::WINDOW`](crate::mechanism::defaults::WINDOW) under reordering
+/// ones (the receiver's out-of-order bitmap is one window) and on the TCP
+/// path (its receive window).
+fn window_pkts(cfg: &PacketConfig) -> u32 {
+    let mtu = cfg.mtu as u64;
+    let bytes = match cfg.window_bytes {
+        0 if cfg.routing == Routing::Ecmp && cfg.transport == super::Transport::Rdma => {
+            return 1 << 30
+        }
+        0 => crate::mechanism::defaults::WINDOW,
+        b => b,
+    };
+    bytes.div_ceil(mtu).clamp(1, u32::MAX as u64 / 4) as u32
 }
 
 /// Ideal completion time of every task (transfers between two GPUs; zero for

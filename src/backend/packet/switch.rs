@@ -14,7 +14,7 @@ use super::nic::Pull;
 use super::sim::Sim;
 use super::slab::{PktKind, F_CORRUPT, F_ECN, F_LOSSY_HELD, F_PFC_HELD, F_VL_RAISED, NONE};
 use super::stats::DropCause;
-use super::{LinkEventKind, Routing};
+use super::{EcnMarkAt, LinkEventKind, Routing};
 use crate::topology::{mix64, GpuId, Link, LinkId, NodeId, NodeKind, Topology};
 use crate::units::{Rate, SimTime};
 
@@ -556,6 +556,15 @@ impl Sim<'_> {
     pub(super) fn start_tx(&mut self, p: PortId, pkt: PktIdx, sent_task: u32) {
         let now = self.now;
         let vls = self.vls;
+        // ECN at dequeue: judged by the queue this packet leaves behind (the
+        // caller popped it), so the mark reports the queue as it is now.
+        if self.ports[p].ecn
+            && self.cfg.ecn_mark_at == EcnMarkAt::Dequeue
+            && self.pkts[pkt].kind == PktKind::Data
+        {
+            let q = self.ports.queued_bytes(p.lane(self.pkts[pkt].vl, vls));
+            self.ecn_mark(pkt, q);
+        }
         let (wire, vl, in_link, flags) = {
             let k = &self.pkts[pkt];
             (k.wire, k.vl, k.link, k.flags)
@@ -723,16 +732,25 @@ impl Sim<'_> {
             self.shared.hold(node, k.wire as u64);
             self.pkts[pkt].flags |= F_LOSSY_HELD;
         }
-        if k.kind == PktKind::Data && self.ports[out].ecn {
-            if let Some(e) = self.cfg.ecn {
-                let pr = e.probability(self.ports.queued_bytes(qi));
-                if pr >= 1.0 || (pr > 0.0 && self.rand_f64() < pr) {
-                    self.pkts[pkt].flags |= F_ECN;
-                    self.counters.ecn_mark();
-                }
-            }
+        if k.kind == PktKind::Data
+            && self.ports[out].ecn
+            && self.cfg.ecn_mark_at == EcnMarkAt::Enqueue
+        {
+            self.ecn_mark(pkt, self.ports.queued_bytes(qi));
         }
         self.enqueue(out, vl, pkt, k.wire as u64);
+    }
+
+    /// RED marking of data packet `pkt` against a queue of `q` bytes.
+    #[inline]
+    fn ecn_mark(&mut self, pkt: PktIdx, q: u64) {
+        if let Some(e) = self.cfg.ecn {
+            let pr = e.probability(q);
+            if pr >= 1.0 || (pr > 0.0 && self.rand_f64() < pr) {
+                self.pkts[pkt].flags |= F_ECN;
+                self.counters.ecn_mark();
+            }
+        }
     }
 
     /// Appends `pkt` to lane `vl` of port `out` and kicks the port.

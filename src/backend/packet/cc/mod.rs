@@ -1,8 +1,9 @@
 //! Congestion signals and control: ECN marking, and the laws a queue pair
 //! runs (none, DCQCN in [`dcqcn`](DcqcnState), DCTCP in [`dctcp`](DctcpState)).
 //!
-//! **ECN** ([`Ecn`]): when a data packet joins an egress queue of a network
-//! port whose queue already holds `q` bytes, it is marked Congestion
+//! **ECN** ([`Ecn`]): when a data packet leaves an egress queue of a switch
+//! port with `q` bytes still queued behind it (at dequeue, the default; or
+//! joins one already holding `q` bytes, with [`EcnMarkAt::Enqueue`]), it is marked Congestion
 //! Experienced with probability 0 for `q ≤ Kmin`, `Pmax · (q − Kmin) / (Kmax −
 //! Kmin)` between the two and 1 for `q ≥ Kmax` (RED as configured for DCQCN:
 //! Zhu et al., "Congestion Control for Large-Scale RDMA Deployments", SIGCOMM
@@ -24,6 +25,9 @@
 //!   CE marks it echoes and its arrival time ([`AckInfo`]);
 //! * [`CcLaw::on_cnp`]: a congestion notification packet arrives;
 //! * [`CcLaw::on_timeout`]: the retransmission timer fired;
+//! * [`CcLaw::next_timer`] / [`CcLaw::on_timer`]: the law's own timers (DCQCN's
+//!   α update, rate increase and rate-decrease period), real events the NIC
+//!   schedules (`Event::CcTimer`) at the earliest time the law asks for;
 //! * [`CcLaw::on_ce`] / [`CcLaw::take_ce_echo`]: the receiver got a CE-marked
 //!   data packet / builds an ACK that echoes the marks.
 //!
@@ -38,7 +42,7 @@ mod dcqcn;
 mod dctcp;
 mod none;
 
-pub use crate::mechanism::cc::{CongestionControl, DcqcnParams, Ecn};
+pub use crate::mechanism::cc::{CongestionControl, DcqcnParams, Ecn, EcnMarkAt};
 pub use dcqcn::DcqcnState;
 pub use dctcp::DctcpState;
 pub use none::NoCc;
@@ -111,6 +115,16 @@ pub trait CcLaw: Sized {
     #[inline]
     fn on_cnp(&mut self, _p: &Self::Params, _now: u64) -> bool {
         false
+    }
+    /// The law's timers due at `now` (ps) fire; true if the law cut its rate.
+    #[inline]
+    fn on_timer(&mut self, _p: &Self::Params, _now: u64) -> bool {
+        false
+    }
+    /// Earliest time one of the law's timers is due, ps (`u64::MAX`: none).
+    #[inline]
+    fn next_timer(&self) -> u64 {
+        u64::MAX
     }
     /// The retransmission timer fired; the new window in packets, if the law
     /// keeps one.
@@ -217,6 +231,22 @@ impl CcState {
     #[inline]
     pub fn on_cnp(&mut self, law: &CongestionControl, now: u64) -> bool {
         with_law!(self, law, |s, p| CcLaw::on_cnp(s, p, now), false)
+    }
+
+    /// See [`CcLaw::on_timer`].
+    #[inline]
+    pub fn on_timer(&mut self, law: &CongestionControl, now: u64) -> bool {
+        with_law!(self, law, |s, p| CcLaw::on_timer(s, p, now), false)
+    }
+
+    /// See [`CcLaw::next_timer`].
+    #[inline]
+    pub fn next_timer(&self) -> u64 {
+        match self {
+            CcState::None(s) => CcLaw::next_timer(s),
+            CcState::Dcqcn(s) => CcLaw::next_timer(s),
+            CcState::Dctcp(s) => CcLaw::next_timer(s),
+        }
     }
 
     /// See [`CcLaw::on_timeout`].

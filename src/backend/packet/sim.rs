@@ -48,6 +48,17 @@ pub(super) struct Sim<'a> {
     pub cands: Vec<PortId>,
     /// Scratch for `Topology::next_hops`.
     pub tmp_links: Vec<LinkId>,
+    /// Scratch for the hops of a path UGAL-G walks (never `cands`, which holds
+    /// the decision being made).
+    pub walk: Vec<PortId>,
+    /// Per packet slot: the dragonfly group a Valiant detour still has to
+    /// reach, plus one (0: none). Written for every data packet at its source
+    /// router under a non-minimal group routing, read only for data packets;
+    /// grows with the slab, so a run allocates only to its high-water mark.
+    pub via: Vec<u32>,
+    /// The topology's dragonfly group routing takes non-minimal paths
+    /// (Valiant, UGAL): data packets choose their path at the source router.
+    pub df_non_minimal: bool,
     /// Ideal completion time per task (transfers), from the unfaulted topology.
     pub ideal: Vec<SimTime>,
     /// Queue pairs and their messages (the transport's, [`super::nic`]).
@@ -140,12 +151,16 @@ impl<'a> Sim<'a> {
             routes: RouteCache::default(),
             cands: Vec::with_capacity(64),
             tmp_links: Vec::with_capacity(64),
+            walk: Vec::with_capacity(64),
+            via: Vec::new(),
+            df_non_minimal: topo.dragonfly_routing().non_minimal(),
             ideal: ideal_times(dag, topo, cfg),
             qps: QueuePairs::default(),
             flowlets: Flowlets::default(),
             window_pkts: (cfg.window_bytes.div_ceil(cfg.mtu as u64)).clamp(1, u32::MAX as u64 / 4)
                 as u32,
-            ooo: cfg.routing != Routing::Ecmp,
+            // per-packet Valiant detours and UGAL choices reorder a flow
+            ooo: cfg.routing != Routing::Ecmp || topo.dragonfly_routing().non_minimal(),
             runner: DagRunner::new(dag),
             ready: Vec::new(),
             batch: Vec::new(),

@@ -15,7 +15,7 @@ use super::sim::Sim;
 use super::slab::{PktKind, F_CORRUPT, F_ECN, F_LOSSY_HELD, F_PFC_HELD, F_VL_RAISED, NONE};
 use super::stats::DropCause;
 use super::{LinkEventKind, Routing};
-use crate::topology::{mix64, GpuId, Link, LinkId, NodeId, NodeKind, Topology};
+use crate::topology::{mix64, DragonflyRouting, GpuId, Link, LinkId, NodeId, NodeKind, Topology};
 use crate::units::{Rate, SimTime};
 
 /// Sentinel time: "not set".
@@ -688,7 +688,12 @@ impl Sim<'_> {
     /// Routes `pkt` (arrived at `node` over `in_link`) to an egress queue.
     fn forward(&mut self, node: u32, pkt: PktIdx, in_link: PortId) {
         let k = self.pkts[pkt];
-        let Some(out) = self.pick_next_hop(node, &k) else {
+        let out = if self.df_non_minimal && k.kind == PktKind::Data && !self.ports[in_link].sw2sw {
+            self.source_route(node, pkt)
+        } else {
+            self.pick_next_hop(node, &k, pkt)
+        };
+        let Some(out) = out else {
             self.return_credit(in_link, k.vl, self.blk(k.wire));
             self.drop_packet(pkt, DropCause::Unroutable);
             return;
@@ -741,16 +746,38 @@ impl Sim<'_> {
         self.try_send(out);
     }
 
-    /// Chooses the egress link at `node` for packet `k` per the routing mode.
-    fn pick_next_hop(&mut self, node: u32, k: &super::slab::Packet) -> Option<PortId> {
+    /// Chooses the egress link at `node` for packet `k` (slot `pkt`) per the
+    /// routing mode: towards its Valiant intermediate group while it has one
+    /// to reach (cleared on arrival there), else towards its destination.
+    fn pick_next_hop(&mut self, node: u32, k: &super::slab::Packet, pkt: PktIdx) -> Option<PortId> {
         self.cands.clear();
-        self.routes.next_hops(
-            &self.topo,
-            node,
-            k.dst,
-            &mut self.cands,
-            &mut self.tmp_links,
-        );
+        if self.df_non_minimal && k.kind == PktKind::Data {
+            let v = self.via.get(pkt.idx()).copied().unwrap_or(0);
+            if v != 0 {
+                if let Some(df) = self.topo.dragonfly() {
+                    let c = df.toward(NodeId(node), v - 1);
+                    if df.group_of(NodeId(node)) != Some(v - 1) && !c.is_empty() {
+                        self.cands.extend(c.iter().map(|&l| PortId::from(l)));
+                    } else {
+                        self.via[pkt.idx()] = 0;
+                    }
+                }
+            }
+        }
+        if self.cands.is_empty() {
+            self.routes.next_hops(
+                &self.topo,
+                node,
+                k.dst,
+                &mut self.cands,
+                &mut self.tmp_links,
+            );
+        }
+        self.pick_candidate(node, k)
+    }
+
+    /// Picks among `cands` per the routing mode.
+    fn pick_candidate(&mut self, node: u32, k: &super::slab::Packet) -> Option<PortId> {
         let n = self.cands.len();
         match n {
             0 => None,
@@ -774,6 +801,116 @@ impl Sim<'_> {
                 Routing::Flowlet => self.flowlet_next_hop(node, k),
             }),
         }
+    }
+
+    /// A data packet entering the network at its source router under a
+    /// non-minimal dragonfly routing (Kim et al., ISCA 2008, §4.2) chooses its
+    /// path here, per packet: Valiant draws an intermediate group (neither
+    /// source nor destination group) uniformly; UGAL-L compares the minimal
+    /// path's first output queue × its hop count with that of a random Valiant
+    /// path (ties go minimal); UGAL-G compares the queued bytes along the whole
+    /// of each path plus a packet per hop. Traffic inside a group, and any
+    /// packet off a dragonfly, goes minimal.
+    fn source_route(&mut self, node: u32, pkt: PktIdx) -> Option<PortId> {
+        let k = self.pkts[pkt];
+        if self.via.len() <= pkt.idx() {
+            self.via.resize(pkt.idx() + 1, 0);
+        }
+        self.via[pkt.idx()] = 0;
+        let here = NodeId(node);
+        let groups = self.topo.dragonfly().map(|df| {
+            let dst_leaf = self
+                .topo
+                .nic_of_node(self.topo.gpus[k.dst as usize].nic)
+                .map(|n| n.leaf);
+            (
+                df.group_of(here),
+                dst_leaf.and_then(|l| df.group_of(l)),
+                df.groups,
+            )
+        });
+        let (sg, dg) = match groups {
+            Some((Some(sg), Some(dg), g)) if sg != dg && g >= 3 => (sg, dg),
+            _ => return self.pick_next_hop(node, &k, pkt),
+        };
+        let r = self.rand_below(u64::MAX);
+        let Some(v) = self
+            .topo
+            .dragonfly()
+            .and_then(|df| df.intermediate(sg, dg, r))
+        else {
+            return self.pick_next_hop(node, &k, pkt);
+        };
+        match self.topo.dragonfly_routing() {
+            DragonflyRouting::Valiant => {
+                self.via[pkt.idx()] = v + 1;
+                self.pick_next_hop(node, &k, pkt)
+            }
+            mode @ (DragonflyRouting::Ugal | DragonflyRouting::UgalG) => {
+                let min_port = self.pick_next_hop(node, &k, pkt)?;
+                self.via[pkt.idx()] = v + 1;
+                let Some(val_port) = self.pick_next_hop(node, &k, pkt) else {
+                    self.via[pkt.idx()] = 0;
+                    return Some(min_port);
+                };
+                let go_valiant = if mode == DragonflyRouting::Ugal {
+                    let df = self.topo.dragonfly()?;
+                    let h_min = u64::from(df.hops_to_group(here, dg)) + 1;
+                    let h_val = u64::from(df.hops_to_group(here, v)) + 3;
+                    self.load_of(min_port) * h_min > self.load_of(val_port) * h_val
+                } else {
+                    let wire = u64::from(k.wire);
+                    self.path_queue(min_port, k.dst, 0, wire)
+                        > self.path_queue(val_port, k.dst, v + 1, wire)
+                };
+                if go_valiant {
+                    Some(val_port)
+                } else {
+                    self.via[pkt.idx()] = 0;
+                    Some(min_port)
+                }
+            }
+            DragonflyRouting::Shortest | DragonflyRouting::Minimal => {
+                self.pick_next_hop(node, &k, pkt)
+            }
+        }
+    }
+
+    /// UGAL-G's cost of a path that leaves on `first` towards GPU `dst`
+    /// (through group `via − 1` first when `via` is not 0): the bytes queued at
+    /// every router output along it plus `wire` per hop, following the least
+    /// loaded candidate at each router (what a router with global queue
+    /// knowledge would see). Walks at most 8 hops, allocation-free.
+    fn path_queue(&mut self, first: PortId, dst: u32, mut via: u32, wire: u64) -> u64 {
+        let mut cost = self.load_of(first) + wire;
+        let mut at = self.ports[first].to;
+        for _ in 0..8 {
+            let Some(df) = self.topo.dragonfly() else {
+                break;
+            };
+            let Some(g) = df.group_of(NodeId(at)) else {
+                break;
+            };
+            self.walk.clear();
+            if via != 0 {
+                let c = df.toward(NodeId(at), via - 1);
+                if g != via - 1 && !c.is_empty() {
+                    self.walk.extend(c.iter().map(|&l| PortId::from(l)));
+                } else {
+                    via = 0;
+                }
+            }
+            if self.walk.is_empty() {
+                self.routes
+                    .next_hops(&self.topo, at, dst, &mut self.walk, &mut self.tmp_links);
+            }
+            let Some(best) = self.walk.iter().copied().min_by_key(|&p| self.load_of(p)) else {
+                break;
+            };
+            cost += self.load_of(best) + wire;
+            at = self.ports[best].to;
+        }
+        cost
     }
 
     /// The candidate in `cands` (at least one) with the least occupied egress,

@@ -489,7 +489,7 @@ fn read_backend_keys(
             } else {
                 // a dragonfly's group routing changes the paths' length and
                 // where the contention bound's load falls (Valiant: spread
-                // over every intermediate group; UGAL on an idle fabric:
+                // over the intermediate routers; UGAL on an idle fabric:
                 // minimal)
                 usage.read("fabric.routing");
             }
@@ -506,7 +506,7 @@ fn read_backend_keys(
                 || s.fabric.routing.dragonfly() != crate::topology::DragonflyRouting::Shortest
             {
                 // ECMP, and a dragonfly's group routings per flow (Valiant's
-                // intermediate group by the flow's hash, UGAL by the flows
+                // intermediate router by the flow's hash, UGAL by the flows
                 // already on each path)
                 usage.read("fabric.routing");
             } else {

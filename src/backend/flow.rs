@@ -638,7 +638,7 @@ impl<'a> Sim<'a> {
         let via = match mode {
             D::Ugal | D::UgalG => {
                 self.topo
-                    .valiant_group(src, dst, mix64(hash ^ crate::topology::VALIANT_SALT))
+                    .valiant_router(src, dst, mix64(hash ^ crate::topology::VALIANT_SALT))
             }
             _ => None,
         };

@@ -48,7 +48,8 @@ pub enum Routing {
     /// Dragonfly minimal routing: at most one global link, ECMP hash over
     /// parallel global links.
     Minimal,
-    /// Dragonfly Valiant routing through a random intermediate group.
+    /// Dragonfly Valiant routing through a random router of a random
+    /// intermediate group.
     Valiant,
     /// Dragonfly UGAL-L: minimal or Valiant by local queue occupancy × hops.
     Ugal,
@@ -381,9 +382,10 @@ impl Scenario {
 }
 
 /// Lanes a non-minimal dragonfly route needs under lossless flow control with
-/// `vl_escalation`: a data lane for each of its up to six switches (five
-/// switch-to-switch hops: local, global, local, global, local) and the ACK lane.
-pub const NON_MINIMAL_LANES: u8 = 7;
+/// `vl_escalation`: a data lane for each of its up to seven routers (six
+/// switch-to-switch hops: local, global, local to the intermediate router,
+/// local, global, local) and the ACK lane.
+pub const NON_MINIMAL_LANES: u8 = 8;
 
 impl Validator<'_> {
     /// Refuses, on `fabric.routing`, a dragonfly routing on another shape, and
@@ -427,7 +429,7 @@ impl Validator<'_> {
                 "fabric.routing",
                 found,
                 format!(
-                    "on a lossless fabric ({}), \"{}\" takes up to two global links and five switch-to-switch hops, whose buffers can wait on each other in a cycle (deadlock): set fabric.vl_escalation = true and fabric.virtual_lanes = {NON_MINIMAL_LANES} (a lane per hop stage, as Kim et al. 2008 do), or use \"minimal\", or a lossy fabric",
+                    "on a lossless fabric ({}), \"{}\" takes up to two global links and six switch-to-switch hops, whose buffers can wait on each other in a cycle (deadlock): set fabric.vl_escalation = true and fabric.virtual_lanes = {NON_MINIMAL_LANES} (a lane per hop stage, as Kim et al. 2008 do), or use \"minimal\", or a lossy fabric",
                     if fabric.kind == FabricKind::InfiniBand { "InfiniBand credits" } else { "PFC" },
                     r.name()
                 ),

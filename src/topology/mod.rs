@@ -185,8 +185,8 @@ pub enum DragonflyRouting {
     Shortest,
     /// Minimal: at most one global link (local – global – local).
     Minimal,
-    /// Valiant: minimally to a random intermediate group, then minimally to
-    /// the destination (at most two global links).
+    /// Valiant: minimally to a random router of a random intermediate group,
+    /// then minimally to the destination (at most two global links).
     Valiant,
     /// UGAL-L: minimal or Valiant, chosen at the source router by the
     /// occupancy of each path's first output queue × its hop count.
@@ -218,9 +218,25 @@ pub fn qp_hash(seed: u64, src: u32, dst: u32, qp: u8) -> u64 {
     }
 }
 
-/// Salt of the hash that draws a flow's Valiant intermediate group, so it is
+/// Salt of the hash that draws a flow's Valiant intermediate router, so it is
 /// independent of the ECMP choices the same hash makes.
 pub const VALIANT_SALT: u64 = 0x6A09_E667_F3BC_C909;
+
+/// Most Valiant intermediate routers [`Topology::spread`] splits one transfer
+/// over (the analytical fidelity's contention bound): enough to spread the
+/// load over every intermediate group of a test-sized dragonfly, few enough
+/// that an all-to-all on a large one stays fast.
+pub const VALIANT_SPREAD: u32 = 32;
+
+/// The draw `k` for which [`dragonfly::Groups::intermediate`] gives the
+/// `pick`-th intermediate router in group-major order.
+fn spread_index(pick: u64, df: &dragonfly::Groups) -> u64 {
+    let third = u64::from(df.groups.saturating_sub(2).max(1));
+    let a = u64::from(df.routers_per_group);
+    // intermediate() takes the group from k mod third, the router from k / third
+    let (grp, r) = (pick / a, pick % a);
+    r * third + grp
+}
 
 /// The unreachable marker in the distance table.
 const UNREACHABLE: u8 = u8::MAX;
@@ -311,14 +327,21 @@ impl Topology {
         self.df_routing
     }
 
-    /// The Valiant intermediate group for traffic from GPU `src` to GPU `dst`
-    /// drawn from `k` ([`dragonfly::Groups::intermediate`]); `None` off a
-    /// dragonfly, inside one group, or with fewer than three groups.
-    pub fn valiant_group(&self, src: GpuId, dst: GpuId, k: u64) -> Option<u32> {
+    /// The Valiant intermediate router (index `group·a + router`) for traffic
+    /// from GPU `src` to GPU `dst` drawn from `k`
+    /// ([`dragonfly::Groups::intermediate`]); `None` off a dragonfly, inside
+    /// one group, or with fewer than three groups.
+    pub fn valiant_router(&self, src: GpuId, dst: GpuId, k: u64) -> Option<u32> {
+        let (df, sg, dg) = self.df_groups(src, dst)?;
+        df.intermediate(sg, dg, k)
+    }
+
+    /// The dragonfly and the groups of two GPUs' edge routers.
+    fn df_groups(&self, src: GpuId, dst: GpuId) -> Option<(&dragonfly::Groups, u32, u32)> {
         let df = self.dragonfly.as_deref()?;
         let sg = df.group_of(self.edge_of(src)?)?;
         let dg = df.group_of(self.edge_of(dst)?)?;
-        df.intermediate(sg, dg, k)
+        Some((df, sg, dg))
     }
 
     /// The edge switch of a GPU's NIC.
@@ -327,9 +350,10 @@ impl Topology {
         self.nic_of_node(p.nic).map(|n| n.leaf)
     }
 
-    /// Next hops from `at` towards `dst` that first reach group `via` (while
-    /// `*via` is `Some` and `at` is a router outside it), else [`Topology::next_hops`];
-    /// clears `*via` once `at` is in that group (or no link leads there).
+    /// Next hops from `at` towards `dst` that first reach router index `via`
+    /// (while `*via` is `Some`: [`dragonfly::Groups::toward_router`]), else
+    /// [`Topology::next_hops`]; clears `*via` once `at` is that router (or no
+    /// link leads there).
     pub fn next_hops_via(
         &self,
         at: NodeId,
@@ -338,9 +362,9 @@ impl Topology {
         out: &mut Vec<LinkId>,
     ) {
         if let (Some(v), Some(df)) = (*via, self.dragonfly.as_deref()) {
-            if let Some(g) = df.group_of(at) {
-                let c = df.toward(at, v);
-                if g != v && !c.is_empty() {
+            if df.group_of(at).is_some() {
+                let c = df.toward_router(at, v);
+                if !c.is_empty() {
                     out.extend_from_slice(c);
                     return;
                 }
@@ -420,18 +444,18 @@ impl Topology {
     /// The ECMP path from `src` to `dst` for a flow whose hash is `flow_hash`,
     /// written into `out` (cleared first). Returns false if `dst` is unreachable.
     /// Under [`DragonflyRouting::Valiant`] the path goes through the
-    /// intermediate group the hash draws ([`Topology::valiant_group`]); under
+    /// intermediate router the hash draws ([`Topology::valiant_router`]); under
     /// UGAL it is the minimal path (the choice needs load, which the caller has).
     pub fn route(&self, src: GpuId, dst: GpuId, flow_hash: u64, out: &mut Vec<LinkId>) -> bool {
         let via = if self.df_routing == DragonflyRouting::Valiant {
-            self.valiant_group(src, dst, mix64(flow_hash ^ VALIANT_SALT))
+            self.valiant_router(src, dst, mix64(flow_hash ^ VALIANT_SALT))
         } else {
             None
         };
         self.route_via(src, dst, via, flow_hash, out)
     }
 
-    /// The path from `src` to `dst` through dragonfly group `via` (minimal to
+    /// The path from `src` to `dst` through dragonfly router index `via` (minimal to
     /// it, then minimal to `dst`; `None`: no detour), ECMP over ties by
     /// `flow_hash`, written into `out` (cleared first). Returns false if `dst`
     /// is unreachable.
@@ -473,17 +497,22 @@ impl Topology {
     /// equal-cost next hops), appended to `out` as `(link, share)`; the shares
     /// leaving a node add up to what reached it. Under
     /// [`DragonflyRouting::Valiant`] the unit is split evenly over the
-    /// intermediate groups first (a link may then appear more than once: add
+    /// intermediate routers first (at most [`VALIANT_SPREAD`], evenly spaced
+    /// over the groups and routers) (a link may then appear more than once: add
     /// its shares). Returns false if `dst` is unreachable. The analytical
     /// fidelity uses it for a contention bound that no hash can beat.
     pub fn spread(&self, src: GpuId, dst: GpuId, out: &mut Vec<(LinkId, f64)>) -> bool {
         if self.df_routing == DragonflyRouting::Valiant {
-            if let Some(df) = self.dragonfly.as_deref() {
-                if self.valiant_group(src, dst, 0).is_some() {
-                    let n = df.groups - 2;
-                    let w = 1.0 / f64::from(n);
-                    return (0..n).all(|k| {
-                        let via = self.valiant_group(src, dst, u64::from(k));
+            if let Some((df, sg, dg)) = self.df_groups(src, dst) {
+                let n = df.intermediates(sg, dg);
+                if n > 0 {
+                    // evenly spaced over the intermediate routers, at most
+                    // VALIANT_SPREAD of them (a large dragonfly has thousands)
+                    let m = n.min(VALIANT_SPREAD);
+                    let w = 1.0 / f64::from(m);
+                    return (0..m).all(|k| {
+                        let pick = u64::from(k) * u64::from(n) / u64::from(m);
+                        let via = df.intermediate(sg, dg, spread_index(pick, df));
                         self.spread_via(src, dst, via, w, out)
                     });
                 }

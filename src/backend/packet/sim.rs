@@ -51,8 +51,8 @@ pub(super) struct Sim<'a> {
     /// Scratch for the hops of a path UGAL-G walks (never `cands`, which holds
     /// the decision being made).
     pub walk: Vec<PortId>,
-    /// Per packet slot: the dragonfly group a Valiant detour still has to
-    /// reach, plus one (0: none). Written for every data packet at its source
+    /// Per packet slot: the dragonfly router (index `group·a + router`) a
+    /// Valiant detour still has to reach, plus one (0: none). Written for every data packet at its source
     /// router under a non-minimal group routing, read only for data packets;
     /// grows with the slab, so a run allocates only to its high-water mark.
     pub via: Vec<u32>,

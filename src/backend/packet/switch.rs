@@ -747,7 +747,7 @@ impl Sim<'_> {
     }
 
     /// Chooses the egress link at `node` for packet `k` (slot `pkt`) per the
-    /// routing mode: towards its Valiant intermediate group while it has one
+    /// routing mode: towards its Valiant intermediate router while it has one
     /// to reach (cleared on arrival there), else towards its destination.
     fn pick_next_hop(&mut self, node: u32, k: &super::slab::Packet, pkt: PktIdx) -> Option<PortId> {
         self.cands.clear();
@@ -755,8 +755,8 @@ impl Sim<'_> {
             let v = self.via.get(pkt.idx()).copied().unwrap_or(0);
             if v != 0 {
                 if let Some(df) = self.topo.dragonfly() {
-                    let c = df.toward(NodeId(node), v - 1);
-                    if df.group_of(NodeId(node)) != Some(v - 1) && !c.is_empty() {
+                    let c = df.toward_router(NodeId(node), v - 1);
+                    if !c.is_empty() {
                         self.cands.extend(c.iter().map(|&l| PortId::from(l)));
                     } else {
                         self.via[pkt.idx()] = 0;
@@ -805,8 +805,8 @@ impl Sim<'_> {
 
     /// A data packet entering the network at its source router under a
     /// non-minimal dragonfly routing (Kim et al., ISCA 2008, §4.2) chooses its
-    /// path here, per packet: Valiant draws an intermediate group (neither
-    /// source nor destination group) uniformly; UGAL-L compares the minimal
+    /// path here, per packet: Valiant draws an intermediate router uniformly
+    /// among the groups that are neither source nor destination; UGAL-L compares the minimal
     /// path's first output queue × its hop count with that of a random Valiant
     /// path (ties go minimal); UGAL-G compares the queued bytes along the whole
     /// of each path plus a packet per hop. Traffic inside a group, and any
@@ -856,7 +856,9 @@ impl Sim<'_> {
                 let go_valiant = if mode == DragonflyRouting::Ugal {
                     let df = self.topo.dragonfly()?;
                     let h_min = u64::from(df.hops_to_group(here, dg)) + 1;
-                    let h_val = u64::from(df.hops_to_group(here, v)) + 3;
+                    // to the intermediate group, to the intermediate router,
+                    // at most two hops to the destination group, one in it
+                    let h_val = u64::from(df.hops_to_group(here, df.group_of_router(v))) + 4;
                     self.load_of(min_port) * h_min > self.load_of(val_port) * h_val
                 } else {
                     let wire = u64::from(k.wire);
@@ -877,7 +879,7 @@ impl Sim<'_> {
     }
 
     /// UGAL-G's cost of a path that leaves on `first` towards GPU `dst`
-    /// (through group `via − 1` first when `via` is not 0): the bytes queued at
+    /// (through router index `via − 1` first when `via` is not 0): the bytes queued at
     /// every router output along it plus `wire` per hop, following the least
     /// loaded candidate at each router (what a router with global queue
     /// knowledge would see). Walks at most 8 hops, allocation-free.

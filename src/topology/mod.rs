@@ -15,6 +15,8 @@
 //! the builder stores the hop distance from every switch, and a packet or flow at a
 //! switch may take any out-link to a switch one hop closer. ECMP picks one by a
 //! seeded hash of the flow; adaptive routing and spraying pick per packet.
+//! A dragonfly may instead route by its groups ([`DragonflyRouting`]: minimal,
+//! Valiant, UGAL; [`dragonfly`] has the tables and the module doc the details).
 
 pub mod builder;
 pub mod dragonfly;
@@ -755,7 +757,8 @@ impl Topology {
 
     /// Latency and bottleneck rate of the (first ECMP) path between two GPUs;
     /// `None` if unreachable. All equal-cost paths of the shipped shapes have the
-    /// same length and rates, so one path stands for all.
+    /// same rates and, except under a dragonfly's group routings (whose paths may
+    /// differ by a local hop), the same length, so one path stands for all.
     pub fn path_cost(&self, src: GpuId, dst: GpuId) -> Option<(SimTime, Rate)> {
         let mut p = Vec::with_capacity(8);
         if !self.route(src, dst, 0, &mut p) {

@@ -503,9 +503,17 @@ fn read_backend_keys(
             usage.skip("simulation.seed", || {
                 "the analytical fidelity has no randomness (ECMP paths of one length cost the same)".into()
             });
-            usage.void("fabric.routing", || {
-                "α-β costs do not depend on which equal-cost path a transfer takes".into()
-            });
+            if s.fabric.routing.dragonfly() == crate::topology::DragonflyRouting::Shortest {
+                usage.void("fabric.routing", || {
+                    "α-β costs do not depend on which equal-cost path a transfer takes".into()
+                });
+            } else {
+                // a dragonfly's group routing changes the paths' length and
+                // where the contention bound's load falls (Valiant: spread
+                // over the intermediate routers; UGAL on an idle fabric:
+                // minimal)
+                usage.read("fabric.routing");
+            }
             usage.void("fabric.qps_per_connection", || {
                 "queue pairs only choose ECMP paths, which the analytical fidelity spreads evenly".into()
             });
@@ -515,7 +523,12 @@ fn read_backend_keys(
         }
         Fidelity::Flow => {
             usage.read("simulation.seed");
-            if s.fabric.routing == crate::config::Routing::Ecmp {
+            if s.fabric.routing == crate::config::Routing::Ecmp
+                || s.fabric.routing.dragonfly() != crate::topology::DragonflyRouting::Shortest
+            {
+                // ECMP, and a dragonfly's group routings per flow (Valiant's
+                // intermediate router by the flow's hash, UGAL by the flows
+                // already on each path)
                 usage.read("fabric.routing");
             } else {
                 usage.void("fabric.routing", || {
@@ -1004,6 +1017,9 @@ pub fn packet_config_used(
             Routing::Adaptive => PRouting::Adaptive,
             Routing::Spray => PRouting::Spray,
             Routing::Flowlet => PRouting::Flowlet,
+            // a dragonfly's group routings: the topology holds the group
+            // choice, the ECMP hash picks among a hop's parallel links
+            Routing::Minimal | Routing::Valiant | Routing::Ugal | Routing::UgalG => PRouting::Ecmp,
         },
         window_bytes: p.window,
         ack_every: p.ack_every,

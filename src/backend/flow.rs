@@ -321,6 +321,8 @@ struct Sim<'a> {
     cap_left: Vec<f64>,
     unfrozen: Vec<u32>,
     path_buf: Vec<LinkId>,
+    /// The Valiant alternative UGAL weighs against `path_buf`.
+    alt_buf: Vec<LinkId>,
     /// Opt-in per-link bytes per time bucket.
     timeline: Option<Timeline>,
     next_progress: u64,
@@ -363,6 +365,7 @@ impl<'a> Sim<'a> {
             cap_left: vec![0.0; nl],
             unfrozen: vec![0; nl],
             path_buf: Vec::with_capacity(MAX_PATH),
+            alt_buf: Vec::with_capacity(MAX_PATH),
             timeline: cfg
                 .link_timeline
                 .then(|| Timeline::new(nl, cfg.timeline_horizon)),
@@ -585,7 +588,7 @@ impl<'a> Sim<'a> {
                     hash = mix64(hash ^ (reroutes as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
                 }
                 (
-                    self.topo.route(src, dst, hash, &mut self.path_buf),
+                    self.route_transfer(src, dst, hash),
                     src.0,
                     dst.0,
                     src == dst,
@@ -614,6 +617,71 @@ impl<'a> Sim<'a> {
             _ => self.topo.path_latency(&self.path_buf),
         };
         Ok((latency.ps(), local))
+    }
+
+    /// Writes into `path_buf` the path of a transfer from `src` to `dst` whose
+    /// queue pair hashes to `hash` ([`Topology::route`]: ECMP, a dragonfly's
+    /// minimal or Valiant path). Under a dragonfly's UGAL the flow, when it
+    /// starts, weighs its minimal path against the Valiant path its hash draws
+    /// (Kim et al., ISCA 2008, §4.2), with flows standing for queues: UGAL-L
+    /// compares the flows already on each path's first router output × the
+    /// path's router hops; UGAL-G the max-min share each path would get at its
+    /// most crowded link (capacity ÷ (flows + 1)). Ties go minimal.
+    fn route_transfer(
+        &mut self,
+        src: crate::topology::GpuId,
+        dst: crate::topology::GpuId,
+        hash: u64,
+    ) -> bool {
+        use crate::topology::DragonflyRouting as D;
+        let mode = self.topo.dragonfly_routing();
+        let via = match mode {
+            D::Ugal | D::UgalG => {
+                self.topo
+                    .valiant_router(src, dst, mix64(hash ^ crate::topology::VALIANT_SALT))
+            }
+            _ => None,
+        };
+        if !self.topo.route(src, dst, hash, &mut self.path_buf) {
+            return false;
+        }
+        let Some(v) = via else { return true };
+        let mut alt = std::mem::take(&mut self.alt_buf);
+        if self.topo.route_via(src, dst, Some(v), hash, &mut alt) && alt.len() <= MAX_PATH {
+            let take = if mode == D::Ugal {
+                self.ugal_local_cost(&self.path_buf) > self.ugal_local_cost(&alt)
+            } else {
+                self.path_share(&alt) > self.path_share(&self.path_buf)
+            };
+            if take {
+                std::mem::swap(&mut self.path_buf, &mut alt);
+            }
+        }
+        self.alt_buf = alt;
+        true
+    }
+
+    /// UGAL-L's cost of a path at the flow level: the flows on its first
+    /// router-to-router link (the source router's output) × its router hops.
+    fn ugal_local_cost(&self, path: &[LinkId]) -> u64 {
+        let Some(df) = self.topo.dragonfly() else {
+            return 0;
+        };
+        let between = |l: LinkId| {
+            let link = self.topo.link(l);
+            df.group_of(link.from).is_some() && df.group_of(link.to).is_some()
+        };
+        let hops = path.iter().filter(|&&l| between(l)).count() as u64 + 1;
+        let first = path.iter().find(|&&l| between(l));
+        first.map_or(0, |l| self.on_link[l.0 as usize].len() as u64 * hops)
+    }
+
+    /// UGAL-G's estimate of a path at the flow level: the smallest
+    /// capacity ÷ (flows + 1) over its links, bytes per picosecond.
+    fn path_share(&self, path: &[LinkId]) -> f64 {
+        path.iter()
+            .map(|l| self.cap[l.0 as usize] / (self.on_link[l.0 as usize].len() + 1) as f64)
+            .fold(f64::INFINITY, f64::min)
     }
 
     /// Applies `cfg.link_events[i]` at `now` (see the module doc).

@@ -32,7 +32,9 @@ impl FabricKind {
     }
 }
 
-/// How a switch picks among equal-cost next hops.
+/// How a switch picks among equal-cost next hops, or (the last four, on a
+/// dragonfly only) how routes cross its groups (Kim, Dally, Scott, Abts,
+/// ISCA 2008, §4; see [`crate::topology::dragonfly`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Routing {
     /// Per-flow hash.
@@ -43,6 +45,17 @@ pub enum Routing {
     Spray,
     /// Least-occupied queue, per flowlet (a burst after an idle gap).
     Flowlet,
+    /// Dragonfly minimal routing: at most one global link, ECMP hash over
+    /// parallel global links.
+    Minimal,
+    /// Dragonfly Valiant routing through a random router of a random
+    /// intermediate group.
+    Valiant,
+    /// Dragonfly UGAL-L: minimal or Valiant by local queue occupancy × hops.
+    Ugal,
+    /// Dragonfly UGAL-G: minimal or Valiant by the queues of the whole path
+    /// (global information; the bound UGAL-L approximates).
+    UgalG,
 }
 
 impl Routing {
@@ -53,6 +66,23 @@ impl Routing {
             Routing::Adaptive => "adaptive",
             Routing::Spray => "spray",
             Routing::Flowlet => "flowlet",
+            Routing::Minimal => "minimal",
+            Routing::Valiant => "valiant",
+            Routing::Ugal => "ugal",
+            Routing::UgalG => "ugal_g",
+        }
+    }
+
+    /// The group routing of a dragonfly this value asks for (shortest paths
+    /// for the equal-cost pickers).
+    pub fn dragonfly(self) -> crate::topology::DragonflyRouting {
+        use crate::topology::DragonflyRouting as D;
+        match self {
+            Routing::Ecmp | Routing::Adaptive | Routing::Spray | Routing::Flowlet => D::Shortest,
+            Routing::Minimal => D::Minimal,
+            Routing::Valiant => D::Valiant,
+            Routing::Ugal => D::Ugal,
+            Routing::UgalG => D::UgalG,
         }
     }
 }
@@ -268,11 +298,15 @@ impl Validator<'_> {
             "adaptive" => Some(Routing::Adaptive),
             "spray" => Some(Routing::Spray),
             "flowlet" => Some(Routing::Flowlet),
+            "minimal" => Some(Routing::Minimal),
+            "valiant" => Some(Routing::Valiant),
+            "ugal" => Some(Routing::Ugal),
+            "ugal_g" => Some(Routing::UgalG),
             other => {
                 self.err(
                     "fabric.routing",
                     format!("{other:?}"),
-                    "one of \"ecmp\", \"adaptive\", \"spray\", \"flowlet\"",
+                    "one of \"ecmp\", \"adaptive\", \"spray\", \"flowlet\", or on a dragonfly \"minimal\", \"valiant\", \"ugal\", \"ugal_g\"",
                 );
                 None
             }
@@ -343,6 +377,63 @@ impl Scenario {
             Some("fabric.sharp_groups = 0 leaves the switches no aggregation tree".into())
         } else {
             None
+        }
+    }
+}
+
+/// Lanes a non-minimal dragonfly route needs under lossless flow control with
+/// `vl_escalation`: a data lane for each of its up to seven routers (six
+/// switch-to-switch hops: local, global, local to the intermediate router,
+/// local, global, local) and the ACK lane.
+pub const NON_MINIMAL_LANES: u8 = 8;
+
+impl Validator<'_> {
+    /// Refuses, on `fabric.routing`, a dragonfly routing on another shape, and
+    /// a non-minimal one under lossless flow control (InfiniBand credits or
+    /// PFC) without a lane per hop stage: Valiant and UGAL paths have cyclic
+    /// buffer dependencies that only rising lanes break (Kim et al. 2008, §4.2;
+    /// Dally & Seitz 1987), and a deadlock would stop the run halfway.
+    pub(super) fn check_routing(
+        &mut self,
+        fabric: &FabricSpec,
+        topology: &crate::topology::TopologySpec,
+        packet: Option<&super::packet::PacketSettings>,
+    ) {
+        let r = fabric.routing;
+        if !matches!(
+            r,
+            Routing::Minimal | Routing::Valiant | Routing::Ugal | Routing::UgalG
+        ) {
+            return;
+        }
+        let found = format!("{:?}", r.name());
+        if !matches!(topology, crate::topology::TopologySpec::Dragonfly { .. }) {
+            self.err(
+                "fabric.routing",
+                found,
+                format!(
+                    "\"ecmp\", \"adaptive\", \"spray\" or \"flowlet\" on a {} topology: \"{}\" routes across the groups of a dragonfly (topology.kind = \"dragonfly\"), which this shape has not",
+                    topology.name(),
+                    r.name()
+                ),
+            );
+            return;
+        }
+        let Some(p) = packet else { return };
+        let lossless = fabric.kind == FabricKind::InfiniBand || p.pfc.is_some();
+        if r.dragonfly().non_minimal()
+            && lossless
+            && !(p.vl_escalation && p.virtual_lanes >= NON_MINIMAL_LANES)
+        {
+            self.err(
+                "fabric.routing",
+                found,
+                format!(
+                    "on a lossless fabric ({}), \"{}\" takes up to two global links and six switch-to-switch hops, whose buffers can wait on each other in a cycle (deadlock): set fabric.vl_escalation = true and fabric.virtual_lanes = {NON_MINIMAL_LANES} (a lane per hop stage, as Kim et al. 2008 do), or use \"minimal\", or a lossy fabric",
+                    if fabric.kind == FabricKind::InfiniBand { "InfiniBand credits" } else { "PFC" },
+                    r.name()
+                ),
+            );
         }
     }
 }

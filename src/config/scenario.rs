@@ -118,6 +118,7 @@ impl Validator<'_> {
         let sharp_groups = self.sharp_groups(&raw.fabric);
         let fabric = f.spec(&raw.fabric, sharp_groups)?;
         let topology = topology?;
+        self.check_routing(&fabric, &topology, packet.as_ref());
         let budget = self.budget(&raw.simulation)?;
         if !self.endpoints_fit(&cluster) {
             return None;

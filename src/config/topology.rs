@@ -253,10 +253,12 @@ impl Scenario {
     /// Runs the NVLink links at `cluster.nvlink_efficiency` of their rate and the
     /// NIC links at `fabric.nic_efficiency` (what NCCL's kernels and GPUDirect RDMA
     /// reach on real hardware, at every fidelity alike), and gives connections
-    /// `fabric.qps_per_connection` queue pairs.
+    /// `fabric.qps_per_connection` queue pairs, and routes a dragonfly's groups
+    /// as `fabric.routing` says.
     fn derate(&self, t: &mut crate::topology::Topology) {
         t.derate_nvlink(self.nvlink_efficiency);
         t.derate_nics(self.fabric.nic_efficiency);
         t.set_qps_per_connection(self.fabric.qps_per_connection);
+        t.set_dragonfly_routing(self.fabric.routing.dragonfly());
     }
 }

@@ -140,6 +140,8 @@ pub struct TopologyBuilder {
     hosts: u32,
     gpus_per_host: u32,
     fabric: FabricLinkSpec,
+    /// Dragonfly routers in order (`group·a + router`) and `a`, when the shape is one.
+    dragonfly: Option<(Vec<NodeId>, u32)>,
 }
 
 impl TopologyBuilder {
@@ -154,6 +156,7 @@ impl TopologyBuilder {
             hosts: 0,
             gpus_per_host: 0,
             fabric: fabric.clone(),
+            dragonfly: None,
         }
     }
 
@@ -248,6 +251,13 @@ impl TopologyBuilder {
         });
     }
 
+    /// Declares the shape a dragonfly: `routers` in order (`group·a + router`),
+    /// `a` routers per group. [`TopologyBuilder::finish`] then builds the group
+    /// tables that minimal, Valiant and UGAL routing use.
+    pub fn set_dragonfly(&mut self, routers: Vec<NodeId>, a: u32) {
+        self.dragonfly = Some((routers, a.max(1)));
+    }
+
     /// Finishes the graph: adjacency, indices and routing tables.
     pub fn finish(self) -> Topology {
         let n = self.nodes.len();
@@ -305,8 +315,13 @@ impl TopologyBuilder {
             sharp_groups: u32::MAX,
             nvls: false,
             qps_per_connection: 1,
+            dragonfly: None,
+            df_routing: super::DragonflyRouting::Shortest,
         };
         t.compute_distances();
+        if let Some((routers, a)) = self.dragonfly {
+            t.dragonfly = Some(Box::new(super::dragonfly::Groups::new(&t, routers, a)));
+        }
         t
     }
 }

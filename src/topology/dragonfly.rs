@@ -28,12 +28,275 @@
 //!                                                                  R3 ─ R5 (groups 1–2)
 //! ```
 //!
-//! Routing is minimal (shortest path, ECMP over ties) through the topology's distance
-//! tables: local–global–local at most between groups with a direct link. Valiant or
-//! UGAL non-minimal routing is not modeled.
+//! Routing (`fabric.routing`, [`super::DragonflyRouting`]; Kim et al. 2008, §4):
+//!
+//! - `ecmp` (and `adaptive`, `spray`, `flowlet`): shortest switch-hop paths through
+//!   the topology's distance tables, which on ties may cross two or three global
+//!   links (on p4 a8 h4 g33, 822 of 4,224 worst-case routes do);
+//! - `minimal`: at most one global link — local to the router of the source group
+//!   that has a global link to the destination group, global, local — spread over
+//!   parallel global links by the ECMP hash ([`Groups::toward`]);
+//! - `valiant`: minimally to a random router of a random intermediate group
+//!   (neither source nor destination), then minimally to the destination: at most
+//!   two global links. A random router rather than any router of the group spreads
+//!   the detour's local hops (booksim's dragonfly does the same; with only a group,
+//!   a 9×4 dragonfly's worst case reached 0.26 of line rate, not Kim's ≈ 0.5).
+//!   Per packet at the packet level; per flow (hash of the queue pair) at the flow
+//!   level; the analytical fidelity spreads each transfer evenly over up to 32
+//!   intermediate routers. Traffic inside one group stays minimal;
+//! - `ugal` (UGAL-L) and `ugal_g` (UGAL-G, the global-information bound): choose
+//!   per packet at the source router between the minimal path and a random
+//!   Valiant one by queue occupancy × hop count (local: the first output port of
+//!   each; global: the queues of the whole path). See `backend::packet` and
+//!   `backend::flow` for what each fidelity compares.
+//!
+//! Under lossless flow control (credits, PFC) the non-minimal routings need a lane
+//! per hop stage (`vl_escalation` with 8 lanes: six switch-to-switch hops — local,
+//! global, local, local, global, local — and the ACK lane); a scenario without
+//! them is refused before it runs.
 
 use super::builder::check_link_budget;
-use super::{NodeId, TopologyBuilder, TopologyError};
+use super::{LinkId, NodeId, Topology, TopologyBuilder, TopologyError};
+
+/// The group structure of a built dragonfly, as its group-aware routings
+/// ([`super::DragonflyRouting`]) need it: each router's group, and for every
+/// router and every other group the out-links that start a minimal path into
+/// that group (Kim et al. 2008, §4: a global link of this router to the group,
+/// else a local link to a router of this group that has one). Rebuilt when a
+/// link goes down or up, so a faulted global link drops out of the choice.
+#[derive(Clone, Debug)]
+pub struct Groups {
+    /// Groups `g`.
+    pub groups: u32,
+    /// Routers per group `a`.
+    pub routers_per_group: u32,
+    /// The routers, `group·a + router`.
+    routers: Vec<NodeId>,
+    /// Per node: its router index, `u32::MAX` for nodes that are not routers.
+    router_of: Vec<u32>,
+    /// CSR offsets over `(router, group)`: `to_start[r·g + x]..to_start[r·g + x + 1]`.
+    to_start: Vec<u32>,
+    /// Out-links that start a minimal path from a router into a group.
+    to_links: Vec<LinkId>,
+    /// `direct[r·g + x]`: router `r` has an up global link into group `x`.
+    direct: Vec<bool>,
+    /// `local[r·a + j]`: the up local link from router `r` to router `j` of its
+    /// group (`LinkId(u32::MAX)` when down or `j` is `r`).
+    local: Vec<LinkId>,
+}
+
+impl Groups {
+    /// The tables of `t`'s dragonfly with `routers` in order, `a` per group.
+    pub(super) fn new(t: &Topology, routers: Vec<NodeId>, a: u32) -> Groups {
+        let a = a.max(1);
+        let groups = (routers.len() as u32).div_ceil(a);
+        let mut router_of = vec![u32::MAX; t.nodes.len()];
+        for (i, r) in routers.iter().enumerate() {
+            router_of[r.0 as usize] = i as u32;
+        }
+        let mut s = Groups {
+            groups,
+            routers_per_group: a,
+            routers,
+            router_of,
+            to_start: Vec::new(),
+            to_links: Vec::new(),
+            direct: Vec::new(),
+            local: Vec::new(),
+        };
+        s.recompute(t);
+        s
+    }
+
+    /// Rebuilds the per-(router, group) link lists over the links that are up.
+    pub(super) fn recompute(&mut self, t: &Topology) {
+        let g = self.groups as usize;
+        let nr = self.routers.len();
+        let a = self.routers_per_group as usize;
+        self.local.clear();
+        self.local.resize(nr * a, LinkId(u32::MAX));
+        for (r, &node) in self.routers.iter().enumerate() {
+            for &l in t.out_links(node) {
+                let to = self.router_of[t.link(l).to.0 as usize];
+                if t.is_link_up(l) && to != u32::MAX && to as usize / a == r / a {
+                    self.local[r * a + to as usize % a] = l;
+                }
+            }
+        }
+        self.direct.clear();
+        self.direct.resize(nr * g, false);
+        for (r, &node) in self.routers.iter().enumerate() {
+            for &l in t.out_links(node) {
+                if let Some(x) = self.global_target(t, l) {
+                    self.direct[r * g + x as usize] = true;
+                }
+            }
+        }
+        self.to_start.clear();
+        self.to_links.clear();
+        self.to_start.push(0);
+        for (r, &node) in self.routers.iter().enumerate() {
+            let own = r as u32 / self.routers_per_group;
+            for x in 0..self.groups {
+                if x != own {
+                    if self.direct[r * g + x as usize] {
+                        for &l in t.out_links(node) {
+                            if self.global_target(t, l) == Some(x) {
+                                self.to_links.push(l);
+                            }
+                        }
+                    } else {
+                        for &l in t.out_links(node) {
+                            if !t.is_link_up(l) {
+                                continue;
+                            }
+                            let to = self.router_of[t.link(l).to.0 as usize];
+                            if to != u32::MAX
+                                && to / self.routers_per_group == own
+                                && self.direct[to as usize * g + x as usize]
+                            {
+                                self.to_links.push(l);
+                            }
+                        }
+                    }
+                }
+                self.to_start.push(self.to_links.len() as u32);
+            }
+        }
+    }
+
+    /// The group a global link `l` leads into, if it is an up link between
+    /// routers of two different groups.
+    fn global_target(&self, t: &Topology, l: LinkId) -> Option<u32> {
+        if !t.is_link_up(l) {
+            return None;
+        }
+        let link = t.link(l);
+        let (f, to) = (
+            *self.router_of.get(link.from.0 as usize)?,
+            *self.router_of.get(link.to.0 as usize)?,
+        );
+        if f == u32::MAX || to == u32::MAX {
+            return None;
+        }
+        let (gf, gt) = (f / self.routers_per_group, to / self.routers_per_group);
+        (gf != gt).then_some(gt)
+    }
+
+    /// The group of a router node; `None` for other nodes.
+    #[inline]
+    pub fn group_of(&self, n: NodeId) -> Option<u32> {
+        match self.router_of.get(n.0 as usize) {
+            Some(&r) if r != u32::MAX => Some(r / self.routers_per_group),
+            _ => None,
+        }
+    }
+
+    /// Whether `l` is a global link (between routers of two groups).
+    pub fn is_global(&self, t: &Topology, l: LinkId) -> bool {
+        let link = t.link(l);
+        match (self.group_of(link.from), self.group_of(link.to)) {
+            (Some(a), Some(b)) => a != b,
+            _ => false,
+        }
+    }
+
+    /// The out-links of router `at` that start a minimal path into group `x`
+    /// (its own global links to `x`, else local links to the routers of its
+    /// group that have one). Empty when `at` is not a router, is in `x`, or no
+    /// such link is up.
+    #[inline]
+    pub fn toward(&self, at: NodeId, x: u32) -> &[LinkId] {
+        let r = match self.router_of.get(at.0 as usize) {
+            Some(&r) if r != u32::MAX && x < self.groups => r as usize,
+            _ => return &[],
+        };
+        let k = r * self.groups as usize + x as usize;
+        &self.to_links[self.to_start[k] as usize..self.to_start[k + 1] as usize]
+    }
+
+    /// Router-to-router hops from router `at` into group `x` on a minimal path:
+    /// 0 inside it, 1 over its own global link, 2 with a local hop first.
+    #[inline]
+    pub fn hops_to_group(&self, at: NodeId, x: u32) -> u32 {
+        let r = match self.router_of.get(at.0 as usize) {
+            Some(&r) if r != u32::MAX && x < self.groups => r as usize,
+            _ => return 0,
+        };
+        if r as u32 / self.routers_per_group == x {
+            0
+        } else if self.direct[r * self.groups as usize + x as usize] {
+            1
+        } else {
+            2
+        }
+    }
+
+    /// A Valiant intermediate router drawn from `k`: router `⌊k/(g−2)⌋ mod a`
+    /// of the `(k mod (g−2))`-th of the `g − 2` groups that are neither `src`
+    /// nor `dst`, as a router index (`group·a + router`). A random router, not
+    /// only a random group, spreads the detour's local hops inside the
+    /// intermediate group over all its routers, as booksim's dragonfly does
+    /// (Kim et al. 2008 use it). `None` when `src == dst` (traffic inside a
+    /// group stays minimal) or there is no third group.
+    pub fn intermediate(&self, src: u32, dst: u32, k: u64) -> Option<u32> {
+        if src == dst || self.groups < 3 {
+            return None;
+        }
+        let third = u64::from(self.groups - 2);
+        let mut x = (k % third) as u32;
+        let (lo, hi) = (src.min(dst), src.max(dst));
+        if x >= lo {
+            x += 1;
+        }
+        if x >= hi {
+            x += 1;
+        }
+        let r = ((k / third) % u64::from(self.routers_per_group)) as u32;
+        Some(x * self.routers_per_group + r)
+    }
+
+    /// Intermediate routers a Valiant route from group `src` to group `dst`
+    /// may draw: `(g − 2)·a`, or 0 inside a group.
+    pub fn intermediates(&self, src: u32, dst: u32) -> u32 {
+        if src == dst || self.groups < 3 {
+            0
+        } else {
+            (self.groups - 2) * self.routers_per_group
+        }
+    }
+
+    /// The group of router index `r` (`group·a + router`).
+    #[inline]
+    pub fn group_of_router(&self, r: u32) -> u32 {
+        r / self.routers_per_group
+    }
+
+    /// The out-links of router `at` that continue a Valiant detour to router
+    /// index `via`: minimally into its group, then the local link to it.
+    /// Empty when `at` is `via` (the detour is over), is not a router, or no
+    /// link leads on (a fault); the route goes on minimally from there.
+    #[inline]
+    pub fn toward_router(&self, at: NodeId, via: u32) -> &[LinkId] {
+        let r = match self.router_of.get(at.0 as usize) {
+            Some(&r) if r != u32::MAX && (via as usize) < self.routers.len() => r,
+            _ => return &[],
+        };
+        let a = self.routers_per_group;
+        if r / a != via / a {
+            return self.toward(at, via / a);
+        }
+        if r == via {
+            return &[];
+        }
+        let l = &self.local[(r * a + via % a) as usize];
+        if l.0 == u32::MAX {
+            &[]
+        } else {
+            std::slice::from_ref(l)
+        }
+    }
+}
 
 /// The global links of a dragonfly as pairs of router indices (`group·a + router`),
 /// in the order described in the module doc. Computed without building a graph.
@@ -140,6 +403,7 @@ pub fn build(
     for (x, y) in global_links(g, a, h) {
         b.add_network_link(routers[x as usize], routers[y as usize]);
     }
+    b.set_dragonfly(routers, a);
     Ok(())
 }
 

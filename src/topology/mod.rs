@@ -15,6 +15,8 @@
 //! the builder stores the hop distance from every switch, and a packet or flow at a
 //! switch may take any out-link to a switch one hop closer. ECMP picks one by a
 //! seeded hash of the flow; adaptive routing and spraying pick per packet.
+//! A dragonfly may instead route by its groups ([`DragonflyRouting`]: minimal,
+//! Valiant, UGAL; [`dragonfly`] has the tables and the module doc the details).
 
 pub mod builder;
 pub mod dragonfly;
@@ -168,6 +170,42 @@ pub struct Topology {
     /// a collective's successive messages take them in turn. 1 until
     /// [`Topology::set_qps_per_connection`].
     pub qps_per_connection: u8,
+    /// A dragonfly's group tables (`None` for other shapes).
+    dragonfly: Option<Box<dragonfly::Groups>>,
+    /// How routes cross a dragonfly's groups; [`DragonflyRouting::Shortest`]
+    /// until [`Topology::set_dragonfly_routing`].
+    df_routing: DragonflyRouting,
+}
+
+/// How routes cross a dragonfly's groups (`fabric.routing`; Kim, Dally, Scott,
+/// Abts, ISCA 2008, §4). Only a dragonfly ([`Topology::dragonfly`]) has groups;
+/// elsewhere every value routes as [`DragonflyRouting::Shortest`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum DragonflyRouting {
+    /// Shortest switch-hop paths (the distance tables), ECMP over ties.
+    #[default]
+    Shortest,
+    /// Minimal: at most one global link (local – global – local).
+    Minimal,
+    /// Valiant: minimally to a random router of a random intermediate group,
+    /// then minimally to the destination (at most two global links).
+    Valiant,
+    /// UGAL-L: minimal or Valiant, chosen at the source router by the
+    /// occupancy of each path's first output queue × its hop count.
+    Ugal,
+    /// UGAL-G: minimal or Valiant, chosen by the queues along the whole of
+    /// each path (global information: the bound UGAL-L approximates).
+    UgalG,
+}
+
+impl DragonflyRouting {
+    /// Whether some routes leave the minimal path (Valiant, UGAL).
+    pub fn non_minimal(self) -> bool {
+        matches!(
+            self,
+            DragonflyRouting::Valiant | DragonflyRouting::Ugal | DragonflyRouting::UgalG
+        )
+    }
 }
 
 /// The ECMP hash of queue pair `qp` from GPU `src` to GPU `dst` under `seed`:
@@ -180,6 +218,26 @@ pub fn qp_hash(seed: u64, src: u32, dst: u32, qp: u8) -> u64 {
     } else {
         base ^ mix64(u64::from(qp).wrapping_mul(0xA076_1D64_78BD_642F))
     }
+}
+
+/// Salt of the hash that draws a flow's Valiant intermediate router, so it is
+/// independent of the ECMP choices the same hash makes.
+pub const VALIANT_SALT: u64 = 0x6A09_E667_F3BC_C909;
+
+/// Most Valiant intermediate routers [`Topology::spread`] splits one transfer
+/// over (the analytical fidelity's contention bound): enough to spread the
+/// load over every intermediate group of a test-sized dragonfly, few enough
+/// that an all-to-all on a large one stays fast.
+pub const VALIANT_SPREAD: u32 = 32;
+
+/// The draw `k` for which [`dragonfly::Groups::intermediate`] gives the
+/// `pick`-th intermediate router in group-major order.
+fn spread_index(pick: u64, df: &dragonfly::Groups) -> u64 {
+    let third = u64::from(df.groups.saturating_sub(2).max(1));
+    let a = u64::from(df.routers_per_group);
+    // intermediate() takes the group from k mod third, the router from k / third
+    let (grp, r) = (pick / a, pick % a);
+    r * third + grp
 }
 
 /// The unreachable marker in the distance table.
@@ -246,6 +304,76 @@ impl Topology {
         let rev = self.reverse(l);
         self.link_up[rev.0 as usize] = up;
         self.compute_distances();
+        if let Some(mut df) = self.dragonfly.take() {
+            df.recompute(self);
+            self.dragonfly = Some(df);
+        }
+    }
+
+    /// The group tables of a dragonfly; `None` for other shapes.
+    pub fn dragonfly(&self) -> Option<&dragonfly::Groups> {
+        self.dragonfly.as_deref()
+    }
+
+    /// Sets how routes cross a dragonfly's groups. A topology that is not a
+    /// dragonfly keeps shortest paths whatever the value.
+    pub fn set_dragonfly_routing(&mut self, r: DragonflyRouting) {
+        if self.dragonfly.is_some() {
+            self.df_routing = r;
+        }
+    }
+
+    /// How routes cross a dragonfly's groups ([`DragonflyRouting::Shortest`]
+    /// on other shapes).
+    pub fn dragonfly_routing(&self) -> DragonflyRouting {
+        self.df_routing
+    }
+
+    /// The Valiant intermediate router (index `group·a + router`) for traffic
+    /// from GPU `src` to GPU `dst` drawn from `k`
+    /// ([`dragonfly::Groups::intermediate`]); `None` off a dragonfly, inside
+    /// one group, or with fewer than three groups.
+    pub fn valiant_router(&self, src: GpuId, dst: GpuId, k: u64) -> Option<u32> {
+        let (df, sg, dg) = self.df_groups(src, dst)?;
+        df.intermediate(sg, dg, k)
+    }
+
+    /// The dragonfly and the groups of two GPUs' edge routers.
+    fn df_groups(&self, src: GpuId, dst: GpuId) -> Option<(&dragonfly::Groups, u32, u32)> {
+        let df = self.dragonfly.as_deref()?;
+        let sg = df.group_of(self.edge_of(src)?)?;
+        let dg = df.group_of(self.edge_of(dst)?)?;
+        Some((df, sg, dg))
+    }
+
+    /// The edge switch of a GPU's NIC.
+    fn edge_of(&self, g: GpuId) -> Option<NodeId> {
+        let p = self.gpus.get(g.0 as usize)?;
+        self.nic_of_node(p.nic).map(|n| n.leaf)
+    }
+
+    /// Next hops from `at` towards `dst` that first reach router index `via`
+    /// (while `*via` is `Some`: [`dragonfly::Groups::toward_router`]), else
+    /// [`Topology::next_hops`]; clears `*via` once `at` is that router (or no
+    /// link leads there).
+    pub fn next_hops_via(
+        &self,
+        at: NodeId,
+        dst: GpuId,
+        via: &mut Option<u32>,
+        out: &mut Vec<LinkId>,
+    ) {
+        if let (Some(v), Some(df)) = (*via, self.dragonfly.as_deref()) {
+            if df.group_of(at).is_some() {
+                let c = df.toward_router(at, v);
+                if !c.is_empty() {
+                    out.extend_from_slice(c);
+                    return;
+                }
+                *via = None;
+            }
+        }
+        self.next_hops(at, dst, out);
     }
 
     /// Equal-cost next hops from node `at` towards GPU `dst`, appended to `out`.
@@ -283,6 +411,18 @@ impl Topology {
                     }
                     return;
                 }
+                if self.df_routing != DragonflyRouting::Shortest {
+                    if let Some(df) = self.dragonfly.as_deref() {
+                        if let (Some(here), Some(there)) = (df.group_of(at), df.group_of(dnic.leaf))
+                        {
+                            let c = df.toward(at, there);
+                            if here != there && !c.is_empty() {
+                                out.extend_from_slice(c);
+                                return;
+                            }
+                        }
+                    }
+                }
                 let leaf = self.leaf_index[dnic.leaf.0 as usize] as usize;
                 let row = &self.dist[leaf * self.n_switches..(leaf + 1) * self.n_switches];
                 let here = row[self.switch_index[at.0 as usize] as usize];
@@ -305,7 +445,30 @@ impl Topology {
 
     /// The ECMP path from `src` to `dst` for a flow whose hash is `flow_hash`,
     /// written into `out` (cleared first). Returns false if `dst` is unreachable.
+    /// Under [`DragonflyRouting::Valiant`] the path goes through the
+    /// intermediate router the hash draws ([`Topology::valiant_router`]); under
+    /// UGAL it is the minimal path (the choice needs load, which the caller has).
     pub fn route(&self, src: GpuId, dst: GpuId, flow_hash: u64, out: &mut Vec<LinkId>) -> bool {
+        let via = if self.df_routing == DragonflyRouting::Valiant {
+            self.valiant_router(src, dst, mix64(flow_hash ^ VALIANT_SALT))
+        } else {
+            None
+        };
+        self.route_via(src, dst, via, flow_hash, out)
+    }
+
+    /// The path from `src` to `dst` through dragonfly router index `via` (minimal to
+    /// it, then minimal to `dst`; `None`: no detour), ECMP over ties by
+    /// `flow_hash`, written into `out` (cleared first). Returns false if `dst`
+    /// is unreachable.
+    pub fn route_via(
+        &self,
+        src: GpuId,
+        dst: GpuId,
+        mut via: Option<u32>,
+        flow_hash: u64,
+        out: &mut Vec<LinkId>,
+    ) -> bool {
         out.clear();
         let mut cands = Vec::with_capacity(8);
         let mut at = self.gpus[src.0 as usize].node;
@@ -313,7 +476,7 @@ impl Topology {
         let mut guard = 0;
         while at != target {
             cands.clear();
-            self.next_hops(at, dst, &mut cands);
+            self.next_hops_via(at, dst, &mut via, &mut cands);
             if cands.is_empty() || guard > 64 {
                 return false;
             }
@@ -333,29 +496,67 @@ impl Topology {
 
     /// The share of one unit of traffic from `src` to `dst` that each link carries
     /// when ECMP spreads it evenly (a fluid split at every switch over its
-    /// equal-cost next hops), appended to `out` as `(link, share)`; shares on
-    /// the links of one hop level add up to 1. Returns false if `dst` is
-    /// unreachable. The analytical fidelity uses it for a contention bound that
-    /// no hash can beat.
+    /// equal-cost next hops), appended to `out` as `(link, share)`; the shares
+    /// leaving a node add up to what reached it. Under
+    /// [`DragonflyRouting::Valiant`] the unit is split evenly over the
+    /// intermediate routers first (at most [`VALIANT_SPREAD`], evenly spaced
+    /// over the groups and routers) (a link may then appear more than once: add
+    /// its shares). Returns false if `dst` is unreachable. The analytical
+    /// fidelity uses it for a contention bound that no hash can beat.
     pub fn spread(&self, src: GpuId, dst: GpuId, out: &mut Vec<(LinkId, f64)>) -> bool {
+        if self.df_routing == DragonflyRouting::Valiant {
+            if let Some((df, sg, dg)) = self.df_groups(src, dst) {
+                let n = df.intermediates(sg, dg);
+                if n > 0 {
+                    // evenly spaced over the intermediate routers, at most
+                    // VALIANT_SPREAD of them (a large dragonfly has thousands)
+                    let m = n.min(VALIANT_SPREAD);
+                    let w = 1.0 / f64::from(m);
+                    return (0..m).all(|k| {
+                        let pick = u64::from(k) * u64::from(n) / u64::from(m);
+                        let via = df.intermediate(sg, dg, spread_index(pick, df));
+                        self.spread_via(src, dst, via, w, out)
+                    });
+                }
+            }
+        }
+        self.spread_via(src, dst, None, 1.0, out)
+    }
+
+    /// [`Topology::spread`] of `weight` units through group `via`.
+    fn spread_via(
+        &self,
+        src: GpuId,
+        dst: GpuId,
+        via: Option<u32>,
+        weight: f64,
+        out: &mut Vec<(LinkId, f64)>,
+    ) -> bool {
         let target = self.gpus[dst.0 as usize].node;
-        let mut frontier: Vec<(NodeId, f64)> = vec![(self.gpus[src.0 as usize].node, 1.0)];
-        let mut next: Vec<(NodeId, f64)> = Vec::new();
+        let mut frontier: Vec<(NodeId, f64, Option<u32>)> =
+            vec![(self.gpus[src.0 as usize].node, weight, via)];
+        let mut next: Vec<(NodeId, f64, Option<u32>)> = Vec::new();
         let mut cands = Vec::with_capacity(8);
         let mut guard = 0;
-        while !(frontier.len() == 1 && frontier[0].0 == target) {
+        // paths of a dragonfly's group routings differ in length: what has
+        // arrived waits at the target, merged into one entry
+        while frontier.iter().any(|e| e.0 != target) {
             if guard > 64 {
                 return false;
             }
             guard += 1;
             next.clear();
-            for &(at, w) in &frontier {
+            for &(at, w, v) in &frontier {
                 if at == target {
-                    next.push((at, w));
+                    match next.iter_mut().find(|(n, _, _)| *n == target) {
+                        Some(e) => e.1 += w,
+                        None => next.push((at, w, None)),
+                    }
                     continue;
                 }
                 cands.clear();
-                self.next_hops(at, dst, &mut cands);
+                let mut v = v;
+                self.next_hops_via(at, dst, &mut v, &mut cands);
                 if cands.is_empty() {
                     return false;
                 }
@@ -363,9 +564,9 @@ impl Topology {
                 for &l in &cands {
                     out.push((l, share));
                     let to = self.links[l.0 as usize].to;
-                    match next.iter_mut().find(|(n, _)| *n == to) {
+                    match next.iter_mut().find(|(n, _, nv)| *n == to && *nv == v) {
                         Some(e) => e.1 += share,
-                        None => next.push((to, share)),
+                        None => next.push((to, share, v)),
                     }
                 }
             }
@@ -556,7 +757,8 @@ impl Topology {
 
     /// Latency and bottleneck rate of the (first ECMP) path between two GPUs;
     /// `None` if unreachable. All equal-cost paths of the shipped shapes have the
-    /// same length and rates, so one path stands for all.
+    /// same rates and, except under a dragonfly's group routings (whose paths may
+    /// differ by a local hop), the same length, so one path stands for all.
     pub fn path_cost(&self, src: GpuId, dst: GpuId) -> Option<(SimTime, Rate)> {
         let mut p = Vec::with_capacity(8);
         if !self.route(src, dst, 0, &mut p) {

@@ -48,6 +48,17 @@ pub(super) struct Sim<'a> {
     pub cands: Vec<PortId>,
     /// Scratch for `Topology::next_hops`.
     pub tmp_links: Vec<LinkId>,
+    /// Scratch for the hops of a path UGAL-G walks (never `cands`, which holds
+    /// the decision being made).
+    pub walk: Vec<PortId>,
+    /// Per packet slot: the dragonfly router (index `group·a + router`) a
+    /// Valiant detour still has to reach, plus one (0: none). Written for every data packet at its source
+    /// router under a non-minimal group routing, read only for data packets;
+    /// grows with the slab, so a run allocates only to its high-water mark.
+    pub via: Vec<u32>,
+    /// The topology's dragonfly group routing takes non-minimal paths
+    /// (Valiant, UGAL): data packets choose their path at the source router.
+    pub df_non_minimal: bool,
     /// Ideal completion time per task (transfers), from the unfaulted topology.
     pub ideal: Vec<SimTime>,
     /// Queue pairs and their messages (the transport's, [`super::nic`]).
@@ -140,11 +151,18 @@ impl<'a> Sim<'a> {
             routes: RouteCache::default(),
             cands: Vec::with_capacity(64),
             tmp_links: Vec::with_capacity(64),
+            walk: Vec::with_capacity(64),
+            via: Vec::new(),
+            df_non_minimal: topo.dragonfly_routing().non_minimal(),
             ideal: ideal_times(dag, topo, cfg),
             qps: QueuePairs::default(),
             flowlets: Flowlets::default(),
-            window_pkts: window_pkts(cfg),
-            ooo: cfg.routing != Routing::Ecmp,
+            // per-packet Valiant detours and UGAL choices reorder a flow
+            ooo: cfg.routing != Routing::Ecmp || topo.dragonfly_routing().non_minimal(),
+            window_pkts: window_pkts(
+                cfg,
+                cfg.routing != Routing::Ecmp || topo.dragonfly_routing().non_minimal(),
+            ),
             runner: DagRunner::new(dag),
             ready: Vec::new(),
             batch: Vec::new(),
@@ -458,14 +476,15 @@ impl<'a> Sim<'a> {
 }
 
 /// The per-queue-pair window in packets: the configured bytes, or for 0 (no
-/// limit) 2^30 packets for RDMA under in-order routing, and
+/// limit) 2^30 packets for RDMA under in-order routing (`reorders` false: ECMP,
+/// and on a dragonfly no per-packet Valiant or UGAL choice), and
 /// [`defaults::WINDOW`](crate::mechanism::defaults::WINDOW) under reordering
 /// ones (the receiver's out-of-order bitmap is one window) and on the TCP
 /// path (its receive window).
-fn window_pkts(cfg: &PacketConfig) -> u32 {
+fn window_pkts(cfg: &PacketConfig, reorders: bool) -> u32 {
     let mtu = cfg.mtu as u64;
     let bytes = match cfg.window_bytes {
-        0 if cfg.routing == Routing::Ecmp && cfg.transport == super::Transport::Rdma => {
+        0 if !reorders && cfg.transport == super::Transport::Rdma => {
             return 1 << 30
         }
         0 => crate::mechanism::defaults::WINDOW,

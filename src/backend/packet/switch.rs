@@ -15,7 +15,7 @@ use super::sim::Sim;
 use super::slab::{PktKind, F_CORRUPT, F_ECN, F_LOSSY_HELD, F_PFC_HELD, F_VL_RAISED, NONE};
 use super::stats::DropCause;
 use super::{EcnMarkAt, LinkEventKind, Routing};
-use crate::topology::{mix64, GpuId, Link, LinkId, NodeId, NodeKind, Topology};
+use crate::topology::{mix64, DragonflyRouting, GpuId, Link, LinkId, NodeId, NodeKind, Topology};
 use crate::units::{Rate, SimTime};
 
 /// Sentinel time: "not set".
@@ -474,6 +474,15 @@ impl RouteCache {
     }
 }
 
+/// Packets' worth of queue (× the detour's hop count) by which a Valiant path
+/// must beat the minimal one before UGAL-G takes it: the adaptive threshold of
+/// booksim's UGAL. UGAL-G sees the global links' queues themselves, which
+/// flicker under uniform traffic: without it, it detoured enough packets to
+/// lose 13% of uniform throughput on a 9×4 dragonfly (0.742 against minimal's
+/// 0.849). UGAL-L's first-hop queue rises only once the global link backs up
+/// to it; a margin there cost 28% of its worst-case throughput at p = 1.
+const UGAL_MARGIN: u64 = 2;
+
 impl Sim<'_> {
     /// Starts the next transmission on `p` if it is idle and something may go.
     pub(super) fn try_send(&mut self, p: PortId) {
@@ -697,7 +706,12 @@ impl Sim<'_> {
     /// Routes `pkt` (arrived at `node` over `in_link`) to an egress queue.
     fn forward(&mut self, node: u32, pkt: PktIdx, in_link: PortId) {
         let k = self.pkts[pkt];
-        let Some(out) = self.pick_next_hop(node, &k) else {
+        let out = if self.df_non_minimal && k.kind == PktKind::Data && !self.ports[in_link].sw2sw {
+            self.source_route(node, pkt)
+        } else {
+            self.pick_next_hop(node, &k, pkt)
+        };
+        let Some(out) = out else {
             self.return_credit(in_link, k.vl, self.blk(k.wire));
             self.drop_packet(pkt, DropCause::Unroutable);
             return;
@@ -759,16 +773,38 @@ impl Sim<'_> {
         self.try_send(out);
     }
 
-    /// Chooses the egress link at `node` for packet `k` per the routing mode.
-    fn pick_next_hop(&mut self, node: u32, k: &super::slab::Packet) -> Option<PortId> {
+    /// Chooses the egress link at `node` for packet `k` (slot `pkt`) per the
+    /// routing mode: towards its Valiant intermediate router while it has one
+    /// to reach (cleared on arrival there), else towards its destination.
+    fn pick_next_hop(&mut self, node: u32, k: &super::slab::Packet, pkt: PktIdx) -> Option<PortId> {
         self.cands.clear();
-        self.routes.next_hops(
-            &self.topo,
-            node,
-            k.dst,
-            &mut self.cands,
-            &mut self.tmp_links,
-        );
+        if self.df_non_minimal && k.kind == PktKind::Data {
+            let v = self.via.get(pkt.idx()).copied().unwrap_or(0);
+            if v != 0 {
+                if let Some(df) = self.topo.dragonfly() {
+                    let c = df.toward_router(NodeId(node), v - 1);
+                    if !c.is_empty() {
+                        self.cands.extend(c.iter().map(|&l| PortId::from(l)));
+                    } else {
+                        self.via[pkt.idx()] = 0;
+                    }
+                }
+            }
+        }
+        if self.cands.is_empty() {
+            self.routes.next_hops(
+                &self.topo,
+                node,
+                k.dst,
+                &mut self.cands,
+                &mut self.tmp_links,
+            );
+        }
+        self.pick_candidate(node, k)
+    }
+
+    /// Picks among `cands` per the routing mode.
+    fn pick_candidate(&mut self, node: u32, k: &super::slab::Packet) -> Option<PortId> {
         let n = self.cands.len();
         match n {
             0 => None,
@@ -792,6 +828,131 @@ impl Sim<'_> {
                 Routing::Flowlet => self.flowlet_next_hop(node, k),
             }),
         }
+    }
+
+    /// A data packet entering the network at its source router under a
+    /// non-minimal dragonfly routing (Kim et al., ISCA 2008, §4.2) chooses its
+    /// path here, per packet: Valiant draws an intermediate router uniformly
+    /// among the groups that are neither source nor destination; UGAL-L
+    /// compares the minimal path's first output queue × its hop count with that
+    /// of a random Valiant path (ties go minimal); UGAL-G compares the queues
+    /// of each path's first global link × hop count. Traffic inside a group, and any
+    /// packet off a dragonfly, goes minimal.
+    fn source_route(&mut self, node: u32, pkt: PktIdx) -> Option<PortId> {
+        let k = self.pkts[pkt];
+        if self.via.len() <= pkt.idx() {
+            self.via.resize(pkt.idx() + 1, 0);
+        }
+        self.via[pkt.idx()] = 0;
+        let here = NodeId(node);
+        let groups = self.topo.dragonfly().map(|df| {
+            let dst_leaf = self
+                .topo
+                .nic_of_node(self.topo.gpus[k.dst as usize].nic)
+                .map(|n| n.leaf);
+            (
+                df.group_of(here),
+                dst_leaf.and_then(|l| df.group_of(l)),
+                df.groups,
+            )
+        });
+        let (sg, dg) = match groups {
+            Some((Some(sg), Some(dg), g)) if sg != dg && g >= 3 => (sg, dg),
+            _ => return self.pick_next_hop(node, &k, pkt),
+        };
+        let r = self.rand_below(u64::MAX);
+        let Some(v) = self
+            .topo
+            .dragonfly()
+            .and_then(|df| df.intermediate(sg, dg, r))
+        else {
+            return self.pick_next_hop(node, &k, pkt);
+        };
+        match self.topo.dragonfly_routing() {
+            DragonflyRouting::Valiant => {
+                self.via[pkt.idx()] = v + 1;
+                self.pick_next_hop(node, &k, pkt)
+            }
+            mode @ (DragonflyRouting::Ugal | DragonflyRouting::UgalG) => {
+                let min_port = self.pick_next_hop(node, &k, pkt)?;
+                self.via[pkt.idx()] = v + 1;
+                let Some(val_port) = self.pick_next_hop(node, &k, pkt) else {
+                    self.via[pkt.idx()] = 0;
+                    return Some(min_port);
+                };
+                let df = self.topo.dragonfly()?;
+                let h_min = u64::from(df.hops_to_group(here, dg)) + 1;
+                // to the intermediate group, to the intermediate router, at
+                // most two hops to the destination group, one in it
+                let h_val = u64::from(df.hops_to_group(here, df.group_of_router(v))) + 4;
+                let (q_min, q_val) = if mode == DragonflyRouting::Ugal {
+                    (self.load_of(min_port), self.load_of(val_port))
+                } else {
+                    (
+                        self.global_queue(min_port, k.dst, 0),
+                        self.global_queue(val_port, k.dst, v + 1),
+                    )
+                };
+                // UGAL-G's detour must win by a margin (booksim's adaptive
+                // threshold): UGAL_MARGIN packets' worth of queue
+                let margin = if mode == DragonflyRouting::UgalG {
+                    UGAL_MARGIN * u64::from(k.wire) * h_val
+                } else {
+                    0
+                };
+                let go_valiant = q_min * h_min > q_val * h_val + margin;
+                if go_valiant {
+                    Some(val_port)
+                } else {
+                    self.via[pkt.idx()] = 0;
+                    Some(min_port)
+                }
+            }
+            DragonflyRouting::Shortest | DragonflyRouting::Minimal => {
+                self.pick_next_hop(node, &k, pkt)
+            }
+        }
+    }
+
+    /// UGAL-G's queue of a path that leaves on `first` towards GPU `dst`
+    /// (through router index `via − 1` first when `via` is not 0): the
+    /// occupancy of its first global link's output, which Kim et al. (§4.2)
+    /// give UGAL-G as global information (a router cannot see it: the bound
+    /// UGAL-L approximates). Follows the ECMP choice of each router up to that
+    /// link; at most 4 hops, allocation-free. A path without a global link
+    /// (inside a group) counts its first output.
+    fn global_queue(&mut self, first: PortId, dst: u32, mut via: u32) -> u64 {
+        let mut port = first;
+        for _ in 0..4 {
+            let Some(df) = self.topo.dragonfly() else {
+                break;
+            };
+            if df.is_global(&self.topo, LinkId(port.0)) {
+                return self.load_of(port);
+            }
+            let at = NodeId(self.ports[port].to);
+            if df.group_of(at).is_none() {
+                break;
+            }
+            self.walk.clear();
+            if via != 0 {
+                let c = df.toward_router(at, via - 1);
+                if !c.is_empty() {
+                    self.walk.extend(c.iter().map(|&l| PortId::from(l)));
+                } else {
+                    via = 0;
+                }
+            }
+            if self.walk.is_empty() {
+                self.routes
+                    .next_hops(&self.topo, at.0, dst, &mut self.walk, &mut self.tmp_links);
+            }
+            let Some(&next) = self.walk.first() else {
+                break;
+            };
+            port = next;
+        }
+        self.load_of(first)
     }
 
     /// The candidate in `cands` (at least one) with the least occupied egress,

@@ -484,9 +484,7 @@ impl<'a> Sim<'a> {
 fn window_pkts(cfg: &PacketConfig, reorders: bool) -> u32 {
     let mtu = cfg.mtu as u64;
     let bytes = match cfg.window_bytes {
-        0 if !reorders && cfg.transport == super::Transport::Rdma => {
-            return 1 << 30
-        }
+        0 if !reorders && cfg.transport == super::Transport::Rdma => return 1 << 30,
         0 => crate::mechanism::defaults::WINDOW,
         b => b,
     };

@@ -183,9 +183,32 @@ enum Command {
         /// Runs at once (default: all cores).
         #[arg(long, short = 'j', default_value_t = 0)]
         jobs: usize,
+        /// Run only the K-th of N slices of the cross product (K from 1; runs dealt
+        /// round-robin). The CSV gains run,runs columns and --out writes
+        /// sweep.shard-K-of-N.csv; join the slices with sweep-merge.
+        #[arg(long, value_name = "K/N", value_parser = sweep::Shard::parse)]
+        shard: Option<sweep::Shard>,
         /// No progress on stderr.
         #[arg(long, short = 'q')]
         quiet: bool,
+    },
+    /// Join the CSVs of a sharded sweep (sweep --shard K/N) into the sweep's CSV.
+    #[command(
+        name = "sweep-merge",
+        after_help = "The result is the CSV the whole sweep writes in one process, rows in cross-product order.
+A missing or duplicated run is an error naming it.
+
+Example (a Slurm job array, docs/slurm-sweep.sh):
+  fabricsim sweep s.toml --set cluster.nodes=8,16,32 --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT --out sweep/
+  fabricsim sweep-merge sweep/sweep.shard-*.csv -o sweep/sweep.csv"
+    )]
+    SweepMerge {
+        /// The shard CSVs, in any order.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Write the merged CSV here (default: standard output).
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
     },
     /// Hold measured nccl-tests output against the simulated fabric: per size measured and simulated time, busbw, error; the sizes that are slow.
     #[command(
@@ -415,6 +438,7 @@ fn command(cli: Cli) -> ExitCode {
             out,
             report,
             jobs,
+            shard,
             quiet,
         } => sweep_cmd(
             &scenario,
@@ -424,8 +448,10 @@ fn command(cli: Cli) -> ExitCode {
             out.as_deref(),
             report.as_deref(),
             jobs,
+            shard,
             quiet,
         ),
+        Command::SweepMerge { files, output } => sweep_merge(&files, output.as_deref()),
         Command::Check {
             measured,
             base,
@@ -766,6 +792,7 @@ fn sweep_cmd(
     out: Option<&Path>,
     html: Option<&Path>,
     jobs: usize,
+    shard: Option<sweep::Shard>,
     quiet: bool,
 ) -> ExitCode {
     let mut axes = Vec::new();
@@ -790,7 +817,11 @@ fn sweep_cmd(
         seed,
         ..RunOptions::default()
     };
-    let total: usize = axes.iter().map(|a| a.values.len()).product();
+    let all: usize = axes.iter().map(|a| a.values.len()).product();
+    let total = match shard {
+        Some(sh) => (0..all).filter(|&i| sh.owns(i)).count(),
+        None => all,
+    };
     let done = AtomicUsize::new(0);
     let show = !quiet && std::io::stderr().is_terminal();
     let on_done = |ev: sweep::SweepEvent| {
@@ -803,20 +834,26 @@ fn sweep_cmd(
         }
     };
     let name = file.display().to_string();
-    let runs = match sweep::run(&name, &text, &axes, &opts, jobs, &on_done) {
+    let runs = match sweep::run_shard(&name, &text, &axes, &opts, jobs, shard, &on_done) {
         Ok(r) => r,
         Err(e) => return config_failure(&e),
     };
     if show {
         err!("\r\x1b[K");
     }
-    let csv = sweep::csv(&axes, &runs);
+    let (csv, csv_name) = match shard {
+        Some(sh) => (
+            sweep::shard_csv(&axes, &runs, all),
+            format!("sweep.shard-{}-of-{}.csv", sh.index + 1, sh.count),
+        ),
+        None => (sweep::csv(&axes, &runs), "sweep.csv".to_string()),
+    };
     out!("{csv}");
     if let Some(dir) = out {
         let w =
-            std::fs::create_dir_all(dir).and_then(|()| std::fs::write(dir.join("sweep.csv"), &csv));
+            std::fs::create_dir_all(dir).and_then(|()| std::fs::write(dir.join(&csv_name), &csv));
         if let Err(e) = w {
-            errln!("error: writing sweep.csv into {}: {e}", dir.display());
+            errln!("error: writing {csv_name} into {}: {e}", dir.display());
             return ExitCode::FAILURE;
         }
     }
@@ -829,6 +866,30 @@ fn sweep_cmd(
     if runs.iter().any(|r| r.result.is_err()) {
         errln!("error: some runs failed; see the error column");
         return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
+fn sweep_merge(files: &[PathBuf], output: Option<&Path>) -> ExitCode {
+    let mut texts = Vec::with_capacity(files.len());
+    for f in files {
+        match fabricsim::budget::read_text(f, fabricsim::budget::MAX_INPUT_BYTES) {
+            Ok(t) => texts.push((f.display().to_string(), t)),
+            Err(e) => return usage(&format!("cannot read {}: {e}", f.display())),
+        }
+    }
+    let merged = match sweep::merge(&texts) {
+        Ok(m) => m,
+        Err(e) => return usage(&e),
+    };
+    match output {
+        Some(path) => {
+            if let Err(e) = std::fs::write(path, &merged) {
+                errln!("error: writing {}: {e}", path.display());
+                return ExitCode::FAILURE;
+            }
+        }
+        None => out!("{merged}"),
     }
     ExitCode::SUCCESS
 }

@@ -8,6 +8,9 @@
 //! located diagnostic; the file name in it carries the override
 //! (`x.toml [--set fabric.link_rate=0Gbps]`). Results come back in cross-product
 //! order (first `--set` slowest), whatever the thread timing.
+//!
+//! A sweep larger than one machine is cut into [`Shard`]s, one per task of a
+//! batch job array, and [`merge`] joins their CSVs into the whole sweep's.
 
 use std::fmt::Write;
 
@@ -186,6 +189,9 @@ pub fn combinations(axes: &[Axis]) -> Vec<Vec<usize>> {
 /// One run of a sweep.
 #[derive(Clone, Debug)]
 pub struct SweepRun {
+    /// Its place in the whole cross product ([`combinations`] order, from 0),
+    /// whichever shard ran it.
+    pub index: usize,
     /// The value of each axis, in axis order.
     pub values: Vec<String>,
     /// Its report, or why it could not run.
@@ -215,6 +221,53 @@ pub fn threads(jobs: usize, runs: usize) -> usize {
     asked.min(runs).clamp(1, MAX_JOBS)
 }
 
+/// One slice of a sweep's cross product, for batch schedulers (a Slurm job array
+/// runs slice `k` of `n` in each task, and `sweep-merge` joins their CSVs).
+///
+/// Runs are dealt round-robin (run `i` belongs to slice `i mod n`), so when the
+/// first axis is the expensive one (`cluster.nodes`) every slice gets its share
+/// of the large runs instead of one slice getting all of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    /// Which slice, from 0 (the command line writes it from 1: `--shard 1/4`).
+    pub index: usize,
+    /// How many slices, at least 1.
+    pub count: usize,
+}
+
+impl Shard {
+    /// Parses `K/N` with 1 ≤ K ≤ N ≤ [`MAX_RUNS`].
+    ///
+    /// # Errors
+    /// A message naming what was found and what is expected.
+    pub fn parse(arg: &str) -> Result<Shard, String> {
+        let expected = "expected K/N with 1 <= K <= N, e.g. --shard 2/8 (K counts from 1, as Slurm's --array=1-N does)";
+        let Some((k, n)) = arg.split_once('/') else {
+            return Err(format!("--shard {arg:?}: {expected}"));
+        };
+        let (Ok(k), Ok(n)) = (k.trim().parse::<usize>(), n.trim().parse::<usize>()) else {
+            return Err(format!("--shard {arg:?}: {expected}"));
+        };
+        if k == 0 || n == 0 || k > n {
+            return Err(format!("--shard {arg:?}: {expected}"));
+        }
+        if n > MAX_RUNS {
+            return Err(format!(
+                "--shard {arg:?}: {n} slices; a sweep has at most {MAX_RUNS} runs, so at most {MAX_RUNS} slices"
+            ));
+        }
+        Ok(Shard {
+            index: k - 1,
+            count: n,
+        })
+    }
+
+    /// Whether run `i` of the cross product belongs to this slice.
+    pub fn owns(&self, i: usize) -> bool {
+        i % self.count == self.index
+    }
+}
+
 /// Validates every combination first (so a bad value stops the sweep before anything
 /// runs), then runs them on `jobs` threads (0 = all cores). `on_event` is called as
 /// each run starts and finishes, from its worker thread. Results are in
@@ -228,6 +281,25 @@ pub fn run(
     axes: &[Axis],
     opts: &RunOptions,
     jobs: usize,
+    on_event: &(dyn Fn(SweepEvent) + Sync),
+) -> Result<Vec<SweepRun>, ConfigError> {
+    run_shard(file, text, axes, opts, jobs, None, on_event)
+}
+
+/// [`run`] restricted to one [`Shard`] of the cross product (`None`: all of it).
+/// Every combination is still validated, so each slice of a sweep refuses the same
+/// bad value the whole sweep would, before anything runs. `on_event` receives
+/// indices into the cross product.
+///
+/// # Errors
+/// The diagnostics of the first combination that does not validate.
+pub fn run_shard(
+    file: &str,
+    text: &str,
+    axes: &[Axis],
+    opts: &RunOptions,
+    jobs: usize,
+    shard: Option<Shard>,
     on_event: &(dyn Fn(SweepEvent) + Sync),
 ) -> Result<Vec<SweepRun>, ConfigError> {
     // the cross product is counted before it is built: 20 axes of 10 values
@@ -252,24 +324,30 @@ pub fn run(
     }
     let combos = combinations(axes);
     let mut scenarios = Vec::with_capacity(combos.len());
-    for c in &combos {
+    for (index, c) in combos.iter().enumerate() {
         let sets: Vec<(String, String)> = axes
             .iter()
             .zip(c)
             .map(|(a, &i)| (a.key.clone(), a.values[i].clone()))
             .collect();
         let s = apply(file, text, &sets)?;
-        scenarios.push((sets.into_iter().map(|(_, v)| v).collect::<Vec<_>>(), s));
+        if shard.is_none_or(|sh| sh.owns(index)) {
+            scenarios.push((
+                index,
+                sets.into_iter().map(|(_, v)| v).collect::<Vec<_>>(),
+                s,
+            ));
+        }
     }
     let work = || {
         scenarios
             .par_iter()
-            .enumerate()
-            .map(|(i, (values, s))| {
-                on_event(SweepEvent::Started(i));
+            .map(|(index, values, s)| {
+                on_event(SweepEvent::Started(*index));
                 let result = run::run(s, opts).map_err(|e| e.to_string());
-                on_event(SweepEvent::Finished(i));
+                on_event(SweepEvent::Finished(*index));
                 SweepRun {
+                    index: *index,
                     values: values.clone(),
                     result,
                 }
@@ -305,8 +383,36 @@ fn size_keys(runs: &[SweepRun]) -> Vec<(String, u64)> {
 /// failed run's figures are. No wall-clock fields, so the file is the same
 /// on every machine and thread count.
 pub fn csv(axes: &[Axis], runs: &[SweepRun]) -> String {
+    csv_with(axes, runs, None)
+}
+
+/// The CSV of one [`Shard`]: [`csv`]'s columns preceded by `run` (the run's
+/// index in the whole cross product) and `runs` (the size of the cross
+/// product), which is what [`merge`] needs to put the slices back in order and
+/// to notice a missing one.
+pub fn shard_csv(axes: &[Axis], runs: &[SweepRun], total: usize) -> String {
+    csv_with(axes, runs, Some(total))
+}
+
+/// The fixed columns after the per-size ones.
+const TAIL_COLUMNS: [&str; 9] = [
+    "mean_busbw_GBps",
+    "flows",
+    "fct_p50_us",
+    "fct_p99_us",
+    "drops",
+    "ecn_marks",
+    "pfc_pause_frames",
+    "events",
+    "error",
+];
+
+fn csv_with(axes: &[Axis], runs: &[SweepRun], shard_total: Option<usize>) -> String {
     let keys = size_keys(runs);
     let mut s = String::new();
+    if shard_total.is_some() {
+        s.push_str("run,runs,");
+    }
     for a in axes {
         let _ = write!(s, "{},", csv_field(&a.key));
     }
@@ -314,10 +420,11 @@ pub fn csv(axes: &[Axis], runs: &[SweepRun]) -> String {
     for (op, b) in &keys {
         let _ = write!(s, ",{op}_{b}_time_us,{op}_{b}_busbw_GBps");
     }
-    s.push_str(
-        ",mean_busbw_GBps,flows,fct_p50_us,fct_p99_us,drops,ecn_marks,pfc_pause_frames,events,error\n",
-    );
+    let _ = writeln!(s, ",{}", TAIL_COLUMNS.join(","));
     for r in runs {
+        if let Some(total) = shard_total {
+            let _ = write!(s, "{},{total},", r.index);
+        }
         for v in &r.values {
             let _ = write!(s, "{},", csv_field(v));
         }
@@ -350,12 +457,274 @@ pub fn csv(axes: &[Axis], runs: &[SweepRun]) -> String {
                 );
             }
             Err(e) => {
-                s.push_str(&",".repeat(keys.len() * 2 + 9));
+                s.push_str(&",".repeat(keys.len() * 2 + TAIL_COLUMNS.len()));
                 let _ = writeln!(s, "{}", csv_field(e));
             }
         }
     }
     s
+}
+
+/// One record of a CSV file and the line it starts on (from 1).
+type Record = (usize, Vec<String>);
+
+/// Splits CSV `text` into records: fields separated by commas, `"…"` quoting
+/// with `""` for a quote, quoted fields may span lines (an error message can).
+fn parse_csv(name: &str, text: &str) -> Result<Vec<Record>, String> {
+    let mut records = Vec::new();
+    let (mut line, mut start_line) = (1usize, 1usize);
+    let mut fields: Vec<String> = Vec::new();
+    let mut field = String::new();
+    let (mut quoted, mut was_quoted) = (false, false);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if quoted {
+            match c {
+                '"' if chars.peek() == Some(&'"') => {
+                    chars.next();
+                    field.push('"');
+                }
+                '"' => quoted = false,
+                c => {
+                    if c == '\n' {
+                        line += 1;
+                    }
+                    field.push(c);
+                }
+            }
+            continue;
+        }
+        match c {
+            '"' if field.is_empty() && !was_quoted => {
+                quoted = true;
+                was_quoted = true;
+            }
+            '"' => {
+                return Err(format!(
+                    "{name}:{line}: a quote inside an unquoted field; expected a CSV written by `fabricsim sweep --shard`"
+                ))
+            }
+            ',' => {
+                fields.push(std::mem::take(&mut field));
+                was_quoted = false;
+            }
+            '\r' => {}
+            '\n' => {
+                fields.push(std::mem::take(&mut field));
+                was_quoted = false;
+                records.push((start_line, std::mem::take(&mut fields)));
+                line += 1;
+                start_line = line;
+            }
+            c => field.push(c),
+        }
+    }
+    if quoted {
+        return Err(format!(
+            "{name}:{start_line}: a quoted field is never closed; expected a CSV written by `fabricsim sweep --shard`"
+        ));
+    }
+    if !field.is_empty() || !fields.is_empty() || was_quoted {
+        fields.push(field);
+        records.push((start_line, fields));
+    }
+    Ok(records)
+}
+
+/// One shard file, read.
+struct ShardFile<'a> {
+    name: &'a str,
+    /// The swept keys, in order.
+    axes: Vec<String>,
+    /// `(op, bytes)` column pairs, as the header names them (`op_bytes`).
+    sizes: Vec<String>,
+    runs: usize,
+    rows: Vec<Record>,
+}
+
+fn read_shard<'a>(name: &'a str, text: &'a str) -> Result<ShardFile<'a>, String> {
+    let mut records = parse_csv(name, text)?.into_iter();
+    let Some((hl, header)) = records.next() else {
+        return Err(format!(
+            "{name}:1: the file is empty; expected the CSV of `fabricsim sweep --shard K/N`"
+        ));
+    };
+    let not_shard = |what: &str| {
+        format!(
+            "{name}:{hl}: {what}; expected the header of `fabricsim sweep --shard K/N` (run,runs,KEY…,fidelity,…,error)"
+        )
+    };
+    if header.len() < 3 || header[0] != "run" || header[1] != "runs" {
+        return Err(not_shard("the header does not start with run,runs"));
+    }
+    let Some(fid) = header.iter().position(|h| h == "fidelity") else {
+        return Err(not_shard("no fidelity column"));
+    };
+    let tail_at = header
+        .len()
+        .checked_sub(TAIL_COLUMNS.len())
+        .filter(|&t| t > fid);
+    let Some(tail_at) = tail_at.filter(|&t| header[t..] == TAIL_COLUMNS) else {
+        return Err(not_shard(&format!(
+            "the header does not end with {}",
+            TAIL_COLUMNS.join(",")
+        )));
+    };
+    let size_cols = &header[fid + 1..tail_at];
+    let mut sizes = Vec::new();
+    for pair in size_cols.chunks(2) {
+        let key = pair[0].strip_suffix("_time_us");
+        let ok =
+            pair.len() == 2 && key.is_some_and(|k| pair[1].strip_suffix("_busbw_GBps") == Some(k));
+        match key {
+            Some(k) if ok => sizes.push(k.to_string()),
+            _ => {
+                return Err(not_shard(&format!(
+                    "size columns {pair:?} are not an OP_BYTES_time_us,OP_BYTES_busbw_GBps pair"
+                )))
+            }
+        }
+    }
+    let mut runs = None;
+    let mut rows = Vec::new();
+    for (l, r) in records {
+        if r.len() != header.len() {
+            return Err(format!(
+                "{name}:{l}: {} fields; expected {} as in the header",
+                r.len(),
+                header.len()
+            ));
+        }
+        let (Ok(_), Ok(total)) = (r[0].parse::<usize>(), r[1].parse::<usize>()) else {
+            return Err(format!(
+                "{name}:{l}: run {:?} and runs {:?}; expected two whole numbers",
+                r[0], r[1]
+            ));
+        };
+        if *runs.get_or_insert(total) != total {
+            return Err(format!(
+                "{name}:{l}: runs = {total}, but an earlier row says {}; expected one sweep per file",
+                runs.unwrap_or(0)
+            ));
+        }
+        rows.push((l, r));
+    }
+    Ok(ShardFile {
+        name,
+        axes: header[2..fid].to_vec(),
+        sizes,
+        runs: runs.unwrap_or(0),
+        rows,
+    })
+}
+
+/// Joins the CSVs of a sharded sweep (`sweep --shard K/N`, any order) into the
+/// CSV the whole sweep writes in one process, byte for byte: rows back in
+/// cross-product order, the per-size columns the union of the shards' in the
+/// order the whole sweep would have met them. `files` are (name, text) pairs.
+///
+/// # Errors
+/// A located message (`file:line: found; expected`) for a file that is not a
+/// shard CSV, shards of different sweeps, a run given twice, or runs missing.
+pub fn merge(files: &[(String, String)]) -> Result<String, String> {
+    let shards: Vec<ShardFile> = files
+        .iter()
+        .map(|(n, t)| read_shard(n, t))
+        .collect::<Result<_, _>>()?;
+    let Some(first) = shards.first() else {
+        return Err("sweep-merge: no files; expected the CSVs of `fabricsim sweep --shard`".into());
+    };
+    let total = shards.iter().map(|s| s.runs).max().unwrap_or(0);
+    for s in &shards {
+        if s.axes != first.axes {
+            return Err(format!(
+                "{}:1: swept keys {:?}, but {} sweeps {:?}; expected slices of one sweep",
+                s.name, s.axes, first.name, first.axes
+            ));
+        }
+        if !s.rows.is_empty() && s.runs != total {
+            return Err(format!(
+                "{}:2: runs = {}, but another file says {total}; expected slices of one sweep",
+                s.name, s.runs
+            ));
+        }
+    }
+    // run index -> (shard, row)
+    let mut slot: Vec<Option<(usize, usize)>> = vec![None; total];
+    for (si, s) in shards.iter().enumerate() {
+        for (ri, (l, r)) in s.rows.iter().enumerate() {
+            let i: usize = r[0].parse().unwrap_or(usize::MAX);
+            let Some(cell) = slot.get_mut(i) else {
+                return Err(format!(
+                    "{}:{l}: run {i}; expected a run below runs = {total}",
+                    s.name
+                ));
+            };
+            if let Some((sj, rj)) = *cell {
+                return Err(format!(
+                    "{}:{l}: run {i} is also at {}:{}; expected each run once",
+                    s.name, shards[sj].name, shards[sj].rows[rj].0
+                ));
+            }
+            *cell = Some((si, ri));
+        }
+    }
+    let missing: Vec<String> = slot
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.is_none())
+        .map(|(i, _)| i.to_string())
+        .collect();
+    if !missing.is_empty() {
+        let shown: Vec<&str> = missing.iter().take(10).map(String::as_str).collect();
+        return Err(format!(
+            "sweep-merge: {} of {total} runs missing (run {}{}); expected every slice's CSV: is a shard still running, or did one fail?",
+            missing.len(),
+            shown.join(", "),
+            if missing.len() > 10 { ", …" } else { "" }
+        ));
+    }
+    // the union of size columns in the order the whole sweep meets them: runs in
+    // order, each run's new sizes in its shard's header order (which is the run's
+    // own order for sizes its shard had not met before either)
+    let naxes = first.axes.len();
+    let mut sizes: Vec<String> = Vec::new();
+    for &(si, ri) in slot.iter().flatten() {
+        let s = &shards[si];
+        let r = &s.rows[ri].1;
+        for (k, name) in s.sizes.iter().enumerate() {
+            if !r[3 + naxes + 2 * k].is_empty() && !sizes.contains(name) {
+                sizes.push(name.clone());
+            }
+        }
+    }
+    let mut out = String::new();
+    for a in &first.axes {
+        let _ = write!(out, "{},", csv_field(a));
+    }
+    out.push_str("fidelity");
+    for k in &sizes {
+        let _ = write!(out, ",{k}_time_us,{k}_busbw_GBps");
+    }
+    let _ = writeln!(out, ",{}", TAIL_COLUMNS.join(","));
+    for &(si, ri) in slot.iter().flatten() {
+        let s = &shards[si];
+        let r = &s.rows[ri].1;
+        let mut fields: Vec<&str> = r[2..3 + naxes].iter().map(String::as_str).collect();
+        for k in &sizes {
+            match s.sizes.iter().position(|n| n == k) {
+                Some(j) => {
+                    fields.push(&r[3 + naxes + 2 * j]);
+                    fields.push(&r[4 + naxes + 2 * j]);
+                }
+                None => fields.extend(["", ""]),
+            }
+        }
+        fields.extend(r[r.len() - TAIL_COLUMNS.len()..].iter().map(String::as_str));
+        let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+        let _ = writeln!(out, "{}", line.join(","));
+    }
+    Ok(out)
 }
 
 /// The sweep report: mean busbw against each swept parameter (one line per

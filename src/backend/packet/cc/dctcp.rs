@@ -2,10 +2,15 @@
 //! §3.1): window-based. The receiver echoes on every ACK how many of the
 //! packets it covers arrived marked; the sender keeps F = marked / acked over
 //! each window of data (one round trip), updates α ← (1 − g) α + g F at the
-//! window's end (g = 1/16), and cuts cwnd ← cwnd (1 − α/2) at most once per
-//! window, when marks arrive. Without marks the window grows by one packet per
-//! round trip (slow start, from 10 packets as RFC 6928, until the first mark);
-//! it never exceeds [`PacketConfig::window_bytes`](crate::backend::packet::PacketConfig::window_bytes). A timeout halves it.
+//! window's end (g = 1/16), and cuts cwnd ← cwnd (1 − α/2) when marks arrive,
+//! at most once per window of data: after a cut the sender is in congestion
+//! window reduction (Linux's `TCP_CA_CWR`, which DCTCP's `ssthresh` hook runs
+//! under) until everything it had sent at the cut is acknowledged, and neither
+//! cuts again nor grows meanwhile. The α observation window is separate: a cut
+//! late in one α window does not allow another early in the next, which would
+//! cut twice per congestion event and double the queue's swing. Without marks the
+//! window grows by one packet per round trip (slow start, from 10 packets as RFC
+//! 6928, until the first mark); it never exceeds [`PacketConfig::window_bytes`](crate::backend::packet::PacketConfig::window_bytes). A timeout halves it.
 
 use super::{AckInfo, AckReaction, CcLaw, QpStart};
 
@@ -24,8 +29,12 @@ pub struct DctcpState {
     pub acked: u32,
     /// Of those, packets that arrived marked.
     pub marked: u32,
-    /// The window was already cut in this observation window.
+    /// In congestion window reduction after a cut (no cut, no growth) until
+    /// `cwr_end` is acknowledged.
     pub cut: bool,
+    /// The next PSN to send at the last cut: the reduction ends when the oldest
+    /// unacknowledged PSN reaches it (Linux's `high_seq`).
+    pub cwr_end: u32,
     /// Receiver: CE-marked data packets since the last ACK.
     pub ce_unacked: u32,
 }
@@ -47,12 +56,18 @@ impl DctcpState {
     pub fn on_ack(&mut self, g: f64, n: u32, m: u32, una: u32, nxt: u32, max_pkts: u32) -> u32 {
         self.acked += n;
         self.marked += m.min(n.max(m));
+        if self.cut && una >= self.cwr_end {
+            self.cut = false;
+        }
         if m > 0 {
             if !self.cut {
                 self.cwnd = (self.cwnd * (1.0 - self.alpha / 2.0)).max(1.0);
                 self.ssthresh = self.cwnd;
                 self.cut = true;
+                self.cwr_end = nxt.max(una + 1);
             }
+        } else if self.cut {
+            // Linux's tcp_may_raise_cwnd: no growth during the reduction
         } else if self.cwnd < self.ssthresh {
             self.cwnd += n as f64;
         } else if n > 0 {
@@ -66,7 +81,6 @@ impl DctcpState {
             }
             self.acked = 0;
             self.marked = 0;
-            self.cut = false;
             self.win_end = nxt.max(una + 1);
         }
         self.window()
@@ -147,5 +161,33 @@ mod tests {
         assert!((d.cwnd - 30.0).abs() < 1e-9);
         d.on_ack(1.0 / 16.0, 4, 4, 8, 40, 100);
         assert!((d.cwnd - 30.0).abs() < 1e-9, "one cut per window");
+    }
+
+    #[test]
+    fn a_cut_late_in_an_alpha_window_blocks_cuts_until_its_data_is_acknowledged() {
+        // The α window ends at PSN 40. Marks at PSN 38 cut (40 → 30) with PSNs up
+        // to 70 sent; the α window then rolls over at 40, but marked ACKs for
+        // PSNs 40..70 (sent before the cut reached the sender, so reflecting the
+        // same congestion) must not cut again: one cut per window of data
+        // (Alizadeh et al. 2010, §3.1; Linux CWR until high_seq).
+        let g = 1.0 / 16.0;
+        let mut d = DctcpState::new(100);
+        d.alpha = 0.5;
+        d.cwnd = 40.0;
+        d.ssthresh = 40.0;
+        d.win_end = 40;
+        d.on_ack(g, 2, 2, 38, 70, 100);
+        assert!((d.cwnd - 30.0).abs() < 1e-9);
+        assert!(d.cut && d.cwr_end == 70);
+        d.on_ack(g, 4, 4, 42, 70, 100);
+        assert!(d.win_end >= 70, "the α window rolled over");
+        assert!((d.cwnd - 30.0).abs() < 1e-9, "no second cut");
+        // no growth during the reduction either
+        d.on_ack(g, 10, 0, 52, 70, 100);
+        assert!((d.cwnd - 30.0).abs() < 1e-9, "{}", d.cwnd);
+        // data sent after the cut acknowledged: the next marks cut again
+        let before = d.cwnd;
+        d.on_ack(g, 20, 1, 72, 100, 100);
+        assert!(d.cwnd < before && d.cwr_end == 100);
     }
 }

@@ -6,7 +6,15 @@
 //! descheduled), and packet-hops per second (simulated work, independent of how
 //! many events it took). Target: ≥ 10 M events/s on one core.
 //! `cargo bench --bench packet -- WORD` runs only the cases whose name contains
-//! WORD (e.g. `ECMP`, `incast`).
+//! WORD (e.g. `ECMP`, `incast`, `htsim`).
+//!
+//! The `htsim` cases are the scenarios of the side-by-side comparison with
+//! Broadcom's csg-htsim (issue 16): RoCE with PFC (XOFF 60,000 B, XON 48,000 B),
+//! no ECN or congestion control, 100 Gb/s links of 1 µs, MTU 4000 B + 64 B of
+//! headers, k = 8 and k = 16 fat-trees; a 127→1 incast of 2 MB per sender and
+//! permutations of 2 MB over 128 and 1,024 hosts. They print wall time, events/s
+//! and link transmissions (packet-hops)/s. The engine runs on one thread: the
+//! parallel engine of issue 16 does not exist yet, so there is no 2-thread row.
 
 use std::time::Instant;
 
@@ -73,6 +81,7 @@ fn bench(name: &str, dag: &Dag, topo: &Topology, cfg: &PacketConfig) {
     let mut hop_rates = Vec::new();
     let mut cpu_rates = Vec::new();
     let mut events = 0;
+    let mut walls = Vec::new();
     let mut hw = (0, 0);
     // FABRICSIM_BENCH_RUNS=1 for profiling under callgrind.
     let runs: usize = std::env::var("FABRICSIM_BENCH_RUNS")
@@ -84,6 +93,7 @@ fn bench(name: &str, dag: &Dag, topo: &Topology, cfg: &PacketConfig) {
         let c0 = cpu_ns();
         let (out, st) = packet::run_detailed(dag, topo, cfg).expect("bench run completes");
         let dt = t0.elapsed().as_secs_f64();
+        walls.push(dt);
         if let (Some(a), Some(b)) = (c0, cpu_ns()) {
             let cpu_s = (b - a) as f64 * 1e-9;
             cpu_rates.push((
@@ -97,12 +107,14 @@ fn bench(name: &str, dag: &Dag, topo: &Topology, cfg: &PacketConfig) {
         rates.push(out.events as f64 / dt / 1e6);
     }
     rates.sort_by(f64::total_cmp);
+    walls.sort_by(f64::total_cmp);
     println!(
-        "{name:<40} {events:>10} events  median {:6.2} M events/s  (min {:.2}, max {:.2}, {} runs)",
+        "{name:<40} {events:>10} events  median {:6.2} M events/s  (min {:.2}, max {:.2}, {} runs); wall median {:.3} s",
         rates[rates.len() / 2],
         rates[0],
         rates[rates.len() - 1],
-        rates.len()
+        rates.len(),
+        walls[walls.len() / 2]
     );
     hop_rates.sort_by(f64::total_cmp);
     cpu_rates.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -197,11 +209,90 @@ fn main() {
         &pfc_only,
     );
     bench("incast 64:1, 1 MiB, PFC cc=none", &inc, &ss, &pfc_only);
+    htsim_cases();
     // Memory of the hot records: a packet lives in the slab as one of these while
     // in flight; a queue pair per communicating (source, destination) GPU pair.
     println!(
         "memory: {} B per in-flight packet (slab record), {} B per queue pair (plus its message queue)",
         std::mem::size_of::<fabricsim::backend::packet::slab::Packet>(),
         std::mem::size_of::<fabricsim::backend::packet::nic::Qp>()
+    );
+}
+
+/// The scenarios of the htsim comparison (module doc), on one thread.
+fn htsim_cases() {
+    let fat_tree = |k: u32| {
+        let hosts = k * k * k / 4;
+        let c = ClusterSpec {
+            hosts,
+            gpus_per_host: 1,
+            nics_per_host: 1,
+            nvlink_rate: Rate::gbps(3600),
+            nvlink_latency: SimTime::from_ns(100),
+            pcie_rate: Rate::gbps(512),
+            pcie_latency: SimTime::from_ns(250),
+        };
+        let f = FabricLinkSpec {
+            link_rate: Rate::gbps(100),
+            link_latency: SimTime::from_us(1),
+            // htsim's switches forward in zero time; its queues add only the
+            // serialization, as these do
+            switch_latency: SimTime::ZERO,
+        };
+        build(&c, &f, &TopologySpec::FatTree { k }).expect("bench fat-tree builds")
+    };
+    let cfg = PacketConfig {
+        mtu: 4000,
+        header_bytes: 64,
+        ack_bytes: 64,
+        // XOFF + headroom: the headroom 100 Gb/s links of 1 µs need is
+        // 2 µs × 12.5 B/ns + 2 × 4064 B + 64 B = 33,192 B
+        port_buffer_bytes: 100_000,
+        flow_control: fabricsim::backend::packet::FlowControl::Pfc {
+            xoff: 60_000,
+            xon: 48_000,
+            headroom: 40_000,
+        },
+        ..PacketConfig::default()
+    };
+    let k8 = fat_tree(8);
+    let incast = generate(
+        &TrafficSpec::Incast {
+            senders: 127,
+            receiver: GpuId(0),
+            bytes: 2_000_000,
+        },
+        &k8,
+    )
+    .unwrap();
+    bench(
+        "htsim incast 127->1, 2 MB, k=8, 1 thread",
+        &incast,
+        &k8,
+        &cfg,
+    );
+    let perm = |topo: &Topology| {
+        generate(
+            &TrafficSpec::Permutation {
+                bytes: 2_000_000,
+                per_host: true,
+                seed: 1,
+            },
+            topo,
+        )
+        .unwrap()
+    };
+    bench(
+        "htsim permutation 128, 2 MB, k=8, 1 thread",
+        &perm(&k8),
+        &k8,
+        &cfg,
+    );
+    let k16 = fat_tree(16);
+    bench(
+        "htsim permutation 1024, 2 MB, k=16, 1 thread",
+        &perm(&k16),
+        &k16,
+        &cfg,
     );
 }

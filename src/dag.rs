@@ -448,6 +448,20 @@ impl DagRunner {
         self.state[t.0 as usize] == 2
     }
 
+    /// Moves out when each task became ready and when it completed, ps, indexed
+    /// like [`Dag::tasks`]; a task that never completed (a run stopped by a
+    /// deadlock) gets [`SimTime::MAX`] as its completion. The runner's own
+    /// tables are left empty: call this once the run is over.
+    pub fn take_spans(&mut self) -> (Vec<SimTime>, Vec<SimTime>) {
+        let mut done = std::mem::take(&mut self.done_at);
+        for (d, &st) in done.iter_mut().zip(&self.state) {
+            if st != 2 {
+                *d = SimTime::MAX;
+            }
+        }
+        (std::mem::take(&mut self.started_at), done)
+    }
+
     /// True when every task completed.
     pub fn finished(&self) -> bool {
         self.completed == self.pending.len()

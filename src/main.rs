@@ -51,6 +51,9 @@ struct Output {
     /// Write a self-contained HTML report with charts to this file.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
+    /// Write the run as a timeline (Chrome trace-event JSON: GPUs' compute and sends, operations) to open in Perfetto (ui.perfetto.dev).
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
     /// No progress bar on stderr.
     #[arg(long, short = 'q')]
     quiet: bool,
@@ -675,6 +678,7 @@ fn execute(s: &Scenario, out: &Output) -> ExitCode {
         collect_links: out.links,
         detail: out.report.is_some(),
         flow_records: out.out.is_some(),
+        trace: out.trace.is_some(),
         progress: progress.clone(),
     };
     let result = run::run(s, &opts);
@@ -695,6 +699,26 @@ fn execute(s: &Scenario, out: &Output) -> ExitCode {
         if let Err(e) = write_outputs(dir, &report) {
             errln!("error: writing results into {}: {e}", dir.display());
             return ExitCode::FAILURE;
+        }
+    }
+    if let (Some(path), Some(trace)) = (&out.trace, &report.trace) {
+        if let Err(e) = std::fs::write(path, trace.to_json()) {
+            errln!("error: writing the timeline {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+        if trace.left_out() > 0 {
+            errln!(
+                "warning: the timeline {} keeps the first {} slices and leaves out {} (a browser cannot open more)",
+                path.display(),
+                trace.len(),
+                trace.left_out()
+            );
+        } else if !out.quiet {
+            errln!(
+                "# timeline: {} ({} slices; open it in https://ui.perfetto.dev)",
+                path.display(),
+                trace.len()
+            );
         }
     }
     if let Some(path) = &out.report {

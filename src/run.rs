@@ -39,6 +39,8 @@ pub struct RunOptions {
     pub detail: bool,
     /// Keep per-transfer records for `flows.csv` (capped, see [`FlowRecords`]).
     pub flow_records: bool,
+    /// Build the run's timeline for Perfetto ([`crate::report::trace`]).
+    pub trace: bool,
     /// Called every few tens of thousands of backend events (never per event),
     /// at every fidelity and for every workload kind ([`backend::Observers::progress`]).
     pub progress: Option<ProgressHook>,
@@ -52,6 +54,7 @@ impl fmt::Debug for RunOptions {
             .field("collect_links", &self.collect_links)
             .field("detail", &self.detail)
             .field("flow_records", &self.flow_records)
+            .field("trace", &self.trace)
             .field("progress", &self.progress.is_some())
             .finish()
     }
@@ -174,6 +177,9 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
         .check(budget)
         .map_err(|e| RunError::Budget(e.to_string()))?;
     let mut acc = Accumulated::new(opts.collect_links, opts.detail, opts.flow_records);
+    if opts.trace {
+        acc.keep_trace(&topo);
+    }
     let (mut training, mut inference) = (None, None);
     let packet = read_backend_keys(scenario, fidelity, seed, &mut usage);
     // training and inference apply their faults run by run (each alone too)
@@ -775,7 +781,8 @@ fn run_collectives(
             // closed forms: no DAG, so 100k+ GPUs cost O(N)
             let t = collective::analytical_time(&spec, &ranks, topo)?;
             let moved = collective::traffic_bytes(&spec, &ranks, topo)?;
-            acc.add_closed_form(moved, t);
+            let label = format!("{} {}", spec.op.name(), format_bytes(bytes));
+            acc.add_closed_form(&label, moved, t);
             t
         } else {
             let mut dag = Dag::new();
@@ -1150,7 +1157,7 @@ pub fn run_training(
     };
     let every: Vec<usize> = (0..scenario.faults.len()).collect();
     let (dag, out) = run_dag_with(&exec, &step.dag, &every)?;
-    acc.add_output(&out);
+    acc.add_output("training step", &dag, &out);
     let mut report = training_report(t, &step, &dag, &out);
     report.faults = fault_effects(&exec, &step.dag, out.makespan, acc)?;
     Ok(report)
@@ -1455,7 +1462,7 @@ pub fn run_inference(
         link_events: &[],
     };
     let (dag, out) = run_dag_with(&exec, &b.dag, &every)?;
-    acc.add_output(&out);
+    acc.add_output("inference batch", &dag, &out);
     let mut report = inference::report(i, &b, &dag, &out);
     report.faults = fault_effects(&exec, &b.dag, out.makespan, acc)?;
     Ok(report)

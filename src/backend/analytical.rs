@@ -200,6 +200,8 @@ fn output(dag: &Dag, times: &[TaskTimes]) -> RunOutput {
             ..FabricCounters::default()
         },
         events: dag.len() as u64,
+        task_start: times.iter().map(|t| t.start).collect(),
+        task_done: times.iter().map(|t| t.done).collect(),
         ..RunOutput::default()
     }
 }

@@ -1094,9 +1094,10 @@ impl<'a> Sim<'a> {
         self.share_heap = heap;
     }
 
-    fn output(self, makespan: u64) -> RunOutput {
+    fn output(mut self, makespan: u64) -> RunOutput {
         let delivered = self.delivered;
         let (fct, ideal) = super::transfer_times(self.dag, &self.runner, &self.ideal);
+        let (task_start, task_done) = self.runner.take_spans();
         let links = self
             .link_bytes
             .iter()
@@ -1131,8 +1132,11 @@ impl<'a> Sim<'a> {
             series: Vec::new(),
             link_timeline: self
                 .timeline
+                .take()
                 .map(|tl| tl.finish(&self.link_bytes, &self.cap, self.cfg.timeline_links)),
             events: self.events,
+            task_start,
+            task_done,
         }
     }
 }

@@ -258,6 +258,12 @@ pub struct RunOutput {
     pub link_timeline: Option<LinkTimeline>,
     /// Discrete events processed.
     pub events: u64,
+    /// When each task of the DAG became ready, picoseconds, indexed like
+    /// [`Dag::tasks`] (the timeline export, [`crate::report::trace`]).
+    pub task_start: Vec<SimTime>,
+    /// When each task completed, picoseconds, same index; [`SimTime::MAX`] for a
+    /// task a stopped run (a deadlock) never finished.
+    pub task_done: Vec<SimTime>,
 }
 
 /// Completion time (done − start) and ideal time of every transfer, in task order,

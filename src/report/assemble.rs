@@ -56,6 +56,8 @@ pub struct Accumulated {
     records: FlowRecords,
     /// The first counter whose sum over the runs would not fit in `u64`.
     overflowed: Option<&'static str>,
+    /// The timeline for Perfetto ([`crate::run::RunOptions::trace`]).
+    trace: Option<super::trace::Trace>,
 }
 
 /// `*into += v`, or records `name` as overflowed and leaves `into` unchanged:
@@ -95,6 +97,11 @@ impl Accumulated {
         self.matrix = Some(MatrixAcc::new(hosts));
     }
 
+    /// Builds the run's timeline ([`super::trace`]) for the GPUs of `topo`.
+    pub fn keep_trace(&mut self, topo: &Topology) {
+        self.trace = Some(super::trace::Trace::new(topo));
+    }
+
     /// Keeps every transfer record from the first (a stride of 1); left unset,
     /// the stride starts at 0, which keeps the same rows.
     pub fn keep_every_record(&mut self) {
@@ -103,7 +110,10 @@ impl Accumulated {
 
     /// Adds a collective size costed in closed form (no DAG, no backend run):
     /// `moved` bytes delivered and sent, taking `time`.
-    pub fn add_closed_form(&mut self, moved: u64, time: SimTime) {
+    pub fn add_closed_form(&mut self, label: &str, moved: u64, time: SimTime) {
+        if let Some(t) = &mut self.trace {
+            t.add_closed_form(label, self.makespan, time);
+        }
         let ov = &mut self.overflowed;
         checked_sum(
             &mut self.fabric.bytes_delivered,
@@ -127,6 +137,9 @@ impl Accumulated {
         out: &mut RunOutput,
         collective_bytes: u64,
     ) {
+        if let Some(t) = &mut self.trace {
+            t.add_run(label, self.makespan, dag, out);
+        }
         self.absorb(out);
         if let Some(m) = &mut self.matrix {
             m.add(dag, topo);
@@ -143,8 +156,12 @@ impl Accumulated {
         }
     }
 
-    /// Adds a run's counters and flows only (a training step, an inference batch).
-    pub fn add_output(&mut self, out: &RunOutput) {
+    /// Adds a run's counters and flows only (a training step, an inference
+    /// batch), and its tasks to the timeline when one is kept.
+    pub fn add_output(&mut self, label: &str, dag: &Dag, out: &RunOutput) {
+        if let Some(t) = &mut self.trace {
+            t.add_run(label, self.makespan, dag, out);
+        }
         self.absorb(out);
     }
 
@@ -333,6 +350,7 @@ impl Accumulated {
             link_timeline,
             series,
             flow_records: self.records,
+            trace: self.trace,
             listed_flows: self.listed_flows,
             sim: SimStats {
                 events: self.events,

@@ -14,6 +14,7 @@ pub mod csv;
 pub mod html;
 pub mod svg;
 pub mod table;
+pub mod trace;
 pub mod workload;
 
 use serde::Serialize;
@@ -407,6 +408,9 @@ pub struct Report {
     /// Every transfer's completion, for `flows.csv` (not part of the JSON).
     #[serde(skip)]
     pub flow_records: FlowRecords,
+    /// The run as a timeline for Perfetto (only with `--trace`; not part of the JSON).
+    #[serde(skip)]
+    pub trace: Option<trace::Trace>,
 }
 
 /// One transfer's completion, a row of `flows.csv`.

@@ -443,6 +443,7 @@ impl<'a> Sim<'a> {
                 ideal.push(self.ideal[i]);
             }
         }
+        let (task_start, task_done) = self.runner.take_spans();
         let series = self.sampler.series(
             self.ports.as_slice(),
             &self.topo,
@@ -470,6 +471,8 @@ impl<'a> Sim<'a> {
             series,
             events: self.events,
             link_timeline: None,
+            task_start,
+            task_done,
         };
         (out, stats)
     }

@@ -228,3 +228,39 @@ fn a_bad_set_value_is_a_located_diagnostic_naming_the_override() {
         "{err}"
     );
 }
+
+#[test]
+fn compare_of_traffic_runs_prints_fcts_and_no_busbw_table() {
+    // Issue 15: `compare` on traffic scenarios printed a collectives header and
+    // "avg busbw 0.000" for runs that have no collective. Two flow-level runs of
+    // the example incast, the second with half the link rate: the makespan
+    // ratio is the runs' own.
+    let path = "examples/incast-roce-pfc-only.toml";
+    let text = std::fs::read_to_string(path).unwrap();
+    let opts = RunOptions {
+        fidelity: Some(Fidelity::Flow),
+        ..RunOptions::default()
+    };
+    let a = run::run(&config::parse(path, &text).unwrap(), &opts).unwrap();
+    let slow = sweep::apply(
+        path,
+        &text,
+        &[("fabric.link_rate".into(), "200Gbps".into())],
+    )
+    .unwrap();
+    let b = run::run(&slow, &opts).unwrap();
+    let t = fabricsim::report::compare::table(&[a.clone(), b.clone()], &["a".into(), "b".into()]);
+    eprintln!("{t}");
+    assert!(!t.contains("busbw"), "{t}");
+    assert!(!t.contains("size(B)"), "{t}");
+    let row = t
+        .lines()
+        .find(|l| l.starts_with("# makespan (us)"))
+        .expect("a makespan row");
+    let ratio: f64 = row.split_whitespace().last().unwrap().parse().unwrap();
+    assert!(
+        (ratio - b.makespan_us / a.makespan_us).abs() < 1e-4,
+        "{row}"
+    );
+    assert!(t.contains("# flow p50 FCT (us)") && t.contains("# flow max FCT (us)"));
+}

@@ -37,7 +37,9 @@ fn fmt_ratio(v: f64) -> String {
 /// `X busbw`, then `X/A` = busbw of run X over busbw of run A for every run after
 /// the first. The headline figures below show `n/a` (ratio `-`) for a run whose
 /// fidelity does not model them (no flows; drops, ECN marks and PFC pauses below
-/// the packet level), and a figure no run models is left out.
+/// the packet level), and a figure no run models is left out. Runs without
+/// collectives (traffic patterns, flow lists) get no busbw table at all: their
+/// headline figures are the makespan and the FCTs.
 pub fn table(reports: &[Report], labels: &[String]) -> String {
     let mut s = String::new();
     for (i, l) in labels.iter().enumerate() {
@@ -67,48 +69,61 @@ pub fn table(reports: &[Report], labels: &[String]) -> String {
         k
     };
     keys.dedup();
-    let _ = write!(s, "# {:>12} {:>12}", "op", "size(B)");
-    for i in 0..reports.len() {
-        let l = letter(i);
-        let _ = write!(
-            s,
-            " {:>14} {:>12}",
-            format!("{l} time(us)"),
-            format!("{l} busbw")
-        );
-    }
-    for i in 1..reports.len() {
-        let _ = write!(s, " {:>10}", format!("{}/A busbw", letter(i)));
-    }
-    s.push('\n');
-    for (op, bytes) in &keys {
-        let _ = write!(s, "  {op:>12} {bytes:>12}");
-        let found: Vec<Option<&super::CollectiveRow>> = reports
-            .iter()
-            .map(|r| {
-                r.collectives
-                    .iter()
-                    .find(|c| c.op == *op && c.bytes == *bytes)
-            })
-            .collect();
-        for c in &found {
-            match c {
-                Some(c) => {
-                    let _ = write!(s, " {:>14.2} {:>12.2}", c.time_us, c.busbw_gbps);
-                }
-                None => {
-                    let _ = write!(s, " {:>14} {:>12}", "-", "-");
-                }
-            }
+    if keys.is_empty() {
+        // traffic, flow-list runs: no collective rows, so no busbw table (an
+        // empty one with 0.000 busbw would read as a measurement)
+        let _ = write!(s, "# {:<25}", "figure");
+        for i in 0..reports.len() {
+            let _ = write!(s, " {:>14} {:>12}", "", letter(i));
         }
-        for c in found.iter().skip(1) {
-            let v = match (found[0], c) {
-                (Some(a), Some(b)) => ratio(b.busbw_gbps, a.busbw_gbps),
-                _ => f64::NAN,
-            };
-            let _ = write!(s, " {:>10}", fmt_ratio(v));
+        for i in 1..reports.len() {
+            let _ = write!(s, " {:>10}", format!("{}/A", letter(i)));
         }
         s.push('\n');
+    } else {
+        let _ = write!(s, "# {:>12} {:>12}", "op", "size(B)");
+        for i in 0..reports.len() {
+            let l = letter(i);
+            let _ = write!(
+                s,
+                " {:>14} {:>12}",
+                format!("{l} time(us)"),
+                format!("{l} busbw")
+            );
+        }
+        for i in 1..reports.len() {
+            let _ = write!(s, " {:>10}", format!("{}/A busbw", letter(i)));
+        }
+        s.push('\n');
+        for (op, bytes) in &keys {
+            let _ = write!(s, "  {op:>12} {bytes:>12}");
+            let found: Vec<Option<&super::CollectiveRow>> = reports
+                .iter()
+                .map(|r| {
+                    r.collectives
+                        .iter()
+                        .find(|c| c.op == *op && c.bytes == *bytes)
+                })
+                .collect();
+            for c in &found {
+                match c {
+                    Some(c) => {
+                        let _ = write!(s, " {:>14.2} {:>12.2}", c.time_us, c.busbw_gbps);
+                    }
+                    None => {
+                        let _ = write!(s, " {:>14} {:>12}", "-", "-");
+                    }
+                }
+            }
+            for c in found.iter().skip(1) {
+                let v = match (found[0], c) {
+                    (Some(a), Some(b)) => ratio(b.busbw_gbps, a.busbw_gbps),
+                    _ => f64::NAN,
+                };
+                let _ = write!(s, " {:>10}", fmt_ratio(v));
+            }
+            s.push('\n');
+        }
     }
     // A figure a run does not model is `n/a` (and its ratio `-`), never a 0 set
     // against another run's measured count; a row no run models is left out.
@@ -131,10 +146,25 @@ pub fn table(reports: &[Report], labels: &[String]) -> String {
         }
         s.push('\n');
     };
-    line("avg busbw (GB/s)", &|r| Some(mean_busbw(r)), 3);
+    line(
+        "avg busbw (GB/s)",
+        &|r| (!r.collectives.is_empty()).then(|| mean_busbw(r)),
+        3,
+    );
+    line("makespan (us)", &|r| Some(r.makespan_us), 2);
+    line(
+        "flow p50 FCT (us)",
+        &|r| (r.flows.count > 0).then_some(r.flows.fct_us.p50),
+        2,
+    );
     line(
         "flow p99 FCT (us)",
         &|r| (r.flows.count > 0).then_some(r.flows.fct_us.p99),
+        2,
+    );
+    line(
+        "flow max FCT (us)",
+        &|r| (r.flows.count > 0).then_some(r.flows.fct_us.max),
         2,
     );
     line("drops", &|r| r.fabric.drops.map(|v| v as f64), 0);

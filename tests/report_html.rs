@@ -433,3 +433,31 @@ fn the_report_loads_in_headless_chromium_with_every_chart() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn training_report_has_the_step_breakdown_mfu_and_fault_table() {
+    // Issue 15: the training report lacked what the terminal prints. The
+    // page's figures are the report's: step time, MFU, the operation kinds and
+    // one row per fault with its slowdown.
+    let (s, r) = detailed("examples/training-faults.toml", Some(Fidelity::Analytical));
+    let t = r.training.as_ref().expect("a training report");
+    let page = html::render(&r, Some(&s));
+    assert_self_contained(&page);
+    assert!(page.contains("<section id=\"sec-training\">"));
+    assert!(page.contains(&format!("{:.1}%", t.mfu * 100.0)), "MFU");
+    for o in &t.breakdown {
+        assert!(page.contains(&format!("<td>{}</td>", o.op)), "{}", o.op);
+    }
+    assert_eq!(t.faults.len(), 3);
+    for f in &t.faults {
+        assert!(page.contains(&f.name), "{}", f.name);
+        assert!(page.contains(&format!("{:.3}×", f.slowdown)));
+    }
+    let (s, r) = detailed(
+        "examples/inference-llama2-70b.toml",
+        Some(Fidelity::Analytical),
+    );
+    let page = html::render(&r, Some(&s));
+    assert!(page.contains("<section id=\"sec-inference\">"));
+    assert!(page.contains("time per output token"));
+}

@@ -4,7 +4,10 @@
 //! The page is also well-formed XML (XHTML polyglot), so a strict parser can
 //! check it. A section appears only when the run produced its data: an analytical run has
 //! no FCT CDF, link heatmap or traffic matrix; a run without sampled series has no
-//! time-series section. Chart ids (stable, for tests and links):
+//! time-series section. A training run adds `sec-training` (step time, its
+//! split into compute, bubble and exposed communication, MFU, the time per
+//! operation kind and each fault's slowdown), an inference run `sec-inference`.
+//! Chart ids (stable, for tests and links):
 //!
 //! | id | chart |
 //! |---|---|
@@ -42,6 +45,12 @@ pub fn page(title: &str, body: &str) -> String {
 pub fn render(r: &Report, scenario: Option<&Scenario>) -> String {
     let mut b = String::new();
     summary(&mut b, r, scenario);
+    if let Some(t) = &r.training {
+        training_section(&mut b, t);
+    }
+    if let Some(i) = &r.inference {
+        inference_section(&mut b, i);
+    }
     if !r.collectives.is_empty() {
         b.push_str("<section id=\"sec-busbw\"><h2>Bus bandwidth versus size</h2>\n");
         b.push_str(&svg::line_chart(&busbw_chart(
@@ -227,6 +236,158 @@ pub fn slug(s: &str) -> String {
         }
     }
     o.trim_matches('-').to_string()
+}
+
+/// Seconds as the most readable unit (s, ms or µs).
+fn secs(v: f64) -> String {
+    if v >= 1.0 {
+        format!("{} s", fmt_num(v))
+    } else if v >= 1e-3 {
+        format!("{} ms", fmt_num(v * 1e3))
+    } else {
+        format!("{} µs", fmt_num(v * 1e6))
+    }
+}
+
+/// The training step as the terminal prints it: headline figures, the time
+/// per operation kind, and what each fault alone does to the step.
+fn training_section(b: &mut String, t: &super::workload::TrainingReport) {
+    b.push_str("<section id=\"sec-training\"><h2>Training step</h2><table class=\"kv\">\n");
+    let mut row = |k: &str, v: String| {
+        let _ = writeln!(b, "<tr><td>{}</td><td>{}</td></tr>", esc(k), esc(&v));
+    };
+    row(
+        "model",
+        format!(
+            "{}{:.2} B parameters; data {} × tensor {} × pipeline {} × expert {}, ZeRO {}, {} micro-batches",
+            t.preset.as_ref().map_or(String::new(), |p| format!("{p}, ")),
+            t.params / 1e9,
+            t.plan[0],
+            t.plan[1],
+            t.plan[2],
+            t.plan[3],
+            t.zero,
+            t.micro_batches
+        ),
+    );
+    row("step time", secs(t.step_time_s));
+    row("compute (busiest GPU)", secs(t.compute_time_s));
+    row("pipeline bubble and waits", secs(t.bubble_s));
+    row("exposed communication", secs(t.exposed_comm_s));
+    row("GPU idle", format!("{:.1}%", t.gpu_idle_fraction * 100.0));
+    row(
+        "throughput",
+        format!("{} tokens/s", fmt_num(t.tokens_per_s)),
+    );
+    row("MFU", format!("{:.1}%", t.mfu * 100.0));
+    row("GPUs simulated", t.gpus_simulated.to_string());
+    b.push_str(
+        "</table>
+",
+    );
+    if !t.breakdown.is_empty() {
+        b.push_str("<table id=\"training-breakdown\"><tr><th>operation</th><th>count</th><th>time per GPU</th><th>share of step</th><th>bytes</th></tr>\n");
+        for o in &t.breakdown {
+            let share = if t.step_time_s > 0.0 {
+                o.time_per_gpu_s / t.step_time_s * 100.0
+            } else {
+                0.0
+            };
+            let _ = writeln!(
+                b,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{share:.1}%</td><td>{}</td></tr>",
+                esc(&o.op),
+                o.count,
+                esc(&secs(o.time_per_gpu_s)),
+                if o.bytes > 0 {
+                    esc(&format_bytes(o.bytes))
+                } else {
+                    "–".into()
+                }
+            );
+        }
+        b.push_str("</table>\n<p class=\"note\">Time per GPU: the time one GPU spends in the kind on average; communication may overlap compute, so the shares can add up to more than 100%.</p>\n");
+    }
+    fault_table(b, &t.faults, "step");
+    b.push_str(
+        "</section>
+",
+    );
+}
+
+/// The inference batch: prefill, time per output token, throughput, faults.
+fn inference_section(b: &mut String, i: &super::workload::InferenceReport) {
+    b.push_str("<section id=\"sec-inference\"><h2>Inference batch</h2><table class=\"kv\">\n");
+    let mut row = |k: &str, v: String| {
+        let _ = writeln!(b, "<tr><td>{}</td><td>{}</td></tr>", esc(k), esc(&v));
+    };
+    row(
+        "model",
+        format!(
+            "{}tensor {} × pipeline {}, {} requests",
+            i.preset
+                .as_ref()
+                .map_or(String::new(), |p| format!("{p}, ")),
+            i.plan[0],
+            i.plan[1],
+            i.requests
+        ),
+    );
+    row(
+        "prefill (time to first token)",
+        format!("{} ms", fmt_num(i.prefill_ms)),
+    );
+    row(
+        "time per output token",
+        format!(
+            "p50 {} ms, p99 {} ms, mean {} ms, max {} ms",
+            fmt_num(i.tpot_ms.p50),
+            fmt_num(i.tpot_ms.p99),
+            fmt_num(i.tpot_ms.mean),
+            fmt_num(i.tpot_ms.max)
+        ),
+    );
+    row("output tokens/s", fmt_num(i.output_tokens_per_s));
+    row("total", format!("{} ms", fmt_num(i.total_ms)));
+    row(
+        "exposed communication",
+        format!("{} ms", fmt_num(i.exposed_comm_ms)),
+    );
+    b.push_str(
+        "</table>
+",
+    );
+    fault_table(b, &i.faults, "batch");
+    b.push_str(
+        "</section>
+",
+    );
+}
+
+fn fault_table(b: &mut String, faults: &[super::workload::FaultEffect], unit: &str) {
+    if faults.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        b,
+        "<table id=\"faults\"><tr><th>fault (alone)</th><th>kind</th><th>at</th><th>{unit} time</th><th>healthy</th><th>slowdown</th></tr>"
+    );
+    for f in faults {
+        let _ = writeln!(
+            b,
+            "<tr><td>{}</td><td>{}</td><td>{} µs</td><td>{}</td><td>{}</td><td>{:.3}×</td></tr>",
+            esc(&f.name),
+            esc(&f.kind),
+            fmt_num(f.at_us),
+            esc(&secs(f.step_time_s)),
+            esc(&secs(f.healthy_step_time_s)),
+            f.slowdown
+        );
+    }
+    b.push_str(
+        "</table>
+",
+    );
 }
 
 fn summary(b: &mut String, r: &Report, s: Option<&Scenario>) {

@@ -26,6 +26,10 @@ pub use crate::report::assemble::{
     fnv1a, link_name, Accumulated, MATRIX_MAX, SERIES_MAX, TIMELINE_BUCKETS, TIMELINE_LINKS,
 };
 
+/// Packet-level sampling interval a report uses when the scenario sets none: 1 µs,
+/// a few packet times at 400 Gb/s (the sampler doubles it as its buffer fills).
+pub const REPORT_SAMPLE_INTERVAL: SimTime = SimTime::from_us(1);
+
 /// Choices made on the command line that override the scenario file.
 #[derive(Clone, Default)]
 pub struct RunOptions {
@@ -181,7 +185,18 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
         acc.keep_trace(&topo);
     }
     let (mut training, mut inference) = (None, None);
-    let packet = read_backend_keys(scenario, fidelity, seed, &mut usage);
+    let mut packet = read_backend_keys(scenario, fidelity, seed, &mut usage);
+    // A report shows the hottest ports' queues, PFC pauses and ECN marks over
+    // time; when the file does not ask for sampling, a report asks for it at
+    // the finest useful grain (the sampler halves its resolution whenever its
+    // buffer fills, so any run length fits in bounded memory).
+    if opts.detail {
+        if let Some(p) = packet.as_mut() {
+            if p.sample_interval == SimTime::ZERO {
+                p.sample_interval = REPORT_SAMPLE_INTERVAL;
+            }
+        }
+    }
     // training and inference apply their faults run by run (each alone too)
     let faults = match scenario.workload {
         WorkloadSpec::Collective(_) | WorkloadSpec::Traffic(_) => {
@@ -843,6 +858,9 @@ fn run_traffic(
             *source_rate = exec.scenario.fabric.links.link_rate;
         }
         _ => {}
+    }
+    if exec.opts.detail && exec.fidelity != Fidelity::Analytical {
+        acc.keep_matrix(exec.topo.hosts);
     }
     let mut dag = generate(&spec, exec.topo)
         .map_err(|e| RunError::Unsupported(format!("workload.{}: {}", e.field, e.message)))?;

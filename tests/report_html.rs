@@ -461,3 +461,29 @@ fn training_report_has_the_step_breakdown_mfu_and_fault_table() {
     assert!(page.contains("<section id=\"sec-inference\">"));
     assert!(page.contains("time per output token"));
 }
+
+#[test]
+fn a_packet_report_samples_its_ports_without_being_asked_and_shows_the_traffic() {
+    // Issue 15: a packet-level report of a traffic scenario showed the FCT CDF
+    // only, because sampling was off unless the file set sample_interval and
+    // traffic runs kept no matrix. The example sets neither.
+    let text = std::fs::read_to_string("examples/incast-roce-pfc-dcqcn.toml").unwrap();
+    assert!(!text.contains("sample_interval"));
+    let (s, r) = detailed("examples/incast-roce-pfc-dcqcn.toml", None);
+    assert_eq!(r.fidelity, "packet");
+    let page = html::render(&r, Some(&s));
+    assert_self_contained(&page);
+    assert!(has_chart(&page, "chart-series-queue-bytes"), "queue series");
+    assert!(has_chart(&page, "chart-traffic-matrix"), "traffic matrix");
+    // the incast's bottleneck (the port into GPU 0's NIC) is among the series
+    assert!(
+        r.series
+            .iter()
+            .any(|x| x.name.starts_with("queue_bytes") && x.name.contains("-> nic 0")),
+        "{:?}",
+        r.series.iter().map(|x| &x.name).collect::<Vec<_>>()
+    );
+    // and the JSON of a run without a report is unchanged: no series
+    let plain = run::run(&s, &RunOptions::default()).unwrap();
+    assert!(plain.series.is_empty() && plain.traffic_matrix.is_none());
+}

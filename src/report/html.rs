@@ -159,20 +159,31 @@ pub fn render(r: &Report, scenario: Option<&Scenario>) -> String {
             }
         }
         for k in kinds {
+            // queue depths in KiB: raw byte counts make six-digit tick labels
+            let (scale, y_label) = if k == "queue_bytes" {
+                (1.0 / 1024.0, "queue (KiB)".to_string())
+            } else {
+                (1.0, k.to_string())
+            };
             let lines = r
                 .series
                 .iter()
                 .filter(|s| series_kind(&s.name) == k)
                 .map(|s| Line {
-                    name: s.name.clone(),
-                    points: s.samples.iter().map(|p| (p.t_us, p.value)).collect(),
+                    // the chart's title names the kind; the legend names the port
+                    name: s.name.strip_prefix(k).unwrap_or(&s.name).trim().to_string(),
+                    points: s
+                        .samples
+                        .iter()
+                        .map(|p| (p.t_us, p.value * scale))
+                        .collect(),
                 })
                 .collect();
             b.push_str(&svg::line_chart(&LineChart {
                 id: format!("chart-series-{}", slug(k)),
                 title: format!("{k} of the hottest ports"),
                 x_label: "simulated time (us)".into(),
-                y_label: k.to_string(),
+                y_label,
                 x_axis: XAxis::Linear,
                 lines,
                 markers: Vec::new(),

@@ -273,6 +273,16 @@ pub fn line_chart(c: &LineChart) -> String {
         (y0 + y1) / 2.0,
         esc(&c.y_label)
     );
+    // legend rows: a long name (a port's full path) wraps over up to three
+    // lines instead of being cut where it says which switch it is
+    let wrapped: Vec<Vec<String>> = c.lines.iter().map(|l| wrap(&l.name, 30, 3)).collect();
+    let mut legend_y = Vec::with_capacity(c.lines.len() + 1);
+    let mut y_next = M_TOP + 8.0;
+    for w in &wrapped {
+        legend_y.push(y_next);
+        y_next += 18.0 + 13.0 * (w.len().max(1) - 1) as f64;
+    }
+    legend_y.push(y_next);
     // markers: a dashed line each, labelled in the legend column under the lines
     for (k, m) in c.markers.iter().enumerate() {
         if log && m.x <= 0.0 {
@@ -280,7 +290,7 @@ pub fn line_chart(c: &LineChart) -> String {
         }
         let x = xs.at(m.x);
         let col = PALETTE[m.color % PALETTE.len()];
-        let ly = M_TOP + 8.0 + 18.0 * (c.lines.len() + k) as f64 + 6.0;
+        let ly = legend_y[c.lines.len()] + 18.0 * k as f64 + 6.0;
         let _ = write!(
             s,
             r#"<g class="marker"><line x1="{x:.1}" x2="{x:.1}" y1="{y1}" y2="{y0}" stroke="{col}" stroke-dasharray="4 3"/><line x1="{:.1}" x2="{:.1}" y1="{ly:.1}" y2="{ly:.1}" stroke="{col}" stroke-dasharray="4 3" stroke-width="2"/><text x="{:.1}" y="{:.1}" class="lg" fill="{col}">{}</text></g>"#,
@@ -316,7 +326,8 @@ pub fn line_chart(c: &LineChart) -> String {
         }
         let _ = write!(
             s,
-            r#"<path class="series" d="{d}" fill="none" stroke="{col}" stroke-width="2"><title>{}</title></path>"#,
+            // slightly transparent, so a line under another still shows
+            r#"<path class="series" d="{d}" fill="none" stroke="{col}" stroke-width="2" stroke-opacity="0.8"><title>{}</title></path>"#,
             esc(&l.name)
         );
         if !c.steps && l.points.len() <= 60 {
@@ -335,19 +346,60 @@ pub fn line_chart(c: &LineChart) -> String {
             }
         }
         // legend
-        let ly = M_TOP + 8.0 + 18.0 * i as f64;
+        let ly = legend_y[i];
+        let tx = x1 + 40.0;
+        let mut text = String::new();
+        for (j, part) in wrapped[i].iter().enumerate() {
+            let _ = write!(
+                text,
+                r#"<tspan x="{tx:.1}" y="{:.1}">{}</tspan>"#,
+                ly + 4.0 + 13.0 * j as f64,
+                esc(part)
+            );
+        }
         let _ = write!(
             s,
-            r#"<g class="legend"><line x1="{:.1}" x2="{:.1}" y1="{ly:.1}" y2="{ly:.1}" stroke="{col}" stroke-width="3"/><text x="{:.1}" y="{:.1}" class="lg">{}</text></g>"#,
+            r#"<g class="legend"><title>{}</title><line x1="{:.1}" x2="{:.1}" y1="{ly:.1}" y2="{ly:.1}" stroke="{col}" stroke-width="3"/><text class="lg">{text}</text></g>"#,
+            esc(&l.name),
             x1 + 14.0,
             x1 + 34.0,
-            x1 + 40.0,
-            ly + 4.0,
-            esc(&truncate(&l.name, 34))
         );
     }
     s.push_str("</svg>");
     s
+}
+
+/// `s` in lines of at most `width` characters, broken at spaces where it can,
+/// at most `max_lines` of them (the last one cut with `…`).
+fn wrap(s: &str, width: usize, max_lines: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for word in s.split(' ') {
+        let fits =
+            cur.chars().count() + usize::from(!cur.is_empty()) + word.chars().count() <= width;
+        if !cur.is_empty() && !fits {
+            lines.push(std::mem::take(&mut cur));
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(word);
+        // a word longer than the width is cut into pieces
+        while cur.chars().count() > width {
+            let head: String = cur.chars().take(width).collect();
+            cur = cur.chars().skip(width).collect();
+            lines.push(head);
+        }
+    }
+    if !cur.is_empty() {
+        lines.push(cur);
+    }
+    if lines.len() > max_lines {
+        lines.truncate(max_lines);
+        let last = lines.pop().unwrap_or_default();
+        lines.push(truncate(&format!("{last} …"), width));
+    }
+    lines
 }
 
 fn truncate(s: &str, n: usize) -> String {
@@ -683,5 +735,20 @@ mod tests {
         assert!(h.ends_with("</svg>"));
         assert_eq!(color(0.0), "#440154");
         assert_eq!(color(1.0), "#fde725");
+    }
+
+    #[test]
+    fn legend_names_wrap_at_spaces_and_keep_every_character_that_fits() {
+        let name = "link 133 (switch 99 (tier 0) -> nic 0.0)";
+        let w = wrap(name, 30, 3);
+        assert_eq!(w, ["link 133 (switch 99 (tier 0)", "-> nic 0.0)"]);
+        assert_eq!(w.join(" "), name);
+        // a word longer than a line is cut, and past three lines the last says so
+        assert_eq!(wrap("abcdefghij", 4, 3), ["abcd", "efgh", "ij"]);
+        let w = wrap("a b c d e f g h", 3, 2);
+        assert_eq!(w.len(), 2);
+        assert!(w[1].ends_with('…'), "{w:?}");
+        assert!(w.iter().all(|l| l.chars().count() <= 3));
+        assert!(wrap("", 10, 3).is_empty());
     }
 }

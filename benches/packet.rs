@@ -25,6 +25,16 @@ use fabricsim::units::{Rate, SimTime};
 use fabricsim::workload::traffic::{generate, TrafficSpec};
 
 fn topo(hosts: u32, spec: TopologySpec) -> Topology {
+    let f = FabricLinkSpec {
+        link_rate: Rate::gbps(400),
+        link_latency: SimTime::from_ns(100),
+        switch_latency: SimTime::from_ns(200),
+    };
+    topo_with(hosts, spec, &f)
+}
+
+/// `hosts` single-GPU hosts on `spec` with `fabric`'s links.
+fn topo_with(hosts: u32, spec: TopologySpec, fabric: &FabricLinkSpec) -> Topology {
     let c = ClusterSpec {
         hosts,
         gpus_per_host: 1,
@@ -34,12 +44,7 @@ fn topo(hosts: u32, spec: TopologySpec) -> Topology {
         pcie_rate: Rate::gbps(512),
         pcie_latency: SimTime::from_ns(250),
     };
-    let f = FabricLinkSpec {
-        link_rate: Rate::gbps(400),
-        link_latency: SimTime::from_ns(100),
-        switch_latency: SimTime::from_ns(200),
-    };
-    build(&c, &f, &spec).expect("bench topology builds")
+    build(&c, fabric, &spec).expect("bench topology builds")
 }
 
 /// CPU time this thread has run, ns (`clock_gettime(CLOCK_THREAD_CPUTIME_ID)`,
@@ -222,16 +227,6 @@ fn main() {
 /// The scenarios of the htsim comparison (module doc), on one thread.
 fn htsim_cases() {
     let fat_tree = |k: u32| {
-        let hosts = k * k * k / 4;
-        let c = ClusterSpec {
-            hosts,
-            gpus_per_host: 1,
-            nics_per_host: 1,
-            nvlink_rate: Rate::gbps(3600),
-            nvlink_latency: SimTime::from_ns(100),
-            pcie_rate: Rate::gbps(512),
-            pcie_latency: SimTime::from_ns(250),
-        };
         let f = FabricLinkSpec {
             link_rate: Rate::gbps(100),
             link_latency: SimTime::from_us(1),
@@ -239,7 +234,7 @@ fn htsim_cases() {
             // serialization, as these do
             switch_latency: SimTime::ZERO,
         };
-        build(&c, &f, &TopologySpec::FatTree { k }).expect("bench fat-tree builds")
+        topo_with(k * k * k / 4, TopologySpec::FatTree { k }, &f)
     };
     let cfg = PacketConfig {
         mtu: 4000,

@@ -30,6 +30,7 @@ fn topo(hosts: u32, spec: TopologySpec) -> Topology {
         link_rate: Rate::gbps(400),
         link_latency: SimTime::from_ns(100),
         switch_latency: SimTime::from_ns(200),
+        ..Default::default()
     };
     build(&c, &f, &spec).expect("bench topology builds")
 }

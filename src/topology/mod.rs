@@ -21,11 +21,12 @@
 pub mod builder;
 pub mod dragonfly;
 pub mod fat_tree;
+pub mod file;
 pub mod leaf_spine;
 pub mod rail;
 
 pub use builder::{
-    build, ClusterSpec, FabricLinkSpec, TopologyBuilder, TopologyError, TopologySpec,
+    build, ClusterSpec, FabricLinkSpec, NicOverride, TopologyBuilder, TopologyError, TopologySpec,
 };
 
 use crate::units::{Rate, SimTime};
@@ -725,6 +726,19 @@ impl Topology {
                     let link = &mut self.links[l.0 as usize];
                     link.rate = link.rate.scaled(eff);
                 }
+            }
+        }
+    }
+
+    /// Runs every NIC of host `h` at `rate` (bits/s), both directions of its
+    /// link to the edge switch (`[[fabric.nic_overrides]]`). A host out of
+    /// range changes nothing.
+    pub fn set_host_nic_rate(&mut self, h: u32, rate: Rate) {
+        for i in 0..self.nics.len() {
+            let nic = self.nics[i];
+            if matches!(self.nodes[nic.node.0 as usize].kind, NodeKind::Nic { host, .. } if host == h) {
+                self.links[nic.uplink.0 as usize].rate = rate;
+                self.links[nic.downlink.0 as usize].rate = rate;
             }
         }
     }

@@ -301,7 +301,12 @@ fn path_links(spec: &TopologySpec) -> f64 {
         // file's tiers count hops from the edge; a flat mesh of edge switches
         // is costed like a leaf-spine)
         TopologySpec::File(f) => {
-            let top = f.switch_tiers().into_iter().filter(|&t| t < u8::MAX).max().unwrap_or(0);
+            let top = f
+                .switch_tiers()
+                .into_iter()
+                .filter(|&t| t < u8::MAX)
+                .max()
+                .unwrap_or(0);
             6.0 + 2.0 * f64::from(top)
         }
     }

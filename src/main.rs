@@ -348,6 +348,12 @@ fn command(cli: Cli) -> ExitCode {
                     s.fabric.kind.name(),
                     s.fidelity.name()
                 );
+                if let Ok(t) = s.build_topology() {
+                    let summary = fabricsim::report::TopologySummary::of(&t);
+                    if !summary.tiers.is_empty() {
+                        outln!("links: {}", summary.tiers_line());
+                    }
+                }
                 match fabricsim::run::ignored_settings(&s, s.fidelity) {
                     Ok(ignored) => {
                         for ig in ignored {

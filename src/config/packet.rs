@@ -229,7 +229,8 @@ impl Validator<'_> {
                 "a watchdog period above zero, such as \"1ms\"",
             );
         }
-        let (pfc, ecn, cc) = self.congestion_settings(raw, kind, buffer?, link, nic_rate, max_packet?)?;
+        let (pfc, ecn, cc) =
+            self.congestion_settings(raw, kind, buffer?, link, nic_rate, max_packet?)?;
         let pfc_pause_quanta = self.count(
             "fabric.pfc_pause_quanta",
             f.pfc_pause_quanta,

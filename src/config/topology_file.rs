@@ -211,7 +211,9 @@ impl Checker<'_> {
                 self.err(
                     "hosts",
                     format!("{} hosts", hosts.len()),
-                    format!("{n} hosts, one per cluster node (cluster.nodes = {n}; host i is node i)"),
+                    format!(
+                        "{n} hosts, one per cluster node (cluster.nodes = {n}; host i is node i)"
+                    ),
                 );
             }
         }
@@ -277,7 +279,11 @@ impl Checker<'_> {
             if matches!((a, b), (Endpoint::Host(_), Endpoint::Host(_))) {
                 self.err(
                     &f("b"),
-                    format!("host {:?} linked to host {:?}", l.a.as_deref().unwrap_or(""), l.b.as_deref().unwrap_or("")),
+                    format!(
+                        "host {:?} linked to host {:?}",
+                        l.a.as_deref().unwrap_or(""),
+                        l.b.as_deref().unwrap_or("")
+                    ),
                     "a switch at one end at least: a host's NIC is cabled to a switch",
                 );
                 continue;
@@ -392,7 +398,9 @@ impl Checker<'_> {
                         "switch {:?}, {tier} hops from the nearest switch with a host",
                         t.switches[s]
                     ),
-                    format!("at most {MAX_FILE_HOPS} hops, so that no route exceeds 64 switch hops"),
+                    format!(
+                        "at most {MAX_FILE_HOPS} hops, so that no route exceeds 64 switch hops"
+                    ),
                 );
             }
         }

@@ -98,7 +98,11 @@ impl FabricLinkSpec {
     pub fn fastest(&self) -> Rate {
         let tiers = [self.link_rate, self.uplink(), self.spine(), self.global()];
         let nics = self.nic_overrides.iter().map(|o| o.rate);
-        tiers.into_iter().chain(nics).max().unwrap_or(self.link_rate)
+        tiers
+            .into_iter()
+            .chain(nics)
+            .max()
+            .unwrap_or(self.link_rate)
     }
 }
 

@@ -63,7 +63,8 @@ impl FileTopology {
         let mut per = vec![Vec::new(); self.hosts.len()];
         for l in &self.links {
             match (l.a, l.b) {
-                (Endpoint::Host(h), Endpoint::Switch(s)) | (Endpoint::Switch(s), Endpoint::Host(h)) => {
+                (Endpoint::Host(h), Endpoint::Switch(s))
+                | (Endpoint::Switch(s), Endpoint::Host(h)) => {
                     if let Some(v) = per.get_mut(h as usize) {
                         v.push((s, l.rate, l.latency));
                     }
@@ -88,7 +89,8 @@ impl FileTopology {
                     adj[a as usize].push(b);
                     adj[b as usize].push(a);
                 }
-                (Endpoint::Host(_), Endpoint::Switch(s)) | (Endpoint::Switch(s), Endpoint::Host(_)) => {
+                (Endpoint::Host(_), Endpoint::Switch(s))
+                | (Endpoint::Switch(s), Endpoint::Host(_)) => {
                     if tier[s as usize] != 0 {
                         tier[s as usize] = 0;
                         queue.push_back(s);

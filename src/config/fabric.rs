@@ -230,6 +230,7 @@ impl Validator<'_> {
         &mut self,
         f: &RawFabric,
         fab: Option<&'static FabricPreset>,
+        file_rate: Option<Rate>,
     ) -> FabricParts {
         let kind_name = f.kind.as_deref().or(fab.map(|p| p.kind));
         let kind = match kind_name {
@@ -256,10 +257,11 @@ impl Validator<'_> {
                 None
             }
         };
+        let file_rate = file_rate.map(|r| format!("{}bps", r.0));
         let link_rate = self.rate(
             "fabric.link_rate",
             f.link_rate.as_ref(),
-            fab.map(|p| p.link_rate),
+            fab.map(|p| p.link_rate).or(file_rate.as_deref()),
         );
         let default_mtu = defaults::MTU.to_string();
         let mtu = self.size(

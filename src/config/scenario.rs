@@ -97,7 +97,6 @@ impl Validator<'_> {
         let node = self.node_preset(&raw.cluster);
         let fab = self.fabric_preset(&raw.fabric);
         let c = self.cluster(&raw.cluster, node);
-        let f = self.fabric(&raw.fabric, fab);
         let topology = self.topology(
             &raw.topology,
             super::topology_file::Expect {
@@ -105,6 +104,15 @@ impl Validator<'_> {
                 nics_per_host: c.nics,
             },
         );
+        // a topology file sets every link's rate: fabric.link_rate may be left out
+        // (and a file that failed has said so: no second diagnostic for the rate)
+        let file_failed = raw.topology.kind.as_deref() == Some("file") && topology.is_none();
+        let file_rate = match &topology {
+            Some(t) => super::topology::file_host_rate(t),
+            None if file_failed => Some(Rate::gbps(1)),
+            None => None,
+        };
+        let f = self.fabric(&raw.fabric, fab, file_rate);
         // a topology file brings its own link figures: per-port settings
         // (PFC headroom) are sized for its fastest, longest link
         let link = match &topology {

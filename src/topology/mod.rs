@@ -22,6 +22,7 @@ pub mod builder;
 pub mod dragonfly;
 pub mod fat_tree;
 pub mod file;
+pub mod import;
 pub mod leaf_spine;
 pub mod rail;
 

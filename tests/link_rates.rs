@@ -150,18 +150,25 @@ fn four_cross_leaf_flows_through_one_100g_uplink_get_25g_each() {
         total > 95.0 && total < 100.5,
         "packet level: {total} Gb/s in all"
     );
-    // 4 × 400G down over 1 × 100G up
-    assert!(
-        flow.topology
-            .tiers_line()
-            .ends_with("oversubscription tier 0 16.00:1, tier 1 1.00:1")
-            || flow
-                .topology
-                .tiers_line()
-                .ends_with("oversubscription tier 0 16.00:1"),
-        "{}",
-        flow.topology.tiers_line()
+    // each leaf: 4 × 400G down over 1 × 100G up (the spine has no tier above)
+    assert_eq!(
+        flow.topology.tiers_line(),
+        "host 8 x 400Gbps, uplink 2 x 100Gbps; oversubscription tier 0 16.00:1"
     );
+    // with the uplink at the host rate (400G, no uplink_rate) the four flows
+    // share 400G: 100 Gb/s each, less the 4.5 us latency over an 84 us transfer
+    let uniform = scenario(&flows_on(
+        8,
+        "kind = \"leaf_spine\"\nradix = 5\noversubscription = 4.0",
+        "link_rate = \"400Gbps\"",
+        &flow_list(4, 1 << 20, 0, |i| 4 + i),
+    ));
+    for g in goodputs(&at(&uniform, Fidelity::Flow)) {
+        assert!(
+            g > 90.0 && g <= 100.0,
+            "uniform 400G: {g} Gb/s, expected 100"
+        );
+    }
 }
 
 #[test]

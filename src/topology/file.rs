@@ -90,11 +90,11 @@ impl FileTopology {
                     adj[b as usize].push(a);
                 }
                 (Endpoint::Host(_), Endpoint::Switch(s))
-                | (Endpoint::Switch(s), Endpoint::Host(_)) => {
-                    if tier[s as usize] != 0 {
-                        tier[s as usize] = 0;
-                        queue.push_back(s);
-                    }
+                | (Endpoint::Switch(s), Endpoint::Host(_))
+                    if tier[s as usize] != 0 =>
+                {
+                    tier[s as usize] = 0;
+                    queue.push_back(s);
                 }
                 _ => {}
             }

@@ -230,7 +230,7 @@ pub fn hpcc(text: &str, source: &str) -> Result<Imported, ImportError> {
             ));
         }
         match f[4].parse::<f64>() {
-            Ok(e) if e == 0.0 => {}
+            Ok(0.0) => {}
             Ok(e) if (0.0..=1.0).contains(&e) => notes.push(format!(
                 "line {ln}: error rate {e} of link {a}-{b} not converted (a topology file has no link loss; use a [[faults]] entry of kind \"bit_error_rate\")"
             )),

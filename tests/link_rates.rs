@@ -97,6 +97,7 @@ fn a_single_flow_over_a_100g_host_and_400g_uplink_path_takes_bytes_over_100g_plu
     for f in [Fidelity::Analytical, Fidelity::Flow] {
         let r = at(&s, f);
         let fct = r.listed_flows[0].fct_us;
+        println!("single flow, {f:?}: {fct:.3} us (closed form {expected:.3} us)");
         assert!(
             (fct / expected - 1.0).abs() < 1e-4,
             "{f:?}: {fct} us, closed form {expected:.3} us"
@@ -106,6 +107,7 @@ fn a_single_flow_over_a_100g_host_and_400g_uplink_path_takes_bytes_over_100g_plu
     // hop's rate (0.33 us at 100G, 0.08 us at 400G), under 1 us in all
     let r = at(&s, Fidelity::Packet);
     let fct = r.listed_flows[0].fct_us;
+    println!("single flow, Packet: {fct:.3} us (closed form {expected:.3} us)");
     assert!(
         fct >= expected * 0.999 && fct < expected + 1.5,
         "packet: {fct} us, closed form {expected:.3} us"
@@ -137,8 +139,10 @@ fn four_cross_leaf_flows_through_one_100g_uplink_get_25g_each() {
         // latency (4.5 us) over the 335.5 us transfer costs 1.3%
         assert!(g > 24.5 && g <= 25.0, "flow level: {g} Gb/s, expected 25");
     }
+    println!("one 100G uplink, flow level: {:?} Gb/s", goodputs(&flow));
     let packet = at(&s, Fidelity::Packet);
     let g = goodputs(&packet);
+    println!("one 100G uplink, packet level: {g:?} Gb/s");
     for &x in &g {
         assert!(
             x > 22.5 && x < 27.5,
@@ -194,6 +198,7 @@ fn a_slow_receiver_nic_bounds_an_incast_at_its_rate() {
     for f in [Fidelity::Flow, Fidelity::Packet] {
         let r = at(&s, f);
         let aggregate = bits / (span(&r) * 1e3);
+        println!("incast into a 25G NIC, {f:?}: {aggregate:.3} Gb/s");
         assert!(
             aggregate <= 25.0 && aggregate > 24.0,
             "{f:?}: {aggregate} Gb/s into the 25G receiver"
@@ -238,6 +243,7 @@ fn agree(s: &Scenario) -> [f64; 3] {
     let t = [Fidelity::Analytical, Fidelity::Flow, Fidelity::Packet]
         .map(|f| at(s, f).collectives[0].time_us);
     assert!(t.iter().all(|&x| x > 0.0), "{t:?}");
+    println!("{}: analytical, flow, packet {t:?} us", s.name);
     assert!(
         (t[2] / t[1] - 1.0).abs() < 0.05,
         "packet {} us vs flow {} us",

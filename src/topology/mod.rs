@@ -868,9 +868,12 @@ impl Topology {
     }
 
     /// Latency and bottleneck rate of the (first ECMP) path between two GPUs;
-    /// `None` if unreachable. All equal-cost paths of the shipped shapes have the
-    /// same rates and, except under a dragonfly's group routings (whose paths may
-    /// differ by a local hop), the same length, so one path stands for all.
+    /// `None` if unreachable. All equal-cost paths of the built shapes have the
+    /// same rates (every tier has one rate; a NIC override is on both ends'
+    /// every path) and, except under a dragonfly's group routings (whose paths
+    /// may differ by a local hop), the same length, so one path stands for all.
+    /// On a topology file equal-cost paths may differ in rate: the first one
+    /// (ECMP hash 0) stands for all there.
     pub fn path_cost(&self, src: GpuId, dst: GpuId) -> Option<(SimTime, Rate)> {
         let mut p = Vec::with_capacity(8);
         if !self.route(src, dst, 0, &mut p) {

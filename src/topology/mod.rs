@@ -751,7 +751,11 @@ impl Topology {
     /// link to the edge switch (`[[fabric.nic_overrides]]`). A host out of
     /// range changes nothing.
     pub fn set_host_nic_rate(&mut self, h: u32, rate: Rate) {
-        for i in 0..self.nics.len() {
+        // the NIC table is host-major with the same count per host, so host
+        // h's NICs are one contiguous run (no scan of every NIC per override)
+        let per = self.nics.len() / (self.hosts.max(1) as usize);
+        let start = (h as usize).saturating_mul(per);
+        for i in start..start.saturating_add(per).min(self.nics.len()) {
             let nic = self.nics[i];
             if matches!(self.nodes[nic.node.0 as usize].kind, NodeKind::Nic { host, .. } if host == h)
             {

@@ -50,6 +50,7 @@ fn topology(r: DragonflyRouting) -> Topology {
             link_rate: Rate::gbps(100),
             link_latency: SimTime::from_ns(100),
             switch_latency: SimTime::from_ns(200),
+            ..Default::default()
         },
         &TopologySpec::Dragonfly {
             groups: G,

@@ -29,6 +29,7 @@ fn topo(hosts: u32, spec: TopologySpec) -> Topology {
         link_rate: Rate::gbps(400),
         link_latency: SimTime::from_ns(100),
         switch_latency: SimTime::from_ns(200),
+        ..Default::default()
     };
     topo_with(hosts, spec, &f)
 }
@@ -233,6 +234,7 @@ fn htsim_cases() {
             // htsim's switches forward in zero time; its queues add only the
             // serialization, as these do
             switch_latency: SimTime::ZERO,
+            ..Default::default()
         };
         topo_with(k * k * k / 4, TopologySpec::FatTree { k }, &f)
     };

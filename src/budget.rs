@@ -245,6 +245,14 @@ pub fn topology(
                 routers,
             )
         }
+        TopologySpec::File(ref f) => {
+            let leaves = f.switch_tiers().iter().filter(|&&t| t == 0).count();
+            (
+                f.switches.len() as f64,
+                f.switch_links() as f64,
+                leaves.max(1) as f64,
+            )
+        }
     };
     let links = host_links + 2.0 * nics + 2.0 * fabric_links;
     // routing: one byte of distance per (switch, leaf)
@@ -263,6 +271,7 @@ pub fn topology(
             }
             TopologySpec::FatTree { .. } => "topology.k",
             TopologySpec::Dragonfly { .. } => "topology.groups",
+            TopologySpec::File(_) => "topology.file",
             _ => "cluster.nodes",
         }
     } else if gpus_per_host > hosts {
@@ -288,6 +297,18 @@ fn path_links(spec: &TopologySpec) -> f64 {
         TopologySpec::LeafSpine { .. } | TopologySpec::RailOptimized { .. } => 6.0,
         TopologySpec::FatTree { .. } => 8.0,
         TopologySpec::Dragonfly { .. } => 7.0,
+        // up to the highest tier and down again, plus a hop across it (a
+        // file's tiers count hops from the edge; a flat mesh of edge switches
+        // is costed like a leaf-spine)
+        TopologySpec::File(f) => {
+            let top = f
+                .switch_tiers()
+                .into_iter()
+                .filter(|&t| t < u8::MAX)
+                .max()
+                .unwrap_or(0);
+            6.0 + 2.0 * f64::from(top)
+        }
     }
 }
 
@@ -400,7 +421,7 @@ pub fn run(s: &Scenario, topo: &Topology, fidelity: Fidelity) -> Estimate {
                     duration,
                     ..
                 } => {
-                    let rate = s.fabric.links.link_rate.0 as f64;
+                    let rate = s.host_rate().0 as f64;
                     let b = n * load * rate / 8.0 * duration.as_secs_f64();
                     let mean = cdf.mean().max(1.0);
                     (b / mean, b, "workload.duration")

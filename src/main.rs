@@ -280,6 +280,21 @@ Example (a Slurm job array, docs/slurm-sweep.sh):
         #[arg(short = 'o', long = "output", value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// Convert another simulator's topology into a topology file (topology.kind = "file").
+    #[command(
+        name = "import-topology",
+        after_help = "Formats: hpcc (the HPCC simulator's ns-3 topology.txt: `node_num switch_num link_num`, the switch ids, then `src dst rate delay error_rate` lines).\nHosts become cluster nodes in ascending id order; set cluster.nodes to the host count printed.\n\nExample:\n  fabricsim import-topology tests/data/hpcc-leaf-spine.txt -o topo.toml"
+    )]
+    ImportTopology {
+        /// The topology description.
+        input: PathBuf,
+        /// Its format.
+        #[arg(long, default_value = "hpcc", value_parser = ["hpcc"])]
+        format: String,
+        /// Write the topology file here (default: standard output).
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
 }
 
 fn parse_fidelity(s: &str) -> Result<Fidelity, String> {
@@ -374,6 +389,12 @@ fn command(cli: Cli) -> ExitCode {
                     s.fabric.kind.name(),
                     s.fidelity.name()
                 );
+                if let Ok(t) = s.build_topology() {
+                    let summary = fabricsim::report::TopologySummary::of(&t);
+                    if !summary.tiers.is_empty() {
+                        outln!("links: {}", summary.tiers_line());
+                    }
+                }
                 match fabricsim::run::ignored_settings(&s, s.fidelity) {
                     Ok(ignored) => {
                         for ig in ignored {
@@ -387,6 +408,11 @@ fn command(cli: Cli) -> ExitCode {
             Err(e) => config_failure(&e),
         },
         Command::ImportCm { matrix, output } => import_cm(&matrix, output.as_deref()),
+        Command::ImportTopology {
+            input,
+            format: _,
+            output,
+        } => import_topology(&input, output.as_deref()),
         Command::Presets => {
             outln!("cluster presets ([cluster] preset = …):");
             for p in config::presets::NODE_PRESETS {
@@ -623,6 +649,58 @@ fn import_cm(matrix: &Path, output: Option<&Path>) -> ExitCode {
             );
         }
         None => out!("{scenario}"),
+    }
+    ExitCode::SUCCESS
+}
+
+/// `fabricsim import-topology`: an HPCC-simulator topology as a topology file.
+fn import_topology(input: &Path, output: Option<&Path>) -> ExitCode {
+    let text = match fabricsim::budget::read_text(input, fabricsim::budget::MAX_INPUT_BYTES) {
+        Ok(t) => t,
+        Err(e) => return usage(&format!("cannot read {}: {e}", input.display())),
+    };
+    let t = match fabricsim::topology::import::hpcc(&text, &input.display().to_string()) {
+        Ok(t) => t,
+        Err(e) if e.line == 0 => {
+            return usage(&format!(
+                "{}: {}: found {}; expected {}",
+                input.display(),
+                e.field,
+                e.found,
+                e.expected
+            ))
+        }
+        Err(e) => {
+            return usage(&format!(
+                "{}:{}: {}: found {}; expected {}",
+                input.display(),
+                e.line,
+                e.field,
+                e.found,
+                e.expected
+            ))
+        }
+    };
+    for n in &t.notes {
+        errln!("note: {}:{n}", input.display());
+    }
+    match output {
+        Some(path) => {
+            if let Err(e) = std::fs::write(path, &t.text) {
+                errln!("error: writing {}: {e}", path.display());
+                return ExitCode::FAILURE;
+            }
+            errln!(
+                "# {} hosts, {} switches, {} links written to {} (set cluster.nodes = {}, topology.kind = \"file\", topology.file = {:?})",
+                t.hosts,
+                t.switches,
+                t.links,
+                path.display(),
+                t.hosts,
+                path.display().to_string()
+            );
+        }
+        None => out!("{}", t.text),
     }
     ExitCode::SUCCESS
 }

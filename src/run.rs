@@ -855,7 +855,7 @@ fn run_traffic(
             seed, source_rate, ..
         } => {
             *seed = exec.seed;
-            *source_rate = exec.scenario.fabric.links.link_rate;
+            *source_rate = exec.scenario.host_rate();
         }
         _ => {}
     }

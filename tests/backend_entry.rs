@@ -41,6 +41,7 @@ fn leaf_spine() -> Topology {
         link_rate: Rate::gbps(400),
         link_latency: SimTime::from_ns(100),
         switch_latency: SimTime::from_ns(200),
+        ..Default::default()
     };
     let shape = TopologySpec::LeafSpine {
         radix: 4,

@@ -33,6 +33,7 @@ fn fabric() -> FabricLinkSpec {
         link_rate: Rate::gbps(400),
         link_latency: SimTime::from_ns(LINK_LAT_NS),
         switch_latency: SimTime::from_ns(SWITCH_LAT_NS),
+        ..Default::default()
     }
 }
 

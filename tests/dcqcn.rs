@@ -30,6 +30,7 @@ fn single_switch(hosts: u32, rate: Rate) -> Topology {
         link_rate: rate,
         link_latency: SimTime::from_ns(100),
         switch_latency: SimTime::from_ns(500),
+        ..Default::default()
     };
     build(&cluster, &fabric, &TopologySpec::SingleSwitch).unwrap()
 }

@@ -58,6 +58,7 @@ fn run(n: u32) -> Measured {
         link_rate: Rate::gbps(10),
         link_latency: SimTime::from_ns(24_400),
         switch_latency: SimTime::from_ns(100),
+        ..Default::default()
     };
     let topo = build(&cluster, &fabric, &TopologySpec::SingleSwitch).unwrap();
     let mut d = Dag::new();

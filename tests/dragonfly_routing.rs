@@ -63,6 +63,7 @@ fn fabric() -> FabricLinkSpec {
         link_rate: Rate::gbps(100),
         link_latency: SimTime::from_ns(100),
         switch_latency: SimTime::from_ns(200),
+        ..Default::default()
     }
 }
 

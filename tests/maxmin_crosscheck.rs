@@ -186,6 +186,7 @@ fn topology(shape: u8, hosts: u32, gpus: u32, over: bool) -> Topology {
         link_rate: Rate::gbps(400),
         link_latency: SimTime::from_ns(50),
         switch_latency: SimTime::from_ns(300),
+        ..Default::default()
     };
     let spec = match shape {
         0 => TopologySpec::SingleSwitch,

@@ -48,6 +48,7 @@ fn allocations_do_not_grow_with_packets() {
         link_rate: Rate::gbps(400),
         link_latency: SimTime::from_ns(100),
         switch_latency: SimTime::from_ns(200),
+        ..Default::default()
     };
     let topo = build(&c, &f, &TopologySpec::SingleSwitch).unwrap();
     // Credits (the default), and RoCEv2 with PFC + ECN + DCQCN (pause frames,

@@ -32,6 +32,7 @@ fn fabric() -> FabricLinkSpec {
         link_rate: Rate::gbps(400),
         link_latency: SimTime::from_ns(100),
         switch_latency: SimTime::from_ns(200),
+        ..Default::default()
     }
 }
 

@@ -36,6 +36,7 @@ fn fabric() -> FabricLinkSpec {
         link_rate: Rate::gbps(400),
         link_latency: SimTime::from_ns(50),
         switch_latency: SimTime::from_ns(300),
+        ..Default::default()
     }
 }
 

@@ -39,6 +39,7 @@ fn fabric() -> FabricLinkSpec {
         link_rate: Rate(B),
         link_latency: SimTime::from_ns(500),
         switch_latency: SimTime::from_ns(300),
+        ..Default::default()
     }
 }
 

@@ -1202,6 +1202,7 @@ mod tests {
             link_rate: Rate::gbps(400),
             link_latency: SimTime::from_ns(50),
             switch_latency: SimTime::from_ns(130),
+            ..Default::default()
         };
         build(&c, &f, &TopologySpec::SingleSwitch).unwrap()
     }
@@ -1446,6 +1447,7 @@ mod local_vs_global {
             link_rate: Rate::gbps(100),
             link_latency: SimTime::from_ns(50),
             switch_latency: SimTime::from_ns(300),
+            ..Default::default()
         };
         // 3:1 oversubscribed: saturated and unsaturated links mix.
         build(

@@ -1111,6 +1111,7 @@ pub(crate) fn test_topo(hosts: u32, gpus: u32) -> Topology {
         link_rate: Rate::gbps(400),
         link_latency: SimTime::from_ns(50),
         switch_latency: SimTime::from_ns(300),
+        ..Default::default()
     };
     build(&c, &f, &TopologySpec::SingleSwitch).expect("test topology")
 }

@@ -144,16 +144,42 @@ pub(super) struct FabricParts {
     pub(super) nic_efficiency: Option<f64>,
     pub(super) qps_per_connection: Option<u8>,
     pub(super) routing: Option<Routing>,
+    /// `uplink_rate`, `spine_rate`, `global_rate` (each `None` when unset);
+    /// `None` when one was refused.
+    pub(super) tiers: Option<[Option<Rate>; 3]>,
+    /// `[[fabric.nic_overrides]]`; `None` when an entry was refused.
+    pub(super) nic_overrides: Option<Vec<crate::topology::NicOverride>>,
 }
 
 impl FabricParts {
-    /// Rate, link latency and switch latency, when all three were accepted
-    /// (what the PFC headroom rule needs).
+    /// The fastest link rate of any tier or NIC override, link latency and
+    /// switch latency, when all were accepted (what the PFC headroom rule
+    /// needs: every port must absorb what its link has in flight).
     pub(super) fn link(&self) -> Option<(Rate, SimTime, SimTime)> {
-        self.link_rate
-            .zip(self.link_latency)
+        let fastest = self.links()?.fastest();
+        self.link_latency
             .zip(self.switch_latency)
-            .map(|((r, l), f)| (r, l, f))
+            .map(|(l, f)| (fastest, l, f))
+    }
+
+    /// The host link rate (`fabric.link_rate`): the line rate DCQCN's
+    /// defaults scale with.
+    pub(super) fn nic_rate(&self) -> Option<Rate> {
+        self.link_rate
+    }
+
+    /// The link figures, when every one of them was accepted.
+    fn links(&self) -> Option<FabricLinkSpec> {
+        let [uplink_rate, spine_rate, global_rate] = self.tiers?;
+        Some(FabricLinkSpec {
+            link_rate: self.link_rate?,
+            link_latency: self.link_latency?,
+            switch_latency: self.switch_latency?,
+            uplink_rate,
+            spine_rate,
+            global_rate,
+            nic_overrides: self.nic_overrides.clone()?,
+        })
     }
 
     /// Wire bytes of the largest packet, MTU + header.
@@ -165,11 +191,7 @@ impl FabricParts {
     pub(super) fn spec(&self, f: &RawFabric, sharp_groups: Option<u32>) -> Option<FabricSpec> {
         Some(FabricSpec {
             kind: self.kind?,
-            links: FabricLinkSpec {
-                link_rate: self.link_rate?,
-                link_latency: self.link_latency?,
-                switch_latency: self.switch_latency?,
-            },
+            links: self.links()?,
             mtu: self.mtu?,
             header_bytes: self.header_bytes?,
             routing: self.routing?,
@@ -208,6 +230,7 @@ impl Validator<'_> {
         &mut self,
         f: &RawFabric,
         fab: Option<&'static FabricPreset>,
+        file_rate: Option<Rate>,
     ) -> FabricParts {
         let kind_name = f.kind.as_deref().or(fab.map(|p| p.kind));
         let kind = match kind_name {
@@ -234,10 +257,11 @@ impl Validator<'_> {
                 None
             }
         };
+        let file_rate = file_rate.map(|r| format!("{}bps", r.0));
         let link_rate = self.rate(
             "fabric.link_rate",
             f.link_rate.as_ref(),
-            fab.map(|p| p.link_rate),
+            fab.map(|p| p.link_rate).or(file_rate.as_deref()),
         );
         let default_mtu = defaults::MTU.to_string();
         let mtu = self.size(
@@ -311,8 +335,31 @@ impl Validator<'_> {
                 None
             }
         };
+        let mut tiers = Some([None; 3]);
+        for (i, (key, v)) in [
+            ("fabric.uplink_rate", &f.uplink_rate),
+            ("fabric.spine_rate", &f.spine_rate),
+            ("fabric.global_rate", &f.global_rate),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            if let Some(v) = v {
+                match self.rate(key, Some(v), None) {
+                    Some(r) => {
+                        if let Some(t) = tiers.as_mut() {
+                            t[i] = Some(r);
+                        }
+                    }
+                    None => tiers = None,
+                }
+            }
+        }
+        let nic_overrides = self.nic_overrides(f);
         FabricParts {
             kind,
+            tiers,
+            nic_overrides,
             link_rate,
             mtu,
             header_bytes,
@@ -322,6 +369,67 @@ impl Validator<'_> {
             qps_per_connection,
             routing,
         }
+    }
+
+    /// `[[fabric.nic_overrides]]`: each entry a non-empty list of node indices
+    /// and a rate. Whether the nodes exist is checked once the cluster is
+    /// known ([`Validator::check_nic_overrides`]).
+    fn nic_overrides(&mut self, f: &RawFabric) -> Option<Vec<crate::topology::NicOverride>> {
+        let mut out = Vec::new();
+        let mut ok = true;
+        for (i, o) in f.nic_overrides.iter().flatten().enumerate() {
+            let p = |k: &str| format!("fabric.nic_overrides.{i}.{k}");
+            let rate = self.rate(&p("rate"), o.rate.as_ref(), None);
+            let hosts: Option<Vec<u32>> = match &o.nodes {
+                None => {
+                    self.err(
+                        &p("nodes"),
+                        "nothing",
+                        "a list of node indices whose NICs run at `rate`, such as nodes = [3]",
+                    );
+                    None
+                }
+                Some(v) if v.is_empty() => {
+                    self.err(&p("nodes"), "[]", "at least one node index, such as [3]");
+                    None
+                }
+                Some(v) => match v.iter().find(|&&n| !(0..i64::from(u32::MAX)).contains(&n)) {
+                    Some(bad) => {
+                        self.err(
+                            &p("nodes"),
+                            bad.to_string(),
+                            "node indices from 0 (the first node)",
+                        );
+                        None
+                    }
+                    None => Some(v.iter().map(|&n| n as u32).collect()),
+                },
+            };
+            match (hosts, rate) {
+                (Some(hosts), Some(rate)) => out.push(crate::topology::NicOverride { hosts, rate }),
+                _ => ok = false,
+            }
+        }
+        ok.then_some(out)
+    }
+
+    /// Refuses a `[[fabric.nic_overrides]]` node the cluster does not have.
+    pub(super) fn check_nic_overrides(&mut self, fabric: &FabricSpec, hosts: u32) -> bool {
+        let mut ok = true;
+        for (i, o) in fabric.links.nic_overrides.iter().enumerate() {
+            if let Some(&h) = o.hosts.iter().find(|&&h| h >= hosts) {
+                self.err(
+                    &format!("fabric.nic_overrides.{i}.nodes"),
+                    h.to_string(),
+                    format!(
+                        "node indices of this cluster, 0 to {}",
+                        hosts.saturating_sub(1)
+                    ),
+                );
+                ok = false;
+            }
+        }
+        ok
     }
 
     /// `fabric.sharp_groups`: unset is no limit (`u32::MAX`).

@@ -54,6 +54,7 @@ pub mod raw;
 mod scenario;
 mod simulation;
 mod topology;
+pub mod topology_file;
 mod traffic;
 pub mod usage;
 mod validate;

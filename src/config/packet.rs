@@ -61,6 +61,7 @@ impl Validator<'_> {
         raw: &RawScenario,
         kind: Option<FabricKind>,
         link: Option<(Rate, SimTime, SimTime)>,
+        nic_rate: Option<Rate>,
         max_packet: Option<u64>,
     ) -> Option<PacketSettings> {
         let f = &raw.fabric;
@@ -228,7 +229,8 @@ impl Validator<'_> {
                 "a watchdog period above zero, such as \"1ms\"",
             );
         }
-        let (pfc, ecn, cc) = self.congestion_settings(raw, kind, buffer?, link, max_packet?)?;
+        let (pfc, ecn, cc) =
+            self.congestion_settings(raw, kind, buffer?, link, nic_rate, max_packet?)?;
         let pfc_pause_quanta = self.count(
             "fabric.pfc_pause_quanta",
             f.pfc_pause_quanta,
@@ -290,6 +292,7 @@ impl Validator<'_> {
         kind: Option<FabricKind>,
         buffer: u64,
         link: Option<(Rate, SimTime, SimTime)>,
+        nic_rate: Option<Rate>,
         max_packet: u64,
     ) -> Option<(
         Option<(u64, u64, u64)>,
@@ -445,7 +448,7 @@ impl Validator<'_> {
                 CongestionControl::Dctcp { g }
             }
             "dcqcn" => {
-                let line = link.map_or(Rate::gbps(400), |(r, _, _)| r);
+                let line = nic_rate.unwrap_or(Rate::gbps(400));
                 CongestionControl::Dcqcn(self.dcqcn(f.dcqcn.as_ref(), line)?)
             }
             other => {

@@ -100,6 +100,8 @@ pub struct RawTopology {
     pub hosts_per_router: Option<i64>,
     /// Dragonfly global links per router.
     pub global_links_per_router: Option<i64>,
+    /// Topology file (`kind = "file"`), relative to the scenario's directory.
+    pub file: Option<String>,
 }
 
 /// `[fabric]` as written.
@@ -110,8 +112,16 @@ pub struct RawFabric {
     pub preset: Option<String>,
     /// `infiniband`, `roce` or `ethernet`.
     pub kind: Option<String>,
-    /// Rate of every network port (NICs and switches).
+    /// Rate of the host links (NIC ↔ edge switch), and of every tier not set.
     pub link_rate: Option<RawQuantity>,
+    /// Rate of leaf ↔ spine (edge ↔ aggregation) links and dragonfly local links.
+    pub uplink_rate: Option<RawQuantity>,
+    /// Rate of a 3-tier fat-tree's aggregation ↔ core links.
+    pub spine_rate: Option<RawQuantity>,
+    /// Rate of a dragonfly's global links.
+    pub global_rate: Option<RawQuantity>,
+    /// Per-node NIC rates (`[[fabric.nic_overrides]]`).
+    pub nic_overrides: Option<Vec<RawNicOverride>>,
     /// Largest payload per packet.
     pub mtu: Option<RawQuantity>,
     /// Header and framing bytes per packet on the wire.
@@ -182,6 +192,16 @@ pub struct RawFabric {
     pub dctcp_g: Option<RawNumber>,
     /// Packet level, DCQCN parameters.
     pub dcqcn: Option<RawDcqcn>,
+}
+
+/// One `[[fabric.nic_overrides]]` entry as written.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawNicOverride {
+    /// Node indices whose NICs run at `rate`.
+    pub nodes: Option<Vec<i64>>,
+    /// The NICs' line rate, e.g. "100Gbps".
+    pub rate: Option<RawQuantity>,
 }
 
 /// `[fabric.dcqcn]` as written (Zhu et al. 2015 names).

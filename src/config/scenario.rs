@@ -97,9 +97,37 @@ impl Validator<'_> {
         let node = self.node_preset(&raw.cluster);
         let fab = self.fabric_preset(&raw.fabric);
         let c = self.cluster(&raw.cluster, node);
-        let f = self.fabric(&raw.fabric, fab);
-        let packet = self.packet_settings(raw, f.kind, f.link(), f.max_packet());
-        let topology = self.topology(&raw.topology);
+        let topology = self.topology(
+            &raw.topology,
+            super::topology_file::Expect {
+                hosts: c.hosts,
+                nics_per_host: c.nics,
+            },
+        );
+        // a topology file sets every link's rate: fabric.link_rate may be left out
+        // (and a file that failed has said so: no second diagnostic for the rate)
+        let file_failed = raw.topology.kind.as_deref() == Some("file") && topology.is_none();
+        let file_rate = match &topology {
+            Some(t) => super::topology::file_host_rate(t),
+            None if file_failed => Some(Rate::gbps(1)),
+            None => None,
+        };
+        let f = self.fabric(&raw.fabric, fab, file_rate);
+        // a topology file brings its own link figures: per-port settings
+        // (PFC headroom) are sized for its fastest, longest link
+        let link = match &topology {
+            Some(TopologySpec::File(t)) => f.link().map(|(_, _, fwd)| {
+                let rate = t.links.iter().map(|l| l.rate).max().unwrap_or_default();
+                let lat = t.links.iter().map(|l| l.latency).max().unwrap_or_default();
+                (rate, lat, fwd)
+            }),
+            _ => f.link(),
+        };
+        let nic_rate = topology
+            .as_ref()
+            .and_then(super::topology::file_host_rate)
+            .or(f.nic_rate());
+        let packet = self.packet_settings(raw, f.kind, link, nic_rate, f.max_packet());
         let extra_flows = self.extra_flows(&raw.workload, c.total_gpus());
         let workload = self.workload(&raw.workload, c.total_gpus());
         let faults = self.faults(&raw.faults);
@@ -118,6 +146,9 @@ impl Validator<'_> {
         let sharp_groups = self.sharp_groups(&raw.fabric);
         let fabric = f.spec(&raw.fabric, sharp_groups)?;
         let topology = topology?;
+        if !self.check_nic_overrides(&fabric, cluster.hosts) {
+            return None;
+        }
         self.check_routing(&fabric, &topology, packet.as_ref());
         let budget = self.budget(&raw.simulation)?;
         if !self.endpoints_fit(&cluster) {

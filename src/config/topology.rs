@@ -8,7 +8,11 @@ use super::{Fidelity, Scenario};
 use crate::topology::TopologySpec;
 
 impl Validator<'_> {
-    pub(super) fn topology(&mut self, t: &RawTopology) -> Option<TopologySpec> {
+    pub(super) fn topology(
+        &mut self,
+        t: &RawTopology,
+        expect: super::topology_file::Expect,
+    ) -> Option<TopologySpec> {
         let kind = t.kind.as_deref().unwrap_or("");
         let allowed: &[&str] = match kind {
             "single_switch" => &[],
@@ -21,12 +25,13 @@ impl Validator<'_> {
                 "hosts_per_router",
                 "global_links_per_router",
             ],
+            "file" => &["file"],
             "" => {
-                self.err("topology.kind", "nothing", "one of \"single_switch\", \"leaf_spine\", \"fat_tree\", \"rail_optimized\", \"dragonfly\"");
+                self.err("topology.kind", "nothing", "one of \"single_switch\", \"leaf_spine\", \"fat_tree\", \"rail_optimized\", \"dragonfly\", \"file\"");
                 return None;
             }
             other => {
-                self.err("topology.kind", format!("{other:?}"), "one of \"single_switch\", \"leaf_spine\", \"fat_tree\", \"rail_optimized\", \"dragonfly\"");
+                self.err("topology.kind", format!("{other:?}"), "one of \"single_switch\", \"leaf_spine\", \"fat_tree\", \"rail_optimized\", \"dragonfly\", \"file\"");
                 return None;
             }
         };
@@ -42,6 +47,7 @@ impl Validator<'_> {
                 "global_links_per_router",
                 t.global_links_per_router.is_some(),
             ),
+            ("file", t.file.is_some()),
         ];
         let mut ok = true;
         for (key, is) in present {
@@ -76,6 +82,7 @@ impl Validator<'_> {
                     oversubscription: o,
                 })
             }
+            "file" => self.topology_file(t.file.as_deref(), expect),
             "fat_tree" => {
                 let k = self.count("topology.k", t.k, None, 2, "the fat-tree arity k (even)")?;
                 Some(TopologySpec::FatTree { k })
@@ -139,6 +146,63 @@ impl Validator<'_> {
     }
 }
 
+/// Host 0's first NIC link rate on a topology file (bits/s), `None` on a
+/// built shape.
+pub(super) fn file_host_rate(t: &TopologySpec) -> Option<crate::units::Rate> {
+    match t {
+        TopologySpec::File(f) => f
+            .host_links()
+            .first()
+            .and_then(|l| l.first())
+            .map(|&(_, r, _)| r),
+        _ => None,
+    }
+}
+
+impl Validator<'_> {
+    /// `topology.file`: read relative to the scenario's directory and checked
+    /// ([`super::topology_file`]); its problems are located in that file.
+    fn topology_file(
+        &mut self,
+        file: Option<&str>,
+        expect: super::topology_file::Expect,
+    ) -> Option<TopologySpec> {
+        let Some(file) = file else {
+            self.err(
+                "topology.file",
+                "nothing",
+                "the path of a topology file (TOML; see README \"Topology files\"), relative to this scenario",
+            );
+            return None;
+        };
+        let path = std::path::Path::new(self.src.file)
+            .parent()
+            .unwrap_or(std::path::Path::new(""))
+            .join(file);
+        let text = match crate::budget::read_text(&path, crate::budget::MAX_INPUT_BYTES) {
+            Ok(t) => t,
+            Err(e) => {
+                self.err(
+                    "topology.file",
+                    format!("{file:?}, which cannot be read as {} ({e})", path.display()),
+                    format!(
+                        "a readable topology file of at most {}, relative to this scenario",
+                        crate::units::format_bytes(crate::budget::MAX_INPUT_BYTES)
+                    ),
+                );
+                return None;
+            }
+        };
+        match super::topology_file::parse(&path.display().to_string(), &text, expect) {
+            Ok(t) => Some(TopologySpec::File(std::sync::Arc::new(t))),
+            Err(d) => {
+                self.diags.extend(d);
+                None
+            }
+        }
+    }
+}
+
 impl Scenario {
     /// Builds the topology `fidelity` runs on ([`Scenario::build_topology_for`]),
     /// recording in `usage` the cluster, topology and link keys it consumes.
@@ -164,10 +228,20 @@ impl Scenario {
             "fabric.switch_latency",
             "fabric.mtu",
             "fabric.header_bytes",
+            "fabric.nic_overrides",
+            "fabric.uplink_rate",
+            "fabric.spine_rate",
+            "fabric.global_rate",
         ] {
-            usage.read_if(key, network, || {
-                "with one node no traffic leaves it: the NICs, their PCIe hop and the network carry nothing".into()
-            });
+            if !network {
+                usage.skip(key, || {
+                    "with one node no traffic leaves it: the NICs, their PCIe hop and the network carry nothing".into()
+                });
+            } else if let Some(why) = self.tier_unused(key) {
+                usage.skip(key, || why);
+            } else {
+                usage.read(key);
+            }
         }
         // NVLink is read by the workloads whose transfers cross it
         // (`run::read_collective_keys`, the model workloads)
@@ -208,6 +282,89 @@ impl Scenario {
             usage.skip("cluster.nvls", || why);
         }
         self.build_topology_for(fidelity)
+    }
+
+    /// Why link key `key` shapes no link this scenario's traffic can cross
+    /// (`None` when it does): a tier the shape lacks or its NICs never reach,
+    /// or, on a topology file, a figure the file gives every link itself.
+    fn tier_unused(&self, key: &str) -> Option<String> {
+        let nics = u64::from(self.cluster.hosts) * u64::from(self.cluster.nics_per_host);
+        let file = matches!(self.topology, TopologySpec::File(_));
+        match key {
+            "fabric.link_rate" if file => Some(
+                "a topology file gives every link its rate (random traffic's load and DCQCN's defaults follow host 0's NIC link)".into(),
+            ),
+            "fabric.link_latency" if file => {
+                Some("a topology file gives every link its latency".into())
+            }
+            "fabric.uplink_rate" | "fabric.spine_rate" | "fabric.global_rate" if file => {
+                Some("a topology file gives every link its rate".into())
+            }
+            "fabric.uplink_rate" => match self.topology {
+                TopologySpec::SingleSwitch => {
+                    Some("a single switch has no links above the edge".into())
+                }
+                TopologySpec::Dragonfly {
+                    routers_per_group,
+                    hosts_per_router,
+                    ..
+                } if routers_per_group < 2 || nics <= u64::from(hosts_per_router) => Some(
+                    "the NICs sit on one router, or a group has one router: no traffic crosses a local link".into(),
+                ),
+                TopologySpec::Dragonfly { .. } => None,
+                _ => {
+                    // NIC ports per edge switch, which NICs fill in order
+                    // (rails: one edge switch per rail at least)
+                    let per_edge = match self.topology {
+                        TopologySpec::LeafSpine {
+                            radix,
+                            oversubscription,
+                        } => u64::from(crate::topology::leaf_spine::port_split(radix, oversubscription).0),
+                        TopologySpec::FatTree { k } => u64::from(k / 2),
+                        TopologySpec::RailOptimized { radix, .. } if self.cluster.nics_per_host < 2 => {
+                            u64::from(radix / 2)
+                        }
+                        _ => 0,
+                    };
+                    (nics <= per_edge).then(|| {
+                        "every NIC is on one edge switch: no traffic crosses an uplink".into()
+                    })
+                }
+            },
+            "fabric.spine_rate" => match self.topology {
+                TopologySpec::FatTree { k } => {
+                    let pod = u64::from(k / 2) * u64::from(k / 2);
+                    (nics <= pod).then(|| {
+                        format!("the {nics} NICs fill one pod of the {k}-ary fat-tree ({pod} NIC ports): no traffic reaches a core switch")
+                    })
+                }
+                _ => Some(format!(
+                    "spine_rate sets a 3-tier fat-tree's aggregation ↔ core links, which a {} has not (its tiers: link_rate, uplink_rate{})",
+                    self.topology.name(),
+                    if matches!(self.topology, TopologySpec::Dragonfly { .. }) { ", global_rate" } else { "" }
+                )),
+            },
+            "fabric.global_rate" => match self.topology {
+                TopologySpec::Dragonfly {
+                    routers_per_group,
+                    hosts_per_router,
+                    ..
+                } => (nics <= u64::from(routers_per_group) * u64::from(hosts_per_router))
+                    .then(|| "the NICs fill one group: no traffic crosses a global link".into()),
+                _ => Some(format!(
+                    "global_rate sets a dragonfly's global links, which a {} has not",
+                    self.topology.name()
+                )),
+            },
+            _ => None,
+        }
+    }
+
+    /// The rate of a host's NIC link that random traffic's load is a fraction
+    /// of, bits/s: `fabric.link_rate`, or on a topology file host 0's first
+    /// link.
+    pub fn host_rate(&self) -> crate::units::Rate {
+        file_host_rate(&self.topology).unwrap_or(self.fabric.links.link_rate)
     }
 
     /// Builds the topology `fidelity` runs on: the packet level models the

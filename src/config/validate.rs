@@ -118,7 +118,7 @@ fn line_bounds(text: &str, at: usize) -> Option<std::ops::Range<usize>> {
 
 /// Turns a TOML or serde error into a diagnostic with its field, in the
 /// schema's words ("a whole number", "true or false"), never Rust's.
-fn serde_diag(src: &Source, e: &toml::de::Error) -> Diagnostic {
+pub(super) fn serde_diag(src: &Source, e: &toml::de::Error) -> Diagnostic {
     let span = e.span();
     let msg = e.message().trim().to_string();
     let field = span

@@ -321,13 +321,7 @@ impl Accumulated {
             seed,
             version: env!("CARGO_PKG_VERSION").to_string(),
             scenario_hash: format!("{:016x}", fnv1a(format!("{scenario:?}").as_bytes())),
-            topology: TopologySummary {
-                shape: topo.shape.clone(),
-                hosts: topo.hosts,
-                gpus: topo.num_gpus(),
-                switches: topo.num_switches(),
-                links: topo.links.len(),
-            },
+            topology: TopologySummary::of(topo),
             collectives: self.rows,
             makespan_us: self.makespan.as_us(),
             flows: {

@@ -446,6 +446,9 @@ fn summary(b: &mut String, r: &Report, s: Option<&Scenario>) {
             t.shape, t.hosts, t.gpus, t.switches, t.links
         ),
     );
+    if !t.tiers.is_empty() {
+        row("link tiers", t.tiers_line());
+    }
     row("fidelity", r.fidelity.clone());
     row("seed", r.seed.to_string());
     if r.flows.count > 0 {

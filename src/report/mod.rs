@@ -241,6 +241,104 @@ pub struct TopologySummary {
     pub switches: usize,
     /// Directed links (all kinds).
     pub links: usize,
+    /// Network link classes (host, uplink, spine, local, global …) and their rates.
+    pub tiers: Vec<TierSummary>,
+    /// Oversubscription of each switch tier with links up: line rate in from
+    /// below over line rate out above (1.0: non-blocking).
+    pub oversubscription: Vec<TierOversubscription>,
+}
+
+/// One class of network links in a [`TopologySummary`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct TierSummary {
+    /// Class name: `host`, `uplink`, `spine`, `local`, `global` or `tier a-b`.
+    pub name: String,
+    /// Duplex links.
+    pub links: usize,
+    /// Slowest line rate, Gb/s.
+    pub min_gbps: f64,
+    /// Fastest line rate, Gb/s.
+    pub max_gbps: f64,
+}
+
+/// The oversubscription of one switch tier in a [`TopologySummary`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct TierOversubscription {
+    /// Switch tier (0: edge).
+    pub tier: u8,
+    /// Line rate into the tier from below over line rate out of it above.
+    pub ratio: f64,
+}
+
+impl TopologySummary {
+    /// The summary of a built topology.
+    pub fn of(topo: &crate::topology::Topology) -> TopologySummary {
+        TopologySummary {
+            shape: topo.shape.clone(),
+            hosts: topo.hosts,
+            gpus: topo.num_gpus(),
+            switches: topo.num_switches(),
+            links: topo.links.len(),
+            tiers: topo
+                .link_tiers()
+                .into_iter()
+                .map(|t| TierSummary {
+                    name: t.name,
+                    links: t.links,
+                    min_gbps: t.min_rate.0 as f64 / 1e9,
+                    max_gbps: t.max_rate.0 as f64 / 1e9,
+                })
+                .collect(),
+            oversubscription: topo
+                .oversubscription()
+                .into_iter()
+                .map(|(tier, ratio)| TierOversubscription { tier, ratio })
+                .collect(),
+        }
+    }
+
+    /// One line for a terminal: each link class with its count and rate, then
+    /// each tier's oversubscription, e.g. `host 16 x 400Gbps, uplink 16 x
+    /// 800Gbps; oversubscription tier 0 0.50:1`.
+    pub fn tiers_line(&self) -> String {
+        let rate = |g: f64| {
+            if g >= 1.0 {
+                format!("{}Gbps", (g * 1000.0).round() / 1000.0)
+            } else {
+                format!("{}Mbps", (g * 1e6).round() / 1000.0)
+            }
+        };
+        let mut s = self
+            .tiers
+            .iter()
+            .map(|t| {
+                if t.min_gbps == t.max_gbps {
+                    format!("{} {} x {}", t.name, t.links, rate(t.min_gbps))
+                } else {
+                    format!(
+                        "{} {} x {}..{}",
+                        t.name,
+                        t.links,
+                        rate(t.min_gbps),
+                        rate(t.max_gbps)
+                    )
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        if !self.oversubscription.is_empty() {
+            s.push_str("; oversubscription ");
+            s.push_str(
+                &self
+                    .oversubscription
+                    .iter()
+                    .map(|o| format!("tier {} {:.2}:1", o.tier, o.ratio))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            );
+        }
+        s
+    }
 }
 
 /// Cost of the simulation itself.

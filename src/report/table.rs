@@ -18,6 +18,9 @@ pub fn render(r: &Report) -> String {
         "# topology {}: {} hosts, {} GPUs, {} switches, {} links",
         r.topology.shape, r.topology.hosts, r.topology.gpus, r.topology.switches, r.topology.links
     );
+    if !r.topology.tiers.is_empty() {
+        let _ = writeln!(s, "# links: {}", r.topology.tiers_line());
+    }
     if !r.collectives.is_empty() {
         s.push_str(&collective_table(r));
     }

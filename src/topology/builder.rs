@@ -27,14 +27,83 @@ pub struct ClusterSpec {
 }
 
 /// The network links and switches' common figures.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// Rates are per tier (`fabric.link_rate`, `uplink_rate`, `spine_rate`,
+/// `global_rate`): a tier left `None` runs at `link_rate`, so a fabric that sets
+/// only `link_rate` has one rate everywhere, as before tiers existed.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct FabricLinkSpec {
-    /// Rate of every network link (NIC ↔ switch, switch ↔ switch), bits/s.
+    /// Rate of the host links (NIC ↔ edge switch), bits/s; the rate of every
+    /// other tier left unset.
     pub link_rate: Rate,
     /// Propagation latency of every network link, picoseconds.
     pub link_latency: SimTime,
     /// Forwarding latency of every switch, picoseconds.
     pub switch_latency: SimTime,
+    /// Rate of the links from the edge tier up (leaf ↔ spine, edge ↔
+    /// aggregation, rail leaf ↔ spine) and of a dragonfly's local links
+    /// (router ↔ router inside a group), bits/s; `None`: `link_rate`.
+    pub uplink_rate: Option<Rate>,
+    /// Rate of a 3-tier fat-tree's aggregation ↔ core links, bits/s;
+    /// `None`: [`FabricLinkSpec::uplink`].
+    pub spine_rate: Option<Rate>,
+    /// Rate of a dragonfly's global (inter-group) links, bits/s; `None`:
+    /// [`FabricLinkSpec::uplink`].
+    pub global_rate: Option<Rate>,
+    /// Per-host NIC rates (`[[fabric.nic_overrides]]`), applied in order (a
+    /// later entry naming the same host wins).
+    pub nic_overrides: Vec<NicOverride>,
+}
+
+/// One `[[fabric.nic_overrides]]` entry: every NIC of the listed hosts runs at
+/// `rate` (both directions of its link to the edge switch), e.g. a slow
+/// receiver.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NicOverride {
+    /// Host (cluster node) indices, 0-based.
+    pub hosts: Vec<u32>,
+    /// Line rate of those hosts' NIC links, bits/s.
+    pub rate: Rate,
+}
+
+impl FabricLinkSpec {
+    /// One rate on every network link (no tiers, no overrides).
+    pub fn uniform(rate: Rate, link_latency: SimTime, switch_latency: SimTime) -> FabricLinkSpec {
+        FabricLinkSpec {
+            link_rate: rate,
+            link_latency,
+            switch_latency,
+            ..FabricLinkSpec::default()
+        }
+    }
+
+    /// Rate of the first tier above the edge (leaf ↔ spine, edge ↔
+    /// aggregation, dragonfly local links), bits/s.
+    pub fn uplink(&self) -> Rate {
+        self.uplink_rate.unwrap_or(self.link_rate)
+    }
+
+    /// Rate of a fat-tree's aggregation ↔ core links, bits/s.
+    pub fn spine(&self) -> Rate {
+        self.spine_rate.unwrap_or_else(|| self.uplink())
+    }
+
+    /// Rate of a dragonfly's global links, bits/s.
+    pub fn global(&self) -> Rate {
+        self.global_rate.unwrap_or_else(|| self.uplink())
+    }
+
+    /// The fastest network link of any tier or override, bits/s (what a
+    /// per-port figure such as PFC headroom must be sized for).
+    pub fn fastest(&self) -> Rate {
+        let tiers = [self.link_rate, self.uplink(), self.spine(), self.global()];
+        let nics = self.nic_overrides.iter().map(|o| o.rate);
+        tiers
+            .into_iter()
+            .chain(nics)
+            .max()
+            .unwrap_or(self.link_rate)
+    }
 }
 
 /// The shape of the network and its parameters.
@@ -76,6 +145,9 @@ pub enum TopologySpec {
         /// Global (inter-group) ports per router.
         global_links_per_router: u32,
     },
+    /// Read from a topology file (`topology.kind = "file"`): named switches,
+    /// hosts and links with their own rates and latencies.
+    File(std::sync::Arc<super::file::FileTopology>),
 }
 
 impl TopologySpec {
@@ -87,6 +159,7 @@ impl TopologySpec {
             TopologySpec::FatTree { .. } => "fat_tree",
             TopologySpec::RailOptimized { .. } => "rail_optimized",
             TopologySpec::Dragonfly { .. } => "dragonfly",
+            TopologySpec::File(_) => "file",
         }
     }
 }
@@ -201,10 +274,39 @@ impl TopologyBuilder {
     }
 
     /// Adds a network link between two switches (or a NIC and a switch) at the
-    /// fabric's rate and latency; returns a→b.
+    /// host rate (`fabric.link_rate`) and the fabric's latency; returns a→b.
     pub fn add_network_link(&mut self, a: NodeId, b: NodeId) -> LinkId {
-        let (r, l) = (self.fabric.link_rate, self.fabric.link_latency);
-        self.add_duplex(a, b, r, l, LinkKind::Network)
+        let r = self.fabric.link_rate;
+        self.add_rated_link(a, b, r)
+    }
+
+    /// Adds a network link at `rate` (bits/s) and the fabric's latency; returns a→b.
+    pub fn add_rated_link(&mut self, a: NodeId, b: NodeId, rate: Rate) -> LinkId {
+        let l = self.fabric.link_latency;
+        self.add_duplex(a, b, rate, l, LinkKind::Network)
+    }
+
+    /// Adds a link of the first tier above the edge (`fabric.uplink_rate`).
+    pub fn add_uplink(&mut self, a: NodeId, b: NodeId) -> LinkId {
+        let r = self.fabric.uplink();
+        self.add_rated_link(a, b, r)
+    }
+
+    /// Adds an aggregation ↔ core link of a fat-tree (`fabric.spine_rate`).
+    pub fn add_spine_link(&mut self, a: NodeId, b: NodeId) -> LinkId {
+        let r = self.fabric.spine();
+        self.add_rated_link(a, b, r)
+    }
+
+    /// Adds a dragonfly global link (`fabric.global_rate`).
+    pub fn add_global_link(&mut self, a: NodeId, b: NodeId) -> LinkId {
+        let r = self.fabric.global();
+        self.add_rated_link(a, b, r)
+    }
+
+    /// The link figures the builder was made with.
+    pub fn fabric(&self) -> &FabricLinkSpec {
+        &self.fabric
     }
 
     /// Adds the hosts (GPUs, one NVSwitch, NICs and their internal links) and returns
@@ -240,9 +342,16 @@ impl TopologyBuilder {
         nic_nodes
     }
 
-    /// Cables a NIC to its edge switch with a network link.
+    /// Cables a NIC to its edge switch with a network link at the host rate.
     pub fn attach_nic(&mut self, nic: NodeId, leaf: NodeId) {
-        let up = self.add_network_link(nic, leaf);
+        let (r, l) = (self.fabric.link_rate, self.fabric.link_latency);
+        self.attach_nic_with(nic, leaf, r, l);
+    }
+
+    /// Cables a NIC to its edge switch with a link of `rate` (bits/s) and
+    /// `latency` (picoseconds) each way.
+    pub fn attach_nic_with(&mut self, nic: NodeId, leaf: NodeId, rate: Rate, latency: SimTime) {
+        let up = self.add_duplex(nic, leaf, rate, latency, LinkKind::Network);
         self.nics.push(NicPorts {
             node: nic,
             uplink: up,
@@ -342,6 +451,17 @@ pub fn build(
             "a cluster needs at least one node, one GPU and one NIC per node",
         ));
     }
+    for o in &f.nic_overrides {
+        if let Some(&h) = o.hosts.iter().find(|&&h| h >= c.hosts) {
+            return Err(TopologyError::new(
+                "fabric.nic_overrides",
+                format!(
+                    "node {h} has no NIC to override: the cluster has nodes 0 to {}",
+                    c.hosts - 1
+                ),
+            ));
+        }
+    }
     let mut b = TopologyBuilder::new(spec.name(), f);
     let nics = b.add_hosts(c);
     match *spec {
@@ -372,8 +492,15 @@ pub fn build(
             hosts_per_router,
             global_links_per_router,
         )?,
+        TopologySpec::File(ref file) => super::file::build(&mut b, &nics, c.nics_per_host, file)?,
     }
-    Ok(b.finish())
+    let mut t = b.finish();
+    for o in &f.nic_overrides {
+        for &h in &o.hosts {
+            t.set_host_nic_rate(h, o.rate);
+        }
+    }
+    Ok(t)
 }
 
 /// Cluster and link figures shared by unit tests that build their own
@@ -395,6 +522,7 @@ pub(crate) fn test_specs(hosts: u32, gpus: u32) -> (ClusterSpec, FabricLinkSpec)
         link_rate: Rate::gbps(400),
         link_latency: SimTime::from_ns(50),
         switch_latency: SimTime::from_ns(300),
+        ..Default::default()
     };
     (c, f)
 }
@@ -417,6 +545,7 @@ pub(crate) fn small_single_switch(hosts: u32, gpus: u32) -> Topology {
         link_rate: Rate::gbps(400),
         link_latency: SimTime::from_ns(100),
         switch_latency: SimTime::from_ns(200),
+        ..Default::default()
     };
     build(&c, &f, &TopologySpec::SingleSwitch).expect("reference fabric builds")
 }

@@ -326,7 +326,8 @@ pub fn global_links(g: u32, a: u32, h: u32) -> Vec<(u32, u32)> {
 
 /// Wires a dragonfly of `g` groups × `a` routers, `p` NIC ports and `h` global ports
 /// per router (see the module doc), and cables `nics` to the routers in order.
-/// Network links (local, global and NIC) run at the fabric's rate.
+/// NIC links run at `fabric.link_rate`, local links at `fabric.uplink_rate`
+/// and global links at `fabric.global_rate`.
 ///
 /// # Errors
 /// Fails on the field of any parameter that is zero; on `topology.groups` when
@@ -396,12 +397,12 @@ pub fn build(
         let base = (grp * a) as usize;
         for i in 0..a as usize {
             for j in i + 1..a as usize {
-                b.add_network_link(routers[base + i], routers[base + j]);
+                b.add_uplink(routers[base + i], routers[base + j]);
             }
         }
     }
     for (x, y) in global_links(g, a, h) {
-        b.add_network_link(routers[x as usize], routers[y as usize]);
+        b.add_global_link(routers[x as usize], routers[y as usize]);
     }
     b.set_dragonfly(routers, a);
     Ok(())

@@ -47,8 +47,9 @@ pub fn max_nics(k: u32) -> u64 {
 }
 
 /// Wires a full k-ary fat-tree of `k`-port switches (see the module doc) and cables
-/// `nics` to the edge switches, `k/2` per edge, in order. Network links run at the
-/// fabric's rate.
+/// `nics` to the edge switches, `k/2` per edge, in order. NIC links run at
+/// `fabric.link_rate`, edge ↔ aggregation links at `fabric.uplink_rate` and
+/// aggregation ↔ core links at `fabric.spine_rate`.
 ///
 /// # Errors
 /// Fails on field `topology.k` when `k` is odd or below 2, when the `k³/4` NIC ports
@@ -91,14 +92,14 @@ pub fn build(b: &mut TopologyBuilder, nics: &[NodeId], k: u32) -> Result<(), Top
     for pod in 0..k {
         for e in 0..half {
             for a in 0..half {
-                b.add_network_link(edges[pod * half + e], aggs[pod * half + a]);
+                b.add_uplink(edges[pod * half + e], aggs[pod * half + a]);
             }
         }
     }
     for pod in 0..k {
         for j in 0..half {
             for c in 0..half {
-                b.add_network_link(aggs[pod * half + j], cores[j * half + c]);
+                b.add_spine_link(aggs[pod * half + j], cores[j * half + c]);
             }
         }
     }

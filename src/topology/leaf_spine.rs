@@ -59,7 +59,7 @@ pub fn build(
     for _ in 0..up {
         let spine = b.add_switch(1);
         for &leaf in &leaf_ids {
-            b.add_network_link(leaf, spine);
+            b.add_uplink(leaf, spine);
         }
     }
     Ok(())

@@ -21,11 +21,13 @@
 pub mod builder;
 pub mod dragonfly;
 pub mod fat_tree;
+pub mod file;
+pub mod import;
 pub mod leaf_spine;
 pub mod rail;
 
 pub use builder::{
-    build, ClusterSpec, FabricLinkSpec, TopologyBuilder, TopologyError, TopologySpec,
+    build, ClusterSpec, FabricLinkSpec, NicOverride, TopologyBuilder, TopologyError, TopologySpec,
 };
 
 use crate::units::{Rate, SimTime};
@@ -175,6 +177,22 @@ pub struct Topology {
     /// How routes cross a dragonfly's groups; [`DragonflyRouting::Shortest`]
     /// until [`Topology::set_dragonfly_routing`].
     df_routing: DragonflyRouting,
+}
+
+/// One class of network links (a tier) and its rates: `host` (NIC ↔ edge
+/// switch), `uplink` (tier 0 ↔ 1: leaf ↔ spine, edge ↔ aggregation),
+/// `spine` (tier 1 ↔ 2: aggregation ↔ core), a dragonfly's `local` and
+/// `global` links, or `tier a-b` for the higher tiers of a topology file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkTier {
+    /// Name of the class.
+    pub name: String,
+    /// Duplex links in the class.
+    pub links: usize,
+    /// Slowest line rate in the class, bits/s.
+    pub min_rate: Rate,
+    /// Fastest line rate in the class, bits/s.
+    pub max_rate: Rate,
 }
 
 /// How routes cross a dragonfly's groups (`fabric.routing`; Kim, Dally, Scott,
@@ -729,6 +747,104 @@ impl Topology {
         }
     }
 
+    /// Runs every NIC of host `h` at `rate` (bits/s), both directions of its
+    /// link to the edge switch (`[[fabric.nic_overrides]]`). A host out of
+    /// range changes nothing.
+    pub fn set_host_nic_rate(&mut self, h: u32, rate: Rate) {
+        // the NIC table is host-major with the same count per host, so host
+        // h's NICs are one contiguous run (no scan of every NIC per override)
+        let per = self.nics.len() / (self.hosts.max(1) as usize);
+        let start = (h as usize).saturating_mul(per);
+        for i in start..start.saturating_add(per).min(self.nics.len()) {
+            let nic = self.nics[i];
+            if matches!(self.nodes[nic.node.0 as usize].kind, NodeKind::Nic { host, .. } if host == h)
+            {
+                self.links[nic.uplink.0 as usize].rate = rate;
+                self.links[nic.downlink.0 as usize].rate = rate;
+            }
+        }
+    }
+
+    /// The class of a network link ([`LinkTier::name`]); `None` for NVLink
+    /// and PCIe links.
+    pub fn link_class(&self, l: LinkId) -> Option<String> {
+        let link = self.link(l);
+        if link.kind != LinkKind::Network {
+            return None;
+        }
+        let tier = |n: NodeId| match self.node(n).kind {
+            NodeKind::Switch { tier } => Some(tier),
+            _ => None,
+        };
+        let (Some(a), Some(b)) = (tier(link.from), tier(link.to)) else {
+            return Some("host".into());
+        };
+        if let Some(df) = self.dragonfly() {
+            if let (Some(ga), Some(gb)) = (df.group_of(link.from), df.group_of(link.to)) {
+                return Some(if ga == gb { "local" } else { "global" }.into());
+            }
+        }
+        Some(match (a.min(b), a.max(b)) {
+            (0, 1) => "uplink".into(),
+            (1, 2) => "spine".into(),
+            (lo, hi) => format!("tier {lo}-{hi}"),
+        })
+    }
+
+    /// The network link classes, in order of first appearance (host links
+    /// first), with their duplex link counts and rates.
+    pub fn link_tiers(&self) -> Vec<LinkTier> {
+        let mut out: Vec<LinkTier> = Vec::new();
+        for i in (0..self.links.len()).step_by(2) {
+            let Some(name) = self.link_class(LinkId(i as u32)) else {
+                continue;
+            };
+            let r = self.links[i].rate.min(self.links[i + 1].rate);
+            let m = self.links[i].rate.max(self.links[i + 1].rate);
+            match out.iter_mut().find(|t| t.name == name) {
+                Some(t) => {
+                    t.links += 1;
+                    t.min_rate = t.min_rate.min(r);
+                    t.max_rate = t.max_rate.max(m);
+                }
+                None => out.push(LinkTier {
+                    name,
+                    links: 1,
+                    min_rate: r,
+                    max_rate: m,
+                }),
+            }
+        }
+        out.sort_by_key(|t| t.name != "host");
+        out
+    }
+
+    /// Oversubscription of each switch tier that has links up: the line rate
+    /// into the tier from below (NICs and lower tiers) over the line rate out of
+    /// it to higher tiers, summed over the tier's switches, as (tier, ratio);
+    /// 1.0 is non-blocking, 2.0 means the tier's uplinks carry half of what its
+    /// down links can bring. A dragonfly (all routers at tier 0) has none.
+    pub fn oversubscription(&self) -> Vec<(u8, f64)> {
+        let tier = |n: NodeId| match self.node(n).kind {
+            NodeKind::Switch { tier } => Some(tier),
+            _ => None,
+        };
+        let mut down = std::collections::BTreeMap::<u8, f64>::new();
+        let mut up = std::collections::BTreeMap::<u8, f64>::new();
+        for l in self.links.iter().filter(|l| l.kind == LinkKind::Network) {
+            let Some(to) = tier(l.to) else { continue };
+            match tier(l.from) {
+                None => *down.entry(to).or_default() += l.rate.0 as f64,
+                Some(from) if from < to => *down.entry(to).or_default() += l.rate.0 as f64,
+                Some(from) if from > to => *up.entry(to).or_default() += l.rate.0 as f64,
+                Some(_) => {}
+            }
+        }
+        up.iter()
+            .filter_map(|(&t, &u)| Some((t, *down.get(&t)? / u)).filter(|_| u > 0.0))
+            .collect()
+    }
+
     /// Sets the payload fraction of network links (see [`Topology::network_efficiency`]).
     pub fn set_network_efficiency(&mut self, eff: f64) {
         self.network_efficiency = eff;
@@ -756,9 +872,12 @@ impl Topology {
     }
 
     /// Latency and bottleneck rate of the (first ECMP) path between two GPUs;
-    /// `None` if unreachable. All equal-cost paths of the shipped shapes have the
-    /// same rates and, except under a dragonfly's group routings (whose paths may
-    /// differ by a local hop), the same length, so one path stands for all.
+    /// `None` if unreachable. All equal-cost paths of the built shapes have the
+    /// same rates (every tier has one rate; a NIC override is on both ends'
+    /// every path) and, except under a dragonfly's group routings (whose paths
+    /// may differ by a local hop), the same length, so one path stands for all.
+    /// On a topology file equal-cost paths may differ in rate: the first one
+    /// (ECMP hash 0) stands for all there.
     pub fn path_cost(&self, src: GpuId, dst: GpuId) -> Option<(SimTime, Rate)> {
         let mut p = Vec::with_capacity(8);
         if !self.route(src, dst, 0, &mut p) {

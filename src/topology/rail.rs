@@ -34,7 +34,8 @@ pub fn leaves_per_rail(hosts: u64, radix: u32) -> u64 {
 /// Wires a rail-optimized fabric: `rails` rails (NICs per host) of leaves with
 /// `radix` ports (half to hosts, half up), and `radix/2` spines of `spine_radix`
 /// ports each linked once to every leaf. `nics` is host-major
-/// (`nics[h * rails + r]`). Network links run at the fabric's rate.
+/// (`nics[h * rails + r]`). NIC links run at `fabric.link_rate`, leaf ↔ spine links at
+/// `fabric.uplink_rate`.
 ///
 /// # Errors
 /// Fails on `topology.radix` when the leaf radix is odd or below 2 (or the fabric
@@ -92,7 +93,7 @@ pub fn build(
     for _ in 0..half {
         let spine = b.add_switch(1);
         for &leaf in &leaves {
-            b.add_network_link(leaf, spine);
+            b.add_uplink(leaf, spine);
         }
     }
     Ok(())

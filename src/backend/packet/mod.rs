@@ -495,7 +495,11 @@ impl PacketConfig {
             }
             // a headroom pool takes what arrives after XOFF, so XOFF alone must
             // fit the port's buffer; a dynamic XOFF is bounded by the shared buffer
-            let reserved = if self.pfc_headroom_pool > 0 { 0 } else { headroom };
+            let reserved = if self.pfc_headroom_pool > 0 {
+                0
+            } else {
+                headroom
+            };
             let dynamic = matches!(self.pfc_threshold, PfcThreshold::Dynamic { .. });
             if !dynamic
                 && !crate::mechanism::pfc_fits_buffer(xoff, reserved, self.port_buffer_bytes)
@@ -542,7 +546,8 @@ impl PacketConfig {
             {
                 return bad(
                     "pfc_threshold",
-                    "a dynamic XOFF is a share of the free shared buffer: set shared_buffer_bytes".into(),
+                    "a dynamic XOFF is a share of the free shared buffer: set shared_buffer_bytes"
+                        .into(),
                 );
             }
         }

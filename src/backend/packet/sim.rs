@@ -428,6 +428,21 @@ impl<'a> Sim<'a> {
         stats.pfc_watchdog_lanes = std::mem::take(&mut self.pfc.watchdog);
         stats.pfc_deadlock_cycles = std::mem::take(&mut self.pfc.cycles);
         stats.pfc_frame_trace = std::mem::take(&mut self.pfc.trace);
+        fabric.pfc = crate::backend::PfcFindings {
+            watchdog_triggers: stats.pfc_watchdog_triggers,
+            watchdog_packets_dropped: stats
+                .pfc_watchdog_lanes
+                .iter()
+                .map(|w| w.packets_dropped)
+                .sum(),
+            watchdog_wire_bytes_dropped: stats
+                .pfc_watchdog_lanes
+                .iter()
+                .map(|w| w.wire_bytes_dropped)
+                .sum(),
+            watchdog_lanes: stats.pfc_watchdog_lanes.clone(),
+            deadlock_cycles: stats.pfc_deadlock_cycles.clone(),
+        };
         stats.ecn_marks = fabric.ecn_marks;
         stats.cnps_sent = fabric.cnps;
         // The totals are the queue pairs' sums (counted once, per pair).

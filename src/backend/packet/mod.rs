@@ -34,13 +34,20 @@
 //!   up one lane per switch-to-switch hop to break such cycles.
 //! * **PFC** ([`FlowControl::Pfc`], IEEE 802.1Qbb): lossless Ethernet. The
 //!   receiver of a network link counts the bytes it holds per (ingress link,
-//!   lane); above XOFF it sends PAUSE, at XON RESUME; frames overtake data and
-//!   arrive one 64-byte frame time plus the latency later; optional pause
-//!   quanta ([`PacketConfig::pfc_pause_quanta`]). Headroom must cover
+//!   lane); past XOFF (static, or α × the free shared buffer,
+//!   [`PacketConfig::pfc_threshold`]) they go to headroom (per port, or a
+//!   pool per switch, [`PacketConfig::pfc_headroom_pool`]) and it sends
+//!   PAUSE, at XON RESUME: 84-byte frames queued on the reverse link ahead of
+//!   its data, after the frame in serialization, arriving one frame time
+//!   plus the latency later; optional pause quanta
+//!   ([`PacketConfig::pfc_pause_quanta`]). Headroom must cover
 //!   [`pfc_headroom_needed`] and XOFF + headroom the buffer, or the run is
 //!   refused. PAUSE spreads congestion upstream, and paused links in a cycle
-//!   deadlock: the watchdog then returns [`PacketError::PfcDeadlock`] with the
-//!   cycle. Details in [`flow_control`].
+//!   deadlock: a lane paused for the deadlock timeout prompts a cycle search
+//!   whose finding is reported while the run goes on; the PFC watchdog
+//!   ([`PacketConfig::pfc_watchdog`]) drops on lanes paused too long; when
+//!   nothing moves at all the run stops with [`PacketError::PfcDeadlock`] and
+//!   the cycle. Details in [`flow_control`].
 //! * **ECN and congestion control** ([`cc`]): RED marking at the egress
 //!   queues of switch ports, at dequeue by default ([`PacketConfig::ecn`],
 //!   [`PacketConfig::ecn_mark_at`]); DCQCN (RoCEv2 as ConnectX NICs run it:

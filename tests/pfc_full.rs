@@ -372,3 +372,32 @@ fn red_marks_with_pmax_at_exactly_kmax() {
     eprintln!("{marks} marks in 2000 rounds (expected 400 ± 72)");
     assert!((marks - 400.0).abs() <= 72.0, "{marks}");
 }
+
+#[test]
+fn bad_pfc_settings_are_located_errors() {
+    // Each new key's bad value is refused before the run, naming the field,
+    // its line, what was found and what would fit.
+    let base = example("incast-roce-pfc-only.toml");
+    for (extra, field, expected) in [
+        ("pfc_threshold = \"fast\"", "fabric.pfc_threshold", "dynamic"),
+        ("pfc_alpha = -1.0", "fabric.pfc_alpha", "positive"),
+        ("pfc_watchdog = 5", "fabric.pfc_watchdog", ""),
+        (
+            "pfc_threshold = \"dynamic\"",
+            "fabric.pfc_threshold",
+            "shared_buffer",
+        ),
+        ("pfc_headroom_pool = \"8KiB\"", "fabric.pfc_headroom_pool", "at least"),
+    ] {
+        let text = base.replace("pfc = true", &format!("pfc = true\n{extra}"));
+        let e = config::parse("bad.toml", &text).expect_err(extra);
+        let d = e
+            .diagnostics
+            .iter()
+            .find(|d| d.field == field)
+            .unwrap_or_else(|| panic!("{extra}: {e}"));
+        let line = text.lines().position(|l| l == extra).unwrap() + 1;
+        assert_eq!(d.line, line, "{extra}: {d}");
+        assert!(d.expected.contains(expected), "{extra}: {d}");
+    }
+}

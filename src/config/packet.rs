@@ -241,17 +241,18 @@ impl Validator<'_> {
             0,
         );
         let pfc_watchdog = self.time("fabric.pfc_watchdog", f.pfc_watchdog.as_ref(), Some("0"));
+        // checked even where it is not used: a bad value is a mistake either way
+        let alpha = f.pfc_alpha.map_or(defaults::PFC_ALPHA, RawNumber::as_f64);
+        if !(alpha.is_finite() && alpha > 0.0) {
+            self.err(
+                "fabric.pfc_alpha",
+                alpha.to_string(),
+                "a positive dynamic-threshold factor such as 1.0 (XOFF = alpha x free shared buffer)",
+            );
+        }
         let pfc_threshold = match f.pfc_threshold.as_deref() {
             None | Some("static") => Some(crate::mechanism::PfcThreshold::Static),
             Some("dynamic") => {
-                let alpha = f.pfc_alpha.map_or(defaults::PFC_ALPHA, RawNumber::as_f64);
-                if !(alpha.is_finite() && alpha > 0.0) {
-                    self.err(
-                        "fabric.pfc_alpha",
-                        alpha.to_string(),
-                        "a positive dynamic-threshold factor such as 1.0 (XOFF = alpha x free shared buffer)",
-                    );
-                }
                 if shared_buffer == Some(0) {
                     self.err(
                         "fabric.pfc_threshold",

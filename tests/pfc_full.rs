@@ -116,29 +116,63 @@ fn a_16_to_1_incast_spends_reverse_bandwidth_equal_to_its_pause_frames() {
 #[test]
 fn pause_refreshes_count_only_frames_that_went_out() {
     // Expected: with pause quanta a receiver refreshes its PAUSE every half
-    // quantum time while above XON, one refresh chain per pause. 65535
-    // quanta × 512 bit at 400 Gb/s = 83.9 µs, refreshed every 41.9 µs; the
-    // incast pauses each sender for far less than that, so refreshes are rare
-    // and PAUSE frames stay within 2× the number of pause episodes (the
-    // RESUMEs): stale timers of earlier pauses no longer send (they inflated
-    // the count about 13×).
+    // quantum time while it still wants the sender paused, one refresh chain
+    // per pause (802.1Qbb's receiver restarts the quanta before they expire):
+    // 256 quanta × 512 bit at 400 Gb/s = 327.68 ns, a refresh every
+    // 163.84 ns; 65535 quanta, one every 41.9 µs. So in each pause episode of
+    // a link (from its first PAUSE to the RESUME that ends it) the PAUSE
+    // frames are requested exactly at T0, T0 + h, T0 + 2h, … while before the
+    // RESUME's request: 1 + ⌈(T_resume − T0)/h⌉ − 1 frames (± 1 for a refresh
+    // and a RESUME at the same instant). Stale timers of earlier pauses used
+    // to send too (48 episodes gave 64 PAUSEs at 65535 quanta).
     let topo = single_switch(17);
-    let cfg = PacketConfig {
-        pfc_pause_quanta: 65535,
-        ..pfc()
-    };
-    let (_, st) = checked(&incast(16, 256 << 10), &topo, &cfg);
-    eprintln!(
-        "quanta: PAUSE {} RESUME {}",
-        st.pfc_pause_frames, st.pfc_resume_frames
-    );
-    assert!(st.pfc_resume_frames >= 16);
-    assert!(
-        st.pfc_pause_frames <= 2 * st.pfc_resume_frames,
-        "{} PAUSE for {} pauses",
-        st.pfc_pause_frames,
-        st.pfc_resume_frames
-    );
+    for (quanta, h) in [(256u32, 163_840u64), (65535, 41_942_400)] {
+        let cfg = PacketConfig {
+            pfc_pause_quanta: quanta,
+            pfc_trace: true,
+            ..pfc()
+        };
+        let (_, st) = checked(&incast(16, 256 << 10), &topo, &cfg);
+        eprintln!(
+            "quanta {quanta}: PAUSE {} RESUME {} paused {} ps",
+            st.pfc_pause_frames, st.pfc_resume_frames, st.pfc_paused_ps
+        );
+        assert!(st.pfc_resume_frames >= 16);
+        assert_eq!(st.pfc_pause_frames_received, st.pfc_pause_frames);
+        let mut links: Vec<u32> = st.pfc_frame_trace.iter().map(|f| f.link).collect();
+        links.sort_unstable();
+        links.dedup();
+        let mut episodes = 0;
+        for l in links {
+            let mut t0 = None;
+            let mut pauses = 0u64;
+            for f in st.pfc_frame_trace.iter().filter(|f| f.link == l) {
+                match (f.pause, t0) {
+                    (true, None) => {
+                        t0 = Some(f.requested_at_ps);
+                        pauses = 1;
+                    }
+                    (true, Some(t)) => {
+                        assert_eq!(f.requested_at_ps, t + pauses * h, "link {l}: {f:?}");
+                        pauses += 1;
+                    }
+                    (false, Some(t)) => {
+                        let expected = (f.requested_at_ps - t).div_ceil(h);
+                        assert!(
+                            pauses == expected || pauses == expected + 1,
+                            "link {l}: {pauses} PAUSEs in an episode of {} ps",
+                            f.requested_at_ps - t
+                        );
+                        episodes += 1;
+                        t0 = None;
+                    }
+                    (false, None) => panic!("link {l}: RESUME without a PAUSE: {f:?}"),
+                }
+            }
+            assert!(t0.is_none(), "link {l} still paused at the end");
+        }
+        assert_eq!(episodes, st.pfc_resume_frames);
+    }
 }
 
 #[test]
@@ -379,7 +413,11 @@ fn bad_pfc_settings_are_located_errors() {
     // its line, what was found and what would fit.
     let base = example("incast-roce-pfc-only.toml");
     for (extra, field, expected) in [
-        ("pfc_threshold = \"fast\"", "fabric.pfc_threshold", "dynamic"),
+        (
+            "pfc_threshold = \"fast\"",
+            "fabric.pfc_threshold",
+            "dynamic",
+        ),
         ("pfc_alpha = -1.0", "fabric.pfc_alpha", "positive"),
         ("pfc_watchdog = 5", "fabric.pfc_watchdog", ""),
         (
@@ -387,7 +425,11 @@ fn bad_pfc_settings_are_located_errors() {
             "fabric.pfc_threshold",
             "shared_buffer",
         ),
-        ("pfc_headroom_pool = \"8KiB\"", "fabric.pfc_headroom_pool", "at least"),
+        (
+            "pfc_headroom_pool = \"8KiB\"",
+            "fabric.pfc_headroom_pool",
+            "at least",
+        ),
     ] {
         let text = base.replace("pfc = true", &format!("pfc = true\n{extra}"));
         let e = config::parse("bad.toml", &text).expect_err(extra);

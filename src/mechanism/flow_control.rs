@@ -24,7 +24,9 @@ pub enum FlowControl {
         xon: u64,
         /// Bytes reserved above `xoff` for what is in flight while the PAUSE
         /// takes effect; must cover [`pfc_headroom_needed`] of every
-        /// network link, and `xoff + headroom` must fit `port_buffer_bytes`.
+        /// network link, and `xoff + headroom` must fit `port_buffer_bytes`
+        /// (unused when a shared headroom pool is set, which must cover it
+        /// instead).
         headroom: u64,
     },
 }

@@ -1133,7 +1133,6 @@ impl Sim<'_> {
         let port = &mut self.ports[p];
         port.lanes_queued = 0;
         port.stall_since = NEVER;
-        // PFC frames waiting for a link that went down are lost with it
-        port.ctrl_pending = 0;
+        self.drop_pfc_frames(p);
     }
 }

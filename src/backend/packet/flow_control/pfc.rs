@@ -149,8 +149,12 @@ pub struct PfcState {
     sent: IdVec<LaneIdx, bool>,
     /// What the receiver's last frame on the wire said (PAUSE = true).
     told: IdVec<LaneIdx, bool>,
-    /// When the receiver asked for the frame pending on this lane, ps.
+    /// When the receiver last asked for the frame pending on this lane, ps.
     req_at: IdVec<LaneIdx, u64>,
+    /// The pending frame re-asserts a PAUSE the sender already had (a quanta
+    /// refresh, or the end of a watchdog's drop period): sent even though it
+    /// says what the last frame said.
+    refresh_req: IdVec<LaneIdx, bool>,
     /// The lane's next PAUSE refresh (quanta), or 0: older timers are stale.
     refresh_at: IdVec<LaneIdx, u64>,
     /// The sender's lane is paused until this time, ps (NEVER = until RESUME;
@@ -187,6 +191,7 @@ impl PfcState {
             sent: IdVec::from_vec(vec![false; lanes]),
             told: IdVec::from_vec(vec![false; lanes]),
             req_at: IdVec::from_vec(vec![0; lanes]),
+            refresh_req: IdVec::from_vec(vec![false; lanes]),
             refresh_at: IdVec::from_vec(vec![0; lanes]),
             paused_until: IdVec::from_vec(vec![0; lanes]),
             pause_since: IdVec::from_vec(vec![0; lanes]),
@@ -284,7 +289,7 @@ impl Sim<'_> {
         self.counters.pfc_held(st.ingress[qi], overflow);
         if to_headroom && !st.sent[qi] {
             st.sent[qi] = true;
-            self.request_pfc_frame(link, vl);
+            self.request_pfc_frame(link, vl, false);
             let t = self.pause_time(link);
             if t > 0 {
                 let at = self.now + (t / 2).max(1);
@@ -329,7 +334,7 @@ impl Sim<'_> {
         if resume {
             self.pfc.sent[qi] = false;
             self.pfc.refresh_at[qi] = 0;
-            self.request_pfc_frame(link, vl);
+            self.request_pfc_frame(link, vl, false);
         }
     }
 
@@ -343,23 +348,25 @@ impl Sim<'_> {
         }
     }
 
-    /// The receiver of `link` has a PFC frame to send for lane `vl`: it waits on
-    /// the reverse link, ahead of that port's data, for the wire to be free.
-    fn request_pfc_frame(&mut self, link: PortId, vl: u8) {
+    /// The receiver of `link` has a PFC frame to send for lane `vl` (a
+    /// `refresh` re-asserts a PAUSE): it waits on the reverse link, ahead of
+    /// that port's data, for the wire to be free. A later request for the same
+    /// lane joins the pending one: the frame says the lane's state when it goes.
+    fn request_pfc_frame(&mut self, link: PortId, vl: u8, refresh: bool) {
         let rev = PortId(link.0 ^ 1);
         let now = self.now;
+        let qi = link.lane(vl, self.vls);
         let port = &mut self.ports[rev];
-        if port.ctrl_pending & (1 << vl) == 0 {
-            port.ctrl_pending |= 1 << vl;
-            self.pfc.req_at[link.lane(vl, self.vls)] = now;
-            if self.cfg.pfc_trace {
-                let free = if port.busy && port.tx_end > now {
-                    port.tx_end
-                } else {
-                    now
-                };
-                self.pfc.trace_req[link.lane(vl, self.vls)] = (free, port.qtotal);
-            }
+        port.ctrl_pending |= 1 << vl;
+        self.pfc.req_at[qi] = now;
+        self.pfc.refresh_req[qi] |= refresh;
+        if self.cfg.pfc_trace {
+            let free = if port.busy && port.tx_end > now {
+                port.tx_end
+            } else {
+                now
+            };
+            self.pfc.trace_req[qi] = (free, port.qtotal);
         }
         self.try_send(rev);
     }
@@ -375,8 +382,11 @@ impl Sim<'_> {
             self.ports[p].ctrl_pending &= !(1 << vl);
             let qi = link.lane(vl, self.vls);
             let pause = self.pfc.sent[qi];
-            // a RESUME with nothing to resume (its PAUSE never went out) is not sent
-            if !pause && !self.pfc.told[qi] {
+            let refresh = std::mem::take(&mut self.pfc.refresh_req[qi]);
+            // nothing new to say: a RESUME whose PAUSE never went out, or a
+            // PAUSE the sender already has (XOFF crossed again while a RESUME
+            // waited for the wire) that is not a refresh
+            if pause == self.pfc.told[qi] && !(pause && refresh) {
                 continue;
             }
             self.pfc.told[qi] = pause;
@@ -422,6 +432,15 @@ impl Sim<'_> {
             return true;
         }
         false
+    }
+
+    /// Port `p` went down: the PFC frames it had pending are lost with it.
+    pub(in crate::backend::packet) fn drop_pfc_frames(&mut self, p: PortId) {
+        let link = PortId(p.0 ^ 1);
+        self.ports[p].ctrl_pending = 0;
+        for vl in 0..self.vls as u8 {
+            self.pfc.refresh_req[link.lane(vl, self.vls)] = false;
+        }
     }
 
     /// Ends a pause of lane `qi` of port `link` now, accounting its time.
@@ -497,7 +516,7 @@ impl Sim<'_> {
             kind::REFRESH => {
                 // one refresh chain per pause: a timer of an earlier pause is stale
                 if self.pfc.refresh_at[qi] == now && self.pfc.sent[qi] {
-                    self.request_pfc_frame(l, vl);
+                    self.request_pfc_frame(l, vl, true);
                     let t = self.pause_time(l);
                     let at = now + (t / 2).max(1);
                     self.pfc.refresh_at[qi] = at;
@@ -544,7 +563,7 @@ impl Sim<'_> {
                 if self.pfc.wd_until[qi] == now {
                     self.pfc.wd_until[qi] = 0;
                     if self.pfc.sent[qi] {
-                        self.request_pfc_frame(l, vl);
+                        self.request_pfc_frame(l, vl, true);
                     }
                 }
             }

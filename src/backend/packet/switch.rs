@@ -42,10 +42,6 @@ pub struct Port {
     pub ecn: bool,
     /// Bit `vl` set: lane `vl` has queued packets (empty lanes are not looked at).
     pub lanes_queued: u8,
-    /// PFC, bit `vl` set: this port's receiver-side node has a PAUSE or RESUME
-    /// for lane `vl` of the reverse link to send on this port (control frames
-    /// go before queued data, never preempting a frame in serialization).
-    pub ctrl_pending: u8,
     /// Bumped when the link goes down: packets sent in an older epoch are lost.
     pub epoch: u16,
     /// The task whose `Dep::Sent` completes when the current serialization ends
@@ -53,6 +49,11 @@ pub struct Port {
     pub sent_task: u32,
     /// A `TxDone` event is scheduled for the current serialization.
     pub txdone_pending: bool,
+    /// PFC, bit `vl` set: this port's node has a PAUSE or RESUME for lane
+    /// `vl` of the reverse link to send on this port (control frames go before
+    /// queued data, never preempting a frame in serialization). Placed in the
+    /// padding after `txdone_pending`, so no hot field moves.
+    pub ctrl_pending: u8,
     /// Picoseconds per byte when the rate divides 8·10¹² exactly (fast path), else 0.
     pub ps_per_byte: u64,
     /// When the current serialization ends, ps.

@@ -476,7 +476,7 @@ impl Sim<'_> {
                     let wd = self.cfg.pfc_watchdog.0;
                     if wd > 0 {
                         self.q.push(
-                            now + wd,
+                            now.saturating_add(wd),
                             Event::Pfc {
                                 link,
                                 vl,
@@ -484,8 +484,9 @@ impl Sim<'_> {
                             },
                         );
                     }
+                    // saturating: a hand-built config may set any timeout
                     self.q.push(
-                        now + self.cfg.deadlock_timeout.0,
+                        now.saturating_add(self.cfg.deadlock_timeout.0),
                         Event::Pfc {
                             link,
                             vl,
@@ -548,7 +549,7 @@ impl Sim<'_> {
                     self.record_cycle(self.pfc.pause_since[qi]);
                     // still paused: look again later (a cycle may form around it)
                     self.q.push(
-                        now + t,
+                        now.saturating_add(t),
                         Event::Pfc {
                             link,
                             vl,
@@ -576,7 +577,7 @@ impl Sim<'_> {
     fn watchdog_fire(&mut self, link: PortId, vl: u8) {
         let qi = link.lane(vl, self.vls);
         let now = self.now;
-        let until = now + self.cfg.pfc_watchdog.0;
+        let until = now.saturating_add(self.cfg.pfc_watchdog.0);
         self.pfc.wd_until[qi] = until;
         self.pfc.wd_any = true;
         self.q.push(

@@ -953,16 +953,47 @@ pub fn packet_config_used(
         s.fabric.kind != FabricKind::InfiniBand,
         || "InfiniBand is lossless by its credits; PFC is an Ethernet mechanism".into(),
     );
+    let dynamic = matches!(
+        p.pfc_threshold,
+        crate::mechanism::PfcThreshold::Dynamic { .. }
+    );
+    for key in ["fabric.pfc_xoff", "fabric.pfc_xon"] {
+        usage.read_if(key, pfc_on && !dynamic, || {
+            if pfc_on {
+                "the PFC threshold is dynamic (fabric.pfc_threshold = \"dynamic\"): XOFF is pfc_alpha x the free shared buffer, XON two packets below it".into()
+            } else {
+                "PFC is off (fabric.pfc = false, or an InfiniBand fabric's credits)".into()
+            }
+        });
+    }
+    usage.read_if("fabric.pfc_headroom", pfc_on && p.pfc_headroom_pool == 0, || {
+        if pfc_on {
+            "the shared headroom pool (fabric.pfc_headroom_pool) takes what arrives after XOFF instead of per-port headroom".into()
+        } else {
+            "PFC is off (fabric.pfc = false, or an InfiniBand fabric's credits)".into()
+        }
+    });
     for key in [
-        "fabric.pfc_xoff",
-        "fabric.pfc_xon",
-        "fabric.pfc_headroom",
         "fabric.pfc_pause_quanta",
+        "fabric.pfc_threshold",
+        "fabric.pfc_headroom_pool",
+        "fabric.pfc_watchdog",
     ] {
         usage.read_if(key, pfc_on, || {
             "PFC is off (fabric.pfc = false, or an InfiniBand fabric's credits)".into()
         });
     }
+    let dynamic = matches!(
+        p.pfc_threshold,
+        crate::mechanism::PfcThreshold::Dynamic { .. }
+    );
+    usage.read_if("fabric.pfc_alpha", pfc_on && dynamic, || {
+        if pfc_on {
+            "the PFC threshold is static (fabric.pfc_threshold = \"static\"); alpha sets a dynamic XOFF".into()
+        } else {
+            "PFC is off (fabric.pfc = false, or an InfiniBand fabric's credits)".into()
+        }
+    });
     for key in [
         "fabric.ecn_kmin",
         "fabric.ecn_kmax",
@@ -984,12 +1015,14 @@ pub fn packet_config_used(
         || "the congestion control is not DCQCN (fabric.cc)".into(),
     );
     let lossy = flow_control == FlowControl::Lossy;
-    usage.read_if("fabric.shared_buffer", lossy, || {
-        "a shared buffer admits packets on lossy links only; lossless queues (PFC or credits) are bounded by their own thresholds".into()
+    usage.read_if("fabric.shared_buffer", lossy || pfc_on, || {
+        "InfiniBand credits advertise per-port buffers; a shared buffer is an Ethernet switch's (lossy or PFC)".into()
     });
     usage.read_if("fabric.shared_buffer_alpha", lossy && p.shared_buffer > 0, || {
         if lossy {
             "without a shared buffer (fabric.shared_buffer = 0) each port admits up to fabric.buffer".into()
+        } else if pfc_on {
+            "under PFC the shared buffer's dynamic threshold is fabric.pfc_alpha (with pfc_threshold = \"dynamic\")".into()
         } else {
             "a shared buffer admits packets on lossy links only; lossless queues (PFC or credits) are bounded by their own thresholds".into()
         }
@@ -1031,6 +1064,9 @@ pub fn packet_config_used(
         vls: p.virtual_lanes.max(if p.vl_escalation { 3 } else { 1 }),
         flow_control,
         pfc_pause_quanta: p.pfc_pause_quanta,
+        pfc_threshold: p.pfc_threshold,
+        pfc_headroom_pool: p.pfc_headroom_pool,
+        pfc_watchdog: p.pfc_watchdog,
         ecn: p.ecn.map(|(kmin, kmax, pmax)| Ecn { kmin, kmax, pmax }),
         cc: p.cc,
         deadlock_timeout: p.deadlock_timeout,

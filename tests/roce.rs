@@ -41,8 +41,10 @@ fn single_switch(hosts: u32) -> Topology {
 }
 
 /// Headroom the 400 Gb/s, 100 ns links into 500 ns switches need:
-/// (2 × 100 + 500) ns × 50 B/ns + 2 × 4174 B + 64 B (`pfc_headroom_needed`).
-const HEADROOM: u64 = 35_000 + 2 * 4174 + 64;
+/// (2 × 100 + 500) ns × 50 B/ns + 3 × 4174 B + 84 B (`pfc_headroom_needed`:
+/// the third packet is the one a PAUSE waits behind on the reverse link, the
+/// 84 B the PAUSE frame on the wire).
+const HEADROOM: u64 = 35_000 + 3 * 4174 + 84;
 
 /// A RoCEv2 NIC/switch configuration: 4 KiB MTU + 78 B of RoCEv2 framing,
 /// 256 KiB per port and priority, PFC with XOFF 128 KiB, optional ECN + DCQCN.
@@ -364,9 +366,10 @@ fn dctcp_holds_the_queue_near_k_at_full_throughput_for_2_and_16_flows() {
 #[test]
 fn pfc_headroom_below_the_bdp_and_xoff_above_the_buffer_are_refused_before_the_run() {
     // Expected: the example's links (400 Gb/s, 50 ns, 500 ns switch pipeline,
-    // 4174-byte packets) need (2 × 50 + 500) ns × 50 B/ns + 2 × 4174 + 64 =
-    // 38 412 bytes of headroom (`pfc_headroom_needed`, the 802.1Qbb Annex N
-    // rule plus the pipeline); 16 KiB is refused at its line, as is an XOFF
+    // 4174-byte packets) need (2 × 50 + 500) ns × 50 B/ns + 3 × 4174 + 84 =
+    // 42 606 bytes of headroom (`pfc_headroom_needed`, the 802.1Qbb Annex N
+    // rule plus the pipeline, the frame a PAUSE waits behind and the PAUSE
+    // frame's 84 wire bytes); 16 KiB is refused at its line, as is an XOFF
     // whose XOFF + headroom exceeds the 64 KiB buffer.
     let base = example("incast-roce-pfc-only.toml");
     let small = base.replace("pfc = true", "pfc = true\npfc_headroom = \"16KiB\"");
@@ -374,7 +377,7 @@ fn pfc_headroom_below_the_bdp_and_xoff_above_the_buffer_are_refused_before_the_r
     let d = &e.diagnostics[0];
     eprintln!("{e}");
     assert_eq!(d.field, "fabric.pfc_headroom");
-    assert!(d.line > 0 && d.expected.contains("38412"), "{d}");
+    assert!(d.line > 0 && d.expected.contains("42606"), "{d}");
     let line = small
         .lines()
         .position(|l| l.starts_with("pfc_headroom"))

@@ -163,6 +163,43 @@ pub struct FabricCounters {
     pub cnps: u64,
     /// Retransmission timeouts fired.
     pub timeouts: u64,
+    /// What PFC's watchdog and deadlock-cycle search found (packet level).
+    pub pfc: PfcFindings,
+}
+
+/// What PFC's watchdog and its cycle search found during a packet-level run
+/// (empty elsewhere): the lanes the watchdog broke and what it dropped, and
+/// the cycles of paused links found while the run went on.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct PfcFindings {
+    /// Times the PFC watchdog fired (a lane paused longer than `pfc_watchdog`).
+    pub watchdog_triggers: u64,
+    /// Packets the watchdog dropped (also in `drops`).
+    pub watchdog_packets_dropped: u64,
+    /// Wire bytes of those packets (their payload is in `bytes_dropped`).
+    pub watchdog_wire_bytes_dropped: u64,
+    /// Per egress lane the watchdog fired on: when first, how often, what it dropped.
+    pub watchdog_lanes: Vec<packet::flow_control::WatchdogLane>,
+    /// Cycles of paused links (each link waiting on the next) found while the
+    /// run went on, each once, times in picoseconds.
+    pub deadlock_cycles: Vec<packet::flow_control::DeadlockCycle>,
+}
+
+impl PfcFindings {
+    /// Nothing found.
+    pub fn is_empty(&self) -> bool {
+        self.watchdog_triggers == 0 && self.deadlock_cycles.is_empty()
+    }
+
+    /// Adds the findings of another run (a sweep's next size, a step).
+    pub fn merge(&mut self, o: &PfcFindings) {
+        self.watchdog_triggers += o.watchdog_triggers;
+        self.watchdog_packets_dropped += o.watchdog_packets_dropped;
+        self.watchdog_wire_bytes_dropped += o.watchdog_wire_bytes_dropped;
+        self.watchdog_lanes.extend(o.watchdog_lanes.iter().cloned());
+        self.deadlock_cycles
+            .extend(o.deadlock_cycles.iter().cloned());
+    }
 }
 
 /// Counters of one directed link.

@@ -47,6 +47,12 @@ pub struct PacketSettings {
     pub pfc: Option<(u64, u64, u64)>,
     /// PFC pause quanta per frame (0 = until RESUME).
     pub pfc_pause_quanta: u32,
+    /// PFC XOFF: static, or dynamic with its α.
+    pub pfc_threshold: crate::mechanism::PfcThreshold,
+    /// PFC headroom pool per switch, bytes (0 = per-port headroom).
+    pub pfc_headroom_pool: u64,
+    /// PFC watchdog period ([`SimTime::ZERO`] = off).
+    pub pfc_watchdog: SimTime,
     /// ECN marking (Kmin bytes, Kmax bytes, Pmax), or `None`.
     pub ecn: Option<(u64, u64, f64)>,
     /// Where switches mark CE: at dequeue (default) or enqueue.
@@ -229,8 +235,56 @@ impl Validator<'_> {
                 "a watchdog period above zero, such as \"1ms\"",
             );
         }
-        let (pfc, ecn, cc) =
-            self.congestion_settings(raw, kind, buffer?, link, nic_rate, max_packet?)?;
+        let pfc_headroom_pool = self.size(
+            "fabric.pfc_headroom_pool",
+            f.pfc_headroom_pool.as_ref(),
+            Some("0"),
+            0,
+        );
+        let pfc_watchdog = self.time("fabric.pfc_watchdog", f.pfc_watchdog.as_ref(), Some("0"));
+        // checked even where it is not used: a bad value is a mistake either way
+        let alpha = f.pfc_alpha.map_or(defaults::PFC_ALPHA, RawNumber::as_f64);
+        if !(alpha.is_finite() && alpha > 0.0) {
+            self.err(
+                "fabric.pfc_alpha",
+                alpha.to_string(),
+                "a positive dynamic-threshold factor such as 1.0 (XOFF = alpha x free shared buffer)",
+            );
+        }
+        let pfc_threshold = match f.pfc_threshold.as_deref() {
+            None | Some("static") => Some(crate::mechanism::PfcThreshold::Static),
+            Some("dynamic") => {
+                if shared_buffer == Some(0) {
+                    self.err(
+                        "fabric.pfc_threshold",
+                        "\"dynamic\" without a shared buffer",
+                        "fabric.shared_buffer set (the dynamic XOFF is alpha x the free shared buffer), or pfc_threshold = \"static\"",
+                    );
+                }
+                Some(crate::mechanism::PfcThreshold::Dynamic { alpha })
+            }
+            Some(other) => {
+                self.err(
+                    "fabric.pfc_threshold",
+                    format!("{other:?}"),
+                    "\"static\" (fixed pfc_xoff / pfc_xon) or \"dynamic\" (XOFF = pfc_alpha x free shared buffer)",
+                );
+                None
+            }
+        };
+        let dynamic = matches!(
+            pfc_threshold,
+            Some(crate::mechanism::PfcThreshold::Dynamic { .. })
+        );
+        let (pfc, ecn, cc) = self.congestion_settings(
+            raw,
+            kind,
+            buffer?,
+            link,
+            nic_rate,
+            max_packet?,
+            (pfc_headroom_pool?, dynamic),
+        )?;
         let pfc_pause_quanta = self.count(
             "fabric.pfc_pause_quanta",
             f.pfc_pause_quanta,
@@ -263,6 +317,9 @@ impl Validator<'_> {
             deadlock_timeout: deadlock_timeout?,
             pfc,
             pfc_pause_quanta: pfc_pause_quanta?,
+            pfc_threshold: pfc_threshold?,
+            pfc_headroom_pool: pfc_headroom_pool?,
+            pfc_watchdog: pfc_watchdog?,
             ecn,
             cc,
             buffer: buffer?,
@@ -286,6 +343,7 @@ impl Validator<'_> {
     /// PFC, ECN and congestion control: defaults per fabric kind, thresholds
     /// checked against the buffer and the link's bandwidth-delay product.
     #[allow(clippy::type_complexity)]
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn congestion_settings(
         &mut self,
         raw: &RawScenario,
@@ -294,6 +352,7 @@ impl Validator<'_> {
         link: Option<(Rate, SimTime, SimTime)>,
         nic_rate: Option<Rate>,
         max_packet: u64,
+        (pool, dynamic): (u64, bool),
     ) -> Option<(
         Option<(u64, u64, u64)>,
         Option<(u64, u64, f64)>,
@@ -321,7 +380,10 @@ impl Validator<'_> {
                 Some(&default_headroom.to_string()),
                 0,
             )?;
-            let default_xoff = buffer.saturating_sub(headroom).max(max_packet);
+            // with a headroom pool, what arrives after XOFF goes to the pool:
+            // XOFF may use the port's whole buffer
+            let reserved = if pool > 0 { 0 } else { headroom };
+            let default_xoff = buffer.saturating_sub(reserved).max(max_packet);
             let xoff = self.size(
                 "fabric.pfc_xoff",
                 f.pfc_xoff.as_ref(),
@@ -338,12 +400,17 @@ impl Validator<'_> {
                 0,
             )?;
             if let (Some(need), Some((r, l, fwd))) = (need, link) {
-                if headroom < need {
+                let (have, field) = if pool > 0 {
+                    (pool, "fabric.pfc_headroom_pool")
+                } else {
+                    (headroom, "fabric.pfc_headroom")
+                };
+                if have < need {
                     self.err(
-                        "fabric.pfc_headroom",
-                        crate::units::format_bytes(headroom),
+                        field,
+                        crate::units::format_bytes(have),
                         format!(
-                            "at least {need} bytes: what arrives while a PAUSE takes effect on a {r} link of {l} latency into a {fwd} switch pipeline ((2 x latency + pipeline) x rate + 2 x (MTU + header) + 64)"
+                            "at least {need} bytes: what arrives while a PAUSE takes effect on a {r} link of {l} latency into a {fwd} switch pipeline ((2 x latency + pipeline) x rate + 3 x (MTU + header) + 84: the packet crossing XOFF, the one being sent when the PAUSE lands, the one the PAUSE waits behind on the reverse link, and the PAUSE frame)"
                         ),
                     );
                     ok = false;
@@ -356,7 +423,7 @@ impl Validator<'_> {
                     format!("at least one packet ({max_packet} bytes)"),
                 );
                 ok = false;
-            } else if !pfc_fits_buffer(xoff, headroom, buffer) {
+            } else if !dynamic && !pfc_fits_buffer(xoff, reserved, buffer) {
                 self.err(
                     "fabric.pfc_xoff",
                     crate::units::format_bytes(xoff),

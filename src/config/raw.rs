@@ -176,6 +176,14 @@ pub struct RawFabric {
     pub pfc_headroom: Option<RawQuantity>,
     /// Packet level, PFC: pause quanta per PAUSE frame (0 = until RESUME).
     pub pfc_pause_quanta: Option<i64>,
+    /// Packet level, PFC: `static` (fixed XOFF/XON) or `dynamic` (XOFF = α × free shared buffer).
+    pub pfc_threshold: Option<String>,
+    /// Packet level, PFC with `pfc_threshold = "dynamic"`: α of the dynamic XOFF.
+    pub pfc_alpha: Option<RawNumber>,
+    /// Packet level, PFC: headroom pool per switch shared by its ingress lanes (0 = per-port headroom).
+    pub pfc_headroom_pool: Option<RawQuantity>,
+    /// Packet level, PFC: watchdog period (a lane paused longer drops instead; 0 = off).
+    pub pfc_watchdog: Option<RawQuantity>,
     /// Packet level: ECN marking at switch egress queues. Default: on for `roce`.
     pub ecn: Option<bool>,
     /// Packet level, ECN: queue depth below which nothing is marked.

@@ -27,20 +27,26 @@ pub fn pmax_in_range(p: f64) -> bool {
 pub struct Ecn {
     /// Below or at this queue depth nothing is marked, bytes.
     pub kmin: u64,
-    /// At or above this queue depth everything is marked, bytes (≥ `kmin`).
+    /// Above this queue depth everything is marked, bytes (≥ `kmin`); at
+    /// exactly `kmax` the probability is `pmax` (RED's ramp ends there).
     pub kmax: u64,
-    /// Marking probability just below `kmax`, in (0, 1].
+    /// Marking probability at `kmax`, in (0, 1].
     pub pmax: f64,
 }
 
 impl Ecn {
     /// Probability of marking a packet against a queue of `q` bytes (the one it
-    /// leaves behind at dequeue, or joins at enqueue, [`EcnMarkAt`]).
+    /// leaves behind at dequeue, or joins at enqueue, [`EcnMarkAt`]): 0 up to
+    /// Kmin, rising linearly to Pmax at Kmax inclusive, 1 above Kmax (Floyd &
+    /// Jacobson's RED ramp as DCQCN's congestion point runs it, Zhu et al.,
+    /// SIGCOMM 2015; the HPCC simulator's `SwitchNode::ShouldSendCN` marks
+    /// surely only for `qLen > kmax`). A DCTCP step (Kmin = Kmax) marks
+    /// everything above K.
     #[inline]
     pub fn probability(&self, q: u64) -> f64 {
         if q <= self.kmin {
             0.0
-        } else if q >= self.kmax {
+        } else if q > self.kmax {
             1.0
         } else {
             self.pmax * (q - self.kmin) as f64 / (self.kmax - self.kmin) as f64

@@ -23,6 +23,13 @@ pub const PORT_BUFFER: u64 = 128 << 10;
 /// Dynamic-threshold α of a shared buffer (Choudhury & Hahne 1998).
 pub const SHARED_BUFFER_ALPHA: f64 = 1.0;
 
+/// α of PFC's dynamic XOFF (`pfc_threshold = "dynamic"`): 1, the lossy
+/// shared buffer's default (one busy lane may hold half the free buffer).
+/// HPCC's simulator sets `pfc_a_shift` per port (α = 2^-shift) and its
+/// scripts leave it 0 on hosts (α = 1); vendors expose α as a per-pool
+/// setting without one published default.
+pub const PFC_ALPHA: f64 = 1.0;
+
 /// Virtual lanes per port.
 pub const VIRTUAL_LANES: u8 = 2;
 

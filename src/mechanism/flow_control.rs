@@ -24,8 +24,36 @@ pub enum FlowControl {
         xon: u64,
         /// Bytes reserved above `xoff` for what is in flight while the PAUSE
         /// takes effect; must cover [`pfc_headroom_needed`] of every
-        /// network link, and `xoff + headroom` must fit `port_buffer_bytes`.
+        /// network link, and `xoff + headroom` must fit `port_buffer_bytes`
+        /// (unused when a shared headroom pool is set, which must cover it
+        /// instead).
         headroom: u64,
+    },
+}
+
+/// Bytes a PFC PAUSE or RESUME frame occupies on the wire: a 64-byte minimum
+/// MAC control frame (IEEE 802.1Qbb §36.1.3) plus the 8-byte preamble and
+/// start delimiter and the 12-byte inter-frame gap (IEEE 802.3 §4.4.2).
+pub const PFC_FRAME_WIRE_BYTES: u64 = 64 + 8 + 12;
+
+/// How a PFC receiver sets the XOFF of an ingress lane.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub enum PfcThreshold {
+    /// A fixed XOFF and XON per ingress port and priority (`FlowControl::Pfc`'s
+    /// `xoff` and `xon`, bytes).
+    #[default]
+    Static,
+    /// Dynamic threshold (Choudhury & Hahne, ToN 1998), as Broadcom and
+    /// Mellanox switch ASICs and the HPCC simulator (`switch-mmu.cc`,
+    /// `GetPfcThreshold`) set it: an ingress lane pauses its sender once the
+    /// bytes it holds in the switch's shared buffer would exceed `alpha` ×
+    /// the shared buffer still free, and resumes it once they are two
+    /// maximum packets below that (the hysteresis of the static default XON).
+    /// A lone busy lane may take α/(1+α) of the buffer; with N busy lanes
+    /// each gets α/(1+Nα).
+    Dynamic {
+        /// α, a positive factor (dimensionless).
+        alpha: f64,
     },
 }
 
@@ -45,7 +73,10 @@ pub fn pfc_fits_buffer(xoff: u64, headroom: u64, buffer: u64) -> bool {
 /// Reliable Layer 2 Infrastructure" (white paper, 2009) and IEEE 802.1Qbb
 /// Annex N. This model adds what it also has in flight: the receiver counts a
 /// packet once it is through its forwarding pipeline (`fwd_latency × rate`
-/// more bytes), and the PAUSE frame itself takes 64 bytes of serialization.
+/// more bytes), the PAUSE waits on the reverse link for the frame already in
+/// serialization there (one more `max_packet`: control frames go ahead of
+/// queued data but never preempt, Annex N's "maximum frame on the reverse
+/// link"), and the PAUSE frame itself takes [`PFC_FRAME_WIRE_BYTES`].
 pub fn pfc_headroom_needed(
     rate: Rate,
     latency: SimTime,
@@ -54,7 +85,7 @@ pub fn pfc_headroom_needed(
 ) -> u64 {
     let t = 2 * latency.0 as u128 + fwd_latency.0 as u128;
     let bytes = (rate.0 as u128 * t).div_ceil(8_000_000_000_000) as u64;
-    bytes + 2 * max_packet as u64 + 64
+    bytes + 3 * max_packet as u64 + PFC_FRAME_WIRE_BYTES
 }
 
 #[cfg(test)]

@@ -214,6 +214,7 @@ impl Accumulated {
             timeouts
         );
         f.max_queue_bytes = f.max_queue_bytes.max(o.max_queue_bytes);
+        f.pfc.merge(&o.pfc);
         checked_sum(&mut self.events, out.events, "events", ov);
         if collect_links {
             merge_links(&mut self.links, &out.links);
@@ -338,6 +339,8 @@ impl Accumulated {
             inference,
             ignored_settings,
             deadlock,
+            pfc: (fidelity == Fidelity::Packet && !self.fabric.pfc.is_empty())
+                .then(|| self.fabric.pfc.clone()),
             faults,
             fct_cdf,
             traffic_matrix,

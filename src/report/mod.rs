@@ -489,6 +489,10 @@ pub struct Report {
     /// before it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deadlock: Option<DeadlockReport>,
+    /// PFC findings while the run went on (packet level, when there are any):
+    /// the watchdog's triggers and drops per lane, cycles of paused links.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pfc: Option<crate::backend::PfcFindings>,
     /// Cost of the simulation.
     pub sim: SimStats,
     /// Flow-completion-time CDF, at most 200 points (detail; flow fidelity and up).

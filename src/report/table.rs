@@ -92,6 +92,46 @@ pub fn render(r: &Report) -> String {
             );
         }
     }
+    if let Some(p) = &r.pfc {
+        for c in &p.deadlock_cycles {
+            let cycle: Vec<String> = c
+                .cycle
+                .iter()
+                .map(|(l, a, b)| format!("link {l} (node {a} -> {b})"))
+                .collect();
+            let _ = writeln!(
+                s,
+                "# PFC deadlock cycle found at {:.2} us (a lane paused since {:.2} us), the run went on: {}",
+                c.detected_at_ps as f64 / 1e6,
+                c.paused_since_ps as f64 / 1e6,
+                cycle.join(" => ")
+            );
+        }
+        if p.watchdog_triggers > 0 {
+            let _ = writeln!(
+                s,
+                "# PFC watchdog fired {} times on {} lanes, dropped {} packets ({} wire bytes)",
+                p.watchdog_triggers,
+                p.watchdog_lanes.len(),
+                p.watchdog_packets_dropped,
+                p.watchdog_wire_bytes_dropped
+            );
+            for w in &p.watchdog_lanes {
+                let _ = writeln!(
+                    s,
+                    "#   link {} (node {} -> {}) lane {}: first at {:.2} us, {} triggers, {} packets, {} bytes dropped",
+                    w.link,
+                    w.from,
+                    w.to,
+                    w.vl,
+                    w.first_at_ps as f64 / 1e6,
+                    w.triggers,
+                    w.packets_dropped,
+                    w.wire_bytes_dropped
+                );
+            }
+        }
+    }
     if !r.listed_flows.is_empty() {
         const SHOWN: usize = 64;
         let _ = writeln!(

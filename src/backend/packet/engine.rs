@@ -62,13 +62,15 @@ pub enum Event {
     Sample,
     /// PFC on `link` and lane `vl`: a PAUSE (`kind` 1) or RESUME (0) frame
     /// reaches the link's sender; 2 = the receiver's refresh timer of a PAUSE
-    /// with quanta; 3 = a PAUSE with quanta expires at the sender.
+    /// with quanta; 3 = a PAUSE with quanta expires at the sender; 4 = the
+    /// PFC watchdog looks at the lane; 5 = the lane's deadlock-cycle check;
+    /// 6 = the watchdog's drop period ends (`flow_control::pfc::kind`).
     Pfc {
         /// Link whose sender is (un)paused.
         link: PortId,
         /// Lane.
         vl: u8,
-        /// 0 RESUME, 1 PAUSE, 2 refresh, 3 expiry.
+        /// 0 RESUME, 1 PAUSE, 2 refresh, 3 expiry, 4 watchdog, 5 cycle check, 6 restore.
         kind: u8,
     },
 }

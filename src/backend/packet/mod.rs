@@ -34,13 +34,20 @@
 //!   up one lane per switch-to-switch hop to break such cycles.
 //! * **PFC** ([`FlowControl::Pfc`], IEEE 802.1Qbb): lossless Ethernet. The
 //!   receiver of a network link counts the bytes it holds per (ingress link,
-//!   lane); above XOFF it sends PAUSE, at XON RESUME; frames overtake data and
-//!   arrive one 64-byte frame time plus the latency later; optional pause
-//!   quanta ([`PacketConfig::pfc_pause_quanta`]). Headroom must cover
+//!   lane); past XOFF (static, or α × the free shared buffer,
+//!   [`PacketConfig::pfc_threshold`]) they go to headroom (per port, or a
+//!   pool per switch, [`PacketConfig::pfc_headroom_pool`]) and it sends
+//!   PAUSE, at XON RESUME: 84-byte frames queued on the reverse link ahead of
+//!   its data, after the frame in serialization, arriving one frame time
+//!   plus the latency later; optional pause quanta
+//!   ([`PacketConfig::pfc_pause_quanta`]). Headroom must cover
 //!   [`pfc_headroom_needed`] and XOFF + headroom the buffer, or the run is
 //!   refused. PAUSE spreads congestion upstream, and paused links in a cycle
-//!   deadlock: the watchdog then returns [`PacketError::PfcDeadlock`] with the
-//!   cycle. Details in [`flow_control`].
+//!   deadlock: a lane paused for the deadlock timeout prompts a cycle search
+//!   whose finding is reported while the run goes on; the PFC watchdog
+//!   ([`PacketConfig::pfc_watchdog`]) drops on lanes paused too long; when
+//!   nothing moves at all the run stops with [`PacketError::PfcDeadlock`] and
+//!   the cycle. Details in [`flow_control`].
 //! * **ECN and congestion control** ([`cc`]): RED marking at the egress
 //!   queues of switch ports, at dequeue by default ([`PacketConfig::ecn`],
 //!   [`PacketConfig::ecn_mark_at`]); DCQCN (RoCEv2 as ConnectX NICs run it:
@@ -115,7 +122,9 @@ pub mod stats;
 pub mod switch;
 
 pub use crate::mechanism::cc::{CongestionControl, DcqcnParams, DcqcnProfile, Ecn, EcnMarkAt};
-pub use crate::mechanism::flow_control::{pfc_headroom_needed, FlowControl};
+pub use crate::mechanism::flow_control::{
+    pfc_headroom_needed, FlowControl, PfcThreshold, PFC_FRAME_WIRE_BYTES,
+};
 pub use stats::PacketStats;
 // the internals (switch.rs) name the one link-event type through this module
 pub use crate::backend::{LinkEvent, LinkEventKind};
@@ -287,6 +296,25 @@ pub struct PacketConfig {
     /// receiver refreshes its PAUSE every half of that time while above XON.
     /// Default 0.
     pub pfc_pause_quanta: u32,
+    /// PFC only: static XOFF/XON per ingress lane (default) or a dynamic XOFF
+    /// of α × the free shared buffer ([`PfcThreshold::Dynamic`], which needs
+    /// [`PacketConfig::shared_buffer_bytes`]).
+    pub pfc_threshold: PfcThreshold,
+    /// PFC only: a headroom pool per switch (and NIC), bytes, shared by all
+    /// its ingress lanes for what arrives after they paused their sender,
+    /// instead of `headroom` bytes reserved per ingress port and priority;
+    /// 0 = per-port headroom. With a pool, XOFF may use the whole
+    /// `port_buffer_bytes`. Default 0.
+    pub pfc_headroom_pool: u64,
+    /// PFC only: the PFC watchdog (SONiC / Arista / Mellanox "drop" action):
+    /// an egress lane paused continuously for longer than this stops honouring
+    /// PAUSE and drops what it holds and what joins it, for the same period
+    /// again (SONiC's detection and restoration times default equal), ps;
+    /// [`SimTime::ZERO`] = off. Default off.
+    pub pfc_watchdog: SimTime,
+    /// Record every PFC frame put on the wire in [`PacketStats::pfc_frame_trace`]
+    /// (a diagnostic, off by default: it allocates per frame).
+    pub pfc_trace: bool,
     /// ECN marking at the egress queues of switch ports (RED-like, per
     /// queue), or `None`. Default `None`.
     pub ecn: Option<Ecn>,
@@ -334,6 +362,10 @@ impl Default for PacketConfig {
             deadlock_timeout: defaults::DEADLOCK_TIMEOUT,
             cut_through: false,
             pfc_pause_quanta: 0,
+            pfc_threshold: PfcThreshold::Static,
+            pfc_headroom_pool: 0,
+            pfc_watchdog: SimTime::ZERO,
+            pfc_trace: false,
             ecn: None,
             ecn_mark_at: defaults::ECN_MARK_AT,
             cc: CongestionControl::None,
@@ -468,7 +500,17 @@ impl PacketConfig {
                     format!("need one packet ({max_pkt} bytes) <= XON <= XOFF; found XON {xon}, XOFF {xoff}"),
                 );
             }
-            if !crate::mechanism::pfc_fits_buffer(xoff, headroom, self.port_buffer_bytes) {
+            // a headroom pool takes what arrives after XOFF, so XOFF alone must
+            // fit the port's buffer; a dynamic XOFF is bounded by the shared buffer
+            let reserved = if self.pfc_headroom_pool > 0 {
+                0
+            } else {
+                headroom
+            };
+            let dynamic = matches!(self.pfc_threshold, PfcThreshold::Dynamic { .. });
+            if !dynamic
+                && !crate::mechanism::pfc_fits_buffer(xoff, reserved, self.port_buffer_bytes)
+            {
                 return bad(
                     "pfc_xoff",
                     format!(
@@ -484,15 +526,36 @@ impl PacketConfig {
                 let fwd = topo.nodes[l.to.0 as usize].latency;
                 let need =
                     pfc_headroom_needed(l.rate, l.latency, fwd, self.mtu + self.header_bytes);
-                if headroom < need {
+                let (have, field) = if self.pfc_headroom_pool > 0 {
+                    (self.pfc_headroom_pool, "pfc_headroom_pool")
+                } else {
+                    (headroom, "pfc_headroom")
+                };
+                if have < need {
                     return bad(
-                        "pfc_headroom",
+                        field,
                         format!(
-                            "{headroom} bytes cannot hold what is in flight while a PAUSE takes effect on link {i} ({} at {}): (2 x latency + forwarding latency {}) x rate + 2 x (MTU + header) + 64 = {need} bytes",
+                            "{have} bytes cannot hold what is in flight while a PAUSE takes effect on link {i} ({} at {}): (2 x latency + forwarding latency {}) x rate + 3 x (MTU + header) + 84 = {need} bytes",
                             l.rate, l.latency, fwd
                         ),
                     );
                 }
+            }
+        }
+        if let PfcThreshold::Dynamic { alpha } = self.pfc_threshold {
+            if !(alpha.is_finite() && alpha > 0.0) {
+                return bad(
+                    "pfc_threshold.alpha",
+                    format!("a positive dynamic-threshold factor such as 1.0, found {alpha}"),
+                );
+            }
+            if matches!(self.flow_control, FlowControl::Pfc { .. }) && self.shared_buffer_bytes == 0
+            {
+                return bad(
+                    "pfc_threshold",
+                    "a dynamic XOFF is a share of the free shared buffer: set shared_buffer_bytes"
+                        .into(),
+                );
             }
         }
         if self.pfc_pause_quanta > defaults::MAX_PAUSE_QUANTA {

@@ -7,6 +7,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
 use super::engine::{Event, EventQueue};
+use super::flow_control::pfc::kind as pfc_kind;
 use super::flow_control::{Credits, PfcState, SharedBuffers};
 use super::ids::{IdVec, PortId};
 use super::nic::QueuePairs;
@@ -145,7 +146,7 @@ impl<'a> Sim<'a> {
             ports: Ports::new(ports, vls),
             vls,
             credits: Credits::new(credit_cap, vls, cfg.credit_block_bytes),
-            pfc: PfcState::new(nl * vls),
+            pfc: PfcState::new(nl * vls, topo.nodes.len()),
             shared: SharedBuffers::new(topo.nodes.len()),
             gpu_of_node,
             routes: RouteCache::default(),
@@ -209,6 +210,10 @@ impl<'a> Sim<'a> {
                     | Event::Rto { .. }
                     | Event::CcTimer { .. }
                     | Event::QpWake { .. }
+                    | Event::Pfc {
+                        kind: pfc_kind::WATCHDOG..=pfc_kind::RESTORE,
+                        ..
+                    }
             ) && self.runner.finished()
                 && self.pkts.live() == 0
             {
@@ -216,6 +221,7 @@ impl<'a> Sim<'a> {
                 // retransmission timer, a congestion-control timer or a pacing
                 // wake-up changes nothing. It neither advances the clock nor
                 // hits the time limit, so `time_limit` need not exceed `rto`.
+                // Nor do PFC's watchdog, cycle-check and restore timers.
                 continue;
             }
             if t > limit {
@@ -419,6 +425,24 @@ impl<'a> Sim<'a> {
         // `PacketStats::pfc_paused_ps`.
         fabric.credit_stall_ps = stall;
         stats.pfc_pause_frames = fabric.pfc_pause_frames;
+        stats.pfc_watchdog_lanes = std::mem::take(&mut self.pfc.watchdog);
+        stats.pfc_deadlock_cycles = std::mem::take(&mut self.pfc.cycles);
+        stats.pfc_frame_trace = std::mem::take(&mut self.pfc.trace);
+        fabric.pfc = crate::backend::PfcFindings {
+            watchdog_triggers: stats.pfc_watchdog_triggers,
+            watchdog_packets_dropped: stats
+                .pfc_watchdog_lanes
+                .iter()
+                .map(|w| w.packets_dropped)
+                .sum(),
+            watchdog_wire_bytes_dropped: stats
+                .pfc_watchdog_lanes
+                .iter()
+                .map(|w| w.wire_bytes_dropped)
+                .sum(),
+            watchdog_lanes: stats.pfc_watchdog_lanes.clone(),
+            deadlock_cycles: stats.pfc_deadlock_cycles.clone(),
+        };
         stats.ecn_marks = fabric.ecn_marks;
         stats.cnps_sent = fabric.cnps;
         // The totals are the queue pairs' sums (counted once, per pair).

@@ -42,6 +42,8 @@ pub struct PacketStats {
     pub drops_link_down: u64,
     /// Drops because no route existed.
     pub drops_unroutable: u64,
+    /// Drops by the PFC watchdog (packets of a lane paused too long).
+    pub drops_watchdog: u64,
     /// Payload bytes in dropped data packets.
     pub payload_bytes_dropped: u64,
     /// Packets still alive when the run ended (0 after a drained run).
@@ -58,12 +60,24 @@ pub struct PacketStats {
     pub dcqcn_rate_cuts: u64,
     /// DCTCP: window cuts applied by senders.
     pub dctcp_window_cuts: u64,
-    /// PFC: PAUSE frames sent (refreshes included).
+    /// PFC: PAUSE frames put on the wire (a refresh counts when it went out:
+    /// sent before the quanta expired, while the lane was still above XON).
     pub pfc_pause_frames: u64,
     /// PFC: PAUSE frames received by senders.
     pub pfc_pause_frames_received: u64,
-    /// PFC: RESUME frames sent.
+    /// PFC: RESUME frames put on the wire.
     pub pfc_resume_frames: u64,
+    /// PFC: wire bytes of PAUSE and RESUME frames, 84 each (64 B frame +
+    /// preamble + inter-frame gap), counted in their reverse links' bytes.
+    pub pfc_frame_bytes: u64,
+    /// PFC watchdog: times it fired on a lane paused too long.
+    pub pfc_watchdog_triggers: u64,
+    /// PFC watchdog: what it did, per egress lane it fired on.
+    pub pfc_watchdog_lanes: Vec<super::flow_control::WatchdogLane>,
+    /// PFC: cycles of paused links found while the run went on (each once).
+    pub pfc_deadlock_cycles: Vec<super::flow_control::DeadlockCycle>,
+    /// PFC: every frame put on the wire, with `PacketConfig::pfc_trace` only.
+    pub pfc_frame_trace: Vec<super::flow_control::PfcFrameRecord>,
     /// PFC: time lanes spent paused, summed over ports and lanes, ps.
     pub pfc_paused_ps: u64,
     /// PFC: most bytes held for one (ingress link, lane).
@@ -82,7 +96,11 @@ pub struct PacketStats {
 impl PacketStats {
     /// All packet drops (data and control).
     pub fn drops_total(&self) -> u64 {
-        self.drops_buffer + self.drops_corrupt + self.drops_link_down + self.drops_unroutable
+        self.drops_buffer
+            + self.drops_corrupt
+            + self.drops_link_down
+            + self.drops_unroutable
+            + self.drops_watchdog
     }
 
     /// Checks that every packet is accounted for: data sent = accepted +
@@ -261,6 +279,8 @@ pub enum DropCause {
     LinkDown,
     /// No route to its destination.
     Unroutable,
+    /// The PFC watchdog dropped the packets of a lane paused too long.
+    Watchdog,
 }
 
 /// The run's counters: the common [`FabricCounters`] and the packet-level
@@ -361,6 +381,7 @@ impl Counters {
             DropCause::Corrupt => s.drops_corrupt += 1,
             DropCause::LinkDown => s.drops_link_down += 1,
             DropCause::Unroutable => s.drops_unroutable += 1,
+            DropCause::Watchdog => s.drops_watchdog += 1,
         }
         if data {
             s.data_dropped += 1;
@@ -376,14 +397,20 @@ impl Counters {
         s.pfc_max_ingress_bytes = s.pfc_max_ingress_bytes.max(bytes);
         s.pfc_headroom_overflows += u64::from(overflow);
     }
-    /// PFC: a PAUSE (`pause`) or RESUME frame was sent.
+    /// PFC: a PAUSE (`pause`) or RESUME frame of `wire` bytes went on the wire.
     #[inline]
-    pub fn pfc_frame(&mut self, pause: bool) {
+    pub fn pfc_frame(&mut self, pause: bool, wire: u64) {
         if pause {
             self.fabric.pfc_pause_frames += 1;
         } else {
             self.stats.pfc_resume_frames += 1;
         }
+        self.stats.pfc_frame_bytes += wire;
+    }
+    /// The PFC watchdog fired on a lane.
+    #[inline]
+    pub fn pfc_watchdog_trigger(&mut self) {
+        self.stats.pfc_watchdog_triggers += 1;
     }
     /// PFC: a lane was paused for `ps`.
     #[inline]

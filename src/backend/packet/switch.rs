@@ -49,6 +49,11 @@ pub struct Port {
     pub sent_task: u32,
     /// A `TxDone` event is scheduled for the current serialization.
     pub txdone_pending: bool,
+    /// PFC, bit `vl` set: this port's node has a PAUSE or RESUME for lane
+    /// `vl` of the reverse link to send on this port (control frames go before
+    /// queued data, never preempting a frame in serialization). Placed in the
+    /// padding after `txdone_pending`, so no hot field moves.
+    pub ctrl_pending: u8,
     /// Picoseconds per byte when the rate divides 8·10¹² exactly (fast path), else 0.
     pub ps_per_byte: u64,
     /// When the current serialization ends, ps.
@@ -92,7 +97,8 @@ pub struct Port {
     pub ring: VecDeque<QpId>,
     /// PFC: PAUSE frames this port's sender received.
     pub pause_rx: u64,
-    /// PFC: PAUSE frames the receiver of this link sent upstream to this port.
+    /// PFC: PAUSE frames the receiver of this link put on the reverse link to
+    /// this port's sender (refreshes included when they went out).
     pub pause_tx: u64,
     /// PFC: time lanes of this port spent paused, summed over lanes, ps.
     pub paused_ps: u64,
@@ -116,6 +122,7 @@ impl Port {
             pfc: false,
             ecn: false,
             lanes_queued: 0,
+            ctrl_pending: 0,
             pause_rx: 0,
             pause_tx: 0,
             paused_ps: 0,
@@ -505,6 +512,12 @@ impl Sim<'_> {
         if !port.up {
             return;
         }
+        // PFC frames go first: ahead of queued data, after the frame that was
+        // in serialization (which `busy` waited for above)
+        if port.ctrl_pending != 0 && self.start_pfc_frame(p) {
+            return;
+        }
+        let port = &self.ports[p];
         let credit_fc = port.credit_fc;
         let pfc = port.pfc;
         // Lanes that lack credits for their head packet: the wake-up, if any, is
@@ -579,12 +592,9 @@ impl Sim<'_> {
             (k.wire, k.vl, k.link, k.flags)
         };
         // The packet leaves this node's buffer: free what it held upstream (on
-        // the lane it arrived on).
-        if in_link.is_some() {
-            if flags & F_PFC_HELD != 0 {
-                let in_vl = vl - u8::from(flags & F_VL_RAISED != 0);
-                self.pfc_release(in_link, in_vl, wire as u64);
-            } else if flags & F_LOSSY_HELD != 0 {
+        // the lane it arrived on); PFC's hold is released at the end.
+        if in_link.is_some() && flags & F_PFC_HELD == 0 {
+            if flags & F_LOSSY_HELD != 0 {
                 let node = self.ports[p].from;
                 self.shared.release(node, wire as u64);
             } else {
@@ -641,6 +651,13 @@ impl Sim<'_> {
             self.q.push(now + tx, Event::TxDone { port: p });
         }
         self.q.push(arrive, Event::Arrive { pkt, link: p });
+        // PFC: the packet leaves this node's buffer. Released after the port
+        // is marked busy: the RESUME this may send can ask for this very
+        // port's wire (a packet leaving the way it came).
+        if in_link.is_some() && flags & F_PFC_HELD != 0 {
+            let in_vl = vl - u8::from(flags & F_VL_RAISED != 0);
+            self.pfc_release(in_link, in_vl, wire as u64);
+        }
     }
 
     /// Port `p` finished serializing.
@@ -731,6 +748,14 @@ impl Sim<'_> {
             kp.flags |= F_VL_RAISED;
         }
         let qi = out.lane(vl, self.vls);
+        if self.pfc.dropping(qi, self.now) && self.ports[out].pfc {
+            // the PFC watchdog's recovery: this egress lane drops what joins it
+            if self.ports[in_link].credit_fc {
+                self.return_credit(in_link, k.vl, self.blk(k.wire));
+            }
+            self.watchdog_dropped(out, vl, pkt);
+            return;
+        }
         let in_port = &self.ports[in_link];
         if in_port.pfc {
             // Lossless: never dropped; counted against the ingress lane it
@@ -1109,5 +1134,6 @@ impl Sim<'_> {
         let port = &mut self.ports[p];
         port.lanes_queued = 0;
         port.stall_since = NEVER;
+        self.drop_pfc_frames(p);
     }
 }

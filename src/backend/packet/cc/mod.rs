@@ -295,7 +295,9 @@ mod tests {
         };
         assert_eq!(e.probability(100), 0.0);
         assert!((e.probability(200) - 0.1).abs() < 1e-12);
-        assert_eq!(e.probability(300), 1.0);
+        // at exactly Kmax the ramp's top, Pmax; only above it everything
+        assert!((e.probability(300) - 0.2).abs() < 1e-12);
+        assert_eq!(e.probability(301), 1.0);
         let step = Ecn {
             kmin: 100,
             kmax: 100,

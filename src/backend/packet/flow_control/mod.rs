@@ -17,4 +17,4 @@ pub mod pfc;
 pub use crate::mechanism::flow_control::FlowControl;
 pub use credit::{blocks, CreditLane, Credits};
 pub use lossy::SharedBuffers;
-pub use pfc::PfcState;
+pub use pfc::{DeadlockCycle, PfcFrameRecord, PfcState, WatchdogLane};

@@ -1,58 +1,208 @@
 //! **PFC** (IEEE 802.1Qbb, lossless Ethernet as RoCEv2 deployments run it):
 //! the receiving node of every network link counts the wire bytes it holds that
 //! arrived over that link, per priority (lane), from arrival until they start
-//! transmission onward. When a packet takes the count above XOFF, the
-//! receiver sends a PAUSE for that priority; when departures bring it to XON or
-//! below, a RESUME (a PAUSE of zero quanta). The frames are 64 bytes and take
-//! priority over data: they reach the sender one frame time plus the link's
-//! latency later, whatever is queued (and take no bandwidth from the data on
-//! the reverse link: a simplification, 64 bytes per frame). A paused lane is skipped by the sender's
-//! scheduler (its packet on the wire, if any, still completes); time a lane
-//! spends paused is the port's paused time, added to its `stall_ps`. With
+//! transmission onward. The bytes of a lane sit in the node's buffer up to its
+//! XOFF and in headroom beyond it: the packet that would take the lane past
+//! XOFF (static, or α × the free shared buffer with
+//! [`PfcThreshold::Dynamic`]) goes to headroom and makes the receiver pause
+//! the sender; departures drain headroom first, and once it is empty and the
+//! lane is at XON or below (dynamic: two packets below its XOFF), a RESUME
+//! (a PAUSE of zero quanta) follows. With
+//! [`PacketConfig::shared_buffer_bytes`](crate::backend::packet::PacketConfig::shared_buffer_bytes)
+//! set, a node's lanes share that buffer below their XOFF (a packet it cannot
+//! take goes to headroom and pauses its lane); headroom is per ingress port
+//! and priority, or one pool per node
+//! ([`PacketConfig::pfc_headroom_pool`](crate::backend::packet::PacketConfig::pfc_headroom_pool)).
+//!
+//! **Frames on the wire.** PAUSE and RESUME are MAC control frames of
+//! [`PFC_FRAME_WIRE_BYTES`] (64 B + preamble + inter-frame gap) sent by the
+//! receiver on the reverse link: ahead of any queued data, but after the frame
+//! already in serialization there (a MAC never preempts). They take that
+//! link's bandwidth (its bytes and busy time count them) and reach the sender
+//! one frame time plus the link's latency after they start; the sender stops
+//! the lane when the PAUSE arrives (its packet on the wire, if any, completes).
+//! The receiver keeps one pending frame per lane: what it says is decided when
+//! it goes out (the lane's state then), so a PAUSE and a RESUME that cancel
+//! out before the wire is free send nothing. A paused lane is skipped by the
+//! sender's scheduler; time a lane spends paused is the port's paused time,
+//! added to its `stall_ps`. With
 //! [`PacketConfig::pfc_pause_quanta`](crate::backend::packet::PacketConfig::pfc_pause_quanta)
 //! set, a PAUSE lasts that many quanta of 512 bit-times, and the receiver
-//! repeats it every half of that while still above XON. Packets keep arriving
-//! during the pause round trip; the headroom above XOFF absorbs them, which
-//! is why the configuration is refused when the headroom is smaller than the
-//! link's [`pfc_headroom_needed`](crate::mechanism::pfc_headroom_needed). Nothing is ever
-//! dropped for buffer; a bytes-above-XOFF+headroom event is counted
+//! refreshes it every half of that while it still wants the sender paused
+//! (one refresh chain per lane, restarted by each new pause).
+//!
+//! **What is counted**: a PAUSE or RESUME frame is counted when it starts on
+//! the wire (so refreshes count only when sent: before the quanta expire,
+//! while the lane is still above XON), with its bytes
+//! ([`PacketStats::pfc_frame_bytes`](crate::backend::packet::PacketStats::pfc_frame_bytes));
+//! a frame that went out is also received (the link may go down meanwhile,
+//! then it is lost). Nothing is ever dropped for buffer; an arrival that takes
+//! a lane's headroom (or the node's pool) past its size is counted
 //! ([`PacketStats::pfc_headroom_overflows`](crate::backend::packet::PacketStats::pfc_headroom_overflows)).
+//! The configuration is refused when the headroom is smaller than the link's
+//! [`pfc_headroom_needed`](crate::mechanism::pfc_headroom_needed).
 //!
 //! PAUSE propagates: a paused egress fills, its node's ingress counters pass
 //! XOFF and pause their own upstream links, which may also carry flows that
 //! never cross the congested port (congestion spreading, head-of-line
 //! blocking). Where the paused links form a cycle nothing moves again (PFC
-//! deadlock; Hu et al., "Deadlocks in Datacenter Networks", HotNets 2016);
-//! the run's watchdog then reports the cycle
-//! ([`PacketError::PfcDeadlock`](crate::backend::packet::PacketError::PfcDeadlock)).
+//! deadlock; Hu et al., "Deadlocks in Datacenter Networks", HotNets 2016). A
+//! lane paused for [`PacketConfig::deadlock_timeout`](crate::backend::packet::PacketConfig::deadlock_timeout)
+//! triggers a search for a cycle of paused links that hold each other's
+//! packets; one found is reported as a finding
+//! ([`PacketStats::pfc_deadlock_cycles`](crate::backend::packet::PacketStats::pfc_deadlock_cycles))
+//! and the run goes on; when nothing moves anywhere the run's watchdog stops
+//! it ([`PacketError::PfcDeadlock`](crate::backend::packet::PacketError::PfcDeadlock)).
+//! The PFC watchdog
+//! ([`PacketConfig::pfc_watchdog`](crate::backend::packet::PacketConfig::pfc_watchdog))
+//! breaks such a wait by dropping.
 
 use super::FlowControl;
 use crate::backend::packet::engine::Event;
 use crate::backend::packet::ids::{IdVec, LaneIdx, PortId};
 use crate::backend::packet::sim::Sim;
+use crate::backend::packet::slab::{F_LOSSY_HELD, F_PFC_HELD, F_VL_RAISED};
+use crate::backend::packet::stats::DropCause;
 use crate::backend::packet::switch::NEVER;
+use crate::mechanism::{PfcThreshold, PFC_FRAME_WIRE_BYTES};
+
+/// [`Event::Pfc`] kinds.
+pub(in crate::backend::packet) mod kind {
+    /// A RESUME frame reaches the sender.
+    pub const RESUME: u8 = 0;
+    /// A PAUSE frame reaches the sender.
+    pub const PAUSE: u8 = 1;
+    /// The receiver's refresh timer of a PAUSE with quanta.
+    pub const REFRESH: u8 = 2;
+    /// A PAUSE with quanta expires at the sender.
+    pub const EXPIRY: u8 = 3;
+    /// The PFC watchdog looks at a lane paused since its pause began.
+    pub const WATCHDOG: u8 = 4;
+    /// A lane has been paused for the deadlock timeout: look for a cycle.
+    pub const CYCLE_CHECK: u8 = 5;
+    /// A lane's watchdog recovery (drop) period ends.
+    pub const RESTORE: u8 = 6;
+}
+
+/// What the PFC watchdog did on one egress lane over the run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct WatchdogLane {
+    /// Link (egress port) whose lane was stuck.
+    pub link: u32,
+    /// The lane (priority).
+    pub vl: u8,
+    /// Sending node of the link.
+    pub from: u32,
+    /// Receiving node of the link.
+    pub to: u32,
+    /// First time the watchdog fired on it, ps.
+    pub first_at_ps: u64,
+    /// Times it fired.
+    pub triggers: u64,
+    /// Packets it dropped (queued when it fired, or joining during recovery).
+    pub packets_dropped: u64,
+    /// Wire bytes of those packets.
+    pub wire_bytes_dropped: u64,
+}
+
+/// A cycle of paused links found while the run went on.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DeadlockCycle {
+    /// When it was found, ps.
+    pub detected_at_ps: u64,
+    /// Since when the lane whose long pause prompted the search was paused, ps.
+    pub paused_since_ps: u64,
+    /// The cycle as (link, sending node, receiving node), starting at its
+    /// lowest link id, each link waiting on the next.
+    pub cycle: Vec<(u32, u32, u32)>,
+}
+
+/// One PFC frame as it went on the wire ([`PacketConfig::pfc_trace`](crate::backend::packet::PacketConfig::pfc_trace)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PfcFrameRecord {
+    /// The paused (or resumed) link; the frame travels on its reverse.
+    pub link: u32,
+    /// Lane.
+    pub vl: u8,
+    /// PAUSE (true) or RESUME.
+    pub pause: bool,
+    /// When the receiver asked for it, ps.
+    pub requested_at_ps: u64,
+    /// When the frame in serialization on the reverse link at that time
+    /// ended (= `requested_at_ps` if the link was idle), ps.
+    pub wire_free_at_ps: u64,
+    /// Wire bytes queued for data on the reverse link at the request.
+    pub data_queued_bytes: u64,
+    /// When it started serialization, ps.
+    pub tx_start_ps: u64,
+    /// When it reaches the sender, ps.
+    pub arrive_ps: u64,
+}
 
 /// PFC state of every network link, per link and lane (`link * vls + vl`).
 pub struct PfcState {
     /// Bytes the link's receiver holds that arrived over it on that lane.
     ingress: IdVec<LaneIdx, u64>,
-    /// The receiver has paused the sender (no RESUME yet).
+    /// Of `ingress`, bytes held in headroom (past the lane's XOFF).
+    hdrm: IdVec<LaneIdx, u64>,
+    /// The receiver wants the sender paused (from XOFF until XON).
     sent: IdVec<LaneIdx, bool>,
+    /// What the receiver's last frame on the wire said (PAUSE = true).
+    told: IdVec<LaneIdx, bool>,
+    /// When the receiver last asked for the frame pending on this lane, ps.
+    req_at: IdVec<LaneIdx, u64>,
+    /// The pending frame re-asserts a PAUSE the sender already had (a quanta
+    /// refresh, or the end of a watchdog's drop period): sent even though it
+    /// says what the last frame said.
+    refresh_req: IdVec<LaneIdx, bool>,
+    /// The lane's next PAUSE refresh (quanta), or 0: older timers are stale.
+    refresh_at: IdVec<LaneIdx, u64>,
     /// The sender's lane is paused until this time, ps (NEVER = until RESUME;
     /// 0 = not paused).
     paused_until: IdVec<LaneIdx, u64>,
     /// When the current pause began, ps.
     pause_since: IdVec<LaneIdx, u64>,
+    /// The egress lane is in PFC-watchdog drop mode until this time, ps.
+    wd_until: IdVec<LaneIdx, u64>,
+    /// Some lane entered watchdog drop mode (the per-packet check is skipped
+    /// until then).
+    pub wd_any: bool,
+    /// Per node: bytes its ingress lanes hold below XOFF (in the shared buffer).
+    shared_used: Vec<u64>,
+    /// Per node: bytes its ingress lanes hold in headroom.
+    pool_used: Vec<u64>,
+    /// What the watchdog did, per lane it fired on.
+    pub watchdog: Vec<WatchdogLane>,
+    /// Cycles found while the run went on.
+    pub cycles: Vec<DeadlockCycle>,
+    /// Frames put on the wire, when traced.
+    pub trace: Vec<PfcFrameRecord>,
+    /// Per (reverse port, lane) being traced: the frame's request record.
+    trace_req: IdVec<LaneIdx, (u64, u64)>,
 }
 
 impl PfcState {
-    /// Nothing held and nothing paused on `lanes` (links × lanes) lanes.
-    pub fn new(lanes: usize) -> PfcState {
+    /// Nothing held and nothing paused on `lanes` (links × lanes) lanes of
+    /// `nodes` nodes.
+    pub fn new(lanes: usize, nodes: usize) -> PfcState {
         PfcState {
             ingress: IdVec::from_vec(vec![0; lanes]),
+            hdrm: IdVec::from_vec(vec![0; lanes]),
             sent: IdVec::from_vec(vec![false; lanes]),
+            told: IdVec::from_vec(vec![false; lanes]),
+            req_at: IdVec::from_vec(vec![0; lanes]),
+            refresh_req: IdVec::from_vec(vec![false; lanes]),
+            refresh_at: IdVec::from_vec(vec![0; lanes]),
             paused_until: IdVec::from_vec(vec![0; lanes]),
             pause_since: IdVec::from_vec(vec![0; lanes]),
+            wd_until: IdVec::from_vec(vec![0; lanes]),
+            wd_any: false,
+            shared_used: vec![0; nodes],
+            pool_used: vec![0; nodes],
+            watchdog: Vec::new(),
+            cycles: Vec::new(),
+            trace: Vec::new(),
+            trace_req: IdVec::from_vec(vec![(0, 0); lanes]),
         }
     }
 
@@ -60,6 +210,12 @@ impl PfcState {
     #[inline]
     pub fn is_paused(&self, qi: LaneIdx, now: u64) -> bool {
         self.paused_until[qi] > now
+    }
+
+    /// Whether egress lane `qi` drops what joins it at `now` (PFC watchdog).
+    #[inline]
+    pub fn dropping(&self, qi: LaneIdx, now: u64) -> bool {
+        self.wd_any && self.wd_until[qi] > now
     }
 
     /// Whether any lane is paused at `now` (the deadlock watchdog).
@@ -81,6 +237,22 @@ impl PfcState {
 }
 
 impl Sim<'_> {
+    /// The XOFF of an ingress lane of `node` now, bytes: the static one, or
+    /// α × the node's free shared buffer.
+    #[inline]
+    fn pfc_xoff_now(&self, node: usize, xoff: u64) -> u64 {
+        match self.cfg.pfc_threshold {
+            PfcThreshold::Static => xoff,
+            PfcThreshold::Dynamic { alpha } => {
+                let free = self
+                    .cfg
+                    .shared_buffer_bytes
+                    .saturating_sub(self.pfc.shared_used[node]);
+                (alpha * free as f64) as u64
+            }
+        }
+    }
+
     /// PFC: a packet of `wire` bytes that arrived over `link` on lane `vl` is now
     /// held by the link's receiving node.
     #[inline]
@@ -89,26 +261,80 @@ impl Sim<'_> {
             return;
         };
         let qi = link.lane(vl, self.vls);
-        self.pfc.ingress[qi] += wire;
-        let b = self.pfc.ingress[qi];
-        self.counters.pfc_held(b, b > xoff + headroom);
-        if b > xoff && !self.pfc.sent[qi] {
-            self.pfc.sent[qi] = true;
-            self.send_pfc_frame(link, vl, true);
+        let node = self.ports[link].to as usize;
+        let limit = self.pfc_xoff_now(node, xoff);
+        let buf = self.cfg.shared_buffer_bytes;
+        let pool = self.cfg.pfc_headroom_pool;
+        let st = &mut self.pfc;
+        let below = st.ingress[qi] - st.hdrm[qi];
+        // HPCC's switch-mmu.cc order: once a lane is in headroom, all it gets
+        // goes there until it drains; a packet the lane's XOFF (or the shared
+        // buffer) cannot take goes there too.
+        let to_headroom = st.hdrm[qi] > 0
+            || below + wire > limit
+            || (buf > 0 && st.shared_used[node] + wire > buf);
+        st.ingress[qi] += wire;
+        let overflow = if to_headroom {
+            st.hdrm[qi] += wire;
+            st.pool_used[node] += wire;
+            if pool > 0 {
+                st.pool_used[node] > pool
+            } else {
+                st.hdrm[qi] > headroom
+            }
+        } else {
+            st.shared_used[node] += wire;
+            false
+        };
+        self.counters.pfc_held(st.ingress[qi], overflow);
+        if to_headroom && !st.sent[qi] {
+            st.sent[qi] = true;
+            self.request_pfc_frame(link, vl, false);
+            let t = self.pause_time(link);
+            if t > 0 {
+                let at = self.now + (t / 2).max(1);
+                self.pfc.refresh_at[qi] = at;
+                self.q.push(
+                    at,
+                    Event::Pfc {
+                        link,
+                        vl,
+                        kind: kind::REFRESH,
+                    },
+                );
+            }
         }
     }
 
     /// PFC: a held packet left (started transmission onward, or was flushed).
     #[inline]
     pub(in crate::backend::packet) fn pfc_release(&mut self, link: PortId, vl: u8, wire: u64) {
-        let FlowControl::Pfc { xon, .. } = self.cfg.flow_control else {
+        let FlowControl::Pfc { xoff, xon, .. } = self.cfg.flow_control else {
             return;
         };
         let qi = link.lane(vl, self.vls);
-        self.pfc.ingress[qi] -= wire;
-        if self.pfc.sent[qi] && self.pfc.ingress[qi] <= xon {
+        let node = self.ports[link].to as usize;
+        let st = &mut self.pfc;
+        st.ingress[qi] -= wire;
+        let from_hdrm = st.hdrm[qi].min(wire);
+        st.hdrm[qi] -= from_hdrm;
+        st.pool_used[node] -= from_hdrm;
+        st.shared_used[node] -= wire - from_hdrm;
+        if !st.sent[qi] || st.hdrm[qi] > 0 {
+            return;
+        }
+        let held = st.ingress[qi];
+        let resume = match self.cfg.pfc_threshold {
+            PfcThreshold::Static => held <= xon,
+            PfcThreshold::Dynamic { .. } => {
+                let offset = 2 * u64::from(self.cfg.mtu + self.cfg.header_bytes);
+                held == 0 || held + offset <= self.pfc_xoff_now(node, xoff)
+            }
+        };
+        if resume {
             self.pfc.sent[qi] = false;
-            self.send_pfc_frame(link, vl, false);
+            self.pfc.refresh_at[qi] = 0;
+            self.request_pfc_frame(link, vl, false);
         }
     }
 
@@ -122,30 +348,98 @@ impl Sim<'_> {
         }
     }
 
-    /// The receiver of `link` sends a PAUSE (or RESUME) for lane `vl` upstream.
-    fn send_pfc_frame(&mut self, link: PortId, vl: u8, pause: bool) {
-        let port = &mut self.ports[link];
-        if pause {
-            port.pause_tx += 1;
+    /// The receiver of `link` has a PFC frame to send for lane `vl` (a
+    /// `refresh` re-asserts a PAUSE): it waits on the reverse link, ahead of
+    /// that port's data, for the wire to be free. A later request for the same
+    /// lane joins the pending one: the frame says the lane's state when it goes.
+    fn request_pfc_frame(&mut self, link: PortId, vl: u8, refresh: bool) {
+        let rev = PortId(link.0 ^ 1);
+        let now = self.now;
+        let qi = link.lane(vl, self.vls);
+        let port = &mut self.ports[rev];
+        port.ctrl_pending |= 1 << vl;
+        self.pfc.req_at[qi] = now;
+        self.pfc.refresh_req[qi] |= refresh;
+        if self.cfg.pfc_trace {
+            let free = if port.busy && port.tx_end > now {
+                port.tx_end
+            } else {
+                now
+            };
+            self.pfc.trace_req[qi] = (free, port.qtotal);
         }
-        self.counters.pfc_frame(pause);
-        // A 64-byte frame that overtakes queued data (MAC control frames are
-        // sent ahead of the queues), then the link's latency.
-        let at = self.now + port.tx_time(64) + port.latency;
-        self.q.push(
-            at,
-            Event::Pfc {
-                link,
-                vl,
-                kind: u8::from(pause),
-            },
-        );
-        if pause {
-            let t = self.pause_time(link);
-            if t > 0 {
-                self.q
-                    .push(self.now + (t / 2).max(1), Event::Pfc { link, vl, kind: 2 });
+        self.try_send(rev);
+    }
+
+    /// Port `p` is free and has PFC frames pending: puts the highest lane's on
+    /// the wire if it still has something to say (returns false if none had).
+    pub(in crate::backend::packet) fn start_pfc_frame(&mut self, p: PortId) -> bool {
+        let link = PortId(p.0 ^ 1);
+        let now = self.now;
+        while self.ports[p].ctrl_pending != 0 {
+            let pending = self.ports[p].ctrl_pending;
+            let vl = 7 - pending.leading_zeros() as u8;
+            self.ports[p].ctrl_pending &= !(1 << vl);
+            let qi = link.lane(vl, self.vls);
+            let pause = self.pfc.sent[qi];
+            let refresh = std::mem::take(&mut self.pfc.refresh_req[qi]);
+            // nothing new to say: a RESUME whose PAUSE never went out, or a
+            // PAUSE the sender already has (XOFF crossed again while a RESUME
+            // waited for the wire) that is not a refresh
+            if pause == self.pfc.told[qi] && !(pause && refresh) {
+                continue;
             }
+            self.pfc.told[qi] = pause;
+            let wire = PFC_FRAME_WIRE_BYTES;
+            let port = &mut self.ports[p];
+            let tx = port.tx_time(wire);
+            port.busy = true;
+            port.sent_task = crate::backend::packet::slab::NONE;
+            port.tx_end = now + tx;
+            port.bytes += wire;
+            port.busy_ps += tx;
+            let arrive = now + tx + port.latency;
+            let waiting = port.lanes_queued != 0 || !port.ring.is_empty() || port.ctrl_pending != 0;
+            port.txdone_pending = waiting;
+            if waiting {
+                self.q.push(now + tx, Event::TxDone { port: p });
+            }
+            if pause {
+                self.ports[link].pause_tx += 1;
+            }
+            self.counters.pfc_frame(pause, wire);
+            self.q.push(
+                arrive,
+                Event::Pfc {
+                    link,
+                    vl,
+                    kind: u8::from(pause),
+                },
+            );
+            if self.cfg.pfc_trace {
+                let (free, queued) = self.pfc.trace_req[qi];
+                self.pfc.trace.push(PfcFrameRecord {
+                    link: link.0,
+                    vl,
+                    pause,
+                    requested_at_ps: self.pfc.req_at[qi],
+                    wire_free_at_ps: free,
+                    data_queued_bytes: queued,
+                    tx_start_ps: now,
+                    arrive_ps: arrive,
+                });
+            }
+            return true;
+        }
+        false
+    }
+
+    /// Port `p` went down: the PFC frames it had pending are lost with it.
+    pub(in crate::backend::packet) fn drop_pfc_frames(&mut self, p: PortId) {
+        let link = PortId(p.0 ^ 1);
+        self.ports[p].ctrl_pending = 0;
+        for vl in 0..self.vls as u8 {
+            self.pfc.refresh_req[link.lane(vl, self.vls)] = false;
         }
     }
 
@@ -162,41 +456,217 @@ impl Sim<'_> {
     }
 
     /// A PFC event of `link`, lane `vl` (see [`Event::Pfc`](super::engine::Event::Pfc)).
-    pub(in crate::backend::packet) fn on_pfc(&mut self, link: PortId, vl: u8, kind: u8) {
+    pub(in crate::backend::packet) fn on_pfc(&mut self, link: PortId, vl: u8, k: u8) {
         let l = link;
         let qi = link.lane(vl, self.vls);
-        match kind {
-            1 => {
+        let now = self.now;
+        match k {
+            kind::PAUSE => {
                 self.ports[l].pause_rx += 1;
+                if !self.ports[l].up {
+                    return;
+                }
+                // the watchdog's recovery: PAUSE is not honoured
+                if self.pfc.wd_until[qi] > now {
+                    return;
+                }
                 let t = self.pause_time(l);
                 if self.pfc.paused_until[qi] == 0 {
-                    self.pfc.pause_since[qi] = self.now;
+                    self.pfc.pause_since[qi] = now;
+                    let wd = self.cfg.pfc_watchdog.0;
+                    if wd > 0 {
+                        self.q.push(
+                            now.saturating_add(wd),
+                            Event::Pfc {
+                                link,
+                                vl,
+                                kind: kind::WATCHDOG,
+                            },
+                        );
+                    }
+                    // saturating: a hand-built config may set any timeout
+                    self.q.push(
+                        now.saturating_add(self.cfg.deadlock_timeout.0),
+                        Event::Pfc {
+                            link,
+                            vl,
+                            kind: kind::CYCLE_CHECK,
+                        },
+                    );
                 }
                 if t == 0 {
                     self.pfc.paused_until[qi] = NEVER;
                 } else {
-                    let until = self.now + t;
+                    let until = now + t;
                     self.pfc.paused_until[qi] = until;
-                    self.q.push(until, Event::Pfc { link, vl, kind: 3 });
+                    self.q.push(
+                        until,
+                        Event::Pfc {
+                            link,
+                            vl,
+                            kind: kind::EXPIRY,
+                        },
+                    );
                 }
             }
-            0 => {
+            kind::RESUME => {
                 if self.pfc.paused_until[qi] != 0 {
                     self.unpause(l, qi);
                 }
             }
-            2 => {
-                if self.pfc.sent[qi] {
-                    self.send_pfc_frame(l, vl, true);
+            kind::REFRESH => {
+                // one refresh chain per pause: a timer of an earlier pause is stale
+                if self.pfc.refresh_at[qi] == now && self.pfc.sent[qi] {
+                    self.request_pfc_frame(l, vl, true);
+                    let t = self.pause_time(l);
+                    let at = now + (t / 2).max(1);
+                    self.pfc.refresh_at[qi] = at;
+                    self.q.push(
+                        at,
+                        Event::Pfc {
+                            link,
+                            vl,
+                            kind: kind::REFRESH,
+                        },
+                    );
                 }
             }
-            _ => {
+            kind::EXPIRY => {
                 let u = self.pfc.paused_until[qi];
-                if u != 0 && u != NEVER && u <= self.now {
+                if u != 0 && u != NEVER && u <= now {
                     self.unpause(l, qi);
                 }
             }
+            kind::WATCHDOG => {
+                let wd = self.cfg.pfc_watchdog.0;
+                if self.pfc.paused_until[qi] > now && now - self.pfc.pause_since[qi] >= wd {
+                    self.watchdog_fire(l, vl);
+                }
+            }
+            kind::CYCLE_CHECK => {
+                let t = self.cfg.deadlock_timeout.0;
+                if self.pfc.paused_until[qi] > now && now - self.pfc.pause_since[qi] >= t {
+                    self.record_cycle(self.pfc.pause_since[qi]);
+                    // still paused: look again later (a cycle may form around it)
+                    self.q.push(
+                        now.saturating_add(t),
+                        Event::Pfc {
+                            link,
+                            vl,
+                            kind: kind::CYCLE_CHECK,
+                        },
+                    );
+                }
+            }
+            _ => {
+                // RESTORE: drop mode over; a receiver still above XOFF pauses
+                // the sender again (a real one keeps refreshing its XOFF)
+                if self.pfc.wd_until[qi] == now {
+                    self.pfc.wd_until[qi] = 0;
+                    if self.pfc.sent[qi] {
+                        self.request_pfc_frame(l, vl, true);
+                    }
+                }
+            }
         }
+    }
+
+    /// The PFC watchdog fires on egress lane `vl` of `link`: the lane stops
+    /// honouring PAUSE and drops what it holds, and what joins it, for the
+    /// watchdog period.
+    fn watchdog_fire(&mut self, link: PortId, vl: u8) {
+        let qi = link.lane(vl, self.vls);
+        let now = self.now;
+        let until = now.saturating_add(self.cfg.pfc_watchdog.0);
+        self.pfc.wd_until[qi] = until;
+        self.pfc.wd_any = true;
+        self.q.push(
+            until,
+            Event::Pfc {
+                link,
+                vl,
+                kind: kind::RESTORE,
+            },
+        );
+        let i = self.watchdog_lane(link, vl);
+        self.pfc.watchdog[i].triggers += 1;
+        self.counters.pfc_watchdog_trigger();
+        while let Some(pkt) = self.ports.head(qi) {
+            let k = self.pkts[pkt];
+            self.ports.pop(link, vl, k.wire as u64, now);
+            if k.link.is_some() {
+                let in_vl = k.vl - u8::from(k.flags & F_VL_RAISED != 0);
+                if k.flags & F_PFC_HELD != 0 {
+                    self.pfc_release(k.link, in_vl, k.wire as u64);
+                } else if k.flags & F_LOSSY_HELD != 0 {
+                    let node = self.ports[link].from;
+                    self.shared.release(node, k.wire as u64);
+                } else {
+                    self.return_credit(k.link, in_vl, self.blk(k.wire));
+                }
+            }
+            self.watchdog_dropped(link, vl, pkt);
+        }
+        // unpause last: it kicks the port, which finds the lane empty
+        self.unpause(link, qi);
+    }
+
+    /// Index of the watchdog record of lane `vl` of `link` (created on first use).
+    fn watchdog_lane(&mut self, link: PortId, vl: u8) -> usize {
+        if let Some(i) = self
+            .pfc
+            .watchdog
+            .iter()
+            .position(|w| w.link == link.0 && w.vl == vl)
+        {
+            return i;
+        }
+        let p = &self.ports[link];
+        self.pfc.watchdog.push(WatchdogLane {
+            link: link.0,
+            vl,
+            from: p.from,
+            to: p.to,
+            first_at_ps: self.now,
+            ..WatchdogLane::default()
+        });
+        self.pfc.watchdog.len() - 1
+    }
+
+    /// The watchdog of lane `vl` of `link` dropped `pkt` (already out of every
+    /// queue and buffer count): counted as a drop of its own cause.
+    pub(in crate::backend::packet) fn watchdog_dropped(
+        &mut self,
+        link: PortId,
+        vl: u8,
+        pkt: crate::backend::packet::ids::PktIdx,
+    ) {
+        let wire = u64::from(self.pkts[pkt].wire);
+        let i = self.watchdog_lane(link, vl);
+        let w = &mut self.pfc.watchdog[i];
+        w.packets_dropped += 1;
+        w.wire_bytes_dropped += wire;
+        self.ports[link].drops += 1;
+        self.drop_packet(pkt, DropCause::Watchdog);
+    }
+
+    /// Looks for a cycle of paused links now and records it once (a lane
+    /// paused since `since` prompted the search).
+    fn record_cycle(&mut self, since: u64) {
+        let mut cycle = self.pfc_cycle();
+        if cycle.is_empty() {
+            return;
+        }
+        let start = (0..cycle.len()).min_by_key(|&i| cycle[i].0).unwrap_or(0);
+        cycle.rotate_left(start);
+        if self.pfc.cycles.iter().any(|c| c.cycle == cycle) {
+            return;
+        }
+        self.pfc.cycles.push(DeadlockCycle {
+            detected_at_ps: self.now,
+            paused_since_ps: since,
+            cycle,
+        });
     }
 
     /// The paused links that wait on each other in a cycle: link `a` waits on

@@ -26,6 +26,9 @@ pub use crate::report::assemble::{
     fnv1a, link_name, Accumulated, MATRIX_MAX, SERIES_MAX, TIMELINE_BUCKETS, TIMELINE_LINKS,
 };
 
+/// Why a PFC key is not read when PFC is not on.
+const PFC_OFF: &str = "PFC is off (fabric.pfc = false, or an InfiniBand fabric's credits)";
+
 /// Packet-level sampling interval a report uses when the scenario sets none: 1 µs,
 /// a few packet times at 400 Gb/s (the sampler doubles it as its buffer fills).
 pub const REPORT_SAMPLE_INTERVAL: SimTime = SimTime::from_us(1);
@@ -962,7 +965,7 @@ pub fn packet_config_used(
             if pfc_on {
                 "the PFC threshold is dynamic (fabric.pfc_threshold = \"dynamic\"): XOFF is pfc_alpha x the free shared buffer, XON two packets below it".into()
             } else {
-                "PFC is off (fabric.pfc = false, or an InfiniBand fabric's credits)".into()
+                PFC_OFF.into()
             }
         });
     }
@@ -970,7 +973,7 @@ pub fn packet_config_used(
         if pfc_on {
             "the shared headroom pool (fabric.pfc_headroom_pool) takes what arrives after XOFF instead of per-port headroom".into()
         } else {
-            "PFC is off (fabric.pfc = false, or an InfiniBand fabric's credits)".into()
+            PFC_OFF.into()
         }
     });
     for key in [
@@ -979,19 +982,13 @@ pub fn packet_config_used(
         "fabric.pfc_headroom_pool",
         "fabric.pfc_watchdog",
     ] {
-        usage.read_if(key, pfc_on, || {
-            "PFC is off (fabric.pfc = false, or an InfiniBand fabric's credits)".into()
-        });
+        usage.read_if(key, pfc_on, || PFC_OFF.into());
     }
-    let dynamic = matches!(
-        p.pfc_threshold,
-        crate::mechanism::PfcThreshold::Dynamic { .. }
-    );
     usage.read_if("fabric.pfc_alpha", pfc_on && dynamic, || {
         if pfc_on {
             "the PFC threshold is static (fabric.pfc_threshold = \"static\"); alpha sets a dynamic XOFF".into()
         } else {
-            "PFC is off (fabric.pfc = false, or an InfiniBand fabric's credits)".into()
+            PFC_OFF.into()
         }
     });
     for key in [

@@ -224,6 +224,8 @@ pub struct LinkCounters {
     pub paused_ps: u64,
     /// PFC: PAUSE frames the link's receiver sent to its sender.
     pub pause_frames: u64,
+    /// Data packets the link's egress queue marked Congestion Experienced (ECN).
+    pub ecn_marks: u64,
 }
 
 /// Counters of one queue pair (packet level): the transport's view of one

@@ -48,11 +48,11 @@ pub fn cell(v: Option<u64>) -> String {
 /// empty below the packet level).
 pub fn links(r: &Report) -> String {
     let mut s =
-        String::from("link,bytes,utilization,drops,max_queue_bytes,avg_queue_bytes,stall_ps,paused_ps,pause_frames\n");
+        String::from("link,bytes,utilization,drops,max_queue_bytes,avg_queue_bytes,stall_ps,paused_ps,pause_frames,ecn_marks\n");
     for l in &r.links {
         let _ = writeln!(
             s,
-            "{},{},{:.6},{},{},{},{},{},{}",
+            "{},{},{:.6},{},{},{},{},{},{},{}",
             l.link,
             l.bytes,
             l.utilization,
@@ -62,7 +62,8 @@ pub fn links(r: &Report) -> String {
                 .map_or_else(String::new, |v| format!("{v:.1}")),
             cell(l.stall_ps),
             cell(l.paused_ps),
-            cell(l.pause_frames)
+            cell(l.pause_frames),
+            cell(l.ecn_marks)
         );
     }
     s

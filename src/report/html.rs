@@ -160,10 +160,11 @@ pub fn render(r: &Report, scenario: Option<&Scenario>) -> String {
         }
         for k in kinds {
             // queue depths in KiB: raw byte counts make six-digit tick labels
-            let (scale, y_label) = if k == "queue_bytes" {
-                (1.0 / 1024.0, "queue (KiB)".to_string())
-            } else {
-                (1.0, k.to_string())
+            let (scale, y_label) = match k {
+                "queue_bytes" => (1.0 / 1024.0, "queue (KiB)".to_string()),
+                "pfc_paused" => (1.0, "paused lanes (share of time)".to_string()),
+                "ecn_marks_per_us" => (1.0, "ECN marks per us".to_string()),
+                _ => (1.0, k.to_string()),
             };
             let lines = r
                 .series

@@ -201,6 +201,8 @@ pub struct LinkReport {
     pub paused_ps: Option<u64>,
     /// PFC: PAUSE frames the link's receiver sent to its sender; packet level.
     pub pause_frames: Option<u64>,
+    /// Data packets the link's egress queue marked Congestion Experienced (ECN); packet level.
+    pub ecn_marks: Option<u64>,
 }
 
 impl LinkReport {
@@ -218,6 +220,7 @@ impl LinkReport {
             stall_ps: m(Counter::CreditStall).then_some(l.stall_ps),
             paused_ps: m(Counter::PfcPauseFrames).then_some(l.paused_ps),
             pause_frames: m(Counter::PfcPauseFrames).then_some(l.pause_frames),
+            ecn_marks: m(Counter::EcnMarks).then_some(l.ecn_marks),
         }
     }
 }

@@ -370,7 +370,8 @@ impl<'a> Sim<'a> {
     }
 
     fn on_sample(&mut self) {
-        self.sampler.record(self.now, self.ports.as_slice());
+        self.sampler
+            .record(self.now, self.ports.as_slice(), &self.pfc, self.vls);
         if !self.runner.finished() {
             self.q
                 .push(self.now + self.sampler.interval(), Event::Sample);
@@ -417,6 +418,7 @@ impl<'a> Sim<'a> {
                     stall_ps: p.stall_ps,
                     paused_ps: p.paused_ps,
                     pause_frames: p.pause_tx,
+                    ecn_marks: p.ecn_marks,
                 });
             }
         }

@@ -1,5 +1,6 @@
 //! Packet-level counters and the bounded time-series sampler.
 
+use super::flow_control::pfc::PfcState;
 use super::switch::Port;
 use crate::backend::{FabricCounters, Sample, Series};
 use crate::topology::{NodeKind, Topology};
@@ -147,10 +148,13 @@ impl PacketStats {
     }
 }
 
-/// Samples every port's queue depth and cumulative busy time at a fixed interval;
-/// when `max_rows` samples are held, drops every other one and doubles the
-/// interval, so memory is bounded by ports × `max_rows`. At the end the ports
-/// with the largest queues are turned into [`Series`].
+/// Samples every port's queue depth and its cumulative busy time, PFC paused
+/// time (summed over lanes, running pauses included) and ECN marks at a fixed
+/// interval; when `max_rows` samples are held, drops every other one and
+/// doubles the interval, so memory is bounded by ports × `max_rows`. The
+/// cumulative columns stay exact across the halving: a series is their
+/// difference between kept rows. At the end the ports with the largest queues,
+/// the longest pauses and the most marks are turned into [`Series`].
 pub struct Sampler {
     interval: u64,
     max_rows: usize,
@@ -158,6 +162,10 @@ pub struct Sampler {
     times: Vec<u64>,
     queue: Vec<f32>,
     busy: Vec<u64>,
+    paused: Vec<u64>,
+    marks: Vec<u64>,
+    /// Scratch: paused time of pauses still running, per port (reused).
+    running: Vec<u64>,
 }
 
 impl Sampler {
@@ -170,6 +178,9 @@ impl Sampler {
             times: Vec::new(),
             queue: Vec::new(),
             busy: Vec::new(),
+            paused: Vec::new(),
+            marks: Vec::new(),
+            running: Vec::new(),
         }
     }
 
@@ -178,23 +189,33 @@ impl Sampler {
         self.interval
     }
 
-    /// Records one row at `now`.
-    pub fn record(&mut self, now: u64, ports: &[Port]) {
+    /// Records one row at `now`; `pfc` supplies the pauses still running on
+    /// the ports' `vls` lanes.
+    pub fn record(&mut self, now: u64, ports: &[Port], pfc: &PfcState, vls: usize) {
         if self.times.len() == self.max_rows {
             let n = self.nports;
             let rows = self.times.len();
             for r in 0..rows / 2 {
                 self.times[r] = self.times[2 * r];
-                self.queue.copy_within(2 * r * n..(2 * r + 1) * n, r * n);
-                self.busy.copy_within(2 * r * n..(2 * r + 1) * n, r * n);
+                let (from, to) = (2 * r * n..(2 * r + 1) * n, r * n);
+                self.queue.copy_within(from.clone(), to);
+                self.busy.copy_within(from.clone(), to);
+                self.paused.copy_within(from.clone(), to);
+                self.marks.copy_within(from, to);
             }
             self.times.truncate(rows / 2);
             self.queue.truncate(rows / 2 * n);
             self.busy.truncate(rows / 2 * n);
+            self.paused.truncate(rows / 2 * n);
+            self.marks.truncate(rows / 2 * n);
             self.interval *= 2;
         }
+        self.running.clear();
+        self.running.resize(ports.len(), 0);
+        let running = &mut self.running;
+        pfc.running_pauses(now, |qi, d| running[qi.port(vls).0 as usize] += d);
         self.times.push(now);
-        for p in ports {
+        for (p, &run) in ports.iter().zip(&self.running) {
             self.queue.push(p.qtotal as f32);
             let unfinished = if p.busy && p.tx_end > now {
                 p.tx_end - now
@@ -202,58 +223,90 @@ impl Sampler {
                 0
             };
             self.busy.push(p.busy_ps - unfinished);
+            self.paused.push(p.paused_ps + run);
+            self.marks.push(p.ecn_marks);
         }
     }
 
-    /// Queue-depth and utilization series of the `k` ports with the largest queues.
+    /// Series of the `k` ports with the largest queues (queue depth, utilization),
+    /// of the `k` ports paused longest (`pfc_paused`: paused lane-time per unit
+    /// of time, summed over lanes, so 1.0 = one lane paused throughout) and of
+    /// the `k` ports that marked most (`ecn_marks_per_us`). Ports that never
+    /// paused or marked get no such series.
     pub fn series(&self, ports: &[Port], topo: &Topology, k: usize) -> Vec<Series> {
         if self.times.is_empty() || k == 0 {
             return Vec::new();
         }
-        let mut order: Vec<usize> = (0..ports.len()).filter(|&i| ports[i].bytes > 0).collect();
-        order.sort_by(|&a, &b| {
-            ports[b]
-                .max_q
-                .cmp(&ports[a].max_q)
-                .then(ports[b].bytes.cmp(&ports[a].bytes))
-                .then(a.cmp(&b))
-        });
-        order.truncate(k);
-        let n = self.nports;
-        let mut out = Vec::new();
-        for &p in &order {
-            let name = format!(
+        let top = |key: &dyn Fn(&Port) -> u64, keep: &dyn Fn(&Port) -> bool| {
+            let mut order: Vec<usize> = (0..ports.len()).filter(|&i| keep(&ports[i])).collect();
+            order.sort_by(|&a, &b| {
+                key(&ports[b])
+                    .cmp(&key(&ports[a]))
+                    .then(ports[b].bytes.cmp(&ports[a].bytes))
+                    .then(a.cmp(&b))
+            });
+            order.truncate(k);
+            order
+        };
+        let name = |p: usize| {
+            format!(
                 "link {p} ({} -> {})",
                 node_name(topo, ports[p].from),
                 node_name(topo, ports[p].to)
-            );
-            let mut q = Vec::with_capacity(self.times.len());
-            let mut u = Vec::with_capacity(self.times.len());
-            let (mut pt, mut pb) = (0u64, 0u64);
-            for (r, &t) in self.times.iter().enumerate() {
-                let t_us = t as f64 / 1e6;
-                q.push(Sample {
-                    t_us,
-                    value: self.queue[r * n + p] as f64,
-                });
-                let b = self.busy[r * n + p];
-                if t > pt {
-                    u.push(Sample {
-                        t_us,
-                        value: ((b - pb) as f64 / (t - pt) as f64).min(1.0),
-                    });
-                }
-                pt = t;
-                pb = b;
-            }
+            )
+        };
+        let mut out = Vec::new();
+        for p in top(&|q| q.max_q, &|q| q.bytes > 0) {
+            let name = name(p);
+            let q = (0..self.times.len())
+                .map(|r| Sample {
+                    t_us: self.times[r] as f64 / 1e6,
+                    value: self.queue[r * self.nports + p] as f64,
+                })
+                .collect();
             out.push(Series {
                 name: format!("queue_bytes {name}"),
                 samples: q,
             });
             out.push(Series {
                 name: format!("utilization {name}"),
-                samples: u,
+                samples: self.rate(&self.busy, p, 1.0, Some(1.0)),
             });
+        }
+        for p in top(&|q| q.paused_ps, &|q| q.paused_ps > 0) {
+            out.push(Series {
+                name: format!("pfc_paused {}", name(p)),
+                samples: self.rate(&self.paused, p, 1.0, None),
+            });
+        }
+        for p in top(&|q| q.ecn_marks, &|q| q.ecn_marks > 0) {
+            out.push(Series {
+                name: format!("ecn_marks_per_us {}", name(p)),
+                // marks per picosecond × 10⁶
+                samples: self.rate(&self.marks, p, 1e6, None),
+            });
+        }
+        out
+    }
+
+    /// Per-interval rate of cumulative column `col` of port `p`: the increase
+    /// between two kept rows over their time apart (ps), times `scale`,
+    /// capped at `cap`. A point at each row after the first distinct time.
+    fn rate(&self, col: &[u64], p: usize, scale: f64, cap: Option<f64>) -> Vec<Sample> {
+        let n = self.nports;
+        let mut out = Vec::with_capacity(self.times.len());
+        let (mut pt, mut pv) = (0u64, 0u64);
+        for (r, &t) in self.times.iter().enumerate() {
+            let v = col[r * n + p];
+            if t > pt {
+                let x = v.saturating_sub(pv) as f64 / (t - pt) as f64 * scale;
+                out.push(Sample {
+                    t_us: t as f64 / 1e6,
+                    value: cap.map_or(x, |c| x.min(c)),
+                });
+            }
+            pt = t;
+            pv = v;
         }
         out
     }

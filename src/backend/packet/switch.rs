@@ -102,6 +102,8 @@ pub struct Port {
     pub pause_tx: u64,
     /// PFC: time lanes of this port spent paused, summed over lanes, ps.
     pub paused_ps: u64,
+    /// Data packets this egress marked Congestion Experienced (ECN).
+    pub ecn_marks: u64,
 }
 
 impl Port {
@@ -126,6 +128,7 @@ impl Port {
             pause_rx: 0,
             pause_tx: 0,
             paused_ps: 0,
+            ecn_marks: 0,
             ber: 0.0,
             busy: false,
             sent_task: NONE,
@@ -585,7 +588,7 @@ impl Sim<'_> {
             && self.pkts[pkt].kind == PktKind::Data
         {
             let q = self.ports.queued_bytes(p.lane(self.pkts[pkt].vl, vls));
-            self.ecn_mark(pkt, q);
+            self.ecn_mark(p, pkt, q);
         }
         let (wire, vl, in_link, flags) = {
             let k = &self.pkts[pkt];
@@ -775,18 +778,19 @@ impl Sim<'_> {
             && self.ports[out].ecn
             && self.cfg.ecn_mark_at == EcnMarkAt::Enqueue
         {
-            self.ecn_mark(pkt, self.ports.queued_bytes(qi));
+            self.ecn_mark(out, pkt, self.ports.queued_bytes(qi));
         }
         self.enqueue(out, vl, pkt, k.wire as u64);
     }
 
-    /// RED marking of data packet `pkt` against a queue of `q` bytes.
+    /// RED marking of data packet `pkt` at egress `port` against a queue of `q` bytes.
     #[inline]
-    fn ecn_mark(&mut self, pkt: PktIdx, q: u64) {
+    fn ecn_mark(&mut self, port: PortId, pkt: PktIdx, q: u64) {
         if let Some(e) = self.cfg.ecn {
             let pr = e.probability(q);
             if pr >= 1.0 || (pr > 0.0 && self.rand_f64() < pr) {
                 self.pkts[pkt].flags |= F_ECN;
+                self.ports[port].ecn_marks += 1;
                 self.counters.ecn_mark();
             }
         }

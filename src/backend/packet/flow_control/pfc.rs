@@ -223,6 +223,17 @@ impl PfcState {
         self.paused_until.iter().any(|&u| u > now)
     }
 
+    /// Calls `f(lane, time paused so far)` for every pause running at `now`,
+    /// without ending it (the sampler's view of time not yet accounted).
+    pub fn running_pauses(&self, now: u64, mut f: impl FnMut(LaneIdx, u64)) {
+        let lanes = self.paused_until.iter().zip(&self.pause_since);
+        for (qi, (&u, &since)) in lanes.enumerate() {
+            if u != 0 {
+                f(LaneIdx(qi as u32), now.saturating_sub(since));
+            }
+        }
+    }
+
     /// Ends every pause still running at `end` (a stalled or cut-short run),
     /// calling `f(lane, paused time)` for each.
     pub fn end_pauses(&mut self, end: u64, mut f: impl FnMut(LaneIdx, u64)) {

@@ -395,7 +395,7 @@ pub fn shard_csv(axes: &[Axis], runs: &[SweepRun], total: usize) -> String {
 }
 
 /// The fixed columns after the per-size ones.
-const TAIL_COLUMNS: [&str; 9] = [
+const TAIL_COLUMNS: [&str; 11] = [
     "mean_busbw_GBps",
     "flows",
     "fct_p50_us",
@@ -403,6 +403,8 @@ const TAIL_COLUMNS: [&str; 9] = [
     "drops",
     "ecn_marks",
     "pfc_pause_frames",
+    "pfc_watchdog_triggers",
+    "pfc_deadlock_cycles",
     "events",
     "error",
 ];
@@ -445,7 +447,7 @@ fn csv_with(axes: &[Axis], runs: &[SweepRun], shard_total: Option<usize>) -> Str
                 }
                 let _ = writeln!(
                     s,
-                    ",{:.4},{},{:.4},{:.4},{},{},{},{},",
+                    ",{:.4},{},{:.4},{:.4},{},{},{},{},{},{},",
                     mean_busbw(rep),
                     rep.flows.count,
                     rep.flows.fct_us.p50,
@@ -453,6 +455,8 @@ fn csv_with(axes: &[Axis], runs: &[SweepRun], shard_total: Option<usize>) -> Str
                     cell(rep.fabric.drops),
                     cell(rep.fabric.ecn_marks),
                     cell(rep.fabric.pfc_pause_frames),
+                    cell(rep.pfc_watchdog_triggers()),
+                    cell(rep.pfc_deadlock_cycles()),
                     rep.sim.events
                 );
             }

@@ -317,6 +317,15 @@ fn the_watchdog_breaks_the_shipped_dragonfly_deadlock_and_reports_its_drops() {
     assert_eq!(lanes, p.watchdog_packets_dropped);
     let json = serde_json::to_string(&r).unwrap();
     assert!(json.contains("\"watchdog_triggers\""));
+    // `compare` and sweep CSVs carry the findings too (not only the JSON)
+    assert_eq!(r.pfc_watchdog_triggers(), Some(p.watchdog_triggers));
+    let fires = p.watchdog_triggers.to_string();
+    let t = fabricsim::report::compare::table(&[r.clone(), r], &["a".into(), "b".into()]);
+    let row = t
+        .lines()
+        .find(|l| l.starts_with("# PFC watchdog fires "))
+        .unwrap_or_else(|| panic!("no watchdog row in\n{t}"));
+    assert!(row.contains(&fires), "{row}");
 }
 
 #[test]

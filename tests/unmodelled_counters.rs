@@ -213,9 +213,15 @@ fn compare_of_a_flow_and_a_packet_run_shows_n_a_not_a_zero_row() {
     assert_eq!(drops[n - 3], "n/a", "{text}");
     assert!(drops[n - 2].parse::<u64>().unwrap() > 0, "{text}");
     assert_eq!(drops[n - 1], "-", "{text}");
-    for name in ["ECN marks", "PFC pauses"] {
+    for name in [
+        "ECN marks",
+        "PFC pauses",
+        "PFC watchdog fires",
+        "PFC deadlock cycles",
+    ] {
         let r = row(name);
         assert_eq!(r[r.len() - 3], "n/a", "{name}: {text}");
+        assert!(r[r.len() - 2].parse::<u64>().is_ok(), "{name}: {text}");
     }
     // the flow run's FCT is modelled: a number and a ratio
     let fct = row("flow p99 FCT (us)");
@@ -225,7 +231,13 @@ fn compare_of_a_flow_and_a_packet_run_shows_n_a_not_a_zero_row() {
     let a = incast_at(Fidelity::Flow, false);
     let b = incast_at(Fidelity::Analytical, false);
     let t = report::compare::table(&[a, b], &["flow".into(), "analytical".into()]);
-    for name in ["drops", "ECN marks", "PFC pauses"] {
+    for name in [
+        "drops",
+        "ECN marks",
+        "PFC pauses",
+        "PFC watchdog fires",
+        "PFC deadlock cycles",
+    ] {
         assert!(
             !t.lines().any(|l| l.starts_with(&format!("# {name} "))),
             "{name} row in\n{t}"
@@ -260,7 +272,13 @@ fn sweep_and_csv_leave_unmodelled_cells_empty() {
     assert_eq!(rows.len(), 2, "{text}");
     let (flow, packet) = (&rows[0], &rows[1]);
     assert_eq!(flow[col("fidelity")], "flow");
-    for name in ["drops", "ecn_marks", "pfc_pause_frames"] {
+    for name in [
+        "drops",
+        "ecn_marks",
+        "pfc_pause_frames",
+        "pfc_watchdog_triggers",
+        "pfc_deadlock_cycles",
+    ] {
         assert_eq!(flow[col(name)], "", "flow {name}: {text}");
         assert!(
             packet[col(name)].parse::<u64>().is_ok(),

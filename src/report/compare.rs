@@ -174,6 +174,16 @@ pub fn table(reports: &[Report], labels: &[String]) -> String {
         &|r| r.fabric.pfc_pause_frames.map(|v| v as f64),
         0,
     );
+    line(
+        "PFC watchdog fires",
+        &|r| r.pfc_watchdog_triggers().map(|v| v as f64),
+        0,
+    );
+    line(
+        "PFC deadlock cycles",
+        &|r| r.pfc_deadlock_cycles().map(|v| v as f64),
+        0,
+    );
     s
 }
 

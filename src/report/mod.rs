@@ -559,4 +559,23 @@ impl Report {
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("report serializes: plain data only")
     }
+
+    /// Times the PFC watchdog fired: `None` below the packet level (which has
+    /// no pauses to watch, like `fabric.pfc_pause_frames`), else the `pfc`
+    /// section's count, 0 when it holds nothing (for `compare` and sweep CSVs).
+    pub fn pfc_watchdog_triggers(&self) -> Option<u64> {
+        self.fabric
+            .pfc_pause_frames
+            .map(|_| self.pfc.as_ref().map_or(0, |p| p.watchdog_triggers))
+    }
+
+    /// Cycles of paused links found (PFC deadlocks, local or fabric-wide):
+    /// `None` below the packet level, as [`Report::pfc_watchdog_triggers`].
+    pub fn pfc_deadlock_cycles(&self) -> Option<u64> {
+        self.fabric.pfc_pause_frames.map(|_| {
+            self.pfc
+                .as_ref()
+                .map_or(0, |p| p.deadlock_cycles.len() as u64)
+        })
+    }
 }

@@ -82,9 +82,9 @@ pub enum RunError {
     /// A backend stopped (no path, a stalled DAG, the packet level's time limit).
     #[error("{0}")]
     Backend(BackendError),
-    /// A PFC deadlock stopped the packet backend; [`run`] turns it into
-    /// [`Report::deadlock`] rather than an error.
-    #[error("PFC deadlock at {} us on a cycle of {} paused links", .0.report.detected_at_us, .0.report.cycle.len())]
+    /// A PFC or credit deadlock stopped the packet backend; [`run`] turns it
+    /// into [`Report::deadlock`] rather than an error.
+    #[error("{} deadlock at {} us on a cycle of {} links", .0.report.kind, .0.report.detected_at_us, .0.report.cycle.len())]
     Deadlock(Box<DeadlockStop>),
     /// A training or inference workload could not run.
     #[error("{0}")]
@@ -95,7 +95,7 @@ pub enum RunError {
     Budget(String),
 }
 
-/// A run stopped by a PFC deadlock: the cycle, and the counters up to it.
+/// A run stopped by a PFC or credit deadlock: the cycle, and the counters up to it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DeadlockStop {
     /// What the result reports.
@@ -116,6 +116,7 @@ impl From<BackendError> for RunError {
         match e {
             BackendError::Deadlock(d) => {
                 let backend::Deadlock {
+                    kind,
                     at,
                     since,
                     cycle,
@@ -126,6 +127,7 @@ impl From<BackendError> for RunError {
                 } = *d;
                 RunError::Deadlock(Box::new(DeadlockStop {
                     report: DeadlockReport {
+                        kind,
                         detected_at_us: at.as_us(),
                         stalled_since_us: since.as_us(),
                         cycle: cycle
@@ -234,7 +236,7 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
                 .map(|r| inference = Some(r))
         }
     };
-    // A PFC deadlock is a finding, not a failure of the simulator: the run stops
+    // A deadlock is a finding, not a failure of the simulator: the run stops
     // and the result names the cycle (with what completed before it).
     let deadlock = match outcome {
         Ok(()) => None,

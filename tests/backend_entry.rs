@@ -389,3 +389,73 @@ fn a_pfc_deadlock_in_a_training_step_is_reported_with_its_cycle_and_phase() {
     assert_eq!(dl["during"], "training step");
     assert_eq!(dl["ops_in_flight"][0], "ep_alltoall");
 }
+
+/// A credit deadlock is reported like a PFC one (issue 12): the cycle of links
+/// out of credits, what froze, the counters up to it, exit code 3. The shipped
+/// dragonfly deadlock, on InfiniBand credits instead of PFC: minimal routes
+/// take a group's local links before and after a global hop, so with one data
+/// lane the input buffers wait on each other in a cycle (Kim et al., ISCA
+/// 2008, §4.2; Dally & Seitz 1987).
+#[test]
+fn a_credit_deadlock_names_its_cycle_and_exits_3() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/pfc-deadlock-dragonfly.toml"
+    ))
+    .unwrap()
+    .replace("kind = \"roce\"", "kind = \"infiniband\"")
+    .replace("pfc = true\n", "")
+    .replace("ecn = false\n", "")
+    .replace("cc = \"none\"\n", "");
+    let dir = std::env::temp_dir().join(format!("fabricsim-credit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("credit-dragonfly.toml");
+    std::fs::write(&file, &text).unwrap();
+    let out = Command::new(BIN)
+        .args(["run", "--json", "-q"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let table = Command::new(BIN)
+        .args(["run", "-q"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let dl = &json["deadlock"];
+    assert_eq!(dl["kind"], "credit", "{dl}");
+    let cycle = dl["cycle"].as_array().expect("a cycle");
+    assert!(cycle.len() >= 2, "{dl}");
+    for (i, hop) in cycle.iter().enumerate() {
+        assert_eq!(hop["to"], cycle[(i + 1) % cycle.len()]["from"], "{dl}");
+    }
+    assert_eq!(dl["ops_in_flight"][0], "alltoall");
+    // the counters up to the deadlock, not zeros: bytes moved before it froze
+    assert!(json["fabric"]["bytes_delivered"].as_u64().unwrap() > 0);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        text.contains("credit DEADLOCK") && text.contains("out-of-credit cycle link"),
+        "{text}"
+    );
+    // the PFC version still says PFC
+    let pfc = run(
+        &config::load(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/pfc-deadlock-dragonfly.toml"
+        )))
+        .unwrap(),
+        &RunOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        serde_json::to_value(&pfc).unwrap()["deadlock"]["kind"],
+        "pfc"
+    );
+}

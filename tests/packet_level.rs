@@ -753,8 +753,13 @@ fn every_shape_runs_multi_gpu_hosts_clean() {
                 // dragonflies need virtual channels, Kim et al. ISCA 2008) …
                 cfg.deadlock_timeout = SimTime::from_us(500);
                 match packet::run_detailed(&dag, &topo, &cfg) {
-                    Err(packet::PacketError::Deadlock { packets, .. }) => {
-                        eprintln!("dragonfly, one data lane: deadlock, {packets} packets stuck")
+                    Err(packet::PacketError::Deadlock { packets, cycle, .. }) => {
+                        eprintln!("dragonfly, one data lane: deadlock, {packets} packets stuck, cycle {cycle:?}");
+                        // the cycle closes: each link enters the node the next leaves
+                        assert!(cycle.len() >= 2, "{cycle:?}");
+                        for (i, &(_, _, to)) in cycle.iter().enumerate() {
+                            assert_eq!(to, cycle[(i + 1) % cycle.len()].1, "{cycle:?}");
+                        }
                     }
                     other => panic!(
                         "expected a credit deadlock, got {:?}",

@@ -123,6 +123,8 @@ impl BackendConfig {
 /// of the simulator: it keeps what the run did up to it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Deadlock {
+    /// What froze: PFC pauses or InfiniBand credits.
+    pub kind: DeadlockKind,
     /// When the watchdog declared it, picoseconds.
     pub at: SimTime,
     /// Last transmission anywhere in the fabric, picoseconds.
@@ -141,6 +143,25 @@ pub struct Deadlock {
     pub events: u64,
 }
 
+/// The lossless mechanism whose buffer dependencies closed a cycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeadlockKind {
+    /// Lanes paused by PFC (lossless Ethernet).
+    Pfc,
+    /// Links out of InfiniBand credits.
+    Credit,
+}
+
+impl std::fmt::Display for DeadlockKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DeadlockKind::Pfc => "PFC",
+            DeadlockKind::Credit => "credit",
+        })
+    }
+}
+
 /// Why a backend stopped.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum BackendError {
@@ -151,14 +172,16 @@ pub enum BackendError {
     #[error("flow backend: {0}")]
     Flow(FlowError),
     /// The packet backend stopped (a bad setting, an unreachable destination,
-    /// a credit deadlock, the time limit); a PFC deadlock is [`BackendError::Deadlock`].
+    /// the time limit); a PFC or credit deadlock is [`BackendError::Deadlock`].
     #[error("packet backend: {0}")]
     Packet(PacketError),
-    /// A PFC deadlock stopped the packet level.
+    /// A PFC or credit deadlock stopped the packet level.
     #[error(
-        "packet backend: PFC deadlock at {}: nothing transmitted since {}; paused links form the cycle {}",
+        "packet backend: {} deadlock at {}: nothing transmitted since {}; {} form the cycle {}",
+        .0.kind,
         .0.at,
         .0.since,
+        match .0.kind { DeadlockKind::Pfc => "paused links", DeadlockKind::Credit => "links waiting for credits" },
         packet::fmt_cycle(&.0.cycle)
     )]
     Deadlock(Box<Deadlock>),

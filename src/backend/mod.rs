@@ -16,8 +16,8 @@ mod link_event;
 pub mod packet;
 
 pub use entry::{
-    run, BackendConfig, BackendError, Deadlock, Observers, ProgressHook, ProgressTick, Sampling,
-    TimelineRequest, PROGRESS_EVERY,
+    run, BackendConfig, BackendError, Deadlock, DeadlockKind, Observers, ProgressHook,
+    ProgressTick, Sampling, TimelineRequest, PROGRESS_EVERY,
 };
 pub use link_event::{LinkEvent, LinkEventKind};
 

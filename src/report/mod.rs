@@ -421,15 +421,19 @@ pub struct DeadlockHop {
     pub to: u32,
 }
 
-/// A PFC deadlock that stopped the run: lanes paused on a cycle of links, each
-/// waiting for the next (Hu et al., HotNets 2016).
+/// A deadlock that stopped the run: lanes paused by PFC (Hu et al., HotNets
+/// 2016) or links out of credits (Dally & Seitz 1987) on a cycle of links, each
+/// waiting for the next.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct DeadlockReport {
+    /// What froze: `"pfc"` (lanes paused by PFC) or `"credit"` (links out of
+    /// InfiniBand credits).
+    pub kind: crate::backend::DeadlockKind,
     /// When the watchdog declared it, microseconds of simulated time.
     pub detected_at_us: f64,
     /// Last transmission anywhere in the fabric, microseconds.
     pub stalled_since_us: f64,
-    /// The cycle of paused links (empty if paused links formed no cycle).
+    /// The cycle of blocked links (empty if the blocked links formed no cycle).
     pub cycle: Vec<DeadlockHop>,
     /// Which of the scenario's runs froze, when it has several: a collective
     /// size (`allreduce 1MiB`), or a training step / inference batch with every

@@ -70,11 +70,16 @@ pub fn render(r: &Report) -> String {
             .collect();
         let _ = writeln!(
             s,
-            "# PFC DEADLOCK detected at {:.2} us (no transmission since {:.2} us): paused cycle {}",
+            "# {} DEADLOCK detected at {:.2} us (no transmission since {:.2} us): {} cycle {}",
+            d.kind,
             d.detected_at_us,
             d.stalled_since_us,
+            match d.kind {
+                crate::backend::DeadlockKind::Pfc => "paused",
+                crate::backend::DeadlockKind::Credit => "out-of-credit",
+            },
             if cycle.is_empty() {
-                "not found among the paused links".to_string()
+                "not found among the blocked links".to_string()
             } else {
                 cycle.join(" => ")
             }

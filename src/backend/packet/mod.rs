@@ -130,7 +130,8 @@ pub use stats::PacketStats;
 pub use crate::backend::{LinkEvent, LinkEventKind};
 
 use crate::backend::{
-    BackendError, Deadlock, FabricCounters, LinkCounters, ProgressHook, RunOutput, PROGRESS_EVERY,
+    BackendError, Deadlock, DeadlockKind, FabricCounters, LinkCounters, ProgressHook, RunOutput,
+    PROGRESS_EVERY,
 };
 use crate::dag::Dag;
 use crate::mechanism::defaults;
@@ -640,7 +641,10 @@ pub enum PacketError {
     /// Packets wait in buffers but none has moved for
     /// [`PacketConfig::deadlock_timeout`]: a cyclic wait for credits (e.g. a
     /// dragonfly without [`PacketConfig::vl_escalation`]).
-    #[error("credit deadlock: {packets} packets stuck, nothing transmitted since {since} (detected at {at}); cyclic buffer dependencies need more lanes (vl_escalation)")]
+    #[error(
+        "credit deadlock: {packets} packets stuck, nothing transmitted since {since} (detected at {at}); links waiting for credits form the cycle {}; cyclic buffer dependencies need more lanes (vl_escalation)",
+        fmt_cycle(cycle)
+    )]
     Deadlock {
         /// When it was detected.
         at: SimTime,
@@ -648,6 +652,16 @@ pub enum PacketError {
         since: SimTime,
         /// Packets alive (stuck in buffers).
         packets: u64,
+        /// The cycle of links out of credits, each waiting for the next to
+        /// free the buffer its packets hold, as (link id, sending node,
+        /// receiving node); empty if the stuck links form no cycle.
+        cycle: Vec<(u32, u32, u32)>,
+        /// The fabric's counters up to the deadlock (credit stalls, queues, bytes).
+        fabric: Box<FabricCounters>,
+        /// Per-link counters up to the deadlock (links that carried traffic).
+        links: Vec<LinkCounters>,
+        /// Events simulated up to the deadlock.
+        events: u64,
     },
     /// PFC deadlock: lanes paused on a cycle of links, each waiting for the next
     /// to drain, and nothing transmitted for [`PacketConfig::deadlock_timeout`].
@@ -727,28 +741,51 @@ pub(crate) fn run_observed(
     cfg: &PacketConfig,
     progress: Option<&ProgressHook>,
 ) -> Result<(RunOutput, PacketStats), BackendError> {
-    simulate(dag, topo, cfg, progress).map_err(|s| match s.error {
-        PacketError::PfcDeadlock {
-            at,
-            since,
-            cycle,
-            fabric,
-            links,
-            events,
-        } => BackendError::Deadlock(Box::new(Deadlock {
-            at,
-            since,
-            cycle,
-            ops_in_flight: s
-                .ops_in_flight
+    simulate(dag, topo, cfg, progress).map_err(|s| {
+        let ops_in_flight = || {
+            s.ops_in_flight
                 .iter()
                 .filter_map(|&o| dag.ops.get(o as usize).map(|op| op.label.clone()))
-                .collect(),
-            fabric: *fabric,
-            links,
-            events,
-        })),
-        e => BackendError::Packet(e),
+                .collect()
+        };
+        match s.error {
+            PacketError::PfcDeadlock {
+                at,
+                since,
+                cycle,
+                fabric,
+                links,
+                events,
+            } => BackendError::Deadlock(Box::new(Deadlock {
+                kind: DeadlockKind::Pfc,
+                at,
+                since,
+                cycle,
+                ops_in_flight: ops_in_flight(),
+                fabric: *fabric,
+                links,
+                events,
+            })),
+            PacketError::Deadlock {
+                at,
+                since,
+                cycle,
+                fabric,
+                links,
+                events,
+                ..
+            } => BackendError::Deadlock(Box::new(Deadlock {
+                kind: DeadlockKind::Credit,
+                at,
+                since,
+                cycle,
+                ops_in_flight: ops_in_flight(),
+                fabric: *fabric,
+                links,
+                events,
+            })),
+            e => BackendError::Packet(e),
+        }
     })
 }
 
@@ -800,6 +837,28 @@ fn simulate(
                 error: PacketError::PfcDeadlock {
                     at,
                     since,
+                    cycle,
+                    fabric: Box::new(out.fabric),
+                    links: out.links,
+                    events: out.events,
+                },
+                ops_in_flight,
+            })
+        }
+        Err(PacketError::Deadlock {
+            at,
+            since,
+            packets,
+            cycle,
+            ..
+        }) => {
+            let ops_in_flight = s.runner.ops_in_flight();
+            let (out, _) = s.finish();
+            Err(Stopped {
+                error: PacketError::Deadlock {
+                    at,
+                    since,
+                    packets,
                     cycle,
                     fabric: Box::new(out.fabric),
                     links: out.links,

@@ -13,7 +13,7 @@ use super::ids::{IdVec, PortId};
 use super::nic::QueuePairs;
 use super::slab::{prefetch, Slab, NONE};
 use super::stats::{Counters, PacketStats, Sampler};
-use super::switch::{Flowlets, Port, Ports, RouteCache};
+use super::switch::{Flowlets, Port, Ports, RouteCache, NEVER};
 use super::{FlowControl, PacketConfig, PacketError, Routing};
 use crate::backend::{
     LinkCounters, ProgressHook, ProgressTick, QpCounters, RunOutput, PROGRESS_EVERY,
@@ -250,6 +250,10 @@ impl<'a> Sim<'a> {
                     at: SimTime(t),
                     since: SimTime(self.last_tx),
                     packets: self.pkts.live() as u64,
+                    cycle: self.wait_cycle(|p| self.ports[PortId(p as u32)].stall_since != NEVER),
+                    fabric: Box::default(),
+                    links: Vec::new(),
+                    events: self.events,
                 });
             }
             self.now = t;

@@ -684,73 +684,10 @@ impl Sim<'_> {
     /// link `b` when `b` leaves the node `a` enters, `b` has a paused lane, and
     /// `b`'s queues hold packets that arrived over `a`. Empty if there is none.
     pub(in crate::backend::packet) fn pfc_cycle(&self) -> Vec<(u32, u32, u32)> {
-        let n = self.ports.len();
         let vls = self.vls;
-        let paused = |p: usize| {
-            (0..vls).any(|v| self.pfc.paused_until[PortId(p as u32).lane(v as u8, vls)] > self.now)
-        };
-        let mut out_of: Vec<Vec<u32>> = vec![Vec::new(); self.topo.nodes.len()];
-        for (i, p) in self.ports.iter().enumerate() {
-            if paused(i) {
-                out_of[p.from as usize].push(i as u32);
-            }
-        }
-        let holds_from = |b: usize, a: u32| {
-            (0..vls).any(|v| {
-                self.ports
-                    .queued(PortId(b as u32).lane(v as u8, vls))
-                    .any(|k| self.pkts[k].link == PortId(a))
-            })
-        };
-        // Iterative DFS with colours; `parent` rebuilds the cycle.
-        let mut colour = vec![0u8; n];
-        let mut parent = vec![u32::MAX; n];
-        for s in 0..n {
-            if colour[s] != 0 || !paused(s) {
-                continue;
-            }
-            let mut stack: Vec<(usize, usize)> = vec![(s, 0)];
-            colour[s] = 1;
-            while let Some(&mut (a, ref mut i)) = stack.last_mut() {
-                let next = out_of[self.ports[PortId(a as u32)].to as usize]
-                    .get(*i)
-                    .copied();
-                *i += 1;
-                match next {
-                    None => {
-                        colour[a] = 2;
-                        stack.pop();
-                    }
-                    Some(b) => {
-                        let b = b as usize;
-                        if !holds_from(b, a as u32) {
-                            continue;
-                        }
-                        if colour[b] == 1 {
-                            let mut cyc = vec![b];
-                            let mut x = a;
-                            while x != b {
-                                cyc.push(x);
-                                x = parent[x] as usize;
-                            }
-                            cyc.reverse();
-                            return cyc
-                                .into_iter()
-                                .map(|p| {
-                                    let port = &self.ports[PortId(p as u32)];
-                                    (p as u32, port.from, port.to)
-                                })
-                                .collect();
-                        }
-                        if colour[b] == 0 {
-                            colour[b] = 1;
-                            parent[b] = a as u32;
-                            stack.push((b, 0));
-                        }
-                    }
-                }
-            }
-        }
-        Vec::new()
+        let now = self.now;
+        self.wait_cycle(|p| {
+            (0..vls).any(|v| self.pfc.paused_until[PortId(p as u32).lane(v as u8, vls)] > now)
+        })
     }
 }

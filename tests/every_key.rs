@@ -115,7 +115,16 @@ const ALTERNATIVES: &[(&str, &[&str])] = &[
     ("fabric.ecn_kmax", &["\"4KiB\"", "\"400KiB\""]),
     ("fabric.ecn_pmax", &["1.0", "0.01"]),
     ("fabric.ecn_mark_at", &["\"enqueue\"", "\"dequeue\""]),
-    ("fabric.cc", &["\"dcqcn\"", "\"dctcp\"", "\"none\""]),
+    (
+        "fabric.cc",
+        &["\"dcqcn\"", "\"dctcp\"", "\"swift\"", "\"none\""],
+    ),
+    ("fabric.swift.queue_target", &["\"100ns\"", "\"20us\""]),
+    ("fabric.swift.ai", &["0.1", "8"]),
+    ("fabric.swift.beta", &["0.1", "1"]),
+    ("fabric.swift.max_mdf", &["0.05", "0.9"]),
+    ("fabric.swift.fs_range", &["0", "\"50us\""]),
+    ("fabric.swift.min_cwnd", &["1", "0.001"]),
     ("fabric.dctcp_g", &["0.5", "0.001"]),
     ("fabric.dcqcn.g", &["0.5", "0.001"]),
     ("fabric.dcqcn.alpha_interval", &["\"1us\"", "\"1ms\""]),
@@ -474,6 +483,7 @@ fn schema_keys() -> BTreeSet<String> {
         ("topology.", "[topology]\nzzz_probe = 1\n"),
         ("fabric.", "[fabric]\nzzz_probe = 1\n"),
         ("fabric.dcqcn.", "[fabric.dcqcn]\nzzz_probe = 1\n"),
+        ("fabric.swift.", "[fabric.swift]\nzzz_probe = 1\n"),
         ("workload.", "[workload]\nzzz_probe = 1\n"),
         ("workload.model.", "[workload.model]\nzzz_probe = 1\n"),
         ("workload.parallel.", "[workload.parallel]\nzzz_probe = 1\n"),
@@ -514,6 +524,7 @@ fn schema_keys() -> BTreeSet<String> {
                     | "simulation"
                     | "faults"
                     | "fabric.dcqcn"
+                    | "fabric.swift"
                     | "workload.model"
                     | "workload.parallel"
                     | "workload.gpu"

@@ -131,6 +131,18 @@ const KEYS: &[(&str, &[&str], &str)] = &[
         "incast-roce-pfc-dcqcn.toml",
     ),
     (
+        "fabric.swift",
+        &[
+            "queue_target",
+            "ai",
+            "beta",
+            "max_mdf",
+            "fs_range",
+            "min_cwnd",
+        ],
+        "incast-roce-swift.toml",
+    ),
+    (
         "fabric.dcqcn",
         &[
             "g",

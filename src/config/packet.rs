@@ -3,7 +3,7 @@
 
 use super::fabric::FabricKind;
 use super::presets;
-use super::raw::{RawDcqcn, RawNumber, RawQuantity, RawScenario};
+use super::raw::{RawDcqcn, RawNumber, RawQuantity, RawScenario, RawSwift};
 use super::validate::{default_time, Validator};
 use crate::mechanism::{alpha_in_range, defaults, gain_in_range};
 use crate::units::{parse_size, Rate, SimTime};
@@ -518,16 +518,30 @@ impl Validator<'_> {
                 let line = nic_rate.unwrap_or(Rate::gbps(400));
                 CongestionControl::Dcqcn(self.dcqcn(f.dcqcn.as_ref(), line)?)
             }
+            "swift" => {
+                let line = nic_rate.unwrap_or(Rate::gbps(400));
+                CongestionControl::Swift(self.swift(f.swift.as_ref(), line, max_packet, buffer)?)
+            }
             other => {
                 self.err(
                     "fabric.cc",
                     format!("{other:?}"),
-                    "one of \"dcqcn\", \"dctcp\", \"none\"",
+                    "one of \"dcqcn\", \"dctcp\", \"swift\", \"none\"",
                 );
                 return None;
             }
         };
-        if cc != CongestionControl::None && ecn.is_none() {
+        // Swift reacts to delay, not marks: it needs no ECN
+        let needs_marks = !matches!(cc, CongestionControl::None | CongestionControl::Swift(_));
+        if f.swift.is_some() && !matches!(cc, CongestionControl::Swift(_)) {
+            self.err(
+                "fabric.swift",
+                format!("Swift parameters with cc = {cc_name:?}"),
+                "cc = \"swift\" (or remove [fabric.swift])",
+            );
+            ok = false;
+        }
+        if needs_marks && ecn.is_none() {
             self.err(
                 "fabric.cc",
                 format!("{cc_name:?} with ecn = false"),
@@ -544,6 +558,54 @@ impl Validator<'_> {
             ok = false;
         }
         ok.then_some((pfc, ecn, cc))
+    }
+
+    /// `[fabric.swift]` over the defaults for a NIC of `line` sending
+    /// packets of `packet_wire` bytes into ports of `buffer` bytes per lane.
+    pub(super) fn swift(
+        &mut self,
+        raw: Option<&RawSwift>,
+        line: Rate,
+        packet_wire: u64,
+        buffer: u64,
+    ) -> Option<crate::mechanism::SwiftParams> {
+        use crate::mechanism::SwiftParams;
+        let empty = RawSwift::default();
+        let r = raw.unwrap_or(&empty);
+        let d = SwiftParams::for_line(line, packet_wire, buffer);
+        let ps = |t: SimTime| format!("{}ps", t.0);
+        let queue_target = self.time(
+            "fabric.swift.queue_target",
+            r.queue_target.as_ref(),
+            Some(&ps(d.queue_target)),
+        );
+        let fs_range = self.time(
+            "fabric.swift.fs_range",
+            r.fs_range.as_ref(),
+            Some(&ps(d.fs_range)),
+        );
+        let p = SwiftParams {
+            queue_target: queue_target?,
+            ai: r.ai.map_or(d.ai, RawNumber::as_f64),
+            beta: r.beta.map_or(d.beta, RawNumber::as_f64),
+            max_mdf: r.max_mdf.map_or(d.max_mdf, RawNumber::as_f64),
+            fs_range: fs_range?,
+            min_cwnd: r.min_cwnd.map_or(d.min_cwnd, RawNumber::as_f64),
+            ..d
+        };
+        if let Some((key, rule)) = p.problem() {
+            let found = match key {
+                "queue_target" => format!("{}ps", p.queue_target.0),
+                "ai" => p.ai.to_string(),
+                "beta" => p.beta.to_string(),
+                "max_mdf" => p.max_mdf.to_string(),
+                "min_cwnd" => p.min_cwnd.to_string(),
+                _ => format!("{} and {}", p.fs_min_cwnd, p.fs_max_cwnd),
+            };
+            self.err(&format!("fabric.swift.{key}"), found, rule);
+            return None;
+        }
+        Some(p)
     }
 
     pub(super) fn dcqcn(

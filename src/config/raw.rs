@@ -194,12 +194,32 @@ pub struct RawFabric {
     pub ecn_pmax: Option<RawNumber>,
     /// Packet level, ECN: `dequeue` (default) or `enqueue`, where a switch marks.
     pub ecn_mark_at: Option<String>,
-    /// Packet level: congestion control, `dcqcn`, `dctcp` or `none`.
+    /// Packet level: congestion control, `dcqcn`, `dctcp`, `swift` or `none`.
     pub cc: Option<String>,
     /// Packet level, DCTCP: α gain g.
     pub dctcp_g: Option<RawNumber>,
     /// Packet level, DCQCN parameters.
     pub dcqcn: Option<RawDcqcn>,
+    /// Packet level, Swift parameters.
+    pub swift: Option<RawSwift>,
+}
+
+/// `[fabric.swift]` as written (Kumar et al. 2020 names).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSwift {
+    /// Queueing delay allowed above the path's base RTT.
+    pub queue_target: Option<RawQuantity>,
+    /// Additive increase per round trip, packets.
+    pub ai: Option<RawNumber>,
+    /// Multiplicative-decrease gain β.
+    pub beta: Option<RawNumber>,
+    /// Largest fraction of the window one cut removes.
+    pub max_mdf: Option<RawNumber>,
+    /// Flow-scaling range (extra target at the smallest windows).
+    pub fs_range: Option<RawQuantity>,
+    /// Smallest window, packets (below one: paced).
+    pub min_cwnd: Option<RawNumber>,
 }
 
 /// One `[[fabric.nic_overrides]]` entry as written.

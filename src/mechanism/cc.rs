@@ -238,6 +238,100 @@ pub enum CongestionControl {
         /// α gain g. Default [`super::defaults::DCTCP_G`].
         g: f64,
     },
+    /// Swift delay-based window control, answering the round-trip time each
+    /// ACK measures (Kumar et al., SIGCOMM 2020).
+    Swift(SwiftParams),
+}
+
+/// Swift's constants (Kumar et al., "Swift: Delay is Simple and Effective for
+/// Congestion Control in the Datacenter", SIGCOMM 2020, §3 and Algorithm 1).
+///
+/// The target delay is the queue pair's idle round trip (its base RTT, which
+/// the simulator knows from the path: Swift's hop-count scaling made exact)
+/// plus `queue_target`, plus the flow-scaling term that grows as the window
+/// shrinks (`fs_range` at `fs_min_cwnd` packets, 0 at `fs_max_cwnd`), so that
+/// many small flows at one bottleneck still converge (§3.5).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SwiftParams {
+    /// Queueing delay the fabric may add above the base RTT, ps.
+    pub queue_target: SimTime,
+    /// Additive increase per round trip below the target, packets.
+    pub ai: f64,
+    /// Multiplicative-decrease gain β: a cut by β × (delay − target) / delay.
+    pub beta: f64,
+    /// Largest fraction one cut removes (max_mdf).
+    pub max_mdf: f64,
+    /// Flow-scaling range: extra target at `fs_min_cwnd`, ps (0 = off).
+    pub fs_range: SimTime,
+    /// Window at which flow scaling gives its whole range, packets.
+    pub fs_min_cwnd: f64,
+    /// Window above which flow scaling gives nothing, packets.
+    pub fs_max_cwnd: f64,
+    /// Smallest window, packets; below one packet the sender paces one packet
+    /// per RTT / cwnd.
+    pub min_cwnd: f64,
+    /// A full data packet on the wire, bytes (MTU + headers): the unit of the
+    /// window, and of the first window, one bandwidth-delay product.
+    pub packet_wire: u64,
+}
+
+impl SwiftParams {
+    /// The defaults on a NIC of `line` bits/s sending packets of `packet_wire`
+    /// bytes into ports of `buffer` bytes per lane (see [`super::defaults`]):
+    /// a queue target of [`super::defaults::SWIFT_QUEUE_TARGET_PACKETS`]
+    /// packet times at line rate, or a quarter of the buffer's drain time if
+    /// that is shorter (DCTCP's default K is the same quarter), so the
+    /// standing queue Swift aims at stays below PFC's XOFF and the drop
+    /// point; flow scaling over five times that.
+    pub fn for_line(line: Rate, packet_wire: u64, buffer: u64) -> SwiftParams {
+        use super::defaults as d;
+        let per_packet = line.tx_time(packet_wire);
+        let queue_target = SimTime(
+            per_packet
+                .0
+                .saturating_mul(d::SWIFT_QUEUE_TARGET_PACKETS)
+                .min(line.tx_time(buffer / 4).0)
+                .max(1),
+        );
+        SwiftParams {
+            queue_target,
+            ai: d::SWIFT_AI,
+            beta: d::SWIFT_BETA,
+            max_mdf: d::SWIFT_MAX_MDF,
+            fs_range: SimTime(queue_target.0.saturating_mul(d::SWIFT_FS_RANGE_TARGETS)),
+            fs_min_cwnd: d::SWIFT_FS_MIN_CWND,
+            fs_max_cwnd: d::SWIFT_FS_MAX_CWND,
+            min_cwnd: d::SWIFT_MIN_CWND,
+            packet_wire: packet_wire.max(1),
+        }
+    }
+
+    /// Whether every constant is usable; the first one that is not, with the
+    /// rule it breaks.
+    pub fn problem(&self) -> Option<(&'static str, &'static str)> {
+        let fraction = |x: f64| x > 0.0 && x < 1.0;
+        if self.queue_target.0 == 0 {
+            Some(("queue_target", "a positive delay, such as \"2us\""))
+        } else if !(self.ai > 0.0 && self.ai <= 1e6) {
+            Some((
+                "ai",
+                "a positive increase per round trip in packets, such as 1",
+            ))
+        } else if !(self.beta > 0.0 && self.beta <= 1.0) {
+            Some(("beta", "a gain in (0, 1], such as 0.8"))
+        } else if !fraction(self.max_mdf) {
+            Some(("max_mdf", "a fraction in (0, 1), such as 0.5"))
+        } else if !(self.min_cwnd > 0.0 && self.min_cwnd <= 1e6) {
+            Some(("min_cwnd", "a positive window in packets, such as 0.01"))
+        } else if !(self.fs_min_cwnd > 0.0
+            && self.fs_min_cwnd < self.fs_max_cwnd
+            && self.fs_max_cwnd <= 1e9)
+        {
+            Some(("fs_min_cwnd", "0 < fs_min_cwnd < fs_max_cwnd"))
+        } else {
+            None
+        }
+    }
 }
 
 impl CongestionControl {
@@ -251,6 +345,10 @@ impl CongestionControl {
                     Err(("cc.dctcp_g", format!("a gain in (0, 1], found {g}")))
                 }
             }
+            CongestionControl::Swift(p) => match p.problem() {
+                Some((key, rule)) => Err(("cc.swift", format!("{key}: {rule}"))),
+                None => Ok(()),
+            },
             CongestionControl::Dcqcn(p) => {
                 if !(gain_in_range(p.g) && alpha_in_range(p.initial_alpha)) {
                     return Err((

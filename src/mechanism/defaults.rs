@@ -92,6 +92,31 @@ pub const MAX_PAUSE_QUANTA: u32 = 65535;
 /// DCTCP's α gain g (Alizadeh et al. 2010).
 pub const DCTCP_G: f64 = 1.0 / 16.0;
 
+/// Swift's queue target above the base RTT, in packet times at the NIC's
+/// line rate: 16 packets (at 400G and 4 KiB, 1.3 µs; at 100G, 5.3 µs). Swift's
+/// deployment sets a fabric target of tens of µs for its 50–100G Ethernet
+/// (Kumar et al. 2020, §5); a few tens of packets of standing queue at the
+/// bottleneck is what that buys at 100G, and at 400G a buffer of 256 KiB per
+/// port and lane holds 64 such packets, so the target stays well below PFC's
+/// XOFF and the drop point.
+pub const SWIFT_QUEUE_TARGET_PACKETS: u64 = 16;
+/// Swift's additive increase, packets per round trip (Algorithm 1, `ai`).
+pub const SWIFT_AI: f64 = 1.0;
+/// Swift's multiplicative-decrease gain β (htsim's Swift and the paper's
+/// Algorithm 1 use 0.8).
+pub const SWIFT_BETA: f64 = 0.8;
+/// Largest fraction of the window one Swift cut removes (max_mdf = 0.5).
+pub const SWIFT_MAX_MDF: f64 = 0.5;
+/// Flow-scaling range in queue targets (htsim's Swift: 5 × the base target).
+pub const SWIFT_FS_RANGE_TARGETS: u64 = 5;
+/// Window at which Swift's flow scaling gives its whole range, packets (0.1).
+pub const SWIFT_FS_MIN_CWND: f64 = 0.1;
+/// Window above which Swift's flow scaling gives nothing, packets (100).
+pub const SWIFT_FS_MAX_CWND: f64 = 100.0;
+/// Swift's smallest window, packets: 0.01 lets a 5,000-flow incast share a
+/// link (§3.4: cwnd below one packet is paced).
+pub const SWIFT_MIN_CWND: f64 = 0.01;
+
 /// DCQCN parameter set when a scenario names none: what ConnectX NICs ship
 /// (the values and their sources: [`DcqcnProfile::Mellanox`]).
 pub const DCQCN_PROFILE: DcqcnProfile = DcqcnProfile::Mellanox;

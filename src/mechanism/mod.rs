@@ -11,7 +11,7 @@ pub mod flow_control;
 
 pub use cc::{
     alpha_in_range, gain_in_range, pmax_in_range, CongestionControl, DcqcnParams, DcqcnProfile,
-    Ecn, EcnMarkAt,
+    Ecn, EcnMarkAt, SwiftParams,
 };
 pub use flow_control::{
     pfc_fits_buffer, pfc_headroom_needed, FlowControl, PfcThreshold, PFC_FRAME_WIRE_BYTES,

@@ -270,6 +270,7 @@ impl Sim<'_> {
             .map(|n| self.topo.links[n.uplink.0 as usize].rate)
             .unwrap_or(self.topo.links[port.idx()].rate);
         let now = self.now;
+        let base_rtt = self.base_rtt(src, dst);
         let qpair = qp;
         let qp = &mut self.qps.pairs[qpi];
         qp.cc_on = cc_on;
@@ -279,6 +280,7 @@ impl Sim<'_> {
                 line,
                 max_pkts: self.window_pkts,
                 now,
+                base_rtt,
             },
         );
         if cc_on {
@@ -291,6 +293,26 @@ impl Sim<'_> {
         }
         self.qps.index.insert((src, dst, qpair), qpi);
         Ok(qpi)
+    }
+
+    /// Round trip of one full data packet from GPU `src` to `dst` and its ACK
+    /// back on the idle fabric, ps: propagation and forwarding on both paths
+    /// (ECMP choice 0; equal-cost paths have the same length) and store-and-
+    /// forward serialization of the packet and the ACK at every hop.
+    fn base_rtt(&self, src: u32, dst: u32) -> u64 {
+        let mut path = Vec::new();
+        let mut one_way = |from: u32, to: u32, wire: u64| {
+            if !self.topo.route(GpuId(from), GpuId(to), 0, &mut path) {
+                return 0;
+            }
+            let tx: u64 = path
+                .iter()
+                .map(|l| self.topo.links[l.0 as usize].rate.tx_time(wire).0)
+                .sum();
+            self.topo.path_latency(&path).0 + tx
+        };
+        let data = (self.cfg.mtu + self.cfg.header_bytes) as u64;
+        one_way(src, dst, data) + one_way(dst, src, self.cfg.ack_bytes as u64)
     }
 
     /// Puts a queue pair with work in its port's ring and kicks the port.
@@ -323,6 +345,12 @@ impl Sim<'_> {
             }
             let m = self.qps.msgs[qp.msgs[qp.send_cursor as usize] as usize];
             let (qp_hash, qp_dst) = (qp.hash, qp.dst);
+            // a delay-based law's send time rides in the informational hash
+            let echo = if qp.cc_on {
+                qp.cc.stamp(self.now)
+            } else {
+                None
+            };
             let idx = snd_nxt - m.start_psn;
             let off = idx as u64 * mtu;
             let payload = mtu.min(m.bytes - off.min(m.bytes));
@@ -364,7 +392,7 @@ impl Sim<'_> {
                 qp: qpi,
                 psn: snd_nxt,
                 wire,
-                hash: qp_hash as u32,
+                hash: echo.unwrap_or(qp_hash as u32),
                 link: PortId::NONE,
                 epoch: 0,
                 dst: qp_dst,
@@ -450,6 +478,7 @@ impl Sim<'_> {
             self.send_ctrl(k.qp, PktKind::Cnp, k.psn, 0);
         }
         let qp = &mut self.qps.pairs[qpi];
+        qp.cc.on_data(k.hash);
         let epsn_before = qp.rec.expected();
         let accepted = match qp.rec.on_data(k.psn) {
             RxVerdict::Accepted => true,
@@ -560,6 +589,7 @@ impl Sim<'_> {
                 now,
                 newly_acked: a.saturating_sub(qp.seq.una),
                 ce,
+                echo: ce,
                 una: a.max(qp.seq.una),
                 nxt: qp.seq.nxt,
                 nack,

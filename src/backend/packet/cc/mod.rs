@@ -1,5 +1,6 @@
 //! Congestion signals and control: ECN marking, and the laws a queue pair
-//! runs (none, DCQCN in [`dcqcn`](DcqcnState), DCTCP in [`dctcp`](DctcpState)).
+//! runs (none, DCQCN in [`dcqcn`](DcqcnState), DCTCP in [`dctcp`](DctcpState),
+//! Swift in [`swift`](SwiftState)).
 //!
 //! **ECN** ([`Ecn`]): when a data packet leaves an egress queue of a switch
 //! port with `q` bytes still queued behind it (at dequeue, the default; or
@@ -31,7 +32,7 @@
 //! * [`CcLaw::on_ce`] / [`CcLaw::take_ce_echo`]: the receiver got a CE-marked
 //!   data packet / builds an ACK that echoes the marks.
 //!
-//! A new law (HPCC, Swift, TIMELY, InfiniBand CC) is a file here with its state
+//! A new law (HPCC, TIMELY, InfiniBand CC) is a file here with its state
 //! and `impl CcLaw`, an arm in [`CcState`] and in the `with_law!` table below,
 //! and its parameters as an arm of [`CongestionControl`] in
 //! [`crate::mechanism::cc`]. Signals a law needs that packets do not carry yet
@@ -41,11 +42,13 @@
 mod dcqcn;
 mod dctcp;
 mod none;
+mod swift;
 
-pub use crate::mechanism::cc::{CongestionControl, DcqcnParams, Ecn, EcnMarkAt};
+pub use crate::mechanism::cc::{CongestionControl, DcqcnParams, Ecn, EcnMarkAt, SwiftParams};
 pub use dcqcn::DcqcnState;
 pub use dctcp::DctcpState;
 pub use none::NoCc;
+pub use swift::SwiftState;
 
 use crate::units::Rate;
 
@@ -58,6 +61,9 @@ pub struct QpStart {
     pub max_pkts: u32,
     /// Creation time, ps.
     pub now: u64,
+    /// Round trip of one full data packet out and its ACK back on the idle
+    /// path (propagation, forwarding and serialization at every hop), ps.
+    pub base_rtt: u64,
 }
 
 /// What an ACK or NACK tells the sender's congestion control.
@@ -69,6 +75,9 @@ pub struct AckInfo {
     pub newly_acked: u32,
     /// CE-marked data packets the ACK echoes (ECN echo), packets.
     pub ce: u32,
+    /// The ACK's echo field as it arrived: under DCTCP the CE count (`ce`),
+    /// under Swift the send time (ns, 32 bits) of the data packet it answers.
+    pub echo: u32,
     /// Oldest unacknowledged PSN once this ACK is applied.
     pub una: u32,
     /// Next PSN the sender would send, before this ACK is applied.
@@ -138,10 +147,21 @@ pub trait CcLaw: Sized {
     fn on_ce(&mut self, _p: &Self::Params, _now: u64) -> bool {
         false
     }
-    /// Receiver: an ACK or NACK is built; the CE marks it echoes (then reset).
+    /// Receiver: an ACK or NACK is built; what its echo field carries (the
+    /// CE marks since the last one, then reset; Swift: a send time).
     #[inline]
     fn take_ce_echo(&mut self) -> u32 {
         0
+    }
+    /// Receiver: a data packet arrived carrying `stamp` in its echo field
+    /// (what [`CcLaw::stamp`] put there at the sender).
+    #[inline]
+    fn on_data(&mut self, _stamp: u32) {}
+    /// Sender: what a data packet sent at `now` (ps) carries for the receiver
+    /// to echo (`None`: nothing, the field keeps the flow hash).
+    #[inline]
+    fn stamp(&self, _now: u64) -> Option<u32> {
+        None
     }
     /// The congestion window, packets, if the law keeps one.
     #[inline]
@@ -159,6 +179,8 @@ pub enum CcState {
     Dcqcn(DcqcnState),
     /// [`CongestionControl::Dctcp`].
     Dctcp(DctcpState),
+    /// [`CongestionControl::Swift`].
+    Swift(SwiftState),
 }
 
 /// Runs `$body` with `$s` bound to the law's state and `$p` to its parameters;
@@ -173,6 +195,7 @@ macro_rules! with_law {
             }
             (CcState::Dcqcn($s), CongestionControl::Dcqcn($p)) => $body,
             (CcState::Dctcp($s), CongestionControl::Dctcp { g: $p }) => $body,
+            (CcState::Swift($s), CongestionControl::Swift($p)) => $body,
             #[allow(unreachable_patterns)]
             _ => $none,
         }
@@ -186,6 +209,7 @@ impl CcState {
             CongestionControl::None => CcState::None(NoCc::new(&(), start)),
             CongestionControl::Dcqcn(p) => CcState::Dcqcn(<DcqcnState as CcLaw>::new(p, start)),
             CongestionControl::Dctcp { g } => CcState::Dctcp(<DctcpState as CcLaw>::new(g, start)),
+            CongestionControl::Swift(p) => CcState::Swift(<SwiftState as CcLaw>::new(p, start)),
         }
     }
 
@@ -196,6 +220,7 @@ impl CcState {
             CongestionControl::None => NoCc::ACK_EVERY,
             CongestionControl::Dcqcn(_) => DcqcnState::ACK_EVERY,
             CongestionControl::Dctcp { .. } => DctcpState::ACK_EVERY,
+            CongestionControl::Swift(_) => SwiftState::ACK_EVERY,
         };
         own.unwrap_or(configured)
     }
@@ -213,6 +238,7 @@ impl CcState {
             CcState::None(s) => CcLaw::next_tx(s),
             CcState::Dcqcn(s) => CcLaw::next_tx(s),
             CcState::Dctcp(s) => CcLaw::next_tx(s),
+            CcState::Swift(s) => CcLaw::next_tx(s),
         }
     }
 
@@ -246,6 +272,7 @@ impl CcState {
             CcState::None(s) => CcLaw::next_timer(s),
             CcState::Dcqcn(s) => CcLaw::next_timer(s),
             CcState::Dctcp(s) => CcLaw::next_timer(s),
+            CcState::Swift(s) => CcLaw::next_timer(s),
         }
     }
 
@@ -268,6 +295,24 @@ impl CcState {
             CcState::None(s) => CcLaw::take_ce_echo(s),
             CcState::Dcqcn(s) => CcLaw::take_ce_echo(s),
             CcState::Dctcp(s) => CcLaw::take_ce_echo(s),
+            CcState::Swift(s) => CcLaw::take_ce_echo(s),
+        }
+    }
+
+    /// See [`CcLaw::on_data`].
+    #[inline]
+    pub fn on_data(&mut self, stamp: u32) {
+        if let CcState::Swift(s) = self {
+            CcLaw::on_data(s, stamp);
+        }
+    }
+
+    /// See [`CcLaw::stamp`].
+    #[inline]
+    pub fn stamp(&self, now: u64) -> Option<u32> {
+        match self {
+            CcState::Swift(s) => CcLaw::stamp(s, now),
+            _ => None,
         }
     }
 
@@ -278,6 +323,7 @@ impl CcState {
             CcState::None(s) => CcLaw::window(s),
             CcState::Dcqcn(s) => CcLaw::window(s),
             CcState::Dctcp(s) => CcLaw::window(s),
+            CcState::Swift(s) => CcLaw::window(s),
         }
     }
 }

@@ -234,7 +234,25 @@ impl Validator<'_> {
         // What the run costs at the file's fidelity (run::run checks again at
         // the fidelity it runs).
         if let Err(over) = crate::budget::run(&scenario, &built, scenario.fidelity).check(&budget) {
+            // a workload key over budget is at the costliest job's table
+            if let WorkloadSpec::Jobs(jobs) = &scenario.workload {
+                let cost = |w: &WorkloadSpec| {
+                    let alone = Scenario {
+                        workload: w.clone(),
+                        ..scenario.clone()
+                    };
+                    let e = crate::budget::run(&alone, &built, scenario.fidelity);
+                    e.memory / budget.max_memory.max(1) as f64
+                        + e.packet_events / budget.max_events.max(1) as f64
+                };
+                let costliest = (0..jobs.len())
+                    .map(|k| (k, cost(&jobs[k].workload)))
+                    .max_by(|a, b| a.1.total_cmp(&b.1))
+                    .map(|(k, _)| k);
+                self.workload_at = costliest.map(|k| format!("jobs.{k}.workload"));
+            }
             self.over_budget(&over);
+            self.workload_at = None;
             return None;
         }
         Some(scenario)

@@ -487,15 +487,21 @@ fn workload_counts(
             // one DAG of every job (the shared run), then each job alone:
             // twice the flows and bytes, the merged DAG the largest
             let (mut tasks, mut flows, mut bytes) = (0.0, 0.0, 0.0);
-            let mut driver = "jobs";
+            // the costliest job's key drives the estimate
+            let mtu = s.fabric.mtu.max(1) as f64;
+            let (mut driver, mut events_driver, mut heaviest) = ("jobs", "", -1.0);
             for j in jobs {
                 let ranks = crate::run::job_ranks(j, topo);
                 let (t, f, b, d) = workload_counts(s, &j.workload, topo, &ranks, fidelity, true, e);
                 tasks += t + 2.0;
                 flows += 2.0 * f;
                 bytes += 2.0 * b;
-                driver = d;
+                let weight = t + b / mtu;
+                if weight > heaviest {
+                    (driver, events_driver, heaviest) = (d, e.events_driver, weight);
+                }
             }
+            e.events_driver = events_driver;
             (tasks, flows, bytes, driver)
         }
     }

@@ -290,8 +290,9 @@ impl Dag {
     /// `gpu` (a job's ranks onto the cluster's GPUs), its operations added
     /// after this DAG's with `prefix` before their labels; a task of `other`
     /// without dependencies waits for `gate` (a job's start). Software
-    /// latencies and queue pairs are kept. Returns the index of the first
-    /// appended operation.
+    /// latencies and queue pairs are kept; a [`TaskKind::NetTransfer`]'s
+    /// nodes are not renamed (it names switches of the one real topology).
+    /// Returns the index of the first appended operation.
     pub fn append(
         &mut self,
         other: &Dag,

@@ -321,14 +321,52 @@ pub fn run(s: &Scenario, topo: &Topology, fidelity: Fidelity) -> Estimate {
         s.cluster.nics_per_host,
         &s.topology,
     );
-    let n = f64::from(topo.num_gpus());
     let mtu = s.fabric.mtu.max(1) as f64;
-    // (tasks of the largest DAG, flows over the run, bytes moved over the run)
-    let (tasks, flows, bytes, driver): (f64, f64, f64, &'static str) = match &s.workload {
+    let ranks = crate::run::all_ranks(topo);
+    let (tasks, flows, bytes, driver) =
+        workload_counts(s, &s.workload, topo, &ranks, fidelity, false, &mut e);
+    // faults rerun the whole workload once each (training and inference)
+    let reruns = match &s.workload {
+        WorkloadSpec::Training(_) | WorkloadSpec::Inference(_) => 1.0 + s.faults.len() as f64,
+        _ => 1.0,
+    };
+    e.tasks = tasks;
+    e.flows = flows * reruns;
+    let topology_memory = e.memory;
+    let mut memory = e.memory + tasks * BYTES_PER_TASK;
+    if fidelity == Fidelity::Packet {
+        let packets = bytes * reruns / mtu;
+        e.packet_events = packets * path_links(&s.topology) * EVENTS_PER_PACKET_LINK;
+        // queues hold at most a buffer of packets per link and lane
+        let per_link = (s.packet.buffer as f64 / mtu).ceil() * f64::from(s.packet.virtual_lanes);
+        memory += e.links * per_link.min(packets) * BYTES_PER_PACKET;
+    }
+    e.memory = memory;
+    // blame the workload when it costs more than the topology
+    e.workload_heavy = memory > 2.0 * topology_memory || e.packet_events > 0.0;
+    if e.workload_heavy {
+        e.driver = driver;
+    }
+    e
+}
+
+/// (tasks of the largest DAG, flows over the run, bytes moved over the run,
+/// the key that drives them) of workload `w` on communicator `ranks`;
+/// `runs_dag`: every fidelity runs its DAG (jobs), no closed form.
+fn workload_counts(
+    s: &Scenario,
+    w: &WorkloadSpec,
+    topo: &Topology,
+    ranks: &[crate::topology::GpuId],
+    fidelity: Fidelity,
+    runs_dag: bool,
+    e: &mut Estimate,
+) -> (f64, f64, f64, &'static str) {
+    let n = ranks.len() as f64;
+    match w {
         WorkloadSpec::Collective(w) => {
-            let ranks = crate::run::all_ranks(topo);
             let g = f64::from(topo.gpus_per_host.max(1));
-            let hosts = f64::from(topo.hosts.max(1));
+            let hosts = (n / g).ceil().max(1.0);
             let (mut largest, mut flows, mut bytes) = (0.0f64, 0.0f64, 0.0f64);
             let mut per_message = 0.0f64;
             use crate::collective::{Algorithm as A, CollectiveOp as O};
@@ -337,7 +375,7 @@ pub fn run(s: &Scenario, topo: &Topology, fidelity: Fidelity) -> Estimate {
             // tree and hierarchical, which the tuner prefers at scale
             let channels = f64::from(
                 w.channels
-                    .unwrap_or_else(|| crate::collective::default_channels(&ranks, topo))
+                    .unwrap_or_else(|| crate::collective::default_channels(ranks, topo))
                     .max(1),
             );
             let algo = match (w.algorithm, w.op) {
@@ -384,7 +422,7 @@ pub fn run(s: &Scenario, topo: &Topology, fidelity: Fidelity) -> Estimate {
                 let t = messages.max(moved / chunk);
                 // faults make every fidelity run the schedule, twice (the
                 // healthy baseline and the faulty run)
-                if fidelity != Fidelity::Analytical || !s.faults.is_empty() {
+                if fidelity != Fidelity::Analytical || !s.faults.is_empty() || runs_dag {
                     let runs = if s.faults.is_empty() { 1.0 } else { 2.0 };
                     largest = largest.max(t);
                     flows += runs * t;
@@ -445,30 +483,28 @@ pub fn run(s: &Scenario, topo: &Topology, fidelity: Fidelity) -> Estimate {
             let tasks = crate::workload::inference::estimated_tasks(i);
             (tasks, tasks, 0.0, "workload.inference.output_tokens")
         }
-    };
-    // faults rerun the whole workload once each (training and inference)
-    let reruns = match &s.workload {
-        WorkloadSpec::Training(_) | WorkloadSpec::Inference(_) => 1.0 + s.faults.len() as f64,
-        _ => 1.0,
-    };
-    e.tasks = tasks;
-    e.flows = flows * reruns;
-    let topology_memory = e.memory;
-    let mut memory = e.memory + tasks * BYTES_PER_TASK;
-    if fidelity == Fidelity::Packet {
-        let packets = bytes * reruns / mtu;
-        e.packet_events = packets * path_links(&s.topology) * EVENTS_PER_PACKET_LINK;
-        // queues hold at most a buffer of packets per link and lane
-        let per_link = (s.packet.buffer as f64 / mtu).ceil() * f64::from(s.packet.virtual_lanes);
-        memory += e.links * per_link.min(packets) * BYTES_PER_PACKET;
+        WorkloadSpec::Jobs(jobs) => {
+            // one DAG of every job (the shared run), then each job alone:
+            // twice the flows and bytes, the merged DAG the largest
+            let (mut tasks, mut flows, mut bytes) = (0.0, 0.0, 0.0);
+            // the costliest job's key drives the estimate
+            let mtu = s.fabric.mtu.max(1) as f64;
+            let (mut driver, mut events_driver, mut heaviest) = ("jobs", "", -1.0);
+            for j in jobs {
+                let ranks = crate::run::job_ranks(j, topo);
+                let (t, f, b, d) = workload_counts(s, &j.workload, topo, &ranks, fidelity, true, e);
+                tasks += t + 2.0;
+                flows += 2.0 * f;
+                bytes += 2.0 * b;
+                let weight = t + b / mtu;
+                if weight > heaviest {
+                    (driver, events_driver, heaviest) = (d, e.events_driver, weight);
+                }
+            }
+            e.events_driver = events_driver;
+            (tasks, flows, bytes, driver)
+        }
     }
-    e.memory = memory;
-    // blame the workload when it costs more than the topology
-    e.workload_heavy = memory > 2.0 * topology_memory || e.packet_events > 0.0;
-    if e.workload_heavy {
-        e.driver = driver;
-    }
-    e
 }
 
 impl Estimate {

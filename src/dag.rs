@@ -285,6 +285,83 @@ impl Dag {
     pub fn transfer_bytes(&self) -> u64 {
         self.tasks.iter().map(|t| t.kind.transfer_bytes()).sum()
     }
+
+    /// Appends every task of `other` after this DAG's, its GPUs renamed by
+    /// `gpu` (a job's ranks onto the cluster's GPUs), its operations added
+    /// after this DAG's with `prefix` before their labels; a task of `other`
+    /// without dependencies waits for `gate` (a job's start). Software
+    /// latencies and queue pairs are kept; a [`TaskKind::NetTransfer`]'s
+    /// nodes are not renamed (it names switches of the one real topology).
+    /// Returns the index of the first appended operation.
+    pub fn append(
+        &mut self,
+        other: &Dag,
+        gpu: impl Fn(GpuId) -> GpuId,
+        gate: &[Dep],
+        prefix: &str,
+    ) -> u32 {
+        let offset = self.tasks.len() as u32;
+        let first_op = self.ops.len() as u32;
+        for op in &other.ops {
+            self.ops.push(OpInfo {
+                label: format!("{prefix}{}", op.label),
+            });
+        }
+        if other.ops.is_empty() && !other.tasks.is_empty() {
+            self.ops.push(OpInfo {
+                label: prefix.trim_end_matches([':', ' ']).to_string(),
+            });
+        }
+        let shift = |d: Dep| match d {
+            Dep::Sent(t) => Dep::Sent(TaskId(t.0 + offset)),
+            Dep::Done(t) => Dep::Done(TaskId(t.0 + offset)),
+        };
+        let mut deps: Vec<Dep> = Vec::new();
+        for (i, t) in other.tasks.iter().enumerate() {
+            let id = TaskId(i as u32);
+            deps.clear();
+            deps.extend(other.deps_of(id).map(shift));
+            if deps.is_empty() {
+                deps.extend_from_slice(gate);
+            }
+            let kind = match t.kind {
+                TaskKind::Transfer { src, dst, bytes } => TaskKind::Transfer {
+                    src: gpu(src),
+                    dst: gpu(dst),
+                    bytes,
+                },
+                TaskKind::Compute { gpu: g, duration } => TaskKind::Compute {
+                    gpu: gpu(g),
+                    duration,
+                },
+                k => k,
+            };
+            self.current_op = first_op + t.op;
+            let new = self.add(kind, &deps);
+            self.set_software(new, other.software_latency(id));
+            self.set_qp(new, t.qp);
+        }
+        first_op
+    }
+
+    /// The tasks from `from` on that no later task depends on: what a
+    /// marker joining them waits for.
+    pub fn sinks(&self, from: TaskId) -> Vec<TaskId> {
+        let start = from.0 as usize;
+        let mut needed = vec![false; self.tasks.len().saturating_sub(start)];
+        for t in start..self.tasks.len() {
+            for d in self.deps_of(TaskId(t as u32)) {
+                let (Dep::Sent(p) | Dep::Done(p)) = d;
+                if let Some(x) = (p.0 as usize).checked_sub(start) {
+                    needed[x] = true;
+                }
+            }
+        }
+        (0..needed.len())
+            .filter(|&i| !needed[i])
+            .map(|i| TaskId((start + i) as u32))
+            .collect()
+    }
 }
 
 /// Start and end of one operation in a run.

@@ -837,6 +837,9 @@ fn write_outputs(dir: &Path, r: &Report) -> std::io::Result<()> {
     if !r.queue_pairs.is_empty() {
         std::fs::write(dir.join("queue_pairs.csv"), report::csv::queue_pairs(r))?;
     }
+    if !r.jobs.is_empty() {
+        std::fs::write(dir.join("jobs.csv"), report::jobs::csv(r))?;
+    }
     Ok(())
 }
 

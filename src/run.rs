@@ -21,6 +21,9 @@ use crate::topology::{GpuId, NodeKind, Topology};
 use crate::units::{format_bytes, SimTime};
 use crate::workload::{inference, training};
 
+mod jobs;
+pub use jobs::job_ranks;
+
 // Report assembly moved to `report::assemble`; these keep their `run::` paths.
 pub use crate::report::assemble::{
     fnv1a, link_name, Accumulated, MATRIX_MAX, SERIES_MAX, TIMELINE_BUCKETS, TIMELINE_LINKS,
@@ -204,7 +207,7 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
     }
     // training and inference apply their faults run by run (each alone too)
     let faults = match scenario.workload {
-        WorkloadSpec::Collective(_) | WorkloadSpec::Traffic(_) => {
+        WorkloadSpec::Collective(_) | WorkloadSpec::Traffic(_) | WorkloadSpec::Jobs(_) => {
             crate::workload::faults::Applied::new(&scenario.faults, &topo)
         }
         WorkloadSpec::Training(_) | WorkloadSpec::Inference(_) => {
@@ -235,6 +238,7 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
             run_inference(i, scenario, &topo, fidelity, seed, opts, &mut acc)
                 .map(|r| inference = Some(r))
         }
+        WorkloadSpec::Jobs(j) => jobs::run_jobs(j, &exec, &mut acc, &mut usage),
     };
     // A deadlock is a finding, not a failure of the simulator: the run stops
     // and the result names the cycle (with what completed before it).
@@ -265,16 +269,20 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
         ignored_settings: usage.ignored(scenario.workload.kind_name(), fidelity),
         deadlock,
         faults: match scenario.workload {
-            WorkloadSpec::Collective(_) | WorkloadSpec::Traffic(_) => scenario
-                .faults
-                .iter()
-                .filter(|f| !matches!(f.kind, crate::config::workload::FaultKind::SlowGpu { .. }))
-                .map(|f| crate::report::AppliedFault {
-                    name: f.name.clone(),
-                    kind: fault_kind_name(&f.kind).into(),
-                    at_us: f.at.as_us(),
-                })
-                .collect(),
+            WorkloadSpec::Collective(_) | WorkloadSpec::Traffic(_) | WorkloadSpec::Jobs(_) => {
+                scenario
+                    .faults
+                    .iter()
+                    .filter(|f| {
+                        !matches!(f.kind, crate::config::workload::FaultKind::SlowGpu { .. })
+                    })
+                    .map(|f| crate::report::AppliedFault {
+                        name: f.name.clone(),
+                        kind: fault_kind_name(&f.kind).into(),
+                        at_us: f.at.as_us(),
+                    })
+                    .collect()
+            }
             WorkloadSpec::Training(_) | WorkloadSpec::Inference(_) => Vec::new(),
         },
         wall_s: wall.elapsed().as_secs_f64(),
@@ -621,7 +629,7 @@ fn read_model_workload_keys(s: &Scenario, fidelity: Fidelity, usage: &mut Usage)
     match &s.workload {
         WorkloadSpec::Training(t) => training::read_keys(t, usage),
         WorkloadSpec::Inference(i) => inference::read_keys(i, usage),
-        WorkloadSpec::Collective(_) | WorkloadSpec::Traffic(_) => return,
+        WorkloadSpec::Collective(_) | WorkloadSpec::Traffic(_) | WorkloadSpec::Jobs(_) => return,
     }
     crate::workload::faults::read_keys(&s.faults, fidelity, None, usage);
     // a plan's collectives may reduce in the switches when their algorithm is
@@ -630,7 +638,7 @@ fn read_model_workload_keys(s: &Scenario, fidelity: Fidelity, usage: &mut Usage)
     let plan = match &s.workload {
         WorkloadSpec::Training(t) => &t.plan,
         WorkloadSpec::Inference(i) => &i.plan,
-        WorkloadSpec::Collective(_) | WorkloadSpec::Traffic(_) => return,
+        WorkloadSpec::Collective(_) | WorkloadSpec::Traffic(_) | WorkloadSpec::Jobs(_) => return,
     };
     use crate::collective::Algorithm as A;
     let fixed = |a: A| {
@@ -710,6 +718,7 @@ pub fn ignored_settings(
         WorkloadSpec::Training(_) | WorkloadSpec::Inference(_) => {
             read_model_workload_keys(scenario, fidelity, &mut usage)
         }
+        WorkloadSpec::Jobs(j) => jobs::read_jobs_keys(scenario, j, &topo, fidelity, &mut usage)?,
     }
     Ok(usage.ignored(scenario.workload.kind_name(), fidelity))
 }

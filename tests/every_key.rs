@@ -253,6 +253,16 @@ const ALTERNATIVES: &[(&str, &[&str])] = &[
     ("workload.flows.N.start", &["\"0us\"", "\"200us\""]),
     ("workload.flows.N.after", &["[]"]),
     ("workload.flows.N.after_sent", &["[]"]),
+    // a `[[jobs]]` entry's own keys; its `[jobs.workload]` keys take the
+    // alternatives of the `[workload]` key of the same name (see keys_to_try)
+    ("jobs.N.name", &["\"renamed\""]),
+    ("jobs.N.nodes", &["2", "4"]),
+    ("jobs.N.node_list", &["[0, 1, 2, 3]", "[3, 2, 1, 0]"]),
+    (
+        "jobs.N.placement",
+        &["\"packed\"", "\"spread\"", "\"random\"", "\"list\""],
+    ),
+    ("jobs.N.start", &["\"0us\"", "\"50us\""]),
 ];
 
 /// Keys that bound or label a run rather than shape it: a change leaves a
@@ -499,6 +509,7 @@ fn schema_keys() -> BTreeSet<String> {
             "[[workload.extra_flows]]\nzzz_probe = 1\n",
         ),
         ("workload.flows.N.", "[[workload.flows]]\nzzz_probe = 1\n"),
+        ("jobs.N.", "[[jobs]]\nzzz_probe = 1\n"),
     ];
     for (prefix, text) in sections {
         let err = config::parse("probe.toml", text).unwrap_err();
@@ -531,6 +542,8 @@ fn schema_keys() -> BTreeSet<String> {
                     | "workload.inference"
                     | "workload.extra_flows"
                     | "workload.flows"
+                    | "jobs"
+                    | "jobs.N.workload"
             ) {
                 keys.insert(key);
             }
@@ -671,6 +684,7 @@ fn cases() -> Vec<(&'static str, Fidelity)> {
         "pfc-deadlock-dragonfly.toml",
         "training-faults.toml",
         "training-mixtral-moe.toml",
+        "two-jobs-leaf-spine.toml",
     ] {
         v.push((ex, Analytical));
     }
@@ -685,6 +699,7 @@ fn cases() -> Vec<(&'static str, Fidelity)> {
         "permutation-fat-tree.toml",
         "pfc-deadlock-dragonfly.toml",
         "training-faults.toml",
+        "two-jobs-leaf-spine.toml",
     ] {
         v.push((ex, Flow));
     }
@@ -696,14 +711,15 @@ fn cases() -> Vec<(&'static str, Fidelity)> {
         "incast-roce-pfc-dcqcn.toml",
         "incast-roce-pfc-only.toml",
         "pfc-deadlock-dragonfly.toml",
+        "two-jobs-leaf-spine.toml",
     ] {
         v.push((ex, Packet));
     }
     v
 }
 
-/// Every key of `text` and of the schema, the `faults.N.` ones expanded over the
-/// file's own entries.
+/// Every key of `text` and of the schema, the `faults.N.` (and `jobs.N.`) ones
+/// expanded over the file's own entries.
 fn keys_to_try(s: &config::Scenario) -> Vec<(String, &'static [&'static str], &'static str)> {
     let mut out = Vec::new();
     for &(key, values) in ALTERNATIVES {
@@ -719,6 +735,30 @@ fn keys_to_try(s: &config::Scenario) -> Vec<(String, &'static [&'static str], &'
             }
         } else {
             out.push((key.to_string(), values, key));
+        }
+    }
+    // a job's workload keys: those the file sets, with the alternatives of
+    // the `[workload]` key of the same name (`jobs.1.workload.sizes` as
+    // `workload.sizes`, `jobs.0.workload.flows.3.src` as `workload.flows.N.src`)
+    let mut seen = BTreeSet::new();
+    for k in &s.keys_set {
+        let Some(rest) = k.strip_prefix("jobs.") else {
+            continue;
+        };
+        let Some((job, leaf)) = rest.split_once(".workload.") else {
+            continue;
+        };
+        let schema: String = std::iter::once("workload")
+            .chain(
+                leaf.split('.')
+                    .map(|p| if p.parse::<u32>().is_ok() { "N" } else { p }),
+            )
+            .collect::<Vec<_>>()
+            .join(".");
+        if let Some(&(schema_key, values)) = ALTERNATIVES.iter().find(|(a, _)| *a == schema) {
+            if seen.insert(k.clone()) {
+                out.push((format!("jobs.{job}.workload.{leaf}"), values, schema_key));
+            }
         }
     }
     out

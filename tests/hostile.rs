@@ -250,6 +250,16 @@ const KEYS: &[(&str, &[&str], &str)] = &[
         "training-faults.toml",
     ),
     (
+        "jobs",
+        &["nodes", "node_list", "start"],
+        "two-jobs-leaf-spine.toml",
+    ),
+    (
+        "jobs.workload",
+        &["sizes", "chunk", "channels", "step_latency"],
+        "two-jobs-leaf-spine.toml",
+    ),
+    (
         "simulation",
         &[
             "seed",

@@ -21,6 +21,7 @@
 //! | `collective.rs` | `kind = "collective"`: op, algorithm, sizes, dtype, NCCL knobs |
 //! | `traffic.rs` | `kind = "traffic"`: patterns and extra flows |
 //! | `workload.rs` | `kind = "training"` / `"inference"` and `[[faults]]` |
+//! | `jobs.rs` | `[[jobs]]`: several jobs on one fabric, their placements |
 //! | `simulation.rs` | `[simulation]`: fidelity, seed, budget, simulated-time limits |
 //! | `presets.rs`, `usage.rs`, `diagnostic.rs` | presets, the key-consumption ledger, diagnostics |
 //!
@@ -48,6 +49,7 @@ mod cluster;
 mod collective;
 pub mod diagnostic;
 mod fabric;
+pub mod jobs;
 mod packet;
 pub mod presets;
 pub mod raw;
@@ -64,6 +66,7 @@ pub use cluster::MAX_ENDPOINTS;
 pub use collective::{size_sweep, AlgoChoice, CollectiveWorkload, Dtype, MAX_CHANNELS, MAX_SIZES};
 pub use diagnostic::{ConfigError, Diagnostic, Source};
 pub use fabric::{FabricKind, FabricSpec, Routing, MAX_QPS};
+pub use jobs::{JobSpec, Placement};
 pub use packet::PacketSettings;
 pub use raw::{
     RawCluster, RawDcqcn, RawFabric, RawFlow, RawNumber, RawQuantity, RawScenario, RawSimulation,

@@ -434,6 +434,27 @@ pub struct RawScenario {
     /// Stragglers and failures (`[[faults]]`).
     #[serde(default)]
     pub faults: Vec<workload::RawFault>,
+    /// Several jobs sharing the fabric (`[[jobs]]`), instead of one `[workload]`.
+    #[serde(default)]
+    pub jobs: Vec<RawJob>,
+}
+
+/// One `[[jobs]]` entry as written: a workload on a subset of the nodes.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawJob {
+    /// Name shown in results (default `job<N>`).
+    pub name: Option<String>,
+    /// How many nodes the job takes (with `packed`, `spread` or `random`).
+    pub nodes: Option<i64>,
+    /// The nodes the job takes, by index (with `placement = "list"`).
+    pub node_list: Option<Vec<i64>>,
+    /// `packed`, `spread`, `random` or `list`.
+    pub placement: Option<String>,
+    /// When the job starts, from the start of the run, e.g. "20us".
+    pub start: Option<RawQuantity>,
+    /// `[jobs.workload]`: the same keys as `[workload]`.
+    pub workload: Option<RawWorkload>,
 }
 
 impl RawWorkload {

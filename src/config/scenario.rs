@@ -22,6 +22,9 @@ pub enum WorkloadSpec {
     Training(Box<TrainingSpec>),
     /// Prefill and decode of a batch of requests.
     Inference(Box<InferenceSpec>),
+    /// Several jobs sharing the fabric (`[[jobs]]`), each a collective,
+    /// traffic or flow-list workload on its own nodes.
+    Jobs(Vec<super::jobs::JobSpec>),
 }
 
 impl WorkloadSpec {
@@ -33,6 +36,7 @@ impl WorkloadSpec {
             WorkloadSpec::Traffic(_) => "traffic",
             WorkloadSpec::Training(_) => "training",
             WorkloadSpec::Inference(_) => "inference",
+            WorkloadSpec::Jobs(_) => "jobs",
         }
     }
 }
@@ -128,8 +132,16 @@ impl Validator<'_> {
             .and_then(super::topology::file_host_rate)
             .or(f.nic_rate());
         let packet = self.packet_settings(raw, f.kind, link, nic_rate, f.max_packet());
-        let extra_flows = self.extra_flows(&raw.workload, c.total_gpus());
-        let workload = self.workload(&raw.workload, c.total_gpus());
+        let job_drafts = self.jobs(raw, c.hosts, c.gpus);
+        let (extra_flows, workload) = if raw.jobs.is_empty() {
+            (
+                self.extra_flows(&raw.workload, c.total_gpus()),
+                self.workload(&raw.workload, c.total_gpus()),
+            )
+        } else {
+            // placed once the topology is built
+            (Some(Vec::new()), Some(WorkloadSpec::Jobs(Vec::new())))
+        };
         let faults = self.faults(&raw.faults);
         let fidelity = self.fidelity(&raw.simulation);
         let seed = self.seed(&raw.simulation);
@@ -184,6 +196,13 @@ impl Validator<'_> {
                 t
             }
         };
+        let workload = match (job_drafts, raw.jobs.is_empty()) {
+            (_, true) => workload,
+            (Some(drafts), false) => self
+                .place_jobs(drafts, &built, seed.unwrap_or(1))
+                .map(WorkloadSpec::Jobs),
+            (None, false) => None,
+        };
         let scenario = Scenario {
             name: raw.name.clone().unwrap_or_else(|| {
                 std::path::Path::new(self.src.file)
@@ -215,7 +234,25 @@ impl Validator<'_> {
         // What the run costs at the file's fidelity (run::run checks again at
         // the fidelity it runs).
         if let Err(over) = crate::budget::run(&scenario, &built, scenario.fidelity).check(&budget) {
+            // a workload key over budget is at the costliest job's table
+            if let WorkloadSpec::Jobs(jobs) = &scenario.workload {
+                let cost = |w: &WorkloadSpec| {
+                    let alone = Scenario {
+                        workload: w.clone(),
+                        ..scenario.clone()
+                    };
+                    let e = crate::budget::run(&alone, &built, scenario.fidelity);
+                    e.memory / budget.max_memory.max(1) as f64
+                        + e.packet_events / budget.max_events.max(1) as f64
+                };
+                let costliest = (0..jobs.len())
+                    .map(|k| (k, cost(&jobs[k].workload)))
+                    .max_by(|a, b| a.1.total_cmp(&b.1))
+                    .map(|(k, _)| k);
+                self.workload_at = costliest.map(|k| format!("jobs.{k}.workload"));
+            }
             self.over_budget(&over);
+            self.workload_at = None;
             return None;
         }
         Some(scenario)

@@ -79,9 +79,7 @@ impl Validator<'_> {
     pub(super) fn over_budget(&mut self, over: &crate::budget::OverBudget) {
         // a min_bytes/max_bytes sweep has no `sizes` to point at
         let field = match over.field {
-            "workload.sizes" if self.src.span_of("workload.sizes").is_none() => {
-                "workload.max_bytes"
-            }
+            "workload.sizes" if self.span_of("workload.sizes").is_none() => "workload.max_bytes",
             f => f,
         };
         self.err(field, over.found.clone(), over.expected.clone());
@@ -128,14 +126,14 @@ impl Validator<'_> {
         let mut sizes: Vec<(String, u64, u128)> = Vec::new();
         match &s.workload {
             WorkloadSpec::Collective(w) => {
-                let key = if self.src.span_of("workload.sizes").is_some() {
+                let key = if self.span_of("workload.sizes").is_some() {
                     "workload.sizes"
                 } else {
                     "workload.max_bytes"
                 };
                 // the index of each size in the file's list, when there is one
                 let mut index: std::collections::HashMap<u64, usize> = Default::default();
-                if self.src.span_of("workload.sizes").is_some() {
+                if self.span_of("workload.sizes").is_some() {
                     for i in 0..w.sizes.len() {
                         let b = self
                             .src
@@ -190,13 +188,28 @@ impl Validator<'_> {
                     return false;
                 }
             }
+            WorkloadSpec::Jobs(jobs) => {
+                // each job's sizes as a workload of its own, at its fields
+                for (i, j) in jobs.iter().enumerate() {
+                    let alone = Scenario {
+                        workload: j.workload.clone(),
+                        ..s.clone()
+                    };
+                    let saved = self.workload_at.replace(format!("jobs.{i}.workload"));
+                    let fits = self.in_time_range(&alone, topo);
+                    self.workload_at = saved;
+                    if !fits {
+                        return false;
+                    }
+                }
+            }
         }
         let mut total: u128 = 0;
         for (field, b, moved) in sizes {
             // bits / (bits per second) in picoseconds, in u128 so it cannot wrap
             let ps = u128::from(b) * 8 * 1_000_000_000_000 / u128::from(rate.0);
             if ps > u128::from(MAX_SIM_TIME.0) {
-                let found = match self.src.text_of(&field) {
+                let found = match self.text_of(&field) {
                     Some(t) if field == "workload.max_bytes" => {
                         format!("{} (its sweep reaches {b} B)", t.trim())
                     }

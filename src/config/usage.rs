@@ -133,6 +133,61 @@ impl Usage {
         }
     }
 
+    /// The ledger a reader of one `[[jobs]]` entry sees: the keys under
+    /// `under` (`jobs.2.workload`) renamed as under `as_` (`workload`), the
+    /// keys outside `outside` (`jobs`) as they are, with their fates so far.
+    /// What the readers do to it comes back with [`Usage::merge_view`].
+    pub fn view(&self, under: &str, as_: &str, outside: &str) -> Usage {
+        Usage {
+            keys: self
+                .keys
+                .iter()
+                .filter_map(|(k, fate)| {
+                    if covers(under, k) {
+                        Some((format!("{as_}{}", &k[under.len()..]), fate.clone()))
+                    } else if covers(outside, k) {
+                        None
+                    } else {
+                        Some((k.clone(), fate.clone()))
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    /// Takes back what readers did to a [`Usage::view`] made with `under`
+    /// and `as_`: a key read there is read here; skipped or void there is
+    /// skipped here unless something reads it (another job may).
+    pub fn merge_view(&mut self, view: &Usage, under: &str, as_: &str) {
+        let index: std::collections::HashMap<String, usize> = self
+            .keys
+            .iter()
+            .enumerate()
+            .map(|(i, (k, _))| (k.clone(), i))
+            .collect();
+        for (k, fate) in &view.keys {
+            let original = if covers(as_, k) {
+                format!("{under}{}", &k[as_.len()..])
+            } else {
+                k.clone()
+            };
+            let Some(&i) = index.get(&original) else {
+                continue;
+            };
+            let mine = &mut self.keys[i].1;
+            // what one job's readers void, another job may use: it counts
+            // here as skipped (a void of the whole run is already here)
+            match (fate, &*mine) {
+                (_, Fate::Void(_)) | (Fate::Unread, _) => {}
+                (Fate::Read, _) => *mine = Fate::Read,
+                (Fate::Skipped(why) | Fate::Void(why), Fate::Unread) => {
+                    *mine = Fate::Skipped(why.clone())
+                }
+                (Fate::Skipped(_) | Fate::Void(_), _) => {}
+            }
+        }
+    }
+
     /// Whether `key` (a key the file sets) was used by this run.
     pub fn was_read(&self, key: &str) -> bool {
         self.keys.iter().any(|(k, f)| k == key && *f == Fate::Read)
@@ -221,6 +276,26 @@ mod tests {
         u.skip("b", || panic!("b is not set"));
         u.void("b", || panic!("b is not set"));
         u.read_if("b", false, || panic!("b is not set"));
+    }
+
+    #[test]
+    fn a_jobs_view_reads_its_workload_keys_under_their_own_names() {
+        let mut u = usage(&[
+            "fabric.mtu",
+            "jobs.0.name",
+            "jobs.0.workload.sizes",
+            "jobs.1.workload.sizes",
+            "jobs.1.workload.root",
+        ]);
+        let mut v = u.view("jobs.1.workload", "workload", "jobs");
+        v.read_all(&["workload.sizes", "fabric.mtu"]);
+        v.skip("workload.root", || "broadcast only".into());
+        u.merge_view(&v, "jobs.1.workload", "workload");
+        u.read("jobs.0");
+        assert_eq!(
+            listed(&u),
+            vec![("jobs.1.workload.root".into(), "broadcast only".into())]
+        );
     }
 
     #[test]

@@ -89,6 +89,7 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ConfigError> {
         src: &src,
         diags: Vec::new(),
         quiet_missing: false,
+        workload_at: None,
     };
     let scenario = raw.as_ref().and_then(|r| v.scenario(r));
     if parse_diags.is_empty() && v.diags.is_empty() {
@@ -225,6 +226,33 @@ pub(super) struct Validator<'a> {
     /// An unknown preset was named: fields it would have supplied are not also
     /// reported missing (one mistake, one diagnostic).
     pub(super) quiet_missing: bool,
+    /// Where the workload being checked is written when it is not `[workload]`
+    /// (`jobs.2.workload` for a job's): the workload checks name their fields
+    /// `workload.…` and [`Validator::err`] moves them here.
+    pub(super) workload_at: Option<String>,
+}
+
+impl<'a> Validator<'a> {
+    /// `field` where the file writes it: a `workload.…` field moved under
+    /// [`Validator::workload_at`] while a job's workload is checked.
+    pub(super) fn at(&self, field: &str) -> String {
+        match (&self.workload_at, field.strip_prefix("workload")) {
+            (Some(base), Some(rest)) if rest.is_empty() || rest.starts_with('.') => {
+                format!("{base}{rest}")
+            }
+            _ => field.to_string(),
+        }
+    }
+
+    /// The span of `field` where the file writes it (see [`Validator::at`]).
+    pub(super) fn span_of(&self, field: &str) -> Option<std::ops::Range<usize>> {
+        self.src.span_of(&self.at(field))
+    }
+
+    /// The text of `field` where the file writes it (see [`Validator::at`]).
+    pub(super) fn text_of(&self, field: &str) -> Option<&'a str> {
+        self.src.text_of(&self.at(field))
+    }
 }
 
 impl Validator<'_> {
@@ -238,7 +266,8 @@ impl Validator<'_> {
         if self.quiet_missing && found == "nothing" {
             return;
         }
-        let d = self.src.diag(field, found, expected);
+        let field = self.at(field);
+        let d = self.src.diag(&field, found, expected);
         self.diags.push(d);
     }
 

@@ -42,6 +42,8 @@ pub struct Accumulated {
     rows: Vec<CollectiveRow>,
     /// Per flow of a flow list (`kind = "flows"`), in file order.
     listed_flows: Vec<crate::report::ListedFlowResult>,
+    /// Per job of a `[[jobs]]` scenario.
+    jobs: Vec<crate::report::jobs::JobResult>,
     makespan: SimTime,
     flows: FlowAccumulator,
     fabric: FabricCounters,
@@ -74,6 +76,11 @@ fn checked_sum(into: &mut u64, v: u64, name: &'static str, overflowed: &mut Opti
 }
 
 impl Accumulated {
+    /// Sets the per-job results of a `[[jobs]]` scenario.
+    pub fn set_jobs(&mut self, jobs: Vec<crate::report::jobs::JobResult>) {
+        self.jobs = jobs;
+    }
+
     /// Nothing yet; `collect_links`, `detail` and `flow_records` say which
     /// optional sections to keep (as [`crate::run::RunOptions`] does).
     /// Records the per-flow results of a flow list.
@@ -349,6 +356,7 @@ impl Accumulated {
             flow_records: self.records,
             trace: self.trace,
             listed_flows: self.listed_flows,
+            jobs: self.jobs,
             sim: SimStats {
                 events: self.events,
                 wall_s,

@@ -12,6 +12,7 @@ pub mod assemble;
 pub mod compare;
 pub mod csv;
 pub mod html;
+pub mod jobs;
 pub mod svg;
 pub mod table;
 pub mod trace;
@@ -488,6 +489,10 @@ pub struct Report {
     /// empty for other workloads.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub listed_flows: Vec<ListedFlowResult>,
+    /// Per job of a `[[jobs]]` scenario, in file order, with its interference;
+    /// empty for a single `[workload]`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub jobs: Vec<jobs::JobResult>,
     /// The link and switch faults a collective sweep or traffic pattern ran
     /// with (every size, `at` from each size's start); empty without faults.
     #[serde(skip_serializing_if = "Vec::is_empty")]

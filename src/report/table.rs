@@ -30,6 +30,7 @@ pub fn render(r: &Report) -> String {
     if let Some(i) = &r.inference {
         s.push_str(&super::workload::render_inference(i));
     }
+    s.push_str(&super::jobs::render(r));
     if r.collectives.is_empty() && r.training.is_none() && r.inference.is_none() {
         let gbps = if r.makespan_us > 0.0 {
             r.fabric.bytes_delivered as f64 * 8.0 / (r.makespan_us * 1e-6) / 1e9
@@ -203,6 +204,11 @@ pub fn fabric_line(c: &FabricReport) -> String {
 
 /// Only the collective rows, with nccl-tests' columns.
 pub fn collective_table(r: &Report) -> String {
+    collective_rows(&r.collectives)
+}
+
+/// `rows` with nccl-tests' columns (a report's, or one job's).
+pub fn collective_rows(rows: &[super::CollectiveRow]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -223,7 +229,7 @@ pub fn collective_table(r: &Report) -> String {
         "# {:>12} {:>12} {:>8} {:>16} {:>6} {:>6} {:>12} {:>10} {:>10} {:>10}",
         "(B)", "(elements)", "", "", "", "", "", "(GB/s)", "(GB/s)", "(GB/s)"
     );
-    for c in &r.collectives {
+    for c in rows {
         let wire = c
             .wirebw_gbps
             .map_or_else(|| "n/a".to_string(), |w| format!("{w:.2}"));
@@ -242,8 +248,7 @@ pub fn collective_table(r: &Report) -> String {
             wire
         );
     }
-    let healthy: Vec<_> = r
-        .collectives
+    let healthy: Vec<_> = rows
         .iter()
         .filter_map(|c| Some((c.bytes, c.healthy_time_us?, c.healthy_busbw_gbps?, c)))
         .collect();
@@ -266,9 +271,8 @@ pub fn collective_table(r: &Report) -> String {
             );
         }
     }
-    if !r.collectives.is_empty() {
-        let avg =
-            r.collectives.iter().map(|c| c.busbw_gbps).sum::<f64>() / r.collectives.len() as f64;
+    if !rows.is_empty() {
+        let avg = rows.iter().map(|c| c.busbw_gbps).sum::<f64>() / rows.len() as f64;
         let _ = writeln!(s, "# Avg bus bandwidth    : {avg:.3} GB/s\n#");
     }
     s

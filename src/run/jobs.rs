@@ -1,0 +1,280 @@
+//! Several jobs on one fabric (`[[jobs]]`, issue 15).
+//!
+//! Each job's DAG is built on its own ranks, then all of them are merged into
+//! one DAG (each job behind a delay of its `start`) and run once, so the jobs
+//! share links and queues at every fidelity. Each job is then run alone on the
+//! same fabric, nodes and start; its slowdown is shared / alone.
+//!
+//! **Where a job's plan is made.** A collective job is planned and lowered on
+//! the real topology with the job's GPUs as its communicator (NCCL's view:
+//! the tuner, the default channels, the rings' and trees' order, SHARP and
+//! NVLS see the nodes the job really has, their leaves and rails). A traffic
+//! or flow-list job is generated on a logical cluster of the job's size (one
+//! switch, the same nodes), where its GPU indices `0..n` are the job's ranks,
+//! and renamed onto the job's GPUs: rank `r` is GPU `r % g` of the job's
+//! node `r / g`. Either way every transfer is routed on the real fabric.
+
+use super::*;
+use crate::config::jobs::JobSpec;
+use crate::dag::Dep;
+use crate::report::jobs::JobResult;
+
+/// The job's GPUs in rank order: every GPU of its first node, then of the next.
+pub fn job_ranks(j: &JobSpec, topo: &Topology) -> Vec<GpuId> {
+    let g = topo.gpus_per_host;
+    j.nodes
+        .iter()
+        .flat_map(|&h| (0..g).map(move |l| GpuId(h * g + l)))
+        .collect()
+}
+
+/// One size of a collective job: its operation in the job's DAG.
+struct SizeOp {
+    op: u32,
+    spec: CollectiveSpec,
+}
+
+/// A job's DAG on the cluster's GPUs, from time zero, and its sizes.
+struct JobPlan {
+    dag: Dag,
+    sizes: Vec<SizeOp>,
+}
+
+/// The scenario as the readers of job `j`'s keys see it: its workload, its
+/// number of nodes.
+fn job_scenario(s: &Scenario, j: &JobSpec) -> Scenario {
+    Scenario {
+        cluster: crate::topology::ClusterSpec {
+            hosts: j.nodes.len() as u32,
+            ..s.cluster.clone()
+        },
+        workload: j.workload.clone(),
+        extra_flows: Vec::new(),
+        keys_set: Vec::new(),
+        ..s.clone()
+    }
+}
+
+/// Records the keys of every job: its own (name, nodes, placement, start) and
+/// its workload's, read by the workload's readers under their `workload.` names.
+fn read_job_fields(s: &Scenario, jobs: &[JobSpec], usage: &mut Usage) {
+    for (i, j) in jobs.iter().enumerate() {
+        for key in ["name", "nodes", "node_list", "placement", "start"] {
+            usage.read(&format!("jobs.{i}.{key}"));
+        }
+        if j.placement == crate::config::Placement::Random {
+            usage.read("simulation.seed");
+        }
+    }
+    let _ = s;
+}
+
+/// Plans job `i` and records the keys its workload's readers consume.
+fn plan_job(
+    s: &Scenario,
+    i: usize,
+    j: &JobSpec,
+    topo: &Topology,
+    fidelity: Fidelity,
+    seed: u64,
+    usage: &mut Usage,
+) -> Result<JobPlan, RunError> {
+    let under = format!("jobs.{i}.workload");
+    let mut view = usage.view(&under, "workload", "jobs");
+    let js = job_scenario(s, j);
+    let ranks = job_ranks(j, topo);
+    let mut dag = Dag::new();
+    let mut sizes = Vec::new();
+    match &j.workload {
+        WorkloadSpec::Collective(w) => {
+            // sizes one after another, as nccl-tests runs them
+            let mut gate: Vec<Dep> = Vec::new();
+            for &bytes in &w.sizes {
+                let spec = spec_for(w, bytes, &ranks, topo)?;
+                read_collective_keys(&js, w, &spec, &ranks, topo, fidelity, &mut view);
+                let op = dag.begin_op(format!("{} {}", spec.op.name(), format_bytes(bytes)));
+                let done = collective::lower(&spec, &ranks, topo, &mut dag, &gate)?;
+                gate = vec![Dep::Done(done)];
+                sizes.push(SizeOp { op, spec });
+            }
+        }
+        WorkloadSpec::Traffic(t) => {
+            read_traffic_keys(&js, t, fidelity, &mut view);
+            let logical = logical_traffic(&js, t, seed)?;
+            dag.append(&logical, |g| ranks[g.0 as usize], &[], "");
+        }
+        WorkloadSpec::Training(_) | WorkloadSpec::Inference(_) | WorkloadSpec::Jobs(_) => {
+            return Err(RunError::Unsupported(format!(
+                "jobs.{i}.workload.kind: a {} job is not supported",
+                j.workload.kind_name()
+            )))
+        }
+    }
+    usage.merge_view(&view, &under, "workload");
+    Ok(JobPlan { dag, sizes })
+}
+
+/// A traffic pattern or flow list on a logical cluster of the job's nodes
+/// (`js.cluster.hosts`), its GPUs numbered `0..n` as the job's ranks.
+fn logical_traffic(
+    js: &Scenario,
+    t: &crate::workload::traffic::TrafficSpec,
+    seed: u64,
+) -> Result<Dag, RunError> {
+    use crate::workload::traffic::{generate, TrafficSpec};
+    let logical = crate::topology::build(
+        &js.cluster,
+        &js.fabric.links,
+        &crate::topology::TopologySpec::SingleSwitch,
+    )?;
+    let mut spec = t.clone();
+    match &mut spec {
+        TrafficSpec::Permutation { seed: s, .. } => *s = seed,
+        TrafficSpec::RandomPairs {
+            seed: s,
+            source_rate,
+            ..
+        } => {
+            *s = seed;
+            *source_rate = js.host_rate();
+        }
+        _ => {}
+    }
+    if let TrafficSpec::Flows(list) = &spec {
+        let mut dag = Dag::new();
+        crate::workload::flows::lower(list, &mut dag);
+        return Ok(dag);
+    }
+    generate(&spec, &logical)
+        .map_err(|e| RunError::Unsupported(format!("workload.{}: {}", e.field, e.message)))
+}
+
+/// Adds job `j`'s DAG to `dag` behind a delay of its start; returns the range
+/// of its operations.
+fn add_job(dag: &mut Dag, j: &JobSpec, job: &Dag, topo: &Topology) -> std::ops::Range<u32> {
+    let gate = if j.start > SimTime::ZERO {
+        dag.begin_op(format!("{}: start", j.name));
+        let first = job_ranks(j, topo).first().copied().unwrap_or(GpuId(0));
+        vec![Dep::Done(dag.compute(first, j.start, &[]))]
+    } else {
+        Vec::new()
+    };
+    let first = dag.append(job, |g| g, &gate, &format!("{}: ", j.name));
+    first..dag.ops.len() as u32
+}
+
+/// (first task's start, last task's end) of the operations `ops` that hold tasks.
+fn span(dag: &Dag, out: &RunOutput, ops: std::ops::Range<u32>) -> (SimTime, SimTime) {
+    let mut used = vec![false; dag.ops.len()];
+    for t in &dag.tasks {
+        used[t.op as usize] = true;
+    }
+    let mut first = SimTime(u64::MAX);
+    let mut last = SimTime::ZERO;
+    for op in ops {
+        if let (true, Some(t)) = (used[op as usize], out.op_timing.get(op as usize)) {
+            first = first.min(t.start);
+            last = last.max(t.end);
+        }
+    }
+    (first.min(last), last)
+}
+
+/// The keys a `[[jobs]]` scenario's readers consume (what [`run_jobs`]
+/// records, without running).
+pub(super) fn read_jobs_keys(
+    s: &Scenario,
+    jobs: &[JobSpec],
+    topo: &Topology,
+    fidelity: Fidelity,
+    usage: &mut Usage,
+) -> Result<(), RunError> {
+    read_job_fields(s, jobs, usage);
+    for (i, j) in jobs.iter().enumerate() {
+        plan_job(s, i, j, topo, fidelity, s.seed, usage)
+            .map_err(|e| e.during(|| format!("job {:?}", j.name)))?;
+    }
+    Ok(())
+}
+
+/// Runs every job together, then each alone, and records the per-job results.
+pub(super) fn run_jobs(
+    jobs: &[JobSpec],
+    exec: &Executor<'_>,
+    acc: &mut Accumulated,
+    usage: &mut Usage,
+) -> Result<(), RunError> {
+    let (s, topo) = (exec.scenario, exec.topo);
+    read_job_fields(s, jobs, usage);
+    let mut plans = Vec::with_capacity(jobs.len());
+    for (i, j) in jobs.iter().enumerate() {
+        let p = plan_job(s, i, j, topo, exec.fidelity, exec.seed, usage)
+            .map_err(|e| e.during(|| format!("job {:?}", j.name)))?;
+        plans.push(p);
+    }
+    if exec.opts.detail && exec.fidelity != Fidelity::Analytical {
+        acc.keep_matrix(topo.hosts);
+    }
+    if exec.opts.flow_records {
+        acc.keep_every_record();
+    }
+    // all jobs in one DAG: they share the fabric
+    let mut all = Dag::new();
+    let ranges: Vec<_> = jobs
+        .iter()
+        .zip(&plans)
+        .map(|(j, p)| add_job(&mut all, j, &p.dag, topo))
+        .collect();
+    let mut out = exec
+        .run_faulty(&all, SimTime::ZERO)
+        .map_err(|e| e.during(|| "the jobs together".into()))?;
+    let shared: Vec<_> = ranges.iter().map(|r| span(&all, &out, r.clone())).collect();
+    let shared_ops = out.op_timing.clone();
+    acc.add_run("jobs", &all, topo, &mut out, 0);
+    let mut results = Vec::with_capacity(jobs.len());
+    for (k, (j, p)) in jobs.iter().zip(&plans).enumerate() {
+        let mut alone = Dag::new();
+        let range = add_job(&mut alone, j, &p.dag, topo);
+        let out_alone = exec
+            .run_faulty(&alone, SimTime::ZERO)
+            .map_err(|e| e.during(|| format!("job {:?} alone", j.name)))?;
+        acc.add_events(out_alone.events);
+        let (first, end) = shared[k];
+        let (_, end_alone) = span(&alone, &out_alone, range.clone());
+        let makespan = SimTime(end.0.saturating_sub(j.start.0));
+        let makespan_alone = SimTime(end_alone.0.saturating_sub(j.start.0));
+        let ranks = job_ranks(j, topo).len() as u32;
+        let rows = |ops: &[crate::dag::OpTiming], base: u32| -> Vec<CollectiveRow> {
+            let WorkloadSpec::Collective(w) = &j.workload else {
+                return Vec::new();
+            };
+            p.sizes
+                .iter()
+                .filter_map(|size| {
+                    let t = ops.get((base + size.op) as usize)?;
+                    Some(row(w, &size.spec, ranks, (t.end - t.start).as_secs_f64()))
+                })
+                .collect()
+        };
+        results.push(JobResult {
+            name: j.name.clone(),
+            kind: j.workload.kind_name().to_string(),
+            placement: j.placement.name().to_string(),
+            nodes: j.nodes.clone(),
+            gpus: ranks,
+            start_us: j.start.as_us(),
+            first_task_us: first.as_us(),
+            makespan_us: makespan.as_us(),
+            alone_makespan_us: makespan_alone.as_us(),
+            slowdown: if makespan_alone > SimTime::ZERO {
+                makespan.as_secs_f64() / makespan_alone.as_secs_f64()
+            } else {
+                1.0
+            },
+            collectives: rows(&shared_ops, ranges[k].start),
+            alone_collectives: rows(&out_alone.op_timing, range.start),
+        });
+    }
+    acc.set_jobs(results);
+    Ok(())
+}

@@ -1,0 +1,312 @@
+//! Several jobs on one fabric (`[[jobs]]`, issue 15): placement, interference
+//! (each job's makespan shared / alone), start times, located errors and
+//! determinism.
+//!
+//! The fabrics are small: one GPU and one 100 Gb/s NIC per node, so every
+//! ring step crosses the network and the bounds below are counts of flows on
+//! a link.
+
+use fabricsim::config::{self, Fidelity};
+use fabricsim::report::jobs::JobResult;
+use fabricsim::report::Report;
+use fabricsim::run::{run, RunOptions};
+
+const NODE: &str = r#"
+[cluster]
+nodes = NODES
+gpus_per_node = 1
+nics_per_node = 1
+nvlink_bandwidth = "450GB/s"
+
+[fabric]
+kind = "roce"
+link_rate = "100Gbps"
+mtu = "4KiB"
+link_latency = "100ns"
+switch_latency = "500ns"
+header_bytes = 0           # payload at the line rate: the closed forms below are exact
+nic_efficiency = 1.0
+
+[simulation]
+seed = 7
+"#;
+
+/// A scenario of `nodes` one-GPU nodes on `topology` with `jobs`.
+fn scenario(nodes: u32, topology: &str, jobs: &str) -> String {
+    format!(
+        "{}\n{topology}\n{jobs}",
+        NODE.replace("NODES", &nodes.to_string())
+    )
+}
+
+/// A ring all-reduce job of 1 MiB.
+fn allreduce(name: &str, placement: &str) -> String {
+    format!(
+        r#"
+[[jobs]]
+name = "{name}"
+{placement}
+[jobs.workload]
+kind = "collective"
+op = "allreduce"
+algorithm = "ring"
+sizes = ["1MiB"]
+"#
+    )
+}
+
+fn run_at(text: &str, f: Fidelity) -> Report {
+    let s = config::parse("jobs.toml", text).unwrap_or_else(|e| panic!("{e}"));
+    run(
+        &s,
+        &RunOptions {
+            fidelity: Some(f),
+            ..RunOptions::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn job<'a>(r: &'a Report, name: &str) -> &'a JobResult {
+    r.jobs.iter().find(|j| j.name == name).unwrap()
+}
+
+/// A k = 4 fat-tree: 4 pods of 4 hosts (2 edges x 2 hosts, 2 aggregation
+/// switches), 4 cores, full bisection.
+const FAT_TREE: &str = "[topology]\nkind = \"fat_tree\"\nk = 4\n";
+
+/// A 3:1 leaf-spine of radix 4: each leaf has 3 host ports and 1 uplink to
+/// the one spine; 6 nodes make 2 leaves (nodes 0-2 and 3-5).
+const LEAF_SPINE_3_1: &str =
+    "[topology]\nkind = \"leaf_spine\"\nradix = 4\noversubscription = 3.0\n";
+
+#[test]
+fn disjoint_halves_of_a_non_blocking_fat_tree_do_not_interfere() {
+    // packed, 8 nodes each: job a takes pods 0-1, job b pods 2-3. A pod's
+    // edge and aggregation links carry only its own job, and a core's link to
+    // a pod only traffic to or from that pod: no link carries both jobs, so
+    // each runs exactly as alone (1% for the packet level's event order).
+    let text = scenario(
+        16,
+        FAT_TREE,
+        &(allreduce("a", "nodes = 8") + &allreduce("b", "nodes = 8")),
+    );
+    for f in [Fidelity::Flow, Fidelity::Packet] {
+        let r = run_at(&text, f);
+        assert_eq!(job(&r, "a").nodes, (0..8).collect::<Vec<_>>());
+        assert_eq!(job(&r, "b").nodes, (8..16).collect::<Vec<_>>());
+        for j in &r.jobs {
+            assert!(
+                (j.slowdown - 1.0).abs() < 0.01,
+                "{f:?} {}: slowdown {} (shared {} us, alone {} us)",
+                j.name,
+                j.slowdown,
+                j.makespan_us,
+                j.alone_makespan_us
+            );
+            assert_eq!(j.collectives.len(), 1);
+            assert!(j.collectives[0].busbw_gbps > 0.0);
+        }
+    }
+}
+
+#[test]
+fn spread_jobs_on_an_oversubscribed_leaf_spine_slow_each_other_within_the_bound() {
+    // spread, 3 nodes each, over the 2 leaves: job a = nodes 0,3,1 and job
+    // b = 2,4,5 (round-robin over each leaf's free nodes). Ring a: 0→3 and
+    // 3→1 cross the spine, 1→0 stays in leaf 0; ring b: 2→4 and 5→2 cross,
+    // 4→5 stays. Each direction of a leaf's one uplink carries one ring edge
+    // of each job: alone a crossing edge has the uplink to itself (rate R),
+    // shared it gets R/2. A ring step costs α + c/r on its slowest edge, so
+    // shared / alone = (α + 2c/R) / (α + c/R), in (1, 2]: 2 is the bound
+    // (the flows that share the busiest uplink direction, shared / alone),
+    // below the oversubscription's 3 (3 hosts' flows on one uplink).
+    // Congestion control off (PFC keeps it lossless): the bound is max-min
+    // fair sharing's; DCQCN's rate cuts leave the uplink partly idle and
+    // measured 2.60 and 2.75 at the packet level, an effect of the control
+    // law, not of the placement.
+    let spread = scenario(
+        6,
+        LEAF_SPINE_3_1,
+        &(allreduce("a", "nodes = 3\nplacement = \"spread\"")
+            + &allreduce("b", "nodes = 3\nplacement = \"spread\"")),
+    );
+    let spread = spread.replace(
+        "nic_efficiency = 1.0",
+        "nic_efficiency = 1.0\ncc = \"none\"",
+    );
+    let packed = spread.replace("\"spread\"", "\"packed\"");
+    for f in [Fidelity::Flow, Fidelity::Packet] {
+        let r = run_at(&spread, f);
+        assert_eq!(job(&r, "a").nodes, vec![0, 3, 1]);
+        assert_eq!(job(&r, "b").nodes, vec![2, 4, 5]);
+        for j in &r.jobs {
+            assert!(
+                j.slowdown > 1.05 && j.slowdown <= 2.0 * 1.01,
+                "{f:?} {}: slowdown {} not in (1, 2]",
+                j.name,
+                j.slowdown
+            );
+        }
+        // one leaf each: no shared link, the interference is gone
+        let r = run_at(&packed, f);
+        for j in &r.jobs {
+            assert!(
+                (j.slowdown - 1.0).abs() < 0.01,
+                "{f:?} packed {}: slowdown {}",
+                j.name,
+                j.slowdown
+            );
+        }
+    }
+}
+
+/// A 2-node all-reduce (nodes 0 and 3, one per leaf) beside an incast of two
+/// 2 MiB flows from leaf 1 (nodes 4, 5) onto node 1 of leaf 0, started at
+/// `start`.
+fn collective_and_incast(start: &str) -> String {
+    scenario(
+        6,
+        LEAF_SPINE_3_1,
+        &(allreduce("ring", "node_list = [0, 3]")
+            + &format!(
+                r#"
+[[jobs]]
+name = "incast"
+node_list = [1, 4, 5]
+start = "{start}"
+[jobs.workload]
+kind = "traffic"
+pattern = "incast"
+senders = 2
+receiver = 0
+bytes = "2MiB"
+"#
+            )),
+    )
+}
+
+#[test]
+fn an_incast_job_slows_a_collective_job_at_flow_and_packet_level() {
+    // the incast's flows 4→1 and 5→1 take the spine's one link down to
+    // leaf 0, as does the ring's 3→0: that step gets a third of the link
+    // instead of all of it while the incast lasts (4 MiB at 12.5 GB/s, about
+    // 340 us, longer than the ring's ~90 us alone)
+    let text = collective_and_incast("0us");
+    for f in [Fidelity::Flow, Fidelity::Packet] {
+        let r = run_at(&text, f);
+        let ring = job(&r, "ring");
+        assert!(
+            ring.slowdown > 1.2,
+            "{f:?}: the ring's slowdown {} (shared {} us, alone {} us)",
+            ring.slowdown,
+            ring.makespan_us,
+            ring.alone_makespan_us
+        );
+        assert_eq!(job(&r, "incast").kind, "traffic");
+    }
+}
+
+#[test]
+fn a_job_that_starts_later_starts_later() {
+    let r = run_at(&collective_and_incast("30us"), Fidelity::Flow);
+    let (ring, incast) = (job(&r, "ring"), job(&r, "incast"));
+    assert_eq!(ring.first_task_us, 0.0);
+    assert_eq!(incast.start_us, 30.0);
+    assert!(
+        incast.first_task_us >= 30.0,
+        "first transfer at {} us",
+        incast.first_task_us
+    );
+    // the makespan counts from the start: alone, two 2 MiB flows into one
+    // 100 Gb/s NIC take 4 MiB / 12.5 GB/s = 335.5 us, plus the path's
+    // latencies (4 links, 3 switches, PCIe: a few us)
+    assert!(
+        incast.alone_makespan_us > 335.5 && incast.alone_makespan_us < 341.0,
+        "{}",
+        incast.alone_makespan_us
+    );
+}
+
+/// The first diagnostic of `text`, as (line, field, found).
+fn first_error(text: &str) -> (usize, String, String) {
+    let e = config::parse("bad.toml", text).unwrap_err();
+    let d = &e.diagnostics[0];
+    (d.line, d.field.clone(), d.found.clone())
+}
+
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines().position(|l| l.contains(needle)).unwrap() + 1
+}
+
+#[test]
+fn placement_errors_are_located() {
+    // two lists that overlap on node 2
+    let overlap = scenario(
+        6,
+        LEAF_SPINE_3_1,
+        &(allreduce("a", "node_list = [0, 1, 2]") + &allreduce("b", "node_list = [2, 3]")),
+    );
+    let (line, field, found) = first_error(&overlap);
+    assert_eq!(field, "jobs.1.node_list.0");
+    assert_eq!(line, line_of(&overlap, "node_list = [2, 3]"));
+    assert!(
+        found.contains("node 2") && found.contains("\"a\""),
+        "{found}"
+    );
+    // a job larger than the nodes the others leave free
+    let too_large = scenario(
+        6,
+        LEAF_SPINE_3_1,
+        &(allreduce("a", "node_list = [0, 1]") + &allreduce("b", "nodes = 5")),
+    );
+    let (line, field, found) = first_error(&too_large);
+    assert_eq!(field, "jobs.1.nodes");
+    assert_eq!(line, line_of(&too_large, "nodes = 5"));
+    assert_eq!(found, "5 nodes");
+    // a listed node outside the cluster
+    let outside = scenario(6, LEAF_SPINE_3_1, &allreduce("a", "node_list = [0, 9]"));
+    let (line, field, _) = first_error(&outside);
+    assert_eq!(field, "jobs.0.node_list.1");
+    assert_eq!(line, line_of(&outside, "node_list = [0, 9]"));
+    // a job's workload keys are located in its own table
+    let bad_size = scenario(6, LEAF_SPINE_3_1, &allreduce("a", "nodes = 2"))
+        .replace("sizes = [\"1MiB\"]", "sizes = [\"1MiB\", \"lots\"]");
+    let (line, field, _) = first_error(&bad_size);
+    assert_eq!(field, "jobs.0.workload.sizes.1");
+    assert_eq!(line, line_of(&bad_size, "\"lots\""));
+    // training in a job is refused, not run on the whole cluster
+    let training = scenario(6, LEAF_SPINE_3_1, &allreduce("a", "nodes = 2"))
+        .replace("kind = \"collective\"", "kind = \"training\"");
+    let (_, field, _) = first_error(&training);
+    assert_eq!(field, "jobs.0.workload.kind");
+}
+
+#[test]
+fn same_seed_same_bytes_random_placement_included() {
+    let text = scenario(
+        16,
+        FAT_TREE,
+        &(allreduce("a", "nodes = 5\nplacement = \"random\"")
+            + &allreduce("b", "nodes = 6\nplacement = \"spread\"")),
+    );
+    let json = |t: &str| {
+        let mut r = run_at(t, Fidelity::Flow);
+        r.sim.wall_s = 0.0;
+        r.sim.events_per_s = 0.0;
+        (r.to_json(), r.jobs[0].nodes.clone())
+    };
+    let (one, nodes) = json(&text);
+    assert_eq!(one, json(&text).0);
+    // the seed draws the nodes: some other seed places job a elsewhere
+    let moved = (1..20).any(|seed| {
+        let other = text.replace("seed = 7", &format!("seed = {seed}"));
+        json(&other).1 != nodes
+    });
+    assert!(moved, "the random placement ignores the seed: {nodes:?}");
+    // and job b never overlaps it
+    let r = run_at(&text, Fidelity::Analytical);
+    let (a, b) = (job(&r, "a"), job(&r, "b"));
+    assert!(a.nodes.iter().all(|n| !b.nodes.contains(n)));
+    assert_eq!(b.nodes.len(), 6);
+}

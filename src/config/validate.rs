@@ -89,6 +89,7 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ConfigError> {
         src: &src,
         diags: Vec::new(),
         quiet_missing: false,
+        class_names: Vec::new(),
     };
     let scenario = raw.as_ref().and_then(|r| v.scenario(r));
     if parse_diags.is_empty() && v.diags.is_empty() {
@@ -225,6 +226,9 @@ pub(super) struct Validator<'a> {
     /// An unknown preset was named: fields it would have supplied are not also
     /// reported missing (one mistake, one diagnostic).
     pub(super) quiet_missing: bool,
+    /// The names of `[[fabric.classes]]`, in order (class `i` is lane `i`),
+    /// for the flows and workloads that name one.
+    pub(super) class_names: Vec<String>,
 }
 
 impl Validator<'_> {

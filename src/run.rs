@@ -527,10 +527,10 @@ fn read_backend_keys(
             "traffic classes are a packet-level scheduler (lanes, DWRR, per-class PFC and ECN); the flow and analytical levels share links by max-min".to_string()
         };
         for key in &CLASS_KEYS {
-            usage.skip(key, why);
+            usage.void(key, why);
         }
         for key in flow_class_keys(s) {
-            usage.skip(&key, why);
+            usage.void(&key, why);
         }
     }
     match fidelity {
@@ -1192,10 +1192,10 @@ fn classes_used(
             )
         };
         for key in &CLASS_KEYS {
-            usage.skip(key, why);
+            usage.void(key, why);
         }
         for key in flow_class_keys(s) {
-            usage.skip(&key, why);
+            usage.void(&key, why);
         }
         None
     }

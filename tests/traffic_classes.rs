@@ -433,6 +433,40 @@ fn bad_class_tables_are_located_errors() {
         assert!(d.line > 0, "{table}: not located: {d:?}");
         assert!(d.found.contains(found), "{table}: found {:?}", d.found);
     }
+    // hostile numbers (tests/hostile.rs's kinds): huge, negative, NaN,
+    // infinite, wrong type; each a located error, never a panic
+    for (key, value) in [
+        ("weight", "1e300"),
+        ("weight", "9223372036854775807"),
+        ("weight", "\"x\""),
+        ("priority", "-1"),
+        ("priority", "1e30"),
+        ("ecn_kmin", "-5"),
+        ("ecn_kmax", "\"1e30GiB\""),
+        ("ecn_pmax", "nan"),
+        ("ecn_pmax", "inf"),
+        ("ecn_pmax", "-0.5"),
+        ("pfc", "3"),
+        ("name", "7"),
+    ] {
+        let text = with_classes(&format!(
+            "classes = [{{ name = \"a\", weight = 1, {key} = {value} }}]\n"
+        ))
+        .replace("preset = \"ib-ndr-400\"", "preset = \"roce-400\"")
+        .replace(", weight = 1, weight", ", weight");
+        let text = if key == "name" {
+            text.replace("name = \"a\", ", "")
+        } else {
+            text
+        };
+        match config::parse("classes.toml", &text) {
+            Err(e) => assert!(
+                e.diagnostics.iter().all(|d| d.line > 0),
+                "{key} = {value}: {e}"
+            ),
+            Ok(_) => panic!("{key} = {value} accepted"),
+        }
+    }
     // a flow naming an unknown class
     let text = with_classes("classes = [{ name = \"a\" }]\n")
         .replace("bytes = \"2MiB\"\n", "bytes = \"2MiB\"\nclass = \"b\"\n");

@@ -8,7 +8,9 @@
 //!   [`PacketConfig::seed`]: same inputs and seed give an identical [`RunOutput`].
 //! * **Ports.** Every directed link of the [`Topology`] is the egress port of its
 //!   `from` node: a FIFO per virtual lane, strict priority from the highest lane
-//!   down (ACKs/NACKs ride the highest lane, data lane 0). A packet is
+//!   down (ACKs/NACKs ride the highest lane, data lane 0), or with traffic
+//!   classes ([`PacketConfig::classes`], [`classes`]) strict levels and DWRR
+//!   weights, per-class PFC admission and ECN thresholds. A packet is
 //!   serialized at the link rate (`tx_time(payload + header)`), then arrives after
 //!   the link's propagation latency plus the receiving node's forwarding latency.
 //!   **Store-and-forward** by default: a packet is routed only once its last bit

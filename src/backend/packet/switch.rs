@@ -3,7 +3,8 @@
 //!
 //! Every directed link is the egress port of its sending node. A port serves its
 //! lanes with strict priority, highest lane first, skipping a lane whose head
-//! packet lacks credits. Source GPUs' ports additionally pull data packets from
+//! packet lacks credits; with traffic classes, by the classes' priority levels
+//! and DWRR weights instead ([`super::classes`]). Source GPUs' ports additionally pull data packets from
 //! their queue pairs when no queued (control) packet can go (see [`super::nic`]).
 
 use std::collections::VecDeque;

@@ -109,6 +109,16 @@ fn fcts_from(
 /// The two shares (s_a, s_b) of flows a (8 MiB) and b (32 MiB) from hosts 1
 /// and 2 into host 0, in classes 0 and 1 of `classes`, under `cfg`.
 fn shares(cfg: &PacketConfig, classes: Vec<TrafficClass>) -> (f64, f64) {
+    shares_between(cfg, classes, (1, 0), (2, 0))
+}
+
+/// Like [`shares`], flow a from `ea.0` to `ea.1` and b from `eb.0` to `eb.1`.
+fn shares_between(
+    cfg: &PacketConfig,
+    classes: Vec<TrafficClass>,
+    ea: (u32, u32),
+    eb: (u32, u32),
+) -> (f64, f64) {
     let topo = single_switch(3);
     let (a, b) = (8u64 << 20, 32u64 << 20);
     let cfg = PacketConfig {
@@ -121,9 +131,11 @@ fn shares(cfg: &PacketConfig, classes: Vec<TrafficClass>) -> (f64, f64) {
         }),
         ..cfg.clone()
     };
-    let alone_a = fcts(&cfg, &topo, &[(1, 0, a, 0)]).0[0] as f64;
-    let alone_b = fcts(&cfg, &topo, &[(2, 0, b, 1)]).0[0] as f64;
-    let (t, _) = fcts(&cfg, &topo, &[(1, 0, a, 0), (2, 0, b, 1)]);
+    let fa = (ea.0, ea.1, a, 0);
+    let fb = (eb.0, eb.1, b, 1);
+    let alone_a = fcts(&cfg, &topo, &[fa]).0[0] as f64;
+    let alone_b = fcts(&cfg, &topo, &[fb]).0[0] as f64;
+    let (t, _) = fcts(&cfg, &topo, &[fa, fb]);
     let (ta, tb) = (t[0] as f64, t[1] as f64);
     let sa = alone_a / ta;
     let sb = (alone_b - (tb - ta)) / ta;
@@ -171,6 +183,22 @@ fn weights_3_to_1_share_a_bottleneck_75_25() {
         println!("{fc}: weights 1:1 -> shares {ea:.4} / {eb:.4}");
         assert!((ea - 0.5).abs() <= 0.03 && (eb - 0.5).abs() <= 0.03);
     }
+}
+
+#[test]
+fn the_sending_nic_schedules_its_classes_too() {
+    // both flows leave host 1 (to hosts 0 and 2): the bottleneck is host 1's
+    // NIC uplink, fed over PCIe (512 Gb/s) into a buffer per lane; the same
+    // DWRR bound applies there
+    let (sa, sb) = shares_between(
+        &credit_cfg(),
+        vec![class("gold", 0, Some(3)), class("bronze", 0, Some(1))],
+        (1, 0),
+        (1, 2),
+    );
+    println!("one sending NIC, weights 3:1 -> shares {sa:.4} / {sb:.4}");
+    assert!((sa - 0.75).abs() <= 0.03, "gold share {sa:.4}");
+    assert!((sb - 0.25).abs() <= 0.03, "bronze share {sb:.4}");
 }
 
 #[test]

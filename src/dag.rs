@@ -107,6 +107,9 @@ pub struct Task {
     /// The queue pair of its (source, destination) connection that carries a
     /// transfer (NCCL_IB_QPS_PER_CONNECTION); each is its own flow for ECMP.
     pub qp: u8,
+    /// The traffic class of a transfer plus one; 0 = the workload's class
+    /// (see `PacketConfig::classes`; only the packet level schedules classes).
+    pub class: u8,
 }
 
 /// A named operation (one collective, one compute phase) whose tasks are timed together.
@@ -187,6 +190,7 @@ impl Dag {
             op: self.current_op,
             sw: 0,
             qp: 0,
+            class: 0,
         });
         TaskId(id)
     }
@@ -235,6 +239,12 @@ impl Dag {
     /// Puts transfer `t` on queue pair `qp` of its connection.
     pub fn set_qp(&mut self, t: TaskId, qp: u8) {
         self.tasks[t.0 as usize].qp = qp;
+    }
+
+    /// Puts transfer `t` in traffic class `class` (its index among the
+    /// fabric's classes; transfers not set ride the workload's class).
+    pub fn set_class(&mut self, t: TaskId, class: u8) {
+        self.tasks[t.0 as usize].class = class.saturating_add(1);
     }
 
     /// The software latency added to task `t`'s completion (zero for most tasks).

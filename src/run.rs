@@ -532,6 +532,17 @@ fn read_backend_keys(
         fidelity == Fidelity::Packet,
         || "the budget of packet events applies at the packet fidelity".into(),
     );
+    if fidelity != Fidelity::Packet {
+        let why = || {
+            "traffic classes are a packet-level scheduler (lanes, DWRR, per-class PFC and ECN); the flow and analytical levels share links by max-min".to_string()
+        };
+        for key in &CLASS_KEYS {
+            usage.void(key, why);
+        }
+        for key in flow_class_keys(s) {
+            usage.void(&key, why);
+        }
+    }
     match fidelity {
         Fidelity::Analytical => {
             usage.skip("simulation.seed", || {
@@ -1055,6 +1066,7 @@ pub fn packet_config_used(
             "the host-staged copy applies only with gpu_direct = false".into()
         });
     }
+    let classes = classes_used(s, pfc_on, p.ecn.is_some(), usage);
     // Control packets: the data header plus the AETH (ACK) or the CNP's 16
     // reserved bytes; a TCP ACK is a bare header, at least a minimum frame
     // (64 B + 20 B of preamble and gap).
@@ -1119,7 +1131,89 @@ pub fn packet_config_used(
         cut_through: p.cut_through,
         sample_interval: p.sample_interval,
         time_limit: p.time_limit,
+        classes,
         ..PacketConfig::default()
+    }
+}
+
+/// The `class` keys of the extra and listed flows that set one.
+fn flow_class_keys(s: &Scenario) -> Vec<String> {
+    let listed: &[crate::workload::flows::ListedFlow] = match &s.workload {
+        WorkloadSpec::Traffic(crate::workload::traffic::TrafficSpec::Flows(list)) => list,
+        _ => &[],
+    };
+    let extra = s
+        .extra_flows
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.class.is_some());
+    let flows = listed.iter().enumerate().filter(|(_, f)| f.class.is_some());
+    extra
+        .map(|(i, _)| format!("workload.extra_flows.{i}.class"))
+        .chain(flows.map(|(i, _)| format!("workload.flows.{i}.class")))
+        .collect()
+}
+
+/// The keys that name traffic classes (the table, and what refers to it).
+const CLASS_KEYS: [&str; 4] = [
+    "fabric.classes",
+    "fabric.ack_class",
+    "fabric.cnp_class",
+    "workload.class",
+];
+
+/// The traffic classes the packet level runs, when they change anything:
+/// some traffic leaves the default lanes (data off class 0, a flow in
+/// another class, ACKs or CNPs in a named class), or the class all data
+/// rides admits or marks otherwise than the fabric (lossy under PFC, its
+/// own ECN thresholds with marking on). Otherwise every packet rides lanes
+/// scheduled, admitted and marked as without classes, and the run is the
+/// same as without the table, which is then listed with the reason.
+fn classes_used(
+    s: &Scenario,
+    pfc_on: bool,
+    ecn_on: bool,
+    usage: &mut Usage,
+) -> Option<crate::mechanism::TrafficClasses> {
+    let tc = s.packet.classes.as_ref()?;
+    let listed = match &s.workload {
+        WorkloadSpec::Traffic(crate::workload::traffic::TrafficSpec::Flows(list)) => {
+            list.iter().any(|f| f.class.is_some_and(|c| c != tc.data))
+        }
+        _ => false,
+    };
+    let moved = tc.data != 0
+        || tc.ack.is_some()
+        || tc.cnp.is_some()
+        || listed
+        || s.extra_flows
+            .iter()
+            .any(|f| f.class.is_some_and(|c| c != tc.data));
+    let c = &tc.classes[usize::from(tc.data)];
+    let admits = pfc_on && !c.lossless;
+    let marks = ecn_on && c.ecn.is_some();
+    if moved || admits || marks {
+        for key in &CLASS_KEYS {
+            usage.read(key);
+        }
+        for key in flow_class_keys(s) {
+            usage.read(&key);
+        }
+        Some(tc.clone())
+    } else {
+        let why = || {
+            format!(
+                "all traffic rides class {:?} (lane 0, ACKs and CNPs on the top lane), scheduled, admitted and marked as without classes here: name another class on workload.class, a flow's class, ack_class or cnp_class, or make it lossy (pfc = false, under PFC) or give it ECN thresholds (with ECN on)",
+                c.name
+            )
+        };
+        for key in &CLASS_KEYS {
+            usage.void(key, why);
+        }
+        for key in flow_class_keys(s) {
+            usage.void(&key, why);
+        }
+        None
     }
 }
 

@@ -146,6 +146,21 @@ const ALTERNATIVES: &[(&str, &[&str])] = &[
     ),
     ("fabric.dcqcn.clamp_tgt_rate", &["true", "false"]),
     ("fabric.dcqcn.min_dec_fac", &["0.9", "0.0"]),
+    // traffic classes: the class all data rides made lossy (PFC fabrics drop
+    // instead of pausing) and given tight ECN thresholds (ECN fabrics mark
+    // sooner); a weighted pair with nothing mapped to the second class.
+    // Elsewhere they change nothing and are listed.
+    (
+        "fabric.classes",
+        &[
+            "[{ name = \"bulk\", pfc = false, ecn_kmin = \"1KiB\", ecn_kmax = \"2KiB\" }]",
+            "[{ name = \"a\", weight = 3 }, { name = \"b\", weight = 1 }]",
+        ],
+    ),
+    // naming a class needs a [[fabric.classes]] table: alone, refused
+    ("fabric.ack_class", &["\"bulk\""]),
+    ("fabric.cnp_class", &["\"bulk\""]),
+    ("workload.class", &["\"bulk\""]),
     ("workload.kind", &["\"collective\"", "\"traffic\""]),
     (
         "workload.op",
@@ -246,6 +261,7 @@ const ALTERNATIVES: &[(&str, &[&str])] = &[
     ("workload.extra_flows.N.dst", &["2", "3"]),
     ("workload.extra_flows.N.bytes", &["\"64KiB\"", "\"4MiB\""]),
     ("workload.extra_flows.N.start", &["\"0us\"", "\"10us\""]),
+    ("workload.extra_flows.N.class", &["\"bulk\""]),
     ("workload.flows.N.id", &["\"renamed\""]),
     ("workload.flows.N.src", &["0", "3"]),
     ("workload.flows.N.dst", &["1", "2"]),
@@ -263,6 +279,7 @@ const ALTERNATIVES: &[(&str, &[&str])] = &[
         &["\"packed\"", "\"spread\"", "\"random\"", "\"list\""],
     ),
     ("jobs.N.start", &["\"0us\"", "\"50us\""]),
+    ("workload.flows.N.class", &["\"bulk\""]),
 ];
 
 /// Keys that bound or label a run rather than shape it: a change leaves a

@@ -18,6 +18,7 @@
 //! | `topology.rs` | `[topology]`, building the topology a run uses |
 //! | `fabric.rs` | `[fabric]`: kind, links, packet format, routing, NIC, SHARP |
 //! | `packet.rs` | packet-level keys: buffers, lanes, transport, timers, PFC, ECN, congestion control |
+//! | `classes.rs` | `[[fabric.classes]]`, `ack_class`, `cnp_class` and the classes flows and workloads name |
 //! | `collective.rs` | `kind = "collective"`: op, algorithm, sizes, dtype, NCCL knobs |
 //! | `traffic.rs` | `kind = "traffic"`: patterns and extra flows |
 //! | `workload.rs` | `kind = "training"` / `"inference"` and `[[faults]]` |
@@ -45,6 +46,7 @@
 //! seed = 1
 //! ```
 
+mod classes;
 mod cluster;
 mod collective;
 pub mod diagnostic;

@@ -59,6 +59,9 @@ pub struct PacketSettings {
     pub ecn_mark_at: crate::mechanism::EcnMarkAt,
     /// Congestion control.
     pub cc: crate::mechanism::CongestionControl,
+    /// `[[fabric.classes]]` with the classes of the workload, ACKs and CNPs;
+    /// `None` without the table.
+    pub classes: Option<crate::mechanism::TrafficClasses>,
 }
 
 impl Validator<'_> {
@@ -276,15 +279,25 @@ impl Validator<'_> {
             pfc_threshold,
             Some(crate::mechanism::PfcThreshold::Dynamic { .. })
         );
-        let (pfc, ecn, cc) = self.congestion_settings(
+        let congestion = match (buffer, max_packet, pfc_headroom_pool) {
+            (Some(buffer), Some(max_packet), Some(pool)) => self.congestion_settings(
+                raw,
+                kind,
+                buffer,
+                link,
+                nic_rate,
+                max_packet,
+                (pool, dynamic),
+            ),
+            _ => None,
+        };
+        let classes = self.classes(
             raw,
-            kind,
-            buffer?,
-            link,
-            nic_rate,
-            max_packet?,
-            (pfc_headroom_pool?, dynamic),
-        )?;
+            lanes,
+            f.vl_escalation.unwrap_or(false),
+            congestion.as_ref().and_then(|c| c.1),
+        );
+        let (pfc, ecn, cc) = congestion?;
         let pfc_pause_quanta = self.count(
             "fabric.pfc_pause_quanta",
             f.pfc_pause_quanta,
@@ -313,6 +326,7 @@ impl Validator<'_> {
             }
         };
         Some(PacketSettings {
+            classes: classes?,
             ecn_mark_at: ecn_mark_at?,
             deadlock_timeout: deadlock_timeout?,
             pfc,

@@ -202,6 +202,12 @@ pub struct RawFabric {
     pub dcqcn: Option<RawDcqcn>,
     /// Packet level, Swift parameters.
     pub swift: Option<RawSwift>,
+    /// Packet level: traffic classes (`[[fabric.classes]]`), class `i` on lane `i`.
+    pub classes: Option<Vec<RawClass>>,
+    /// Packet level: the class of ACKs and NACKs (default: the highest lane).
+    pub ack_class: Option<String>,
+    /// Packet level: the class of CNPs (default: the highest lane).
+    pub cnp_class: Option<String>,
 }
 
 /// `[fabric.swift]` as written (Kumar et al. 2020 names).
@@ -220,6 +226,26 @@ pub struct RawSwift {
     pub fs_range: Option<RawQuantity>,
     /// Smallest window, packets (below one: paced).
     pub min_cwnd: Option<RawNumber>,
+}
+
+/// One `[[fabric.classes]]` entry as written.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawClass {
+    /// Unique name flows and workloads refer to.
+    pub name: Option<String>,
+    /// Strict-priority level, 0..=7, higher served first (default 0).
+    pub priority: Option<i64>,
+    /// DWRR weight among the classes of its priority level, 1..=1000.
+    pub weight: Option<i64>,
+    /// Lossless under PFC (default true); false drops at the buffer limit.
+    pub pfc: Option<bool>,
+    /// ECN Kmin of this class's queues (default the fabric's).
+    pub ecn_kmin: Option<RawQuantity>,
+    /// ECN Kmax of this class's queues (default the fabric's).
+    pub ecn_kmax: Option<RawQuantity>,
+    /// ECN Pmax of this class's queues (default the fabric's).
+    pub ecn_pmax: Option<RawNumber>,
 }
 
 /// One `[[fabric.nic_overrides]]` entry as written.
@@ -333,6 +359,8 @@ pub struct RawWorkload {
     /// Flow list (`kind = "flows"`): `[[workload.flows]]`, each flow with its
     /// dependencies.
     pub flows: Option<Vec<RawListedFlow>>,
+    /// Packet level: the traffic class of the workload's transfers (default the first).
+    pub class: Option<String>,
 }
 
 /// A flow's name in a flow list: a whole number (htsim's flow ids) or a string.
@@ -372,6 +400,8 @@ pub struct RawListedFlow {
     pub after: Option<Vec<RawFlowId>>,
     /// Flows whose last byte must have left its source before this one starts.
     pub after_sent: Option<Vec<RawFlowId>>,
+    /// Packet level: its traffic class (default the workload's).
+    pub class: Option<String>,
 }
 
 /// One entry of `workload.extra_flows`.
@@ -386,6 +416,8 @@ pub struct RawFlow {
     pub bytes: RawQuantity,
     /// Start time (default 0).
     pub start: Option<RawQuantity>,
+    /// Packet level: its traffic class (default the workload's).
+    pub class: Option<String>,
 }
 
 /// `[simulation]` as written.

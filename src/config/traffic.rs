@@ -39,12 +39,15 @@ impl Validator<'_> {
             }
             let bytes = self.size("workload.extra_flows", Some(&f.bytes), None, 1);
             let start = self.time("workload.extra_flows", f.start.as_ref(), Some("0"));
-            if let (Some(bytes), Some(start)) = (bytes, start) {
+            let class =
+                self.class_ref(&format!("workload.extra_flows.{i}.class"), f.class.as_ref());
+            if let (Some(bytes), Some(start), Some(class)) = (bytes, start, class) {
                 out.push(crate::workload::traffic::ExtraFlow {
                     src: crate::topology::GpuId(f.src.max(0) as u32),
                     dst: crate::topology::GpuId(f.dst.max(0) as u32),
                     bytes,
                     start,
+                    class,
                 });
             } else {
                 ok = false;
@@ -302,7 +305,8 @@ impl Validator<'_> {
             };
             let after = deps("after", &f.after);
             let after_sent = deps("after_sent", &f.after_sent);
-            if let (Some(bytes), Some(start)) = (bytes, start) {
+            let class = self.class_ref(&p("class"), f.class.as_ref());
+            if let (Some(bytes), Some(start), Some(class)) = (bytes, start, class) {
                 out.push(ListedFlow {
                     id: match &f.id {
                         super::raw::RawFlowId::Number(n) => n.to_string(),
@@ -314,6 +318,7 @@ impl Validator<'_> {
                     start,
                     after,
                     after_sent,
+                    class,
                 });
             } else {
                 ok = false;

@@ -90,6 +90,7 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ConfigError> {
         diags: Vec::new(),
         quiet_missing: false,
         workload_at: None,
+        class_names: Vec::new(),
     };
     let scenario = raw.as_ref().and_then(|r| v.scenario(r));
     if parse_diags.is_empty() && v.diags.is_empty() {
@@ -230,6 +231,9 @@ pub(super) struct Validator<'a> {
     /// (`jobs.2.workload` for a job's): the workload checks name their fields
     /// `workload.…` and [`Validator::err`] moves them here.
     pub(super) workload_at: Option<String>,
+    /// The names of `[[fabric.classes]]`, in order (class `i` is lane `i`),
+    /// for the flows and workloads that name one.
+    pub(super) class_names: Vec<String>,
 }
 
 impl<'a> Validator<'a> {

@@ -6,6 +6,7 @@
 //! other for them.
 
 pub mod cc;
+pub mod classes;
 pub mod defaults;
 pub mod flow_control;
 
@@ -13,6 +14,7 @@ pub use cc::{
     alpha_in_range, gain_in_range, pmax_in_range, CongestionControl, DcqcnParams, DcqcnProfile,
     Ecn, EcnMarkAt, SwiftParams,
 };
+pub use classes::{TrafficClass, TrafficClasses, MAX_CLASS_PRIORITY, MAX_CLASS_WEIGHT};
 pub use flow_control::{
     pfc_fits_buffer, pfc_headroom_needed, FlowControl, PfcThreshold, PFC_FRAME_WIRE_BYTES,
 };

@@ -36,6 +36,9 @@ pub struct ListedFlow {
     pub after: Vec<usize>,
     /// Indices of the flows whose last byte must have left its source.
     pub after_sent: Vec<usize>,
+    /// Its traffic class (index among the fabric's classes), or `None` for
+    /// the workload's (packet level only).
+    pub class: Option<u8>,
 }
 
 /// The flows in an order where every flow comes after those it waits for, file
@@ -121,6 +124,9 @@ pub fn lower(flows: &[ListedFlow], dag: &mut Dag) -> Vec<u32> {
         deps.extend(f.after_sent.iter().map(|&d| Dep::Sent(task[d])));
         op[i] = dag.begin_op(&f.id);
         task[i] = dag.transfer(f.src, f.dst, f.bytes, &deps);
+        if let Some(c) = f.class {
+            dag.set_class(task[i], c);
+        }
     }
     op
 }
@@ -341,6 +347,7 @@ pub fn import_htsim_cm(text: &str) -> Result<ImportedCm, CmError> {
                     start: SimTime::from_us(start_us.unwrap_or(0.0).floor() as u64),
                     after: Vec::new(),
                     after_sent: Vec::new(),
+                    class: None,
                 });
             }
             other => {
@@ -489,6 +496,7 @@ mod tests {
             start: SimTime::ZERO,
             after: after.to_vec(),
             after_sent: after_sent.to_vec(),
+            class: None,
         }
     }
 

@@ -228,6 +228,9 @@ pub struct ExtraFlow {
     pub bytes: u64,
     /// When it starts, picoseconds after the pattern's start.
     pub start: SimTime,
+    /// Its traffic class (index among the fabric's classes), or `None` for
+    /// the workload's (packet level only).
+    pub class: Option<u8>,
 }
 
 /// Appends `flows` to the current operation of `dag`: each is a transfer that
@@ -235,11 +238,14 @@ pub struct ExtraFlow {
 /// GPU, when positive).
 pub fn add_extra_flows(dag: &mut Dag, flows: &[ExtraFlow]) {
     for f in flows {
-        if f.start > SimTime::ZERO {
+        let t = if f.start > SimTime::ZERO {
             let c = dag.compute(f.src, f.start, &[]);
-            dag.transfer(f.src, f.dst, f.bytes, &[Dep::Done(c)]);
+            dag.transfer(f.src, f.dst, f.bytes, &[Dep::Done(c)])
         } else {
-            dag.transfer(f.src, f.dst, f.bytes, &[]);
+            dag.transfer(f.src, f.dst, f.bytes, &[])
+        };
+        if let Some(c) = f.class {
+            dag.set_class(t, c);
         }
     }
 }

@@ -8,7 +8,9 @@
 //!   [`PacketConfig::seed`]: same inputs and seed give an identical [`RunOutput`].
 //! * **Ports.** Every directed link of the [`Topology`] is the egress port of its
 //!   `from` node: a FIFO per virtual lane, strict priority from the highest lane
-//!   down (ACKs/NACKs ride the highest lane, data lane 0). A packet is
+//!   down (ACKs/NACKs ride the highest lane, data lane 0), or with traffic
+//!   classes ([`PacketConfig::classes`], [`classes`]) strict levels and DWRR
+//!   weights, per-class PFC admission and ECN thresholds. A packet is
 //!   serialized at the link rate (`tx_time(payload + header)`), then arrives after
 //!   the link's propagation latency plus the receiving node's forwarding latency.
 //!   **Store-and-forward** by default: a packet is routed only once its last bit
@@ -111,6 +113,7 @@
 //! 20.6 → 19.4 M events/s).
 
 pub mod cc;
+pub mod classes;
 pub mod engine;
 pub mod flow_control;
 pub mod ids;
@@ -122,6 +125,7 @@ pub mod stats;
 pub mod switch;
 
 pub use crate::mechanism::cc::{CongestionControl, DcqcnParams, DcqcnProfile, Ecn, EcnMarkAt};
+pub use crate::mechanism::classes::{TrafficClass, TrafficClasses};
 pub use crate::mechanism::flow_control::{
     pfc_headroom_needed, FlowControl, PfcThreshold, PFC_FRAME_WIRE_BYTES,
 };
@@ -324,6 +328,12 @@ pub struct PacketConfig {
     pub ecn_mark_at: EcnMarkAt,
     /// Congestion control of the queue pairs. Default `None`.
     pub cc: CongestionControl,
+    /// Traffic classes ([`classes`]): class `i` rides lane `i`, lanes are
+    /// scheduled by the classes' priorities and DWRR weights, admitted
+    /// lossless or lossy under PFC, marked with the class's ECN thresholds;
+    /// ACKs and CNPs ride the classes named for them. `None` (default): strict
+    /// priority highest lane first, data on lane 0, ACKs and CNPs on the top lane.
+    pub classes: Option<TrafficClasses>,
     /// Time-series sampling interval, picoseconds; 0 = off. Default 0.
     pub sample_interval: SimTime,
     /// Ports reported in the time series (the ones with the largest queues). Default 4.
@@ -370,6 +380,7 @@ impl Default for PacketConfig {
             ecn: None,
             ecn_mark_at: defaults::ECN_MARK_AT,
             cc: CongestionControl::None,
+            classes: None,
             sample_interval: SimTime::ZERO,
             series_ports: 4,
             series_max_samples: 512,
@@ -426,6 +437,38 @@ impl PacketConfig {
                 "vls",
                 format!("between 1 and 8 virtual lanes, found {}", self.vls),
             );
+        }
+        if let Some(tc) = &self.classes {
+            let n = tc.classes.len();
+            let lanes = usize::from(self.vls);
+            let in_range = |c: Option<u8>| c.is_none_or(|c| usize::from(c) < n);
+            if n == 0
+                || n > lanes
+                || usize::from(tc.data) >= n
+                || !in_range(tc.ack)
+                || !in_range(tc.cnp)
+            {
+                return bad(
+                    "classes",
+                    format!("1 to {lanes} classes (one per lane), and data, ACK and CNP classes among them; found {n}"),
+                );
+            }
+            if self.vl_escalation {
+                return bad(
+                    "classes",
+                    "traffic classes with lane escalation: escalation moves data across lanes, hence across classes".into(),
+                );
+            }
+            if tc.classes.iter().any(|c| {
+                c.weight
+                    .is_some_and(|w| w == 0 || w > crate::mechanism::MAX_CLASS_WEIGHT)
+                    || c.ecn.is_some_and(|e| e.check().is_err())
+            }) {
+                return bad(
+                    "classes",
+                    "class weights in 1..=1000 and ECN thresholds with kmin <= kmax, pmax in (0, 1]".into(),
+                );
+            }
         }
         if self.credit_block_bytes == 0 {
             return bad(

@@ -84,6 +84,8 @@ pub struct Qp {
     pub ack_port: PortId,
     /// Flow hash for ECMP.
     pub hash: u64,
+    /// The lane its data rides (its traffic class's; 0 without classes).
+    pub lane: u8,
     /// Messages, posting order (indices into `Sim::msgs`).
     pub msgs: Vec<u32>,
     /// One past the last PSN posted.
@@ -133,7 +135,7 @@ pub struct Qp {
 #[derive(Default)]
 pub struct QueuePairs {
     pairs: IdVec<QpId, Qp>,
-    index: HashMap<(u32, u32, u8), QpId>,
+    index: HashMap<(u32, u32, u8, u8), QpId>,
     msgs: Vec<Msg>,
 }
 
@@ -163,8 +165,8 @@ impl Qp {
 pub enum Pull {
     /// A packet to transmit now, and the task whose `Sent` its end completes (or NONE).
     Packet(PktIdx, u32),
-    /// A queue pair is ready but the link lacks credits.
-    NoCredit,
+    /// A queue pair is ready but the link lacks credits on these lanes (bit mask).
+    NoCredit(u32),
     /// Nothing can be sent now.
     Nothing,
 }
@@ -178,10 +180,16 @@ impl Sim<'_> {
         dst: u32,
         bytes: u64,
     ) -> Result<(), PacketError> {
-        let qp = self.dag.tasks[task as usize].qp;
-        let qpi = match self.qps.index.get(&(src, dst, qp)) {
+        let t = &self.dag.tasks[task as usize];
+        let qp = t.qp;
+        // a transfer naming no class rides the workload's
+        let lane = match t.class {
+            0 => self.sched.data_lane,
+            c => c - 1,
+        };
+        let qpi = match self.qps.index.get(&(src, dst, qp, lane)) {
             Some(&q) => q,
-            None => self.new_qp(task, src, dst, qp)?,
+            None => self.new_qp(task, src, dst, qp, lane)?,
         };
         let mtu = self.cfg.mtu as u64;
         let npkts = bytes.div_ceil(mtu).max(1) as u32;
@@ -222,7 +230,14 @@ impl Sim<'_> {
         Ok(())
     }
 
-    fn new_qp(&mut self, task: u32, src: u32, dst: u32, qp: u8) -> Result<QpId, PacketError> {
+    fn new_qp(
+        &mut self,
+        task: u32,
+        src: u32,
+        dst: u32,
+        qp: u8,
+        lane: u8,
+    ) -> Result<QpId, PacketError> {
         let unreachable = PacketError::Unreachable { task, src, dst };
         let mut hops: Vec<LinkId> = Vec::new();
         self.topo
@@ -244,6 +259,7 @@ impl Sim<'_> {
             port,
             ack_port,
             hash: crate::topology::qp_hash(self.cfg.seed, src, dst, qp),
+            lane,
             msgs: Vec::new(),
             posted_psn: 0,
             seq: SendSeq::default(),
@@ -291,7 +307,7 @@ impl Sim<'_> {
         if self.cfg.routing == Routing::Flowlet {
             self.flowlets.add_qp();
         }
-        self.qps.index.insert((src, dst, qpair), qpi);
+        self.qps.index.insert((src, dst, qpair, lane), qpi);
         Ok(qpi)
     }
 
@@ -333,6 +349,8 @@ impl Sim<'_> {
     pub(super) fn pull_data(&mut self, p: PortId) -> Pull {
         let n = self.ports[p].ring.len();
         let mtu = self.cfg.mtu as u64;
+        // with classes, a pair whose lane lacks credits lets the others go
+        let mut starved = 0u32;
         for _ in 0..n {
             let Some(qpi) = self.ports[p].ring.pop_front() else {
                 break;
@@ -344,7 +362,7 @@ impl Sim<'_> {
                 continue;
             }
             let m = self.qps.msgs[qp.msgs[qp.send_cursor as usize] as usize];
-            let (qp_hash, qp_dst) = (qp.hash, qp.dst);
+            let (qp_hash, qp_dst, lane) = (qp.hash, qp.dst, qp.lane);
             // a delay-based law's send time rides in the informational hash
             let echo = if qp.cc_on {
                 qp.cc.stamp(self.now)
@@ -382,10 +400,16 @@ impl Sim<'_> {
                 continue;
             }
             let wire = (payload + self.cfg.header_bytes as u64) as u32;
-            if self.ports[p].credit_fc && !self.has_credits(p, p.lane(0, self.vls), self.blk(wire))
+            if self.ports[p].credit_fc
+                && !self.has_credits(p, p.lane(lane, self.vls), self.blk(wire))
             {
-                self.ports[p].ring.push_front(qpi);
-                return Pull::NoCredit;
+                if !self.sched.on {
+                    self.ports[p].ring.push_front(qpi);
+                    return Pull::NoCredit(1);
+                }
+                self.ports[p].ring.push_back(qpi);
+                starved |= 1 << lane;
+                continue;
             }
             let last = idx + 1 == m.npkts;
             let pkt = self.pkts.alloc(Packet {
@@ -397,7 +421,7 @@ impl Sim<'_> {
                 epoch: 0,
                 dst: qp_dst,
                 kind: PktKind::Data,
-                vl: 0,
+                vl: lane,
                 flags: 0,
             });
             self.counters.data_sent();
@@ -444,7 +468,11 @@ impl Sim<'_> {
             let sent_task = if first && last { m.task } else { NONE };
             return Pull::Packet(pkt, sent_task);
         }
-        Pull::Nothing
+        if starved != 0 {
+            Pull::NoCredit(starved)
+        } else {
+            Pull::Nothing
+        }
     }
 
     /// A packet reached its destination GPU.
@@ -460,10 +488,11 @@ impl Sim<'_> {
             PktKind::Cnp => {
                 self.counters.ctrl_received();
                 let now = self.now;
+                self.counters.cnp_at_sender(now);
                 let qp = &mut self.qps.pairs[k.qp];
                 if qp.cc_on {
                     if qp.cc.on_cnp(&self.cfg.cc, now) {
-                        self.counters.rate_cut();
+                        self.counters.rate_cut(now);
                     }
                     self.arm_cc_timer(k.qp);
                 }
@@ -497,7 +526,7 @@ impl Sim<'_> {
         };
         if accepted {
             self.counters
-                .data_accepted((k.wire - self.cfg.header_bytes) as u64);
+                .data_accepted((k.wire - self.cfg.header_bytes) as u64, k.vl);
         }
         self.qps.pairs[qpi].since_ack += 1;
         let mut completed = false;
@@ -543,7 +572,11 @@ impl Sim<'_> {
     fn send_ctrl(&mut self, qpi: QpId, kind: PktKind, psn: u32, ce: u32) {
         let qp = &self.qps.pairs[qpi];
         let port = qp.ack_port;
-        let vl = (self.vls - 1) as u8;
+        let vl = if kind == PktKind::Cnp {
+            self.sched.cnp_lane
+        } else {
+            self.sched.ack_lane
+        };
         let wire = if kind == PktKind::Cnp {
             self.cfg.cnp_bytes
         } else {
@@ -665,7 +698,7 @@ impl Sim<'_> {
         }
         qp.cc_timer_at = NEVER;
         if qp.cc.on_timer(&self.cfg.cc, now) {
-            self.counters.rate_cut();
+            self.counters.rate_cut(now);
         }
         self.arm_cc_timer(qpi);
     }

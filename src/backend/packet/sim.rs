@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
+use super::classes::ClassSched;
 use super::engine::{Event, EventQueue};
 use super::flow_control::pfc::kind as pfc_kind;
 use super::flow_control::{Credits, PfcState, SharedBuffers};
@@ -85,6 +86,9 @@ pub(super) struct Sim<'a> {
     pub watchdog_at: u64,
     /// Highest lane data may be raised to (ACKs keep the top lane).
     pub max_data_vl: u8,
+    /// Traffic classes: lanes of data, ACKs and CNPs, the lanes' scheduling,
+    /// admission and ECN ([`super::classes`]).
+    pub sched: ClassSched,
     /// Progress observer, set after `new` by the entry point ([`super::run_observed`]).
     pub progress: Option<ProgressHook>,
     /// Event count of the next progress call: `u64::MAX` without an observer,
@@ -175,6 +179,7 @@ impl<'a> Sim<'a> {
             last_tx: 0,
             watchdog_at: cfg.deadlock_timeout.0,
             max_data_vl: cfg.vls.saturating_sub(2),
+            sched: ClassSched::new(cfg, nl),
             progress: None,
             next_progress: u64::MAX,
         };

@@ -92,6 +92,20 @@ pub struct PacketStats {
     /// Credit-controlled (link, lane) pairs whose sender does not hold the
     /// receiver's whole buffer in credits after the run (a credit leak; must be 0).
     pub credit_leaks: u64,
+    /// Payload bytes receivers accepted, per lane (= per traffic class when
+    /// classes are configured; data rides lane 0 otherwise).
+    pub lane_payload_accepted: [u64; 8],
+    /// Data packets the fabric dropped, per lane (= per traffic class).
+    pub lane_data_dropped: [u64; 8],
+    /// PFC PAUSE frames put on the wire, per lane (= per traffic class).
+    pub lane_pause_frames: [u64; 8],
+    /// When a switch first marked a packet Congestion Experienced, ps
+    /// (`u64::MAX`: never).
+    pub first_ecn_mark_ps: u64,
+    /// When a CNP first reached a sender, ps (`u64::MAX`: never).
+    pub first_cnp_at_sender_ps: u64,
+    /// When DCQCN first cut a sender's rate, ps (`u64::MAX`: never).
+    pub first_rate_cut_ps: u64,
 }
 
 impl PacketStats {
@@ -341,10 +355,23 @@ pub enum DropCause {
 /// that happens, so a handler says what happened and the counters that
 /// follow from it (a drop counts its cause, its kind and its payload) move
 /// together.
-#[derive(Default)]
 pub struct Counters {
     fabric: FabricCounters,
     stats: PacketStats,
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Counters {
+            fabric: FabricCounters::default(),
+            stats: PacketStats {
+                first_ecn_mark_ps: u64::MAX,
+                first_cnp_at_sender_ps: u64::MAX,
+                first_rate_cut_ps: u64::MAX,
+                ..PacketStats::default()
+            },
+        }
+    }
 }
 
 impl Counters {
@@ -365,9 +392,10 @@ impl Counters {
     }
     /// A receiver accepted a data packet carrying `payload` bytes.
     #[inline]
-    pub fn data_accepted(&mut self, payload: u64) {
+    pub fn data_accepted(&mut self, payload: u64, vl: u8) {
         self.stats.data_accepted += 1;
         self.fabric.bytes_delivered += payload;
+        self.stats.lane_payload_accepted[vl as usize & 7] += payload;
     }
     /// A receiver discarded a duplicate.
     #[inline]
@@ -395,10 +423,16 @@ impl Counters {
     pub fn cnp(&mut self) {
         self.fabric.cnps += 1;
     }
-    /// DCQCN cut a sender's rate.
+    /// DCQCN cut a sender's rate at `now`.
     #[inline]
-    pub fn rate_cut(&mut self) {
+    pub fn rate_cut(&mut self, now: u64) {
         self.stats.dcqcn_rate_cuts += 1;
+        self.stats.first_rate_cut_ps = self.stats.first_rate_cut_ps.min(now);
+    }
+    /// A CNP reached its sender at `now`.
+    #[inline]
+    pub fn cnp_at_sender(&mut self, now: u64) {
+        self.stats.first_cnp_at_sender_ps = self.stats.first_cnp_at_sender_ps.min(now);
     }
     /// DCTCP cut a sender's window.
     #[inline]
@@ -417,8 +451,9 @@ impl Counters {
     }
     /// A switch marked a data packet Congestion Experienced.
     #[inline]
-    pub fn ecn_mark(&mut self) {
+    pub fn ecn_mark(&mut self, now: u64) {
         self.fabric.ecn_marks += 1;
+        self.stats.first_ecn_mark_ps = self.stats.first_ecn_mark_ps.min(now);
     }
     /// A switch started a flowlet.
     #[inline]
@@ -427,7 +462,7 @@ impl Counters {
     }
     /// The fabric dropped a packet: data (with `payload` bytes) or control.
     #[inline]
-    pub fn dropped(&mut self, cause: DropCause, data: bool, payload: u64) {
+    pub fn dropped(&mut self, cause: DropCause, data: bool, payload: u64, vl: u8) {
         let s = &mut self.stats;
         match cause {
             DropCause::Buffer => s.drops_buffer += 1,
@@ -438,6 +473,7 @@ impl Counters {
         }
         if data {
             s.data_dropped += 1;
+            s.lane_data_dropped[vl as usize & 7] += 1;
             s.payload_bytes_dropped += payload;
         } else {
             s.ctrl_dropped += 1;
@@ -452,9 +488,10 @@ impl Counters {
     }
     /// PFC: a PAUSE (`pause`) or RESUME frame of `wire` bytes went on the wire.
     #[inline]
-    pub fn pfc_frame(&mut self, pause: bool, wire: u64) {
+    pub fn pfc_frame(&mut self, pause: bool, wire: u64, vl: u8) {
         if pause {
             self.fabric.pfc_pause_frames += 1;
+            self.stats.lane_pause_frames[vl as usize & 7] += 1;
         } else {
             self.stats.pfc_resume_frames += 1;
         }

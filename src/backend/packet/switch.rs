@@ -3,11 +3,13 @@
 //!
 //! Every directed link is the egress port of its sending node. A port serves its
 //! lanes with strict priority, highest lane first, skipping a lane whose head
-//! packet lacks credits. Source GPUs' ports additionally pull data packets from
+//! packet lacks credits; with traffic classes, by the classes' priority levels
+//! and DWRR weights instead ([`super::classes`]). Source GPUs' ports additionally pull data packets from
 //! their queue pairs when no queued (control) packet can go (see [`super::nic`]).
 
 use std::collections::VecDeque;
 
+use super::classes::ClassSched;
 use super::engine::Event;
 use super::ids::{IdVec, LaneIdx, PktIdx, PortId, QpId};
 use super::nic::Pull;
@@ -526,7 +528,24 @@ impl Sim<'_> {
         // Lanes that lack credits for their head packet: the wake-up, if any, is
         // for their credits.
         let mut starved_lanes = 0u32;
-        let mut lanes = port.lanes_queued;
+        if self.sched.on {
+            match self.pick_class_lane(p, credit_fc, pfc) {
+                Ok(vl) => {
+                    let qi = self.ports.lane(p, vl);
+                    let pkt = self.ports.head(qi).expect("lane marked as queued");
+                    let wire = self.pkts[pkt].wire;
+                    self.ports.pop(p, vl, wire as u64, now);
+                    self.start_tx(p, pkt, NONE);
+                    return;
+                }
+                Err(starved) => starved_lanes = starved,
+            }
+        }
+        let mut lanes = if self.sched.on {
+            0
+        } else {
+            self.ports[p].lanes_queued
+        };
         while lanes != 0 {
             let vl = 7 - lanes.leading_zeros() as usize;
             lanes &= !(1 << vl);
@@ -550,7 +569,7 @@ impl Sim<'_> {
                     self.start_tx(p, pkt, sent_task);
                     return;
                 }
-                Pull::NoCredit => starved_lanes |= 1,
+                Pull::NoCredit(lanes) => starved_lanes |= lanes,
                 Pull::Nothing => {}
             }
         }
@@ -571,6 +590,76 @@ impl Sim<'_> {
         }
     }
 
+    /// With traffic classes: the lane port `p` serves next, by priority level
+    /// (highest first) and DWRR among a level's weighted lanes
+    /// ([`super::classes`]); or the lanes that lack credits for their head
+    /// packet when none may go.
+    fn pick_class_lane(&mut self, p: PortId, credit_fc: bool, pfc: bool) -> Result<u8, u32> {
+        let now = self.now;
+        let queued = self.ports[p].lanes_queued;
+        let mut starved = 0u32;
+        for g in 0..self.sched.ngroups {
+            let (mask, weighted) = self.sched.groups[g];
+            if weighted {
+                // an empty lane starts its next busy period without credit
+                let mut empty = mask & !queued;
+                while empty != 0 {
+                    let vl = empty.trailing_zeros() as u8;
+                    empty &= empty - 1;
+                    self.sched.deficit[self.ports.lane(p, vl)] = 0;
+                }
+            }
+            let mut m = queued & mask;
+            // lanes whose head packet may go now
+            let mut ready = 0u8;
+            while m != 0 {
+                let vl = m.trailing_zeros() as u8;
+                m &= m - 1;
+                let qi = self.ports.lane(p, vl);
+                if pfc && self.pfc.is_paused(qi, now) {
+                    continue;
+                }
+                let pkt = self.ports.head(qi).expect("lane marked as queued");
+                if credit_fc && !self.has_credits(p, qi, self.blk(self.pkts[pkt].wire)) {
+                    starved |= 1 << vl;
+                    continue;
+                }
+                ready |= 1 << vl;
+            }
+            if ready == 0 {
+                continue;
+            }
+            if !weighted {
+                return Ok(ready.trailing_zeros() as u8);
+            }
+            // DWRR: the lane in turn sends while its deficit covers its head
+            // packet; the next ready lane gets its quantum when the turn
+            // reaches it. A quantum is at least one full packet, so this ends
+            // within one round.
+            let ci = self.ports.lane(p, g as u8);
+            let mut cur = self.sched.cur[ci];
+            loop {
+                if ready & (1 << cur) != 0 {
+                    let qi = self.ports.lane(p, cur);
+                    let pkt = self.ports.head(qi).expect("lane marked as queued");
+                    let wire = self.pkts[pkt].wire;
+                    let d = &mut self.sched.deficit[qi];
+                    if *d >= wire {
+                        *d -= wire;
+                        self.sched.cur[ci] = cur;
+                        return Ok(cur);
+                    }
+                }
+                cur = ClassSched::next_in(mask, cur);
+                if ready & (1 << cur) != 0 {
+                    let qi = self.ports.lane(p, cur);
+                    self.sched.deficit[qi] += self.sched.quantum[cur as usize];
+                }
+            }
+        }
+        Err(starved)
+    }
+
     /// Puts `pkt` on the wire of port `p` (credits already checked).
     ///
     /// A `TxDone` event is scheduled only when something must happen at the end
@@ -587,8 +676,9 @@ impl Sim<'_> {
             && self.cfg.ecn_mark_at == EcnMarkAt::Dequeue
             && self.pkts[pkt].kind == PktKind::Data
         {
-            let q = self.ports.queued_bytes(p.lane(self.pkts[pkt].vl, vls));
-            self.ecn_mark(p, pkt, q);
+            let vl = self.pkts[pkt].vl;
+            let q = self.ports.queued_bytes(p.lane(vl, vls));
+            self.ecn_mark(p, pkt, vl, q);
         }
         let (wire, vl, in_link, flags) = {
             let k = &self.pkts[pkt];
@@ -760,7 +850,7 @@ impl Sim<'_> {
             return;
         }
         let in_port = &self.ports[in_link];
-        if in_port.pfc {
+        if in_port.pfc && self.sched.lossless[k.vl as usize] {
             // Lossless: never dropped; counted against the ingress lane it
             // arrived on (before any lane escalation).
             self.pfc_hold(in_link, k.vl, k.wire as u64);
@@ -778,20 +868,21 @@ impl Sim<'_> {
             && self.ports[out].ecn
             && self.cfg.ecn_mark_at == EcnMarkAt::Enqueue
         {
-            self.ecn_mark(out, pkt, self.ports.queued_bytes(qi));
+            self.ecn_mark(out, pkt, vl, self.ports.queued_bytes(qi));
         }
         self.enqueue(out, vl, pkt, k.wire as u64);
     }
 
-    /// RED marking of data packet `pkt` at egress `port` against a queue of `q` bytes.
+    /// RED marking of data packet `pkt` at egress `port`, lane `vl`, against a
+    /// queue of `q` bytes, with the lane's thresholds (the fabric's, or its class's).
     #[inline]
-    fn ecn_mark(&mut self, port: PortId, pkt: PktIdx, q: u64) {
-        if let Some(e) = self.cfg.ecn {
+    fn ecn_mark(&mut self, port: PortId, pkt: PktIdx, vl: u8, q: u64) {
+        if let Some(e) = self.sched.ecn[vl as usize] {
             let pr = e.probability(q);
             if pr >= 1.0 || (pr > 0.0 && self.rand_f64() < pr) {
                 self.pkts[pkt].flags |= F_ECN;
                 self.ports[port].ecn_marks += 1;
-                self.counters.ecn_mark();
+                self.counters.ecn_mark(self.now);
             }
         }
     }
@@ -1056,7 +1147,7 @@ impl Sim<'_> {
         } else {
             0
         };
-        self.counters.dropped(cause, data, payload);
+        self.counters.dropped(cause, data, payload, k.vl);
         self.pkts.free(pkt);
     }
 

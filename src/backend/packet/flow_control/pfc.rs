@@ -418,7 +418,7 @@ impl Sim<'_> {
             if pause {
                 self.ports[link].pause_tx += 1;
             }
-            self.counters.pfc_frame(pause, wire);
+            self.counters.pfc_frame(pause, wire, vl);
             self.q.push(
                 arrive,
                 Event::Pfc {

@@ -390,6 +390,26 @@ fn classes_that_change_nothing_leave_the_result_and_are_listed() {
     let (r, ignored) = result(&moved, Fidelity::Packet);
     assert_ne!(r, base);
     assert!(!ignored.iter().any(|k| k.contains("class")), "{ignored:?}");
+    // the result says what each class carried: every delivered byte in one
+    let v: serde_json::Value = serde_json::from_str(&r).unwrap();
+    let classes = v["classes"].as_array().expect("a classes section");
+    assert_eq!(classes.len(), 2);
+    assert_eq!(
+        (classes[0]["name"].as_str(), classes[1]["weight"].as_u64()),
+        (Some("gold"), Some(1))
+    );
+    let per_class: u64 = classes
+        .iter()
+        .map(|c| c["payload_delivered"].as_u64().unwrap())
+        .sum();
+    assert_eq!(per_class, v["fabric"]["bytes_delivered"].as_u64().unwrap());
+    assert_eq!(
+        classes[1]["payload_delivered"].as_u64(),
+        Some(2 << 20),
+        "flow b, 2 MiB, is bronze"
+    );
+    // the classes that change nothing reported no section (their result equals base)
+    assert!(!base.contains("\"classes\""));
     // the flow level shares by max-min: listed there, result unchanged
     let (flow_base, _) = result(BASE, Fidelity::Flow);
     let (r, ignored) = result(&moved, Fidelity::Flow);

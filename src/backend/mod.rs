@@ -165,6 +165,32 @@ pub struct FabricCounters {
     pub timeouts: u64,
     /// What PFC's watchdog and deadlock-cycle search found (packet level).
     pub pfc: PfcFindings,
+    /// Per virtual lane, i.e. per traffic class when classes are configured
+    /// (packet level).
+    pub lanes: LaneCounters,
+}
+
+/// Counters per virtual lane (lane `i` carries traffic class `i`), packet level.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct LaneCounters {
+    /// Payload bytes receivers accepted, per lane.
+    pub payload_delivered: [u64; 8],
+    /// Data packets the fabric dropped, per lane.
+    pub data_drops: [u64; 8],
+    /// PFC PAUSE frames put on the wire, per lane.
+    pub pause_frames: [u64; 8],
+}
+
+impl LaneCounters {
+    /// Adds another run's counters (a sweep's next size, a step), saturating.
+    pub fn add(&mut self, o: &LaneCounters) {
+        for i in 0..8 {
+            self.payload_delivered[i] =
+                self.payload_delivered[i].saturating_add(o.payload_delivered[i]);
+            self.data_drops[i] = self.data_drops[i].saturating_add(o.data_drops[i]);
+            self.pause_frames[i] = self.pause_frames[i].saturating_add(o.pause_frames[i]);
+        }
+    }
 }
 
 /// What PFC's watchdog and its cycle search found during a packet-level run

@@ -222,6 +222,7 @@ impl Accumulated {
         );
         f.max_queue_bytes = f.max_queue_bytes.max(o.max_queue_bytes);
         f.pfc.merge(&o.pfc);
+        f.lanes.add(&o.lanes);
         checked_sum(&mut self.events, out.events, "events", ov);
         if collect_links {
             merge_links(&mut self.links, &out.links);
@@ -323,6 +324,17 @@ impl Accumulated {
                 .cmp(&(a.retransmitted_packets, a.timeouts))
                 .then((a.src, a.dst).cmp(&(b.src, b.dst)))
         });
+        // Classes the run used (a run where they change nothing lists them in
+        // ignored_settings and reports no section, so its result is unchanged).
+        let classes_listed = ignored_settings
+            .iter()
+            .any(|i| i.key.starts_with("fabric.classes"));
+        let classes = match (&scenario.packet.classes, fidelity) {
+            (Some(c), Fidelity::Packet) if !classes_listed => {
+                super::ClassReport::of(c, &self.fabric.lanes)
+            }
+            _ => Vec::new(),
+        };
         Report {
             scenario: scenario.name.clone(),
             fidelity: fidelity.name().to_string(),
@@ -357,6 +369,7 @@ impl Accumulated {
             trace: self.trace,
             listed_flows: self.listed_flows,
             jobs: self.jobs,
+            classes,
             sim: SimStats {
                 events: self.events,
                 wall_s,

@@ -411,6 +411,47 @@ pub struct LinkUtilization {
     pub utilization: Vec<f64>,
 }
 
+/// What one traffic class carried (packet level): class `i` rides lane `i`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ClassReport {
+    /// The class's name.
+    pub name: String,
+    /// Its strict-priority level.
+    pub priority: u8,
+    /// Its DWRR weight, if it shares its level.
+    pub weight: Option<u32>,
+    /// Lossless under PFC.
+    pub lossless: bool,
+    /// Payload bytes its receivers accepted.
+    pub payload_delivered: u64,
+    /// Its data packets the fabric dropped.
+    pub data_drops: u64,
+    /// PFC PAUSE frames sent for its lane.
+    pub pause_frames: u64,
+}
+
+impl ClassReport {
+    /// One row per class of `c`, with the lane counters `lanes`.
+    pub fn of(
+        c: &crate::mechanism::TrafficClasses,
+        lanes: &crate::backend::LaneCounters,
+    ) -> Vec<ClassReport> {
+        c.classes
+            .iter()
+            .enumerate()
+            .map(|(i, k)| ClassReport {
+                name: k.name.clone(),
+                priority: k.priority,
+                weight: k.weight,
+                lossless: k.lossless,
+                payload_delivered: lanes.payload_delivered.get(i).copied().unwrap_or(0),
+                data_drops: lanes.data_drops.get(i).copied().unwrap_or(0),
+                pause_frames: lanes.pause_frames.get(i).copied().unwrap_or(0),
+            })
+            .collect()
+    }
+}
+
 /// One paused link of a PFC deadlock cycle.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct DeadlockHop {
@@ -493,6 +534,10 @@ pub struct Report {
     /// empty for a single `[workload]`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub jobs: Vec<jobs::JobResult>,
+    /// Per traffic class of `[[fabric.classes]]` (packet level), in class
+    /// order; empty without classes or below the packet level.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<ClassReport>,
     /// The link and switch faults a collective sweep or traffic pattern ran
     /// with (every size, `at` from each size's start); empty without faults.
     #[serde(skip_serializing_if = "Vec::is_empty")]

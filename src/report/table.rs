@@ -63,6 +63,21 @@ pub fn render(r: &Report) -> String {
         );
     }
     s.push_str(&fabric_line(&r.fabric));
+    for c in &r.classes {
+        let _ = writeln!(
+            s,
+            "# class {} ({}, {}): {} delivered, {} data drops, {} PAUSE frames",
+            c.name,
+            c.weight.map_or_else(
+                || format!("strict priority {}", c.priority),
+                |w| format!("priority {}, weight {w}", c.priority)
+            ),
+            if c.lossless { "lossless" } else { "lossy" },
+            format_bytes(c.payload_delivered),
+            c.data_drops,
+            c.pause_frames
+        );
+    }
     if let Some(d) = &r.deadlock {
         let cycle: Vec<String> = d
             .cycle

@@ -392,6 +392,11 @@ impl<'a> Sim<'a> {
         let makespan = self.last_done;
         let end = self.now.max(makespan);
         let (mut fabric, mut stats) = std::mem::take(&mut self.counters).into_parts();
+        fabric.lanes = crate::backend::LaneCounters {
+            payload_delivered: stats.lane_payload_accepted,
+            data_drops: stats.lane_data_dropped,
+            pause_frames: stats.lane_pause_frames,
+        };
         let mut links = Vec::new();
         let mut max_q = 0;
         let mut stall = 0;

@@ -367,23 +367,7 @@ fn a_pfc_deadlock_in_a_training_step_is_reported_with_its_cycle_and_phase() {
     assert!(calls.load(Ordering::Relaxed) >= 1);
 
     // The binary: the result is printed and the exit code is 3.
-    let dir = std::env::temp_dir().join(format!("fabricsim-entry-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("moe-dragonfly.toml");
-    std::fs::write(&file, MOE_ON_DRAGONFLY).unwrap();
-    let out = Command::new(BIN)
-        .args(["run", "--json", "-q"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    std::fs::remove_dir_all(&dir).ok();
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (json, _) = run_deadlocking_file("moe-dragonfly.toml", MOE_ON_DRAGONFLY);
     let dl = &json["deadlock"];
     assert!(dl["cycle"].as_array().is_some_and(|c| c.len() >= 2), "{dl}");
     assert_eq!(dl["during"], "training step");
@@ -407,28 +391,7 @@ fn a_credit_deadlock_names_its_cycle_and_exits_3() {
     .replace("pfc = true\n", "")
     .replace("ecn = false\n", "")
     .replace("cc = \"none\"\n", "");
-    let dir = std::env::temp_dir().join(format!("fabricsim-credit-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("credit-dragonfly.toml");
-    std::fs::write(&file, &text).unwrap();
-    let out = Command::new(BIN)
-        .args(["run", "--json", "-q"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    let table = Command::new(BIN)
-        .args(["run", "-q"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    std::fs::remove_dir_all(&dir).ok();
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (json, text) = run_deadlocking_file("credit-dragonfly.toml", &text);
     let dl = &json["deadlock"];
     assert_eq!(dl["kind"], "credit", "{dl}");
     let cycle = dl["cycle"].as_array().expect("a cycle");
@@ -439,7 +402,6 @@ fn a_credit_deadlock_names_its_cycle_and_exits_3() {
     assert_eq!(dl["ops_in_flight"][0], "alltoall");
     // the counters up to the deadlock, not zeros: bytes moved before it froze
     assert!(json["fabric"]["bytes_delivered"].as_u64().unwrap() > 0);
-    let text = String::from_utf8_lossy(&table.stdout);
     assert!(
         text.contains("credit DEADLOCK") && text.contains("out-of-credit cycle link"),
         "{text}"
@@ -458,4 +420,29 @@ fn a_credit_deadlock_names_its_cycle_and_exits_3() {
         serde_json::to_value(&pfc).unwrap()["deadlock"]["kind"],
         "pfc"
     );
+}
+
+/// Runs scenario `text` (written as `name` in a temporary directory) through
+/// the binary, which must stop on a deadlock with exit code 3; returns its
+/// JSON result and its table.
+fn run_deadlocking_file(name: &str, text: &str) -> (serde_json::Value, String) {
+    let dir = std::env::temp_dir().join(format!("fabricsim-entry-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(name);
+    std::fs::write(&file, text).unwrap();
+    let run = |args: &[&str]| Command::new(BIN).args(args).arg(&file).output().unwrap();
+    let (json, table) = (run(&["run", "--json", "-q"]), run(&["run", "-q"]));
+    std::fs::remove_dir_all(&dir).ok();
+    for out in [&json, &table] {
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    (
+        serde_json::from_slice(&json.stdout).unwrap(),
+        String::from_utf8_lossy(&table.stdout).into_owned(),
+    )
 }

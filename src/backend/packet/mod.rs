@@ -784,14 +784,24 @@ pub(crate) fn run_observed(
     cfg: &PacketConfig,
     progress: Option<&ProgressHook>,
 ) -> Result<(RunOutput, PacketStats), BackendError> {
-    simulate(dag, topo, cfg, progress).map_err(|s| {
-        let ops_in_flight = || {
-            s.ops_in_flight
+    simulate(dag, topo, cfg, progress).map_err(|s| match s.error.into_deadlock() {
+        Ok(mut d) => {
+            d.ops_in_flight = s
+                .ops_in_flight
                 .iter()
                 .filter_map(|&o| dag.ops.get(o as usize).map(|op| op.label.clone()))
-                .collect()
-        };
-        match s.error {
+                .collect();
+            BackendError::Deadlock(Box::new(d))
+        }
+        Err(e) => BackendError::Packet(e),
+    })
+}
+
+impl PacketError {
+    /// A PFC or credit deadlock as the entry point reports it (its operations
+    /// in flight left to the caller), or the error itself.
+    fn into_deadlock(self) -> Result<Deadlock, PacketError> {
+        let (kind, at, since, cycle, fabric, links, events) = match self {
             PacketError::PfcDeadlock {
                 at,
                 since,
@@ -799,16 +809,7 @@ pub(crate) fn run_observed(
                 fabric,
                 links,
                 events,
-            } => BackendError::Deadlock(Box::new(Deadlock {
-                kind: DeadlockKind::Pfc,
-                at,
-                since,
-                cycle,
-                ops_in_flight: ops_in_flight(),
-                fabric: *fabric,
-                links,
-                events,
-            })),
+            } => (DeadlockKind::Pfc, at, since, cycle, fabric, links, events),
             PacketError::Deadlock {
                 at,
                 since,
@@ -817,19 +818,52 @@ pub(crate) fn run_observed(
                 links,
                 events,
                 ..
-            } => BackendError::Deadlock(Box::new(Deadlock {
-                kind: DeadlockKind::Credit,
+            } => (
+                DeadlockKind::Credit,
                 at,
                 since,
                 cycle,
-                ops_in_flight: ops_in_flight(),
-                fabric: *fabric,
+                fabric,
                 links,
                 events,
-            })),
-            e => BackendError::Packet(e),
+            ),
+            e => return Err(e),
+        };
+        Ok(Deadlock {
+            kind,
+            at,
+            since,
+            cycle,
+            ops_in_flight: Vec::new(),
+            fabric: *fabric,
+            links,
+            events,
+        })
+    }
+
+    /// A deadlock error with the counters `out` of the run it stopped (the
+    /// simulation fills them from `finish`, which consumes it); other errors
+    /// unchanged.
+    fn with_counters(mut self, out: RunOutput) -> PacketError {
+        if let PacketError::PfcDeadlock {
+            fabric,
+            links,
+            events,
+            ..
         }
-    })
+        | PacketError::Deadlock {
+            fabric,
+            links,
+            events,
+            ..
+        } = &mut self
+        {
+            **fabric = out.fabric;
+            *links = out.links;
+            *events = out.events;
+        }
+        self
+    }
 }
 
 /// A packet run that stopped early: why, and the operations (indices into
@@ -871,42 +905,11 @@ fn simulate(
     match s.run() {
         Ok(()) => Ok(s.finish()),
         // A deadlock is a finding: it keeps the counters of what led to it.
-        Err(PacketError::PfcDeadlock {
-            at, since, cycle, ..
-        }) => {
+        Err(e @ (PacketError::PfcDeadlock { .. } | PacketError::Deadlock { .. })) => {
             let ops_in_flight = s.runner.ops_in_flight();
             let (out, _) = s.finish();
             Err(Stopped {
-                error: PacketError::PfcDeadlock {
-                    at,
-                    since,
-                    cycle,
-                    fabric: Box::new(out.fabric),
-                    links: out.links,
-                    events: out.events,
-                },
-                ops_in_flight,
-            })
-        }
-        Err(PacketError::Deadlock {
-            at,
-            since,
-            packets,
-            cycle,
-            ..
-        }) => {
-            let ops_in_flight = s.runner.ops_in_flight();
-            let (out, _) = s.finish();
-            Err(Stopped {
-                error: PacketError::Deadlock {
-                    at,
-                    since,
-                    packets,
-                    cycle,
-                    fabric: Box::new(out.fabric),
-                    links: out.links,
-                    events: out.events,
-                },
+                error: e.with_counters(out),
                 ops_in_flight,
             })
         }

@@ -310,3 +310,38 @@ fn same_seed_same_bytes_random_placement_included() {
     assert!(a.nodes.iter().all(|n| !b.nodes.contains(n)));
     assert_eq!(b.nodes.len(), 6);
 }
+
+#[test]
+fn the_html_report_has_a_jobs_table_with_each_jobs_slowdown() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/two-jobs-leaf-spine.toml"
+    );
+    let s = config::load(std::path::Path::new(path)).unwrap();
+    let r = run(&s, &RunOptions::default()).unwrap();
+    let html = fabricsim::report::html::render(&r, Some(&s));
+    assert!(
+        html.contains("<section id=\"sec-jobs\">"),
+        "no jobs section"
+    );
+    for j in &r.jobs {
+        assert!(
+            html.contains(&format!("<td>{}</td>", j.name)),
+            "{} missing",
+            j.name
+        );
+        assert!(
+            html.contains(&format!("{:.3}x", j.slowdown)),
+            "{}'s slowdown",
+            j.name
+        );
+    }
+    // a single-workload report has none
+    let one = config::load(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/allreduce-leaf-spine.toml"
+    )))
+    .unwrap();
+    let html = fabricsim::report::html::render(&run(&one, &RunOptions::default()).unwrap(), None);
+    assert!(!html.contains("sec-jobs"));
+}

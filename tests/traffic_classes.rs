@@ -410,6 +410,12 @@ fn classes_that_change_nothing_leave_the_result_and_are_listed() {
     );
     // the classes that change nothing reported no section (their result equals base)
     assert!(!base.contains("\"classes\""));
+    // and the HTML report shows them, each class's share of the bytes
+    let s = config::parse("classes.toml", &moved).unwrap();
+    let rep = run(&s, &RunOptions::default()).unwrap();
+    let html = fabricsim::report::html::render(&rep, Some(&s));
+    assert!(html.contains("<section id=\"sec-classes\">"));
+    assert!(html.contains("<td>gold</td>") && html.contains("<td>bronze</td>"));
     // the flow level shares by max-min: listed there, result unchanged
     let (flow_base, _) = result(BASE, Fidelity::Flow);
     let (r, ignored) = result(&moved, Fidelity::Flow);

@@ -6,7 +6,9 @@
 //! no FCT CDF, link heatmap or traffic matrix; a run without sampled series has no
 //! time-series section. A training run adds `sec-training` (step time, its
 //! split into compute, bubble and exposed communication, MFU, the time per
-//! operation kind and each fault's slowdown), an inference run `sec-inference`.
+//! operation kind and each fault's slowdown), an inference run `sec-inference`,
+//! a `[[jobs]]` run `sec-jobs` (each job's placement, makespan shared and alone,
+//! slowdown) and a run whose traffic classes acted `sec-classes`.
 //! Chart ids (stable, for tests and links):
 //!
 //! | id | chart |
@@ -40,6 +42,53 @@ pub fn page(title: &str, body: &str) -> String {
     )
 }
 
+/// Several jobs on one fabric: where each ran and what the others cost it.
+fn jobs_section(b: &mut String, r: &Report) {
+    b.push_str("<section id=\"sec-jobs\"><h2>Jobs sharing the fabric</h2><table><tr><th>job</th><th>kind</th><th>placement</th><th>nodes</th><th>GPUs</th><th>start (us)</th><th>makespan (us)</th><th>alone (us)</th><th>slowdown</th></tr>\n");
+    for j in &r.jobs {
+        let nodes: Vec<String> = j.nodes.iter().map(u32::to_string).collect();
+        let _ = writeln!(
+            b,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3}x</td></tr>",
+            esc(&j.name),
+            esc(&j.kind),
+            esc(&j.placement),
+            esc(&nodes.join(" ")),
+            j.gpus,
+            fmt_num(j.start_us),
+            fmt_num(j.makespan_us),
+            fmt_num(j.alone_makespan_us),
+            j.slowdown
+        );
+    }
+    b.push_str("</table><p class=\"note\">Makespan: end of the job's last task minus its start, sharing the fabric; alone: the same job on the same nodes with the fabric to itself.</p></section>\n");
+}
+
+/// What each traffic class carried.
+fn classes_section(b: &mut String, r: &Report) {
+    b.push_str("<section id=\"sec-classes\"><h2>Traffic classes</h2><table><tr><th>class</th><th>priority</th><th>weight</th><th>lossless</th><th>delivered</th><th>share</th><th>data drops</th><th>PAUSE frames</th></tr>\n");
+    let total: u64 = r.classes.iter().map(|c| c.payload_delivered).sum();
+    for c in &r.classes {
+        let _ = writeln!(
+            b,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}%</td><td>{}</td><td>{}</td></tr>",
+            esc(&c.name),
+            c.priority,
+            c.weight.map_or_else(|| "strict".to_string(), |w| w.to_string()),
+            if c.lossless { "yes" } else { "no" },
+            format_bytes(c.payload_delivered),
+            if total > 0 {
+                100.0 * c.payload_delivered as f64 / total as f64
+            } else {
+                0.0
+            },
+            c.data_drops,
+            c.pause_frames
+        );
+    }
+    b.push_str("</table></section>\n");
+}
+
 /// The report of one run. `scenario`, when given, adds cluster and fabric details
 /// to the summary.
 pub fn render(r: &Report, scenario: Option<&Scenario>) -> String {
@@ -50,6 +99,12 @@ pub fn render(r: &Report, scenario: Option<&Scenario>) -> String {
     }
     if let Some(i) = &r.inference {
         inference_section(&mut b, i);
+    }
+    if !r.jobs.is_empty() {
+        jobs_section(&mut b, r);
+    }
+    if !r.classes.is_empty() {
+        classes_section(&mut b, r);
     }
     if !r.collectives.is_empty() {
         b.push_str("<section id=\"sec-busbw\"><h2>Bus bandwidth versus size</h2>\n");

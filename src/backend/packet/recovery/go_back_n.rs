@@ -17,8 +17,9 @@
 //!
 //! **Trimming.** A trimmed header (NDP's trimming at a full queue) at or
 //! beyond the expected PSN is a loss the receiver knows of at once: it sends
-//! the gap's NACK then (one per gap, as for an out-of-order packet), and the
-//! sender goes back to the expected PSN.
+//! the gap's NACK then (one per gap, as for an out-of-order packet, and again
+//! when the expected PSN's resent copy is trimmed too), and the sender goes
+//! back to the expected PSN.
 
 use super::{AckEffect, Feedback, RecoveryLaw, RxVerdict, SendSeq, TimerEffect};
 
@@ -173,7 +174,12 @@ impl RecoveryLaw for GoBackN {
     }
 
     fn on_trimmed(&mut self, psn: u32) -> Option<Feedback> {
-        if psn < self.epsn || self.nack_sent || (self.reorder && self.bit(psn)) {
+        // The expected PSN trimmed is a loss the NACK already sent (if any)
+        // did not cover: the copy it asked for was trimmed again.
+        if psn < self.epsn
+            || (psn != self.epsn && self.nack_sent)
+            || (self.reorder && self.bit(psn))
+        {
             return None;
         }
         self.nack_sent = true;

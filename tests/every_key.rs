@@ -99,6 +99,12 @@ const ALTERNATIVES: &[(&str, &[&str])] = &[
     ("fabric.ack_every", &["1", "64"]),
     ("fabric.rto", &["\"20us\"", "\"100ms\""]),
     ("fabric.flowlet_gap", &["\"1us\"", "\"1ms\""]),
+    (
+        "fabric.loss_recovery",
+        &["\"selective-repeat\"", "\"go-back-0\"", "\"go-back-n\""],
+    ),
+    ("fabric.rto_low", &["\"1us\"", "\"10ms\""]),
+    ("fabric.trimming", &["true", "false"]),
     ("fabric.pfc", &["true", "false"]),
     ("fabric.sharp", &["true", "false"]),
     ("fabric.sharp_groups", &["0", "1", "64"]),

@@ -1,8 +1,11 @@
-//! The NIC transport: RDMA reliable-connection queue pairs with go-back-N.
+//! The NIC transport: RDMA reliable-connection queue pairs and their loss
+//! recovery (go-back-N by default; selective repeat, go-back-0).
 //!
 //! The transport keeps the queue pairs, their messages and the sender's
 //! round-robin; what a loss or a congestion signal does is the business of the
-//! policies it calls: [`super::recovery`] (go-back-N today) and [`super::cc`].
+//! policies it calls: [`super::recovery`] (the law of
+//! [`PacketConfig::loss_recovery`](super::PacketConfig::loss_recovery)) and
+//! [`super::cc`].
 //!
 //! **Queue pairs.** One per (source GPU, destination GPU), created when the
 //! first transfer between them is posted; every transfer is one message, and a
@@ -22,7 +25,8 @@
 //! GPUs' packets first come, first served (its PCIe-side buffer is
 //! credit-limited, so no GPU can flood it).
 //!
-//! **Receiver.** Strict go-back-N under ECMP (a flow's packets follow one path, so
+//! **Receiver** (go-back-N; selective repeat and trimmed headers: see
+//! [`super::recovery`]). Strict go-back-N under ECMP (a flow's packets follow one path, so
 //! a gap means loss): an out-of-order packet is discarded and the first one of a
 //! gap triggers one NACK carrying the expected PSN; the sender rewinds to it.
 //! Under adaptive, flowlet or spray routing, reordering is normal: the receiver

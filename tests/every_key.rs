@@ -467,6 +467,23 @@ const KNOWN_GAPS: &[(&str, Fidelity, &str, &str)] = &[
         Fidelity::Analytical,
         "cluster.nvls",
         "auto chooses no NVLS algorithm for this plan's collectives",
+    ),    (
+        "flows-pipeline.toml",
+        Fidelity::Packet,
+        "fabric.loss_recovery",
+        "lossless links (credits) and no fault: nothing is lost and no retransmission timer fires, so every recovery law sends the same packets; selective repeat's one-window bound (512 KiB) does not bind these flows",
+    ),
+    (
+        "incast-infiniband.toml",
+        Fidelity::Packet,
+        "fabric.loss_recovery",
+        "lossless links (credits) and no fault: nothing is lost and no retransmission timer fires, so every recovery law sends the same packets; selective repeat's one-window bound (512 KiB) does not bind these flows",
+    ),
+    (
+        "incast-roce-pfc-only.toml",
+        Fidelity::Packet,
+        "fabric.loss_recovery",
+        "lossless links (PFC) and no fault: nothing is lost and no retransmission timer fires, so every recovery law sends the same packets; selective repeat's one-window bound (512 KiB) does not bind these flows",
     ),
 ];
 

@@ -38,7 +38,8 @@ pub struct PacketStats {
     pub ctrl_dropped: u64,
     /// NACKs sent.
     pub nacks_sent: u64,
-    /// Rewinds caused by NACKs.
+    /// Rewinds caused by NACKs (go-back-N, go-back-0), or recoveries they
+    /// started (selective repeat).
     pub nack_rewinds: u64,
     /// Retransmission timeouts that fired.
     pub timeouts: u64,

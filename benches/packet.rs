@@ -215,6 +215,39 @@ fn main() {
         &pfc_only,
     );
     bench("incast 64:1, 1 MiB, PFC cc=none", &inc, &ss, &pfc_only);
+    // The same incast lossy (drop-tail, 256 KiB per port), with selective
+    // repeat (IRN: one-window bitmaps, selective NACKs, out-of-line
+    // retransmissions), and with trimming as well (issue 13).
+    let irn = PacketConfig {
+        flow_control: fabricsim::backend::packet::FlowControl::Lossy,
+        loss_recovery: fabricsim::backend::packet::LossRecovery::SelectiveRepeat,
+        rto: SimTime::from_us(320),
+        ..pfc_only.clone()
+    };
+    bench(
+        "incast 64:1, 1 MiB, lossy selective repeat",
+        &inc,
+        &ss,
+        &irn,
+    );
+    let trim = PacketConfig {
+        trimming: true,
+        ..irn.clone()
+    };
+    // Trimming on an 8:1 incast: without congestion control or NDP's
+    // receiver pulls a trimmed packet goes straight back into the full
+    // queue, so the senders keep offering N × line rate and the run
+    // simulates N headers per delivered packet (64:1: 228 M events, 43 s).
+    let inc8 = generate(
+        &TrafficSpec::Incast {
+            senders: 8,
+            receiver: GpuId(0),
+            bytes: 1 << 20,
+        },
+        &ss,
+    )
+    .unwrap();
+    bench("incast 8:1, 1 MiB, lossy SR + trimming", &inc8, &ss, &trim);
     htsim_cases();
     // Memory of the hot records: a packet lives in the slab as one of these while
     // in flight; a queue pair per communicating (source, destination) GPU pair.

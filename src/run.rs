@@ -1056,6 +1056,16 @@ pub fn packet_config_used(
             "the transport is RDMA (fabric.transport = \"rdma\"); TCP costs apply to \"tcp\" only".into()
         });
     }
+    usage.read("fabric.loss_recovery");
+    usage.read_if(
+        "fabric.rto_low",
+        p.loss_recovery == crate::mechanism::LossRecovery::SelectiveRepeat,
+        || "the loss recovery is not selective repeat (fabric.loss_recovery): its RTO_low has no other use".into(),
+    );
+    usage.read_if("fabric.trimming", lossy, || {
+        "the links are lossless (PFC or InfiniBand credits): no queue ever drops, so none trims"
+            .into()
+    });
     usage.read_if(
         "fabric.flowlet_gap",
         s.fabric.routing == Routing::Flowlet,
@@ -1111,6 +1121,9 @@ pub fn packet_config_used(
         ack_every: p.ack_every,
         rto: p.rto,
         flowlet_gap: p.flowlet_gap,
+        loss_recovery: p.loss_recovery,
+        rto_low: p.rto_low,
+        trimming: p.trimming,
         host_path: if s.gpu_direct {
             HostPath::GpuDirect
         } else {

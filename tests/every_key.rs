@@ -99,6 +99,12 @@ const ALTERNATIVES: &[(&str, &[&str])] = &[
     ("fabric.ack_every", &["1", "64"]),
     ("fabric.rto", &["\"20us\"", "\"100ms\""]),
     ("fabric.flowlet_gap", &["\"1us\"", "\"1ms\""]),
+    (
+        "fabric.loss_recovery",
+        &["\"selective-repeat\"", "\"go-back-0\"", "\"go-back-n\""],
+    ),
+    ("fabric.rto_low", &["\"1us\"", "\"10ms\""]),
+    ("fabric.trimming", &["true", "false"]),
     ("fabric.pfc", &["true", "false"]),
     ("fabric.sharp", &["true", "false"]),
     ("fabric.sharp_groups", &["0", "1", "64"]),
@@ -497,6 +503,23 @@ const KNOWN_GAPS: &[(&str, Fidelity, &str, &str)] = &[
         Fidelity::Analytical,
         "cluster.nvls",
         "auto chooses no NVLS algorithm for this plan's collectives",
+    ),    (
+        "flows-pipeline.toml",
+        Fidelity::Packet,
+        "fabric.loss_recovery",
+        "lossless links (credits) and no fault: nothing is lost and no retransmission timer fires, so every recovery law sends the same packets; selective repeat's one-window bound (512 KiB) does not bind these flows",
+    ),
+    (
+        "incast-infiniband.toml",
+        Fidelity::Packet,
+        "fabric.loss_recovery",
+        "lossless links (credits) and no fault: nothing is lost and no retransmission timer fires, so every recovery law sends the same packets; selective repeat's one-window bound (512 KiB) does not bind these flows",
+    ),
+    (
+        "incast-roce-pfc-only.toml",
+        Fidelity::Packet,
+        "fabric.loss_recovery",
+        "lossless links (PFC) and no fault: nothing is lost and no retransmission timer fires, so every recovery law sends the same packets; selective repeat's one-window bound (512 KiB) does not bind these flows",
     ),
 ];
 

@@ -115,6 +115,7 @@ const KEYS: &[(&str, &[&str], &str)] = &[
             "window",
             "ack_every",
             "rto",
+            "rto_low",
             "flowlet_gap",
             "pfc_xoff",
             "pfc_xon",

@@ -68,7 +68,19 @@ fn allocations_do_not_grow_with_packets() {
         cc: packet::CongestionControl::Dcqcn(packet::DcqcnParams::default()),
         ..PacketConfig::default()
     };
-    for cfg in [PacketConfig::default(), roce] {
+    // Lossy with selective repeat: drops, selective NACKs and out-of-line
+    // retransmissions (the bitmaps come with the queue pair). Trimming is not
+    // here: its bursts of 78-byte headers fill the event wheel's buckets
+    // further as runs grow (4,457 allocations at 16 MiB, 5,321 at 128 MiB per
+    // sender: sub-linear, nothing per packet, but above this test's +100).
+    let irn = PacketConfig {
+        port_buffer_bytes: 256 << 10,
+        flow_control: packet::FlowControl::Lossy,
+        loss_recovery: packet::LossRecovery::SelectiveRepeat,
+        rto: SimTime::from_us(320),
+        ..PacketConfig::default()
+    };
+    for cfg in [PacketConfig::default(), roce, irn] {
         let count = |bytes: u64| {
             let mut dag = Dag::new();
             dag.begin_op("incast");
@@ -82,7 +94,9 @@ fn allocations_do_not_grow_with_packets() {
         let (small, ev_small) = count(1 << 20); // 768 data packets
         let (large, ev_large) = count(64 << 20); // 49 152 data packets
         eprintln!("allocations: {small} for {ev_small} events, {large} for {ev_large} events");
-        assert!(ev_large > 50 * ev_small);
+        // 64× the data (the lossy run's small case has relatively more
+        // recovery events: 46×)
+        assert!(ev_large > 40 * ev_small);
         // Buffers double as they grow, so a few more reallocations are fine; one per
         // packet would be tens of thousands.
         assert!(large < small + 100, "{small} -> {large}");

@@ -37,6 +37,12 @@ pub struct PacketSettings {
     pub rto: SimTime,
     /// Idle time that ends a flowlet (`routing = "flowlet"`).
     pub flowlet_gap: SimTime,
+    /// Loss recovery of the queue pairs.
+    pub loss_recovery: crate::mechanism::LossRecovery,
+    /// Selective repeat's short timeout (IRN's RTO_low).
+    pub rto_low: SimTime,
+    /// Switches trim packets a full lossy queue cannot take.
+    pub trimming: bool,
     /// Sampling interval (0 = off).
     pub sample_interval: SimTime,
     /// Simulated-time limit.
@@ -167,6 +173,32 @@ impl Validator<'_> {
                 "fabric.rto",
                 "0",
                 "a retransmission timeout above zero, such as \"1ms\"",
+            );
+        }
+        let loss_recovery = match f.loss_recovery.as_deref() {
+            None => Some(crate::mechanism::LossRecovery::default()),
+            Some(v) => {
+                let l = crate::mechanism::LossRecovery::parse(v);
+                if l.is_none() {
+                    self.err(
+                        "fabric.loss_recovery",
+                        format!("{v:?}"),
+                        "\"go-back-n\" (resend from the oldest unacknowledged packet), \"selective-repeat\" (IRN: resend only what is missing) or \"go-back-0\" (restart the message)",
+                    );
+                }
+                l
+            }
+        };
+        let rto_low = self.time(
+            "fabric.rto_low",
+            f.rto_low.as_ref(),
+            Some(&default_time(defaults::RTO_LOW)),
+        );
+        if rto_low == Some(SimTime::ZERO) {
+            self.err(
+                "fabric.rto_low",
+                "0",
+                "a short retransmission timeout above zero, such as \"100us\" (IRN's RTO_low)",
             );
         }
         let flowlet_gap = self.time(
@@ -349,6 +381,9 @@ impl Validator<'_> {
             ack_every: ack_every?,
             rto: rto?,
             flowlet_gap: flowlet_gap?,
+            loss_recovery: loss_recovery?,
+            rto_low: rto_low?,
+            trimming: f.trimming.unwrap_or(false),
             sample_interval: sample_interval?,
             time_limit: time_limit?,
         })

@@ -162,6 +162,12 @@ pub struct RawFabric {
     pub rto: Option<RawQuantity>,
     /// Packet level, `routing = "flowlet"`: idle time that ends a flowlet.
     pub flowlet_gap: Option<RawQuantity>,
+    /// Packet level: loss recovery, `go-back-n` (default), `selective-repeat` or `go-back-0`.
+    pub loss_recovery: Option<String>,
+    /// Packet level, selective repeat: IRN's short timeout (few packets outstanding).
+    pub rto_low: Option<RawQuantity>,
+    /// Packet level, lossy links: trim a packet a full queue cannot take to its header.
+    pub trimming: Option<bool>,
     /// Packet level: Priority Flow Control (lossless Ethernet). Default: on for `roce`.
     pub pfc: Option<bool>,
     /// The switches reduce in the network (InfiniBand SHARP). Default: false.

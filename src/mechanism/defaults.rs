@@ -64,6 +64,16 @@ pub const RTO: SimTime = SimTime(1_048_576_000);
 /// × 2^20 ≈ 4.295 s. A RoCE NIC does not time out during a PFC incast.
 pub const ROCE_RTO: SimTime = SimTime(4_096_000 << 20);
 
+/// Selective repeat's short retransmission timeout, used while at most
+/// [`RTO_LOW_PACKETS`] packets are outstanding: IRN's RTO_low, 100 µs for
+/// 40 Gb/s links (Mittal et al., SIGCOMM 2018, §4.1; its RTO_high of 320 µs
+/// is `rto`, which a scenario sets). See `PacketConfig::rto_low`.
+pub const RTO_LOW: SimTime = SimTime::from_us(100);
+
+/// Outstanding packets up to which selective repeat uses [`RTO_LOW`]: IRN's
+/// N = 3 (§4.1).
+pub const RTO_LOW_PACKETS: u32 = 3;
+
 /// Bytes of the ACK extended transport header (AETH) an ACK adds to a
 /// packet's headers (IBA vol. 1 §9.3.5): an ACK on the wire is the data
 /// header plus 4 bytes, 26 + 4 = 30 on InfiniBand (LRH 8, BTH 12, AETH 4,

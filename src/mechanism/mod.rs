@@ -9,6 +9,7 @@ pub mod cc;
 pub mod classes;
 pub mod defaults;
 pub mod flow_control;
+pub mod recovery;
 
 pub use cc::{
     alpha_in_range, gain_in_range, pmax_in_range, CongestionControl, DcqcnParams, DcqcnProfile,
@@ -18,3 +19,4 @@ pub use classes::{TrafficClass, TrafficClasses, MAX_CLASS_PRIORITY, MAX_CLASS_WE
 pub use flow_control::{
     pfc_fits_buffer, pfc_headroom_needed, FlowControl, PfcThreshold, PFC_FRAME_WIRE_BYTES,
 };
+pub use recovery::LossRecovery;

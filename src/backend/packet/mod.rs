@@ -129,6 +129,7 @@ pub use crate::mechanism::classes::{TrafficClass, TrafficClasses};
 pub use crate::mechanism::flow_control::{
     pfc_headroom_needed, FlowControl, PfcThreshold, PFC_FRAME_WIRE_BYTES,
 };
+pub use crate::mechanism::recovery::LossRecovery;
 pub use stats::PacketStats;
 // the internals (switch.rs) name the one link-event type through this module
 pub use crate::backend::{LinkEvent, LinkEventKind};
@@ -270,6 +271,23 @@ pub struct PacketConfig {
     /// timeout NCCL sets on its queue pairs, `NCCL_IB_TIMEOUT` = 20: 4.096 µs ×
     /// 2^20 ≈ 4.3 s ([`defaults::ROCE_RTO`]), so a PFC incast never times out.
     pub rto: SimTime,
+    /// Loss recovery of the queue pairs ([`LossRecovery`]). Default
+    /// go-back-N. Selective repeat bounds the packets outstanding per queue
+    /// pair to one window (IRN's BDP-FC): with `window_bytes` 0 that is
+    /// [`defaults::WINDOW`], the bitmaps' size.
+    pub loss_recovery: LossRecovery,
+    /// Selective repeat only: IRN's RTO_low, the timeout while at most
+    /// [`defaults::RTO_LOW_PACKETS`] packets are outstanding (a tail loss),
+    /// picoseconds; `rto` is its RTO_high (the smaller of the two is used).
+    /// Default 100 µs ([`defaults::RTO_LOW`], IRN §4.1 at 40 Gb/s).
+    pub rto_low: SimTime,
+    /// Packet trimming (NDP, Handley et al., SIGCOMM 2017; Ultra Ethernet's
+    /// transport): a lossy queue that cannot take a data packet cuts its
+    /// payload and forwards its header (`header_bytes`) on the highest lane,
+    /// and the receiver NACKs that PSN at once. Counted in
+    /// [`PacketStats::data_trimmed`], not as a drop. Acts on lossy links
+    /// only. Default false.
+    pub trimming: bool,
     /// How the NIC reaches the payload. Default `GpuDirect`.
     pub host_path: HostPath,
     /// RDMA or a TCP-like CPU path. Default `Rdma`.
@@ -366,6 +384,9 @@ impl Default for PacketConfig {
             window_bytes: defaults::RDMA_WINDOW,
             ack_every: defaults::ACK_EVERY,
             rto: defaults::RTO,
+            loss_recovery: LossRecovery::GoBackN,
+            rto_low: defaults::RTO_LOW,
+            trimming: false,
             host_path: HostPath::GpuDirect,
             transport: Transport::Rdma,
             link_events: Vec::new(),
@@ -522,6 +543,12 @@ impl PacketConfig {
             return bad(
                 "ack_every/rto/deadlock_timeout",
                 "ACK interval, RTO and deadlock timeout must be positive".into(),
+            );
+        }
+        if self.loss_recovery == LossRecovery::SelectiveRepeat && self.rto_low == SimTime::ZERO {
+            return bad(
+                "rto_low",
+                "a short retransmission timeout above zero, such as 100 µs (IRN's RTO_low)".into(),
             );
         }
         if let HostPath::HostStaged { copy_rate, .. } = self.host_path {

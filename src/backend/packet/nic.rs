@@ -1,8 +1,11 @@
-//! The NIC transport: RDMA reliable-connection queue pairs with go-back-N.
+//! The NIC transport: RDMA reliable-connection queue pairs and their loss
+//! recovery (go-back-N by default; selective repeat, go-back-0).
 //!
 //! The transport keeps the queue pairs, their messages and the sender's
 //! round-robin; what a loss or a congestion signal does is the business of the
-//! policies it calls: [`super::recovery`] (go-back-N today) and [`super::cc`].
+//! policies it calls: [`super::recovery`] (the law of
+//! [`PacketConfig::loss_recovery`](super::PacketConfig::loss_recovery)) and
+//! [`super::cc`].
 //!
 //! **Queue pairs.** One per (source GPU, destination GPU), created when the
 //! first transfer between them is posted; every transfer is one message, and a
@@ -22,7 +25,8 @@
 //! GPUs' packets first come, first served (its PCIe-side buffer is
 //! credit-limited, so no GPU can flood it).
 //!
-//! **Receiver.** Strict go-back-N under ECMP (a flow's packets follow one path, so
+//! **Receiver** (go-back-N; selective repeat and trimmed headers: see
+//! [`super::recovery`]). Strict go-back-N under ECMP (a flow's packets follow one path, so
 //! a gap means loss): an out-of-order packet is discarded and the first one of a
 //! gap triggers one NACK carrying the expected PSN; the sender rewinds to it.
 //! Under adaptive, flowlet or spray routing, reordering is normal: the receiver
@@ -41,11 +45,13 @@ use std::collections::HashMap;
 
 use super::engine::Event;
 use super::ids::{IdVec, PktIdx, PortId, QpId};
-use super::recovery::{GoBackN, Recovery, RxVerdict, SendSeq, TimerEffect};
+use super::recovery::{
+    Feedback, GoBack0, GoBackN, Recovery, RxVerdict, SelectiveRepeat, SendSeq, TimerEffect,
+};
 use super::sim::Sim;
-use super::slab::{Packet, PktKind, F_ECN, NONE};
+use super::slab::{Packet, PktKind, F_ECN, F_SACK, F_TRIMMED, NONE};
 use super::switch::NEVER;
-use super::{HostPath, PacketError, Routing, Transport};
+use super::{HostPath, LossRecovery, PacketError, Routing, Transport};
 use crate::topology::{GpuId, LinkId, LinkKind};
 
 /// One message (transfer) on a queue pair.
@@ -155,9 +161,10 @@ impl std::ops::Index<QpId> for QueuePairs {
 }
 
 impl Qp {
+    /// Something to send: new data, or (selective repeat) a hole to fill.
     #[inline]
     fn has_work(&self) -> bool {
-        self.seq.nxt < self.posted_psn
+        self.rec.next_psn(&self.seq) < self.posted_psn
     }
 }
 
@@ -253,32 +260,43 @@ impl Sim<'_> {
         self.topo
             .next_hops(self.topo.gpus[dst as usize].node, GpuId(src), &mut hops);
         let ack_port = PortId::from(*hops.first().ok_or(unreachable)?);
-        let qpi = self.qps.pairs.push(Qp {
-            src,
-            dst,
-            port,
-            ack_port,
-            hash: crate::topology::qp_hash(self.cfg.seed, src, dst, qp),
-            lane,
-            msgs: Vec::new(),
-            posted_psn: 0,
-            seq: SendSeq::default(),
-            send_cursor: 0,
-            una_cursor: 0,
-            in_ring: false,
-            wake_at: NEVER,
-            cpu_ready: 0,
-            rcv_cursor: 0,
-            since_ack: 0,
-            rec: Recovery::GoBackN(GoBackN::new(self.window_pkts, self.ooo)),
-            wnd: self.window_pkts,
-            cc_on: false,
-            cc: CcState::None(super::cc::NoCc),
-            cc_timer_at: NEVER,
-            bytes_posted: 0,
-            retransmitted: 0,
-            timeouts: 0,
-        });
+        let qpi =
+            self.qps.pairs.push(Qp {
+                src,
+                dst,
+                port,
+                ack_port,
+                hash: crate::topology::qp_hash(self.cfg.seed, src, dst, qp),
+                lane,
+                msgs: Vec::new(),
+                posted_psn: 0,
+                seq: SendSeq::default(),
+                send_cursor: 0,
+                una_cursor: 0,
+                in_ring: false,
+                wake_at: NEVER,
+                cpu_ready: 0,
+                rcv_cursor: 0,
+                since_ack: 0,
+                rec: match self.cfg.loss_recovery {
+                    LossRecovery::GoBackN => {
+                        Recovery::GoBackN(GoBackN::new(self.window_pkts, self.ooo))
+                    }
+                    LossRecovery::SelectiveRepeat => Recovery::SelectiveRepeat(
+                        SelectiveRepeat::new(self.window_pkts, self.ooo, self.cfg.rto_low.0),
+                    ),
+                    LossRecovery::GoBack0 => {
+                        Recovery::GoBack0(GoBack0::new(self.window_pkts, self.ooo))
+                    }
+                },
+                wnd: self.window_pkts,
+                cc_on: false,
+                cc: CcState::None(super::cc::NoCc),
+                cc_timer_at: NEVER,
+                bytes_posted: 0,
+                retransmitted: 0,
+                timeouts: 0,
+            });
         let cc_on = self.topo.links[port.idx()].kind != LinkKind::NvLink;
         let line = self
             .topo
@@ -357,11 +375,21 @@ impl Sim<'_> {
             };
             let qp = &self.qps.pairs[qpi];
             let snd_nxt = qp.rec.next_psn(&qp.seq);
-            if !qp.has_work() || snd_nxt - qp.seq.una >= qp.wnd {
+            // `nxt`, or a hole selective repeat fills first: the window bounds
+            // new data only (a hole below it must go out for `una` to move).
+            // Go-back-0 may resend below `una`, hence the saturation.
+            let in_line = snd_nxt == qp.seq.nxt;
+            if !qp.has_work() || (in_line && snd_nxt.saturating_sub(qp.seq.una) >= qp.wnd) {
                 self.qps.pairs[qpi].in_ring = false;
                 continue;
             }
-            let m = self.qps.msgs[qp.msgs[qp.send_cursor as usize] as usize];
+            let mi = if in_line {
+                qp.msgs[qp.send_cursor as usize]
+            } else {
+                self.msg_holding(qpi, snd_nxt)
+            };
+            let qp = &self.qps.pairs[qpi];
+            let m = self.qps.msgs[mi as usize];
             let (qp_hash, qp_dst, lane) = (qp.hash, qp.dst, qp.lane);
             // a delay-based law's send time rides in the informational hash
             let echo = if qp.cc_on {
@@ -448,11 +476,13 @@ impl Sim<'_> {
             if qp.cc_on {
                 qp.cc.on_send(&self.cfg.cc, now, wire as u64);
             }
-            let timer = qp.rec.on_send(&qp.seq, now, rto);
-            qp.seq.nxt += 1;
-            qp.seq.max = qp.seq.max.max(qp.seq.nxt);
-            if last {
-                qp.send_cursor += 1;
+            let timer = qp.rec.on_send(&qp.seq, snd_nxt, now, rto);
+            if in_line {
+                qp.seq.nxt += 1;
+                qp.seq.max = qp.seq.max.max(qp.seq.nxt);
+                if last {
+                    qp.send_cursor += 1;
+                }
             }
             qp.cpu_ready = now + cpu_cost;
             if let Some(at) = timer {
@@ -483,7 +513,15 @@ impl Sim<'_> {
             PktKind::Data => self.receive_data(&k),
             PktKind::Ack | PktKind::Nack => {
                 self.counters.ctrl_received();
-                self.on_ack(k.qp, k.psn, k.kind == PktKind::Nack, k.hash);
+                // a selective or trimmed NACK carries a PSN where others
+                // carry DCTCP's CE count
+                let (fb, ce) = match k.kind {
+                    PktKind::Ack => (Feedback::Ack, k.hash),
+                    _ if k.flags & F_SACK != 0 => (Feedback::Sack(k.hash), 0),
+                    _ if k.flags & F_TRIMMED != 0 => (Feedback::Trimmed(k.hash), 0),
+                    _ => (Feedback::Nack, k.hash),
+                };
+                self.on_ack(k.qp, k.psn, fb, ce);
             }
             PktKind::Cnp => {
                 self.counters.ctrl_received();
@@ -504,13 +542,27 @@ impl Sim<'_> {
         let qpi = k.qp;
         if k.flags & F_ECN != 0 && self.qps.pairs[qpi].cc.on_ce(&self.cfg.cc, self.now) {
             self.counters.cnp();
-            self.send_ctrl(k.qp, PktKind::Cnp, k.psn, 0);
+            self.send_ctrl(k.qp, PktKind::Cnp, k.psn, 0, 0);
+        }
+        if k.flags & F_TRIMMED != 0 {
+            self.receive_trimmed(k);
+            return;
         }
         let qp = &mut self.qps.pairs[qpi];
         qp.cc.on_data(k.hash);
         let epsn_before = qp.rec.expected();
         let accepted = match qp.rec.on_data(k.psn) {
             RxVerdict::Accepted => true,
+            RxVerdict::AcceptedNack => {
+                // IRN: every out-of-order arrival is NACKed with the
+                // cumulative ACK and its own PSN (which it acknowledges)
+                self.counters
+                    .data_accepted((k.wire - self.cfg.header_bytes) as u64, k.vl);
+                qp.since_ack = 0;
+                let e = qp.rec.expected();
+                self.send_ctrl(k.qp, PktKind::Nack, e, k.psn, F_SACK);
+                return;
+            }
             RxVerdict::Duplicate => {
                 self.counters.data_duplicate();
                 false
@@ -519,7 +571,7 @@ impl Sim<'_> {
                 self.counters.data_out_of_order();
                 if let Some(e) = nack {
                     let ce = qp.cc.take_ce_echo();
-                    self.send_ctrl(k.qp, PktKind::Nack, e, ce);
+                    self.send_ctrl(k.qp, PktKind::Nack, e, ce, 0);
                 }
                 return;
             }
@@ -563,13 +615,44 @@ impl Sim<'_> {
             qp.since_ack = 0;
             let e = qp.rec.expected();
             let ce = qp.cc.take_ce_echo();
-            self.send_ctrl(k.qp, PktKind::Ack, e, ce);
+            self.send_ctrl(k.qp, PktKind::Ack, e, ce, 0);
         }
     }
 
-    /// Queues an ACK/NACK/CNP at the receiver's first link; `ce` is the number of
-    /// CE marks an ACK echoes (DCTCP).
-    fn send_ctrl(&mut self, qpi: QpId, kind: PktKind, psn: u32, ce: u32) {
+    /// The header of a data packet a switch trimmed (packet trimming, NDP)
+    /// reached its receiver: the law says whether to NACK at once.
+    fn receive_trimmed(&mut self, k: &Packet) {
+        self.counters.trimmed_delivered();
+        let qp = &mut self.qps.pairs[k.qp];
+        match qp.rec.on_trimmed(k.psn) {
+            None => {}
+            Some(Feedback::Trimmed(p)) => {
+                let e = qp.rec.expected();
+                self.send_ctrl(k.qp, PktKind::Nack, e, p, F_TRIMMED);
+            }
+            Some(_) => {
+                let e = qp.rec.expected();
+                let ce = qp.cc.take_ce_echo();
+                self.send_ctrl(k.qp, PktKind::Nack, e, ce, 0);
+            }
+        }
+    }
+
+    /// Index in `Sim::msgs` of the message of `qpi` holding `psn` (at or above
+    /// the oldest unacknowledged PSN): a selective retransmission's.
+    fn msg_holding(&self, qpi: QpId, psn: u32) -> u32 {
+        let qp = &self.qps.pairs[qpi];
+        let mut c = qp.una_cursor as usize;
+        while c + 1 < qp.msgs.len() && self.qps.msgs[qp.msgs[c] as usize].end() <= psn {
+            c += 1;
+        }
+        qp.msgs[c]
+    }
+
+    /// Queues an ACK/NACK/CNP at the receiver's first link; `info` is the
+    /// number of CE marks an ACK echoes (DCTCP), or with `flags` [`F_SACK`]
+    /// or [`F_TRIMMED`] the PSN a NACK names.
+    fn send_ctrl(&mut self, qpi: QpId, kind: PktKind, psn: u32, info: u32, flags: u8) {
         let qp = &self.qps.pairs[qpi];
         let port = qp.ack_port;
         let vl = if kind == PktKind::Cnp {
@@ -586,13 +669,13 @@ impl Sim<'_> {
             qp: qpi,
             psn,
             wire,
-            hash: ce,
+            hash: info,
             link: PortId::NONE,
             epoch: 0,
             dst: qp.src,
             kind,
             vl,
-            flags: 0,
+            flags,
         });
         self.counters.ctrl_sent(kind == PktKind::Nack);
         self.enqueue(port, vl, pkt, wire as u64);
@@ -610,8 +693,9 @@ impl Sim<'_> {
         qp.send_cursor = c;
     }
 
-    /// The sender gets a cumulative ACK (or a NACK) for PSNs below `a`.
-    fn on_ack(&mut self, qpi: QpId, a: u32, nack: bool, ce: u32) {
+    /// The sender gets a cumulative ACK (or a NACK, `fb`) for PSNs below `a`.
+    fn on_ack(&mut self, qpi: QpId, a: u32, fb: Feedback, ce: u32) {
+        let nack = fb.is_nack();
         let i = qpi;
         let now = self.now;
         let rto = self.cfg.rto.0;
@@ -622,7 +706,8 @@ impl Sim<'_> {
                 now,
                 newly_acked: a.saturating_sub(qp.seq.una),
                 ce,
-                echo: ce,
+                // a selective or trimmed NACK's field holds a PSN, not an echo
+                echo: matches!(fb, Feedback::Ack | Feedback::Nack).then_some(ce),
                 una: a.max(qp.seq.una),
                 nxt: qp.seq.nxt,
                 nack,
@@ -637,13 +722,26 @@ impl Sim<'_> {
             }
         }
         let qp = &mut self.qps.pairs[i];
-        let e = qp.rec.on_ack(&mut qp.seq, a, nack, now, rto);
+        let mut e = qp.rec.on_ack(&mut qp.seq, a, fb, now, rto);
         if e.advanced {
             while (qp.una_cursor as usize) < qp.msgs.len()
                 && self.qps.msgs[qp.msgs[qp.una_cursor as usize] as usize].end() <= a
             {
                 qp.una_cursor += 1;
             }
+            qp.seq.msg_start = match qp.msgs.get(qp.una_cursor as usize) {
+                Some(&m) => self.qps.msgs[m as usize].start_psn,
+                None => qp.seq.una,
+            };
+            // nothing before the first unacknowledged message is sent again
+            // (go-back-0 resending a message the receiver then completed)
+            if qp.seq.nxt < qp.seq.msg_start {
+                qp.seq.nxt = qp.seq.msg_start;
+                e.moved = true;
+            }
+        }
+        if let Some(at) = e.timer {
+            self.q.push(at, Event::Rto { qp: qpi });
         }
         if e.nack_rewind {
             self.counters.nack_rewind();

@@ -164,9 +164,12 @@ impl<'a> Sim<'a> {
             flowlets: Flowlets::default(),
             // per-packet Valiant detours and UGAL choices reorder a flow
             ooo: cfg.routing != Routing::Ecmp || topo.dragonfly_routing().non_minimal(),
+            // selective repeat's bitmaps need a bounded window as well
             window_pkts: window_pkts(
                 cfg,
-                cfg.routing != Routing::Ecmp || topo.dragonfly_routing().non_minimal(),
+                cfg.routing != Routing::Ecmp
+                    || topo.dragonfly_routing().non_minimal()
+                    || cfg.loss_recovery == super::LossRecovery::SelectiveRepeat,
             ),
             runner: DagRunner::new(dag),
             ready: Vec::new(),
@@ -520,10 +523,11 @@ impl<'a> Sim<'a> {
 
 /// The per-queue-pair window in packets: the configured bytes, or for 0 (no
 /// limit) 2^30 packets for RDMA under in-order routing (`reorders` false: ECMP,
-/// and on a dragonfly no per-packet Valiant or UGAL choice), and
+/// and on a dragonfly no per-packet Valiant or UGAL choice) with go-back-N or
+/// go-back-0, and
 /// [`defaults::WINDOW`](crate::mechanism::defaults::WINDOW) under reordering
-/// ones (the receiver's out-of-order bitmap is one window) and on the TCP
-/// path (its receive window).
+/// ones and with selective repeat (the out-of-order bitmaps are one window)
+/// and on the TCP path (its receive window).
 fn window_pkts(cfg: &PacketConfig, reorders: bool) -> u32 {
     let mtu = cfg.mtu as u64;
     let bytes = match cfg.window_bytes {

@@ -34,6 +34,12 @@ pub const F_ECN: u8 = 2;
 pub const F_PFC_HELD: u8 = 16;
 /// Flag: the packet sits in a buffer that is accounted drop-tail (lossy ingress).
 pub const F_LOSSY_HELD: u8 = 4;
+/// Flag: a data packet whose payload a full queue trimmed (packet trimming,
+/// NDP): only its header travels on, on the highest lane. On a NACK: `hash`
+/// is the PSN of a trimmed packet the receiver wants again.
+pub const F_TRIMMED: u8 = 32;
+/// Flag: a selective NACK (IRN); `hash` is the PSN the receiver got beyond its gap.
+pub const F_SACK: u8 = 64;
 /// Flag: the packet's lane was raised at this node; it arrived (and holds
 /// credits) on lane `vl − 1`.
 pub const F_VL_RAISED: u8 = 8;

@@ -18,6 +18,16 @@ pub struct PacketStats {
     pub data_out_of_order: u64,
     /// Data packets dropped in the fabric (buffer, corruption, link down, no route).
     pub data_dropped: u64,
+    /// Data packets a full queue trimmed to their header instead of dropping
+    /// them (`PacketConfig::trimming`); not drops: the header travels on.
+    pub data_trimmed: u64,
+    /// Payload bytes cut from trimmed packets (not delivered, not dropped:
+    /// the sender sends them again).
+    pub payload_bytes_trimmed: u64,
+    /// Trimmed headers that reached their receiver.
+    pub trimmed_delivered: u64,
+    /// Trimmed headers the fabric dropped after all (also in the drops by cause).
+    pub trimmed_dropped: u64,
     /// Packet transmissions on all links (one per packet per hop): the simulated
     /// work, independent of how many events it took.
     pub packet_hops: u64,
@@ -29,7 +39,8 @@ pub struct PacketStats {
     pub ctrl_dropped: u64,
     /// NACKs sent.
     pub nacks_sent: u64,
-    /// Rewinds caused by NACKs.
+    /// Rewinds caused by NACKs (go-back-N, go-back-0), or recoveries they
+    /// started (selective repeat).
     pub nack_rewinds: u64,
     /// Retransmission timeouts that fired.
     pub timeouts: u64,
@@ -119,14 +130,18 @@ impl PacketStats {
     }
 
     /// Checks that every packet is accounted for: data sent = accepted +
-    /// duplicates + out-of-order discards + dropped; control sent = received +
+    /// duplicates + out-of-order discards + dropped + trimmed; trimmed =
+    /// headers delivered + headers dropped; control sent = received +
     /// dropped; drops by cause add up; every credit came home; nothing left alive.
     ///
     /// # Errors
     /// A message naming the first balance that does not hold.
     pub fn check_conservation(&self) -> Result<(), String> {
-        let data_out =
-            self.data_accepted + self.data_duplicate + self.data_out_of_order + self.data_dropped;
+        let data_out = self.data_accepted
+            + self.data_duplicate
+            + self.data_out_of_order
+            + self.data_dropped
+            + self.data_trimmed;
         if self.data_sent != data_out {
             return Err(format!(
                 "data packets: sent {} != accounted {data_out} ({self:?})",
@@ -139,11 +154,17 @@ impl PacketStats {
                 self.ctrl_sent, self.ctrl_received, self.ctrl_dropped
             ));
         }
-        if self.drops_total() != self.data_dropped + self.ctrl_dropped {
+        if self.data_trimmed != self.trimmed_delivered + self.trimmed_dropped {
             return Err(format!(
-                "drops by cause {} != drops by kind {}",
+                "trimmed packets: {} != delivered {} + dropped {}",
+                self.data_trimmed, self.trimmed_delivered, self.trimmed_dropped
+            ));
+        }
+        let by_kind = self.data_dropped + self.ctrl_dropped + self.trimmed_dropped;
+        if self.drops_total() != by_kind {
+            return Err(format!(
+                "drops by cause {} != drops by kind {by_kind}",
                 self.drops_total(),
-                self.data_dropped + self.ctrl_dropped
             ));
         }
         if self.credit_leaks != 0 {
@@ -460,9 +481,34 @@ impl Counters {
     pub fn flowlet(&mut self) {
         self.stats.flowlets += 1;
     }
-    /// The fabric dropped a packet: data (with `payload` bytes) or control.
+    /// A full queue trimmed a data packet of `payload` bytes to its header.
+    #[inline]
+    pub fn trimmed(&mut self, payload: u64) {
+        self.stats.data_trimmed += 1;
+        self.stats.payload_bytes_trimmed += payload;
+    }
+    /// A trimmed header reached its receiver.
+    #[inline]
+    pub fn trimmed_delivered(&mut self) {
+        self.stats.trimmed_delivered += 1;
+    }
+    /// The fabric dropped a packet: data (with `payload` bytes), a trimmed
+    /// header (`trimmed`) or control.
     #[inline]
     pub fn dropped(&mut self, cause: DropCause, data: bool, payload: u64, vl: u8) {
+        self.dropped_kind(cause, data, false, payload, vl);
+    }
+    /// [`Counters::dropped`], telling trimmed headers apart; `vl` is the
+    /// packet's lane (its traffic class).
+    #[inline]
+    pub fn dropped_kind(
+        &mut self,
+        cause: DropCause,
+        data: bool,
+        trimmed: bool,
+        payload: u64,
+        vl: u8,
+    ) {
         let s = &mut self.stats;
         match cause {
             DropCause::Buffer => s.drops_buffer += 1,
@@ -471,7 +517,9 @@ impl Counters {
             DropCause::Unroutable => s.drops_unroutable += 1,
             DropCause::Watchdog => s.drops_watchdog += 1,
         }
-        if data {
+        if trimmed {
+            s.trimmed_dropped += 1;
+        } else if data {
             s.data_dropped += 1;
             s.lane_data_dropped[vl as usize & 7] += 1;
             s.payload_bytes_dropped += payload;

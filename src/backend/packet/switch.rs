@@ -14,7 +14,9 @@ use super::engine::Event;
 use super::ids::{IdVec, LaneIdx, PktIdx, PortId, QpId};
 use super::nic::Pull;
 use super::sim::Sim;
-use super::slab::{PktKind, F_CORRUPT, F_ECN, F_LOSSY_HELD, F_PFC_HELD, F_VL_RAISED, NONE};
+use super::slab::{
+    PktKind, F_CORRUPT, F_ECN, F_LOSSY_HELD, F_PFC_HELD, F_TRIMMED, F_VL_RAISED, NONE,
+};
 use super::stats::DropCause;
 use super::{EcnMarkAt, LinkEventKind, Routing};
 use crate::topology::{mix64, DragonflyRouting, GpuId, Link, LinkId, NodeId, NodeKind, Topology};
@@ -815,7 +817,7 @@ impl Sim<'_> {
 
     /// Routes `pkt` (arrived at `node` over `in_link`) to an egress queue.
     fn forward(&mut self, node: u32, pkt: PktIdx, in_link: PortId) {
-        let k = self.pkts[pkt];
+        let mut k = self.pkts[pkt];
         let out = if self.df_non_minimal && k.kind == PktKind::Data && !self.ports[in_link].sw2sw {
             self.source_route(node, pkt)
         } else {
@@ -840,7 +842,7 @@ impl Sim<'_> {
             kp.vl = vl;
             kp.flags |= F_VL_RAISED;
         }
-        let qi = out.lane(vl, self.vls);
+        let mut qi = out.lane(vl, self.vls);
         if self.pfc.dropping(qi, self.now) && self.ports[out].pfc {
             // the PFC watchdog's recovery: this egress lane drops what joins it
             if self.ports[in_link].credit_fc {
@@ -857,9 +859,18 @@ impl Sim<'_> {
             self.pkts[pkt].flags |= F_PFC_HELD;
         } else if !in_port.credit_fc {
             if !self.admit_lossy(out, qi, k.wire as u64) {
-                self.ports[out].drops += 1;
-                self.drop_packet(pkt, DropCause::Buffer);
-                return;
+                match self.trim(out, pkt) {
+                    Some(high) => {
+                        vl = high;
+                        qi = out.lane(vl, self.vls);
+                        k = self.pkts[pkt];
+                    }
+                    None => {
+                        self.ports[out].drops += 1;
+                        self.drop_packet(pkt, DropCause::Buffer);
+                        return;
+                    }
+                }
             }
             self.shared.hold(node, k.wire as u64);
             self.pkts[pkt].flags |= F_LOSSY_HELD;
@@ -871,6 +882,30 @@ impl Sim<'_> {
             self.ecn_mark(out, pkt, vl, self.ports.queued_bytes(qi));
         }
         self.enqueue(out, vl, pkt, k.wire as u64);
+    }
+
+    /// Packet trimming (NDP, Handley et al., SIGCOMM 2017; Ultra Ethernet):
+    /// data packet `pkt`, which the lossy queue of `out` cannot take, loses
+    /// its payload and goes on as its header on the highest lane, ahead of
+    /// data, if that lane can take the header. Returns that lane, or `None`
+    /// (not trimming, not a full data packet, or no room even for the
+    /// header): the caller drops it.
+    fn trim(&mut self, out: PortId, pkt: PktIdx) -> Option<u8> {
+        let k = self.pkts[pkt];
+        if !self.cfg.trimming || k.kind != PktKind::Data || k.flags & F_TRIMMED != 0 {
+            return None;
+        }
+        let high = (self.vls - 1) as u8;
+        let header = self.cfg.header_bytes;
+        if !self.admit_lossy(out, out.lane(high, self.vls), header as u64) {
+            return None;
+        }
+        self.counters.trimmed((k.wire - header) as u64);
+        let kp = &mut self.pkts[pkt];
+        kp.wire = header;
+        kp.vl = high;
+        kp.flags = (kp.flags | F_TRIMMED) & !F_VL_RAISED;
+        Some(high)
     }
 
     /// RED marking of data packet `pkt` at egress `port`, lane `vl`, against a
@@ -1142,12 +1177,14 @@ impl Sim<'_> {
     pub(super) fn drop_packet(&mut self, pkt: PktIdx, cause: DropCause) {
         let k = self.pkts[pkt];
         let data = k.kind == PktKind::Data;
-        let payload = if data {
+        let trimmed = k.flags & F_TRIMMED != 0;
+        let payload = if data && !trimmed {
             (k.wire - self.cfg.header_bytes) as u64
         } else {
             0
         };
-        self.counters.dropped(cause, data, payload, k.vl);
+        self.counters
+            .dropped_kind(cause, data, trimmed, payload, k.vl);
         self.pkts.free(pkt);
     }
 

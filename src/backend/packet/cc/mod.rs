@@ -76,8 +76,9 @@ pub struct AckInfo {
     /// CE-marked data packets the ACK echoes (ECN echo), packets.
     pub ce: u32,
     /// The ACK's echo field as it arrived: under DCTCP the CE count (`ce`),
-    /// under Swift the send time (ns, 32 bits) of the data packet it answers.
-    pub echo: u32,
+    /// under Swift the send time (ns, 32 bits) of the data packet it answers;
+    /// `None` for a selective or trimmed NACK, whose field carries a PSN.
+    pub echo: Option<u32>,
     /// Oldest unacknowledged PSN once this ACK is applied.
     pub una: u32,
     /// Next PSN the sender would send, before this ACK is applied.

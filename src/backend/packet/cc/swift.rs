@@ -157,8 +157,14 @@ impl CcLaw for SwiftState {
 
     #[inline]
     fn on_ack(&mut self, p: &SwiftParams, ack: &AckInfo) -> AckReaction {
-        let delay_ns = stamp_of(ack.now).wrapping_sub(ack.echo) as u64;
-        let cut = self.on_delay(p, ack.now, delay_ns * 1000, ack.newly_acked, ack.max_pkts);
+        // a selective NACK carries no send time: no delay sample
+        let cut = match ack.echo {
+            Some(stamp) => {
+                let delay_ns = stamp_of(ack.now).wrapping_sub(stamp) as u64;
+                self.on_delay(p, ack.now, delay_ns * 1000, ack.newly_acked, ack.max_pkts)
+            }
+            None => false,
+        };
         AckReaction {
             window: Some(self.window_pkts(ack.max_pkts)),
             window_cut: cut,
@@ -264,6 +270,34 @@ mod tests {
         s.on_send(&p, 100, 4174);
         assert_eq!(s.next_tx(), 100 + 32_000_000);
         assert_eq!(CcLaw::window(&s), Some(1));
+    }
+
+    #[test]
+    fn an_ack_without_a_send_time_is_no_delay_sample() {
+        // a selective NACK's field holds a PSN: Swift must not read it
+        let p = params();
+        let mut s = SwiftState {
+            cwnd: 40.0,
+            base_rtt: 5_000_000,
+            srtt: 6_000_000,
+            ..SwiftState::default()
+        };
+        let ack = |echo| AckInfo {
+            now: 900_000_000,
+            newly_acked: 1,
+            ce: 0,
+            echo,
+            una: 10,
+            nxt: 50,
+            nack: true,
+            max_pkts: 1000,
+        };
+        let r = CcLaw::on_ack(&mut s, &p, &ack(None));
+        assert!(!r.window_cut);
+        assert_eq!((s.cwnd, s.srtt, s.cuts), (40.0, 6_000_000, 0));
+        // the same NACK read as a send time of PSN 17 would cut
+        let r = CcLaw::on_ack(&mut s, &p, &ack(Some(17)));
+        assert!(r.window_cut && s.cwnd < 40.0);
     }
 
     #[test]

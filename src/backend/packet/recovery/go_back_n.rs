@@ -14,8 +14,14 @@
 //! flowlet or spray routing reordering is normal: the receiver keeps a bitmap
 //! of the PSNs received beyond the expected one (at most one window), never
 //! NACKs, and loss is left to the timeout.
+//!
+//! **Trimming.** A trimmed header (NDP's trimming at a full queue) at or
+//! beyond the expected PSN is a loss the receiver knows of at once: it sends
+//! the gap's NACK then (one per gap, as for an out-of-order packet, and again
+//! when the expected PSN's resent copy is trimmed too), and the sender goes
+//! back to the expected PSN.
 
-use super::{AckEffect, RecoveryLaw, RxVerdict, SendSeq, TimerEffect};
+use super::{AckEffect, Feedback, RecoveryLaw, RxVerdict, SendSeq, TimerEffect};
 
 /// Largest backoff exponent: the timeout grows to at most 2⁶ = 64 × `rto`.
 const MAX_BACKOFF: u32 = 6;
@@ -83,7 +89,7 @@ impl GoBackN {
 
 impl RecoveryLaw for GoBackN {
     #[inline]
-    fn on_send(&mut self, seq: &SendSeq, now: u64, rto: u64) -> Option<u64> {
+    fn on_send(&mut self, seq: &SendSeq, _psn: u32, now: u64, rto: u64) -> Option<u64> {
         if seq.una >= seq.max {
             // nothing outstanding: the timer starts with this packet
             self.rto_deadline = now + (rto << self.rto_backoff);
@@ -96,7 +102,8 @@ impl RecoveryLaw for GoBackN {
     }
 
     #[inline]
-    fn on_ack(&mut self, seq: &mut SendSeq, a: u32, nack: bool, now: u64, rto: u64) -> AckEffect {
+    fn on_ack(&mut self, seq: &mut SendSeq, a: u32, fb: Feedback, now: u64, rto: u64) -> AckEffect {
+        let nack = fb.is_nack();
         let mut e = AckEffect::default();
         if a > seq.una {
             seq.una = a;
@@ -164,5 +171,18 @@ impl RecoveryLaw for GoBackN {
     #[inline]
     fn expected(&self) -> u32 {
         self.epsn
+    }
+
+    fn on_trimmed(&mut self, psn: u32) -> Option<Feedback> {
+        // The expected PSN trimmed is a loss the NACK already sent (if any)
+        // did not cover: the copy it asked for was trimmed again.
+        if psn < self.epsn
+            || (psn != self.epsn && self.nack_sent)
+            || (self.reorder && self.bit(psn))
+        {
+            return None;
+        }
+        self.nack_sent = true;
+        Some(Feedback::Nack)
     }
 }

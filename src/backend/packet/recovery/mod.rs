@@ -1,28 +1,38 @@
 //! Loss recovery: how a queue pair's sender finds out what was lost and what
 //! it retransmits, and what its receiver does with a packet that is not the
-//! next expected one. One file per law, one arm per law in [`Recovery`].
+//! next expected one. One file per law, one arm per law in [`Recovery`]:
 //!
-//! Today's law is go-back-N ([`GoBackN`]), what RDMA reliable connection and
-//! this model's TCP-like path both run. The sender's sequence space
-//! ([`SendSeq`]) belongs to the transport; a law moves it on the events it
-//! sees:
+//! * [`GoBackN`] (default): RDMA reliable connection as IBA specifies it, and
+//!   this model's TCP-like path;
+//! * [`SelectiveRepeat`]: IRN (Mittal et al., SIGCOMM 2018), what ConnectX-6
+//!   and later NICs run: resend only what is missing;
+//! * [`GoBack0`]: a loss restarts the whole message (IRN's contrast case).
 //!
-//! * [`RecoveryLaw::next_psn`]: the PSN the sender transmits next;
+//! The sender's sequence space ([`SendSeq`]) belongs to the transport; a law
+//! moves it on the events it sees:
+//!
+//! * [`RecoveryLaw::next_psn`]: the PSN the sender transmits next (`nxt`, or
+//!   a hole to fill first);
 //! * [`RecoveryLaw::on_send`]: a data packet left (arms the retransmission timer);
-//! * [`RecoveryLaw::on_ack`]: a cumulative ACK or a NACK arrived (advance, rewind);
+//! * [`RecoveryLaw::on_ack`]: a cumulative ACK or a NACK arrived, with what it
+//!   carries ([`Feedback`]: a selectively acknowledged or a trimmed PSN);
 //! * [`RecoveryLaw::on_timeout`]: the retransmission timer fired;
 //! * [`RecoveryLaw::on_data`]: the receiver got a data packet (accept, buffer,
-//!   discard; whether to NACK).
+//!   discard; whether to NACK);
+//! * [`RecoveryLaw::on_trimmed`]: the receiver got a trimmed header (packet
+//!   trimming, NDP): whether to NACK at once.
 //!
-//! A new law (selective repeat, NACK on trimmed packets, go-back-0) is a file
-//! here with its state and `impl RecoveryLaw`, an arm in [`Recovery`] and in
-//! its dispatch below, and a value of the scenario's loss-recovery setting.
-//! Information an ACK does not carry yet (a SACK bitmap, a trimmed header's
-//! PSN) goes into the packet record and the arguments of `on_ack`.
+//! A new law is a file here with its state and `impl RecoveryLaw`, an arm in
+//! [`Recovery`] and in its dispatch below, and a value of the scenario's
+//! `fabric.loss_recovery` ([`crate::mechanism::LossRecovery`]).
 
+mod go_back_0;
 mod go_back_n;
+mod selective;
 
+pub use go_back_0::GoBack0;
 pub use go_back_n::GoBackN;
+pub use selective::SelectiveRepeat;
 
 /// The sender's sequence space of one queue pair, PSNs (32-bit, never wrap
 /// within a run).
@@ -34,6 +44,32 @@ pub struct SendSeq {
     pub una: u32,
     /// One past the highest PSN ever sent.
     pub max: u32,
+    /// First PSN of the message holding `una` (kept by the transport; what
+    /// go-back-0 restarts from).
+    pub msg_start: u32,
+}
+
+/// What an ACK or NACK tells the sender besides its cumulative PSN.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Feedback {
+    /// A cumulative ACK.
+    Ack,
+    /// A go-back-N NACK: the receiver expects the cumulative PSN and saw a
+    /// later one (or a trimmed header).
+    Nack,
+    /// A selective NACK (IRN): the receiver holds this PSN, beyond a gap.
+    Sack(u32),
+    /// A trimmed header of this PSN reached the receiver: its payload was cut
+    /// by a full switch queue and must be sent again.
+    Trimmed(u32),
+}
+
+impl Feedback {
+    /// Anything but a plain cumulative ACK.
+    #[inline]
+    pub fn is_nack(self) -> bool {
+        self != Feedback::Ack
+    }
 }
 
 /// What an ACK or NACK did to the sender's sequence space.
@@ -43,8 +79,11 @@ pub struct AckEffect {
     pub advanced: bool,
     /// `nxt` moved: the transport must find the message holding it again.
     pub moved: bool,
-    /// A NACK rewound the sender (counted as a NACK rewind).
+    /// A NACK rewound the sender or started a recovery (counted as a NACK rewind).
     pub nack_rewind: bool,
+    /// Schedule a retransmission-timer event at this time, ps (its deadline
+    /// moved before the pending event's).
+    pub timer: Option<u64>,
 }
 
 /// What the retransmission timer found when it fired.
@@ -65,6 +104,9 @@ pub enum RxVerdict {
     Duplicate,
     /// Accepted (in order, or buffered beyond a gap).
     Accepted,
+    /// Accepted beyond a gap, and the law NACKs it at once: a selective NACK
+    /// carrying the expected PSN and this one (IRN).
+    AcceptedNack,
     /// Out of order and discarded; `Some(psn)`: send a NACK expecting `psn`.
     Discarded(Option<u32>),
 }
@@ -77,41 +119,63 @@ pub trait RecoveryLaw {
     fn next_psn(&self, seq: &SendSeq) -> u32 {
         seq.nxt
     }
-    /// A data packet is about to leave at `now` with `seq` as it was before it
-    /// (`rto` is the configured timeout): the time of a timer event to
-    /// schedule, if one is needed.
-    fn on_send(&mut self, seq: &SendSeq, now: u64, rto: u64) -> Option<u64>;
-    /// A cumulative ACK (or, with `nack`, a NACK) for every PSN below `psn`.
-    fn on_ack(&mut self, seq: &mut SendSeq, psn: u32, nack: bool, now: u64, rto: u64) -> AckEffect;
+    /// Data packet `psn` (what [`RecoveryLaw::next_psn`] returned) is about
+    /// to leave at `now` with `seq` as it was before it (`rto` is the
+    /// configured timeout): the time of a timer event to schedule, if one is
+    /// needed. The transport advances `nxt` and `max` when `psn` was `nxt`.
+    fn on_send(&mut self, seq: &SendSeq, psn: u32, now: u64, rto: u64) -> Option<u64>;
+    /// A cumulative ACK for every PSN below `psn`, or a NACK with `fb`.
+    fn on_ack(
+        &mut self,
+        seq: &mut SendSeq,
+        psn: u32,
+        fb: Feedback,
+        now: u64,
+        rto: u64,
+    ) -> AckEffect;
     /// The retransmission timer fired at `now`.
     fn on_timeout(&mut self, seq: &mut SendSeq, now: u64, rto: u64) -> TimerEffect;
     /// Receiver: data packet `psn` arrived.
     fn on_data(&mut self, psn: u32) -> RxVerdict;
     /// Receiver: the next PSN expected in order (every PSN below it is received).
     fn expected(&self) -> u32;
+    /// Receiver: the trimmed header of data packet `psn` arrived. `Some(f)`:
+    /// send a NACK expecting [`RecoveryLaw::expected`] with feedback `f`.
+    fn on_trimmed(&mut self, psn: u32) -> Option<Feedback>;
 }
 
 /// The loss-recovery state of one queue pair: one arm per law.
 #[derive(Clone, Debug)]
 pub enum Recovery {
-    /// Go-back-N (RDMA RC as deployed, and this model's TCP-like path).
+    /// Go-back-N (RDMA RC as IBA specifies it, and this model's TCP-like path).
     GoBackN(GoBackN),
+    /// Selective repeat (IRN).
+    SelectiveRepeat(SelectiveRepeat),
+    /// Go-back-0 (restart the message).
+    GoBack0(GoBack0),
+}
+
+/// Calls one method on whichever law a [`Recovery`] holds.
+macro_rules! with_law {
+    ($self:expr, $r:ident => $e:expr) => {
+        match $self {
+            Recovery::GoBackN($r) => $e,
+            Recovery::SelectiveRepeat($r) => $e,
+            Recovery::GoBack0($r) => $e,
+        }
+    };
 }
 
 impl Recovery {
     /// See [`RecoveryLaw::next_psn`].
     #[inline]
     pub fn next_psn(&self, seq: &SendSeq) -> u32 {
-        match self {
-            Recovery::GoBackN(r) => r.next_psn(seq),
-        }
+        with_law!(self, r => r.next_psn(seq))
     }
     /// See [`RecoveryLaw::on_send`].
     #[inline]
-    pub fn on_send(&mut self, seq: &SendSeq, now: u64, rto: u64) -> Option<u64> {
-        match self {
-            Recovery::GoBackN(r) => r.on_send(seq, now, rto),
-        }
+    pub fn on_send(&mut self, seq: &SendSeq, psn: u32, now: u64, rto: u64) -> Option<u64> {
+        with_law!(self, r => r.on_send(seq, psn, now, rto))
     }
     /// See [`RecoveryLaw::on_ack`].
     #[inline]
@@ -119,33 +183,30 @@ impl Recovery {
         &mut self,
         seq: &mut SendSeq,
         psn: u32,
-        nack: bool,
+        fb: Feedback,
         now: u64,
         rto: u64,
     ) -> AckEffect {
-        match self {
-            Recovery::GoBackN(r) => r.on_ack(seq, psn, nack, now, rto),
-        }
+        with_law!(self, r => r.on_ack(seq, psn, fb, now, rto))
     }
     /// See [`RecoveryLaw::on_timeout`].
     #[inline]
     pub fn on_timeout(&mut self, seq: &mut SendSeq, now: u64, rto: u64) -> TimerEffect {
-        match self {
-            Recovery::GoBackN(r) => r.on_timeout(seq, now, rto),
-        }
+        with_law!(self, r => r.on_timeout(seq, now, rto))
     }
     /// See [`RecoveryLaw::on_data`].
     #[inline]
     pub fn on_data(&mut self, psn: u32) -> RxVerdict {
-        match self {
-            Recovery::GoBackN(r) => r.on_data(psn),
-        }
+        with_law!(self, r => r.on_data(psn))
     }
     /// See [`RecoveryLaw::expected`].
     #[inline]
     pub fn expected(&self) -> u32 {
-        match self {
-            Recovery::GoBackN(r) => r.expected(),
-        }
+        with_law!(self, r => r.expected())
+    }
+    /// See [`RecoveryLaw::on_trimmed`].
+    #[inline]
+    pub fn on_trimmed(&mut self, psn: u32) -> Option<Feedback> {
+        with_law!(self, r => r.on_trimmed(psn))
     }
 }

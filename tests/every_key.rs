@@ -516,6 +516,12 @@ const KNOWN_GAPS: &[(&str, Fidelity, &str, &str)] = &[
         "lossless links (credits) and no fault: nothing is lost and no retransmission timer fires, so every recovery law sends the same packets; selective repeat's one-window bound (512 KiB) does not bind these flows",
     ),
     (
+        "two-jobs-leaf-spine.toml",
+        Fidelity::Packet,
+        "fabric.loss_recovery",
+        "lossless links (PFC) and no fault: nothing is lost and no retransmission timer fires, so every recovery law sends the same packets; selective repeat's one-window bound (512 KiB) does not bind these flows",
+    ),
+    (
         "incast-roce-pfc-only.toml",
         Fidelity::Packet,
         "fabric.loss_recovery",

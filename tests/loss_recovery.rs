@@ -361,6 +361,13 @@ fn the_keys_reach_the_packet_level_and_bad_values_are_located_errors() {
     assert!(e.contains("incast-roce-lossy.toml:"), "{e}");
     let e = scenario("rto_low = \"0us\"").unwrap_err();
     assert!(e.contains("fabric.rto_low"), "{e}");
+    // a timeout far below any round trip would crawl: refused with its floor
+    let e = scenario("rto_low = \"1ps\"").unwrap_err();
+    assert!(
+        e.contains("fabric.rto_low") && e.contains("at least 1us"),
+        "{e}"
+    );
+    scenario("loss_recovery = \"selective-repeat\"\nrto_low = \"1us\"").unwrap();
     let e = scenario("trimming = 3").unwrap_err();
     assert!(e.contains("trimming"), "{e}");
     // the spellings are accepted too

@@ -194,11 +194,14 @@ impl Validator<'_> {
             f.rto_low.as_ref(),
             Some(&default_time(defaults::RTO_LOW)),
         );
-        if rto_low == Some(SimTime::ZERO) {
+        // A floor, not only zero: a timeout far below any round trip fires for
+        // every packet in flight again and again, and a run crawls for hours
+        // (1 ps did not finish in 120 s on the shipped lossy incast).
+        if let Some(t) = rto_low.filter(|t| *t < defaults::RTO_LOW_MIN) {
             self.err(
                 "fabric.rto_low",
-                "0",
-                "a short retransmission timeout above zero, such as \"100us\" (IRN's RTO_low)",
+                format!("{t}"),
+                "a short retransmission timeout of at least 1us (below any fabric's round trip it fires on every packet in flight), such as \"100us\" (IRN's RTO_low)",
             );
         }
         let flowlet_gap = self.time(

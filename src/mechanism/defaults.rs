@@ -69,6 +69,9 @@ pub const ROCE_RTO: SimTime = SimTime(4_096_000 << 20);
 /// 40 Gb/s links (Mittal et al., SIGCOMM 2018, §4.1; its RTO_high of 320 µs
 /// is `rto`, which a scenario sets). See `PacketConfig::rto_low`.
 pub const RTO_LOW: SimTime = SimTime::from_us(100);
+/// Shortest `rto_low` accepted: 1 µs, the order of one switch hop's round
+/// trip; a shorter timer fires for every packet in flight without end.
+pub const RTO_LOW_MIN: SimTime = SimTime(1_000_000);
 
 /// Outstanding packets up to which selective repeat uses [`RTO_LOW`]: IRN's
 /// N = 3 (§4.1).

@@ -238,7 +238,15 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
             run_inference(i, scenario, &topo, fidelity, seed, opts, &mut acc)
                 .map(|r| inference = Some(r))
         }
-        WorkloadSpec::Jobs(j) => jobs::run_jobs(j, &exec, &mut acc, &mut usage),
+        WorkloadSpec::Jobs(j) => {
+            // `--seed` moves random placements as `simulation.seed` does
+            let placed = if seed == scenario.seed {
+                j.clone()
+            } else {
+                crate::config::jobs::placed_with_seed(j, &topo, seed)
+            };
+            jobs::run_jobs(&placed, &exec, &mut acc, &mut usage)
+        }
     };
     // A deadlock is a finding, not a failure of the simulator: the run stops
     // and the result names the cycle (with what completed before it).

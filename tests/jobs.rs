@@ -311,6 +311,43 @@ fn same_seed_same_bytes_random_placement_included() {
     assert_eq!(b.nodes.len(), 6);
 }
 
+/// `--seed` (the run's seed, `RunOptions::seed`) places random jobs exactly
+/// as the same `simulation.seed` in the file does, and moves the jobs placed
+/// after them with it.
+#[test]
+fn the_run_seed_moves_random_placements_like_the_file_seed() {
+    let text = scenario(
+        16,
+        FAT_TREE,
+        &(allreduce("a", "nodes = 5\nplacement = \"random\"")
+            + &allreduce("b", "nodes = 6\nplacement = \"packed\"")),
+    );
+    let nodes = |t: &str, seed: Option<u64>| {
+        let s = config::parse("jobs.toml", t).unwrap_or_else(|e| panic!("{e}"));
+        let r = run(
+            &s,
+            &RunOptions {
+                fidelity: Some(Fidelity::Analytical),
+                seed,
+                ..RunOptions::default()
+            },
+        )
+        .unwrap();
+        (job(&r, "a").nodes.clone(), job(&r, "b").nodes.clone())
+    };
+    let file_7 = nodes(&text, None);
+    let mut moved = false;
+    for seed in 1..20u64 {
+        let by_file = nodes(&text.replace("seed = 7", &format!("seed = {seed}")), None);
+        let by_flag = nodes(&text, Some(seed));
+        assert_eq!(by_flag, by_file, "seed {seed}");
+        moved |= by_flag != file_7;
+    }
+    assert!(moved, "no run seed in 1..20 moves job a from {file_7:?}");
+    // the same seed as the file's changes nothing
+    assert_eq!(nodes(&text, Some(7)), file_7);
+}
+
 #[test]
 fn the_html_report_has_a_jobs_table_with_each_jobs_slowdown() {
     let path = concat!(

@@ -273,7 +273,6 @@ impl Validator<'_> {
     ) -> Option<Vec<JobSpec>> {
         let hosts = topo.hosts as usize;
         let mut owner: Vec<Option<usize>> = vec![None; hosts];
-        let mut nodes: Vec<Vec<u32>> = vec![Vec::new(); drafts.len()];
         let mut ok = true;
         for (i, d) in drafts.iter().enumerate() {
             if d.placement != Placement::List {
@@ -291,83 +290,28 @@ impl Validator<'_> {
                     owner[n as usize] = Some(i);
                 }
             }
-            nodes[i] = d.list.clone();
         }
         if !ok {
             return None;
         }
-        let nics = (topo.nics.len() / hosts.max(1)).max(1);
-        let leaf_of = |h: usize| topo.nics.get(h * nics).map_or(0, |n| n.leaf.0);
-        for (i, d) in drafts.iter().enumerate() {
-            if d.placement == Placement::List {
-                continue;
-            }
-            let free: Vec<u32> = (0..hosts as u32)
-                .filter(|&h| owner[h as usize].is_none())
-                .collect();
-            if (d.count as usize) > free.len() {
+        let requests: Vec<(Placement, u32, &[u32])> = drafts
+            .iter()
+            .map(|d| (d.placement, d.count, d.list.as_slice()))
+            .collect();
+        let nodes = match choose_nodes(&requests, topo, seed) {
+            Ok(chosen) => chosen,
+            Err(short) => {
                 self.err(
-                    &format!("jobs.{i}.nodes"),
-                    format!("{} nodes", d.count),
+                    &format!("jobs.{}.nodes", short.job),
+                    format!("{} nodes", drafts[short.job].count),
                     format!(
                         "at most the {} nodes left free by the jobs placed before it ({} nodes in all; `list` jobs are placed first, then the others in file order)",
-                        free.len(),
-                        hosts
+                        short.free, hosts
                     ),
                 );
-                ok = false;
-                continue;
+                return None;
             }
-            let n = d.count as usize;
-            let chosen: Vec<u32> = match d.placement {
-                Placement::Packed | Placement::List => free[..n].to_vec(),
-                Placement::Spread => {
-                    // free nodes grouped by leaf, leaves in order of their first node
-                    let mut leaves: Vec<(u32, Vec<u32>)> = Vec::new();
-                    for &h in &free {
-                        let l = leaf_of(h as usize);
-                        match leaves.iter_mut().find(|(x, _)| *x == l) {
-                            Some((_, v)) => v.push(h),
-                            None => leaves.push((l, vec![h])),
-                        }
-                    }
-                    let mut out = Vec::with_capacity(n);
-                    let mut round = 0;
-                    while out.len() < n {
-                        for (_, v) in &leaves {
-                            if let Some(&h) = v.get(round) {
-                                if out.len() < n {
-                                    out.push(h);
-                                }
-                            }
-                        }
-                        round += 1;
-                    }
-                    out
-                }
-                Placement::Random => {
-                    let mut rng = ChaCha8Rng::seed_from_u64(
-                        seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-                    );
-                    let mut pool = free.clone();
-                    // partial Fisher-Yates: the first n of a uniform shuffle
-                    for k in 0..n {
-                        let j = k + (rng.next_u64() % (pool.len() - k) as u64) as usize;
-                        pool.swap(k, j);
-                    }
-                    let mut out = pool[..n].to_vec();
-                    out.sort_unstable();
-                    out
-                }
-            };
-            for &h in &chosen {
-                owner[h as usize] = Some(i);
-            }
-            nodes[i] = chosen;
-        }
-        if !ok {
-            return None;
-        }
+        };
         Some(
             drafts
                 .into_iter()
@@ -381,5 +325,126 @@ impl Validator<'_> {
                 })
                 .collect(),
         )
+    }
+}
+
+/// A job asked for more nodes than the jobs placed before it left free.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NotEnoughNodes {
+    /// Index of the job in file order.
+    pub job: usize,
+    /// Nodes still free when its turn came.
+    pub free: usize,
+}
+
+/// Every job's nodes, given for each job (in file order) its placement, the
+/// number of nodes it asks for and, for `list` jobs, its nodes (which must not
+/// overlap). `list` jobs take theirs first; the others are placed in file
+/// order from the nodes still free. `random` draws from a generator seeded by
+/// `seed` and the job's index, so a different run seed moves random jobs (and
+/// the jobs placed after them).
+///
+/// # Errors
+/// The first job asking for more nodes than are left free.
+pub fn choose_nodes(
+    requests: &[(Placement, u32, &[u32])],
+    topo: &Topology,
+    seed: u64,
+) -> Result<Vec<Vec<u32>>, NotEnoughNodes> {
+    let hosts = topo.hosts as usize;
+    let mut taken = vec![false; hosts];
+    let mut nodes: Vec<Vec<u32>> = vec![Vec::new(); requests.len()];
+    for (i, &(placement, _, list)) in requests.iter().enumerate() {
+        if placement == Placement::List {
+            for &n in list {
+                if let Some(t) = taken.get_mut(n as usize) {
+                    *t = true;
+                }
+            }
+            nodes[i] = list.to_vec();
+        }
+    }
+    let nics = (topo.nics.len() / hosts.max(1)).max(1);
+    let leaf_of = |h: usize| topo.nics.get(h * nics).map_or(0, |n| n.leaf.0);
+    for (i, &(placement, count, _)) in requests.iter().enumerate() {
+        if placement == Placement::List {
+            continue;
+        }
+        let free: Vec<u32> = (0..hosts as u32).filter(|&h| !taken[h as usize]).collect();
+        let n = count as usize;
+        if n > free.len() {
+            return Err(NotEnoughNodes {
+                job: i,
+                free: free.len(),
+            });
+        }
+        let chosen: Vec<u32> = match placement {
+            Placement::Packed | Placement::List => free[..n].to_vec(),
+            Placement::Spread => {
+                // free nodes grouped by leaf, leaves in order of their first node
+                let mut leaves: Vec<(u32, Vec<u32>)> = Vec::new();
+                for &h in &free {
+                    let l = leaf_of(h as usize);
+                    match leaves.iter_mut().find(|(x, _)| *x == l) {
+                        Some((_, v)) => v.push(h),
+                        None => leaves.push((l, vec![h])),
+                    }
+                }
+                let mut out = Vec::with_capacity(n);
+                let mut round = 0;
+                while out.len() < n {
+                    for (_, v) in &leaves {
+                        if let Some(&h) = v.get(round) {
+                            if out.len() < n {
+                                out.push(h);
+                            }
+                        }
+                    }
+                    round += 1;
+                }
+                out
+            }
+            Placement::Random => {
+                let mut rng = ChaCha8Rng::seed_from_u64(
+                    seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                );
+                let mut pool = free;
+                // partial Fisher-Yates: the first n of a uniform shuffle
+                for k in 0..n {
+                    let j = k + (rng.next_u64() % (pool.len() - k) as u64) as usize;
+                    pool.swap(k, j);
+                }
+                let mut out = pool[..n].to_vec();
+                out.sort_unstable();
+                out
+            }
+        };
+        for &h in &chosen {
+            taken[h as usize] = true;
+        }
+        nodes[i] = chosen;
+    }
+    Ok(nodes)
+}
+
+/// The jobs as placed with run seed `seed` instead of the scenario's: the same
+/// requests (a job keeps its count, a `list` job its nodes), so only `random`
+/// jobs and the jobs placed after them can move. Placement cannot fail here:
+/// whether the nodes suffice depends on the counts alone, which validation checked.
+pub fn placed_with_seed(jobs: &[JobSpec], topo: &Topology, seed: u64) -> Vec<JobSpec> {
+    if !jobs.iter().any(|j| j.placement == Placement::Random) {
+        return jobs.to_vec();
+    }
+    let requests: Vec<(Placement, u32, &[u32])> = jobs
+        .iter()
+        .map(|j| (j.placement, j.nodes.len() as u32, j.nodes.as_slice()))
+        .collect();
+    match choose_nodes(&requests, topo, seed) {
+        Ok(nodes) => jobs
+            .iter()
+            .zip(nodes)
+            .map(|(j, nodes)| JobSpec { nodes, ..j.clone() })
+            .collect(),
+        Err(_) => jobs.to_vec(),
     }
 }

@@ -380,3 +380,42 @@ fn the_keys_reach_the_packet_level_and_bad_values_are_located_errors() {
         assert_eq!(fabricsim::run::packet_config(&s, 1).loss_recovery, want);
     }
 }
+
+/// What trimming cut reaches the result: `fabric.packets_trimmed` and
+/// `bytes_trimmed` in JSON and on the table's fabric line, equal to the
+/// engine's own counts, and `null` (not a zero that reads as measured) on a
+/// run that does not trim or below the packet level.
+#[test]
+fn the_result_reports_what_trimming_cut_and_null_where_nothing_trims() {
+    let opts = |f| fabricsim::run::RunOptions {
+        fidelity: Some(f),
+        ..Default::default()
+    };
+    let s = scenario("loss_recovery = \"selective-repeat\"\ntrimming = true").unwrap();
+    let r = fabricsim::run::run(&s, &opts(Fidelity::Packet)).unwrap();
+    let j: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+    let packets = j["fabric"]["packets_trimmed"].as_u64().expect("a count");
+    let bytes = j["fabric"]["bytes_trimmed"].as_u64().expect("a count");
+    // the 16:1 incast overflows the shallow lossy buffer: full 4,096 B
+    // payloads are cut (every data packet of a 4 MiB message is full)
+    assert!(packets > 0, "{}", j["fabric"]);
+    assert_eq!(bytes, packets * 4096);
+    // a trimmed packet is not a drop, and every payload byte still arrives
+    assert_eq!(j["fabric"]["bytes_sent"], j["fabric"]["bytes_delivered"]);
+    let line = fabricsim::report::table::fabric_line(&r.fabric);
+    assert!(line.contains(&format!("{packets} trimmed")), "{line}");
+    // no trimming, or no packets: nothing trims, the keys are null
+    for (extra, f) in [
+        ("loss_recovery = \"selective-repeat\"", Fidelity::Packet),
+        (
+            "loss_recovery = \"selective-repeat\"\ntrimming = true",
+            Fidelity::Flow,
+        ),
+    ] {
+        let r = fabricsim::run::run(&scenario(extra).unwrap(), &opts(f)).unwrap();
+        let j: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+        assert!(j["fabric"]["packets_trimmed"].is_null(), "{extra} {f:?}");
+        assert!(j["fabric"]["bytes_trimmed"].is_null(), "{extra} {f:?}");
+        assert!(!fabricsim::report::table::fabric_line(&r.fabric).contains("trimmed"));
+    }
+}

@@ -168,6 +168,28 @@ pub struct FabricCounters {
     /// Per virtual lane, i.e. per traffic class when classes are configured
     /// (packet level).
     pub lanes: LaneCounters,
+    /// What packet trimming cut (`fabric.trimming`, packet level); `None`
+    /// when the run does not trim.
+    pub trimmed: Option<TrimCounters>,
+}
+
+/// What packet trimming (NDP; `fabric.trimming`) did during a run: full
+/// queues cut data packets to their header instead of dropping them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TrimCounters {
+    /// Data packets trimmed to their header (not drops: the header travels on
+    /// and its receiver NACKs it).
+    pub packets: u64,
+    /// Payload bytes cut from them, bytes (resent by the transport).
+    pub payload_bytes: u64,
+}
+
+impl TrimCounters {
+    /// Adds another run's counters (a sweep's next size), saturating.
+    pub fn add(&mut self, o: &TrimCounters) {
+        self.packets = self.packets.saturating_add(o.packets);
+        self.payload_bytes = self.payload_bytes.saturating_add(o.payload_bytes);
+    }
 }
 
 /// Counters per virtual lane (lane `i` carries traffic class `i`), packet level.

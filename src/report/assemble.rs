@@ -223,6 +223,11 @@ impl Accumulated {
         f.max_queue_bytes = f.max_queue_bytes.max(o.max_queue_bytes);
         f.pfc.merge(&o.pfc);
         f.lanes.add(&o.lanes);
+        match (&mut f.trimmed, &o.trimmed) {
+            (Some(t), Some(n)) => t.add(n),
+            (t @ None, Some(n)) => *t = Some(*n),
+            (_, None) => {}
+        }
         checked_sum(&mut self.events, out.events, "events", ov);
         if collect_links {
             merge_links(&mut self.links, &out.links);

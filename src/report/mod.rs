@@ -154,6 +154,12 @@ pub struct FabricReport {
     pub cnps: Option<u64>,
     /// Retransmission timeouts fired; packet level.
     pub timeouts: Option<u64>,
+    /// Data packets packet trimming cut to their header; packet level with
+    /// `fabric.trimming`, else `None` (nothing trims).
+    pub packets_trimmed: Option<u64>,
+    /// Payload bytes trimming cut (resent by the transport, not dropped);
+    /// as `packets_trimmed`.
+    pub bytes_trimmed: Option<u64>,
 }
 
 impl FabricReport {
@@ -174,6 +180,8 @@ impl FabricReport {
             credit_stall_ps: m(Counter::CreditStall, c.credit_stall_ps),
             cnps: m(Counter::Cnps, c.cnps),
             timeouts: m(Counter::Timeouts, c.timeouts),
+            packets_trimmed: c.trimmed.map(|t| t.packets),
+            bytes_trimmed: c.trimmed.map(|t| t.payload_bytes),
         }
     }
 }

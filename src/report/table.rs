@@ -205,8 +205,12 @@ pub fn fabric_line(c: &FabricReport) -> String {
         Some(n) if n > 0 => format!(" ({n} corrupted)"),
         _ => String::new(),
     };
+    let trimmed = match (c.packets_trimmed, c.bytes_trimmed) {
+        (Some(n), Some(b)) => format!(", {n} trimmed ({} cut)", format_bytes(b)),
+        _ => String::new(),
+    };
     format!(
-        "# fabric: {} delivered, {} drops{corrupted}, {} ECN marks, {} CNPs, {} PFC pauses, {} retransmitted, max queue {}\n",
+        "# fabric: {} delivered, {} drops{corrupted}{trimmed}, {} ECN marks, {} CNPs, {} PFC pauses, {} retransmitted, max queue {}\n",
         format_bytes(c.bytes_delivered),
         or_na(c.drops),
         or_na(c.ecn_marks),

@@ -400,6 +400,10 @@ impl<'a> Sim<'a> {
             data_drops: stats.lane_data_dropped,
             pause_frames: stats.lane_pause_frames,
         };
+        fabric.trimmed = self.cfg.trimming.then_some(crate::backend::TrimCounters {
+            packets: stats.data_trimmed,
+            payload_bytes: stats.payload_bytes_trimmed,
+        });
         let mut links = Vec::new();
         let mut max_q = 0;
         let mut stall = 0;

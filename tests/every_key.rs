@@ -218,6 +218,11 @@ const ALTERNATIVES: &[(&str, &[&str])] = &[
     ("workload.model.experts", &["4", "16"]),
     ("workload.model.top_k", &["1", "4"]),
     ("workload.model.moe_every", &["2", "4"]),
+    ("workload.model.expert_skew", &["1.0", "2.0"]),
+    (
+        "workload.model.expert_load",
+        &["[8, 1, 1, 1, 1, 1, 1, 1]", "[1, 1, 1, 1, 1, 1, 1, 8]"],
+    ),
     ("workload.parallel.data", &["2", "4"]),
     ("workload.parallel.tensor", &["2", "4"]),
     ("workload.parallel.pipeline", &["2", "4"]),

@@ -196,7 +196,7 @@ const KEYS: &[(&str, &[&str], &str)] = &[
     ),
     (
         "workload.model",
-        &["experts", "top_k", "moe_every"],
+        &["experts", "top_k", "moe_every", "expert_skew"],
         "training-mixtral-moe.toml",
     ),
     (

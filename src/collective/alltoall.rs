@@ -69,6 +69,125 @@ pub(crate) fn emit(
     em: &mut Emitter<'_>,
     after: &[Dep],
 ) -> Vec<Dep> {
+    let n = ranks.len() as u64;
+    emit_split(spec, ranks, topo, em, after, &|_, peer| {
+        piece(spec.bytes, n, peer as u64)
+    })
+}
+
+/// How an all-to-allv ([`lower_v`]) sizes the piece rank `r` sends rank `j`,
+/// from one weight per rank (the shares of a mixture-of-experts layer's token
+/// copies each rank's experts receive; they sum to 1).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Split<'a> {
+    /// Dispatch: every rank sends rank `j` the share `w[j]` of its S bytes
+    /// (its tokens routed to `j`'s experts); rank `j` receives N·S·w[j].
+    ToDestination(&'a [f64]),
+    /// Combine: rank `r` returns to every rank what it received from it,
+    /// S·w[r] bytes each (the transpose of the dispatch); rank `r` sends
+    /// (N−1)·S·w[r] over the network.
+    FromSource(&'a [f64]),
+}
+
+/// `total` bytes cut in proportion to `weights` (non-negative, not all zero),
+/// in whole bytes that sum to `total` exactly (largest remainder; ties to the
+/// lower index, so the cut is deterministic).
+pub fn split_bytes(total: u64, weights: &[f64]) -> Vec<u64> {
+    let sum: f64 = weights.iter().sum();
+    if weights.is_empty() || sum <= 0.0 || !sum.is_finite() {
+        return vec![0; weights.len()];
+    }
+    let exact: Vec<f64> = weights.iter().map(|w| total as f64 * w / sum).collect();
+    let mut out: Vec<u64> = exact.iter().map(|x| x.floor() as u64).collect();
+    // past 2^53 bytes the floors can overshoot by f64 rounding: take the
+    // excess from the largest piece
+    let given = out.iter().fold(0u64, |a, &b| a.saturating_add(b));
+    if given > total {
+        if let Some(big) = out.iter_mut().max() {
+            *big = big.saturating_sub(given - total);
+        }
+    }
+    let given = out.iter().fold(0u64, |a, &b| a.saturating_add(b));
+    let mut rest = total.saturating_sub(given);
+    let mut order: Vec<usize> = (0..weights.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (fa, fb) = (exact[a] - exact[a].floor(), exact[b] - exact[b].floor());
+        fb.total_cmp(&fa).then(a.cmp(&b))
+    });
+    for &i in order.iter().cycle().take(weights.len() * 2) {
+        if rest == 0 {
+            break;
+        }
+        out[i] += 1;
+        rest -= 1;
+    }
+    out
+}
+
+/// Lowers an all-to-allv: `spec` as for [`lower`] (its `bytes` are each
+/// rank's S), the pieces sized by `split` instead of S/N each. Returns the
+/// final marker.
+///
+/// # Errors
+/// Bad communicator, or a weight per rank missing.
+pub fn lower_v(
+    spec: &CollectiveSpec,
+    split: Split<'_>,
+    ranks: &[GpuId],
+    topo: &Topology,
+    dag: &mut Dag,
+    after: &[Dep],
+) -> Result<TaskId, CollectiveError> {
+    let n = ranks.len();
+    let w = match split {
+        Split::ToDestination(w) | Split::FromSource(w) => w,
+    };
+    if w.len() != n {
+        return Err(CollectiveError::BadCommunicator(format!(
+            "an all-to-allv over {n} ranks needs {n} weights, found {}",
+            w.len()
+        )));
+    }
+    super::check_ranks(ranks, Some(topo))?;
+    let mut em = Emitter::new(dag, topo);
+    em.gpus_per_host = topo.gpus_per_host;
+    em.qps = topo.qps_per_connection;
+    em.proto = spec.proto;
+    em.wire = false;
+    // piece (offset, bytes) of rank r to rank j
+    let table: Vec<Vec<(u64, u64)>> = match split {
+        Split::ToDestination(w) => {
+            let cut = split_bytes(spec.bytes, w);
+            let mut at = 0;
+            let row: Vec<(u64, u64)> = cut
+                .iter()
+                .map(|&b| {
+                    let r = (at, b);
+                    at += b;
+                    r
+                })
+                .collect();
+            vec![row; n]
+        }
+        // the transpose: r returns to every rank what each sent it
+        Split::FromSource(w) => split_bytes(spec.bytes, w)
+            .iter()
+            .map(|&each| (0..n as u64).map(|j| (j * each, each)).collect())
+            .collect(),
+    };
+    let ends = emit_split(spec, ranks, topo, &mut em, after, &|r, j| table[r][j]);
+    Ok(em.dag.marker(&ends))
+}
+
+/// [`emit`] with the piece (offset, bytes) rank `r` sends rank `j` given by `piece_of`.
+fn emit_split(
+    spec: &CollectiveSpec,
+    ranks: &[GpuId],
+    topo: &Topology,
+    em: &mut Emitter<'_>,
+    after: &[Dep],
+    piece_of: &dyn Fn(usize, usize) -> (u64, u64),
+) -> Vec<Dep> {
     let n = ranks.len();
     if n <= 1 || spec.bytes == 0 {
         return after.to_vec();
@@ -87,7 +206,7 @@ pub(crate) fn emit(
             // each peer's message starts at once, on its own queue pair
             let mut prev: Option<TaskId> = None;
             let mut prev_leg: Option<TaskId> = None;
-            let (off, len) = piece(spec.bytes, n as u64, peer as u64);
+            let (off, len) = piece_of(r, peer);
             for (o, b) in chunks_at(off, len, spec.chunk_bytes) {
                 let deps: Vec<Dep> = match prev {
                     Some(p) => vec![Dep::Sent(p)],

@@ -103,6 +103,10 @@ pub struct RawModel {
     pub top_k: Option<i64>,
     /// Every n-th layer is MoE.
     pub moe_every: Option<i64>,
+    /// Zipf exponent of the experts' load (0: uniform).
+    pub expert_skew: Option<f64>,
+    /// Measured load per expert (any scale), one entry per expert.
+    pub expert_load: Option<Vec<f64>>,
 }
 
 /// `[workload.parallel]` as written.
@@ -268,6 +272,9 @@ pub struct ModelSpec {
     pub top_k: u64,
     /// Every `moe_every`-th layer (1-based: layers moe_every−1, 2·moe_every−1, …) is MoE.
     pub moe_every: u64,
+    /// Share of a MoE layer's routed token copies each expert receives (sums
+    /// to 1), from `expert_skew` or `expert_load`; `None`: uniform, 1/experts each.
+    pub expert_load: Option<Vec<f64>>,
     /// Compute and activation precision.
     pub precision: Precision,
 }
@@ -277,6 +284,28 @@ impl ModelSpec {
     pub fn is_moe(&self, l: u64) -> bool {
         self.experts > 1 && (l + 1) % self.moe_every.max(1) == 0
     }
+
+    /// Share of the routed token copies that land on each of `ranks`
+    /// expert-parallel ranks (sums to 1), experts placed in contiguous blocks
+    /// (expert x on rank x·ranks/experts, as Megatron and DeepSpeed shard
+    /// them); `None` when the load is uniform (every rank 1/ranks).
+    pub fn rank_load(&self, ranks: u64) -> Option<Vec<f64>> {
+        let load = self.expert_load.as_ref()?;
+        let ranks = ranks.max(1);
+        let mut out = vec![0.0; ranks as usize];
+        let per = (load.len() as u64).div_ceil(ranks).max(1);
+        for (x, w) in load.iter().enumerate() {
+            out[((x as u64 / per).min(ranks - 1)) as usize] += w;
+        }
+        Some(out)
+    }
+}
+
+/// Zipf shares over `n` items with exponent `s`: item x gets (x+1)^−s / Σ.
+pub fn zipf_shares(n: u64, s: f64) -> Vec<f64> {
+    let raw: Vec<f64> = (1..=n).map(|k| (k as f64).powf(-s)).collect();
+    let sum: f64 = raw.iter().sum();
+    raw.into_iter().map(|x| x / sum).collect()
 }
 
 /// A GPU model.
@@ -704,6 +733,7 @@ impl Validator<'_> {
                 );
             }
         }
+        let expert_load = self.expert_load(&m, experts);
         if let (Some(h), Some(a)) = (hidden, heads) {
             if h % a != 0 {
                 self.err(
@@ -970,6 +1000,7 @@ impl Validator<'_> {
             experts: experts?,
             top_k: top_k?,
             moe_every: moe_every?,
+            expert_load: expert_load?,
             precision: precision?,
         };
         let nvlink_step = match &p.nvlink_step_latency {
@@ -1283,5 +1314,72 @@ pub fn switch_links(index: u32, topo: &Topology) -> Vec<crate::topology::LinkId>
     match node {
         Some(n) => topo.out_links(n).to_vec(),
         None => Vec::new(),
+    }
+}
+
+/// Largest `workload.model.expert_skew`: at 16 the first expert already takes
+/// all but 2^−16 of the load; larger exponents only lose precision.
+const MAX_EXPERT_SKEW: f64 = 16.0;
+
+impl Validator<'_> {
+    /// `expert_skew` or `expert_load` as per-expert shares: `Some(None)` for
+    /// uniform, `None` after an error.
+    fn expert_load(&mut self, m: &RawModel, experts: Option<u64>) -> Option<Option<Vec<f64>>> {
+        match (m.expert_skew, &m.expert_load) {
+            (None, None) => Some(None),
+            (Some(_), Some(_)) => {
+                self.err(
+                    "workload.model.expert_load",
+                    "both expert_skew and expert_load",
+                    "one of them: a Zipf exponent or a measured load per expert",
+                );
+                None
+            }
+            (Some(s), None) => {
+                if !(s.is_finite() && (0.0..=MAX_EXPERT_SKEW).contains(&s)) {
+                    self.err(
+                        "workload.model.expert_skew",
+                        s.to_string(),
+                        format!("a Zipf exponent from 0 (uniform) to {MAX_EXPERT_SKEW}"),
+                    );
+                    return None;
+                }
+                let e = experts?;
+                Some((s > 0.0 && e > 1).then(|| zipf_shares(e, s)))
+            }
+            (None, Some(load)) => {
+                if let Some((i, w)) = load
+                    .iter()
+                    .enumerate()
+                    .find(|(_, w)| !(w.is_finite() && **w >= 0.0 && **w <= 1e15))
+                {
+                    self.err(
+                        &format!("workload.model.expert_load.{i}"),
+                        w.to_string(),
+                        "a load (tokens routed, or a share) from 0 to 1e15",
+                    );
+                    return None;
+                }
+                let e = experts?;
+                if e > 1 && load.len() as u64 != e {
+                    self.err(
+                        "workload.model.expert_load",
+                        format!("{} entries", load.len()),
+                        format!("one load per expert ({e} experts)"),
+                    );
+                    return None;
+                }
+                let sum: f64 = load.iter().sum();
+                if e > 1 && sum <= 0.0 {
+                    self.err(
+                        "workload.model.expert_load",
+                        "loads that are all zero",
+                        "at least one expert with a load above zero",
+                    );
+                    return None;
+                }
+                Some((e > 1).then(|| load.iter().map(|w| w / sum).collect()))
+            }
+        }
     }
 }

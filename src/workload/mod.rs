@@ -160,6 +160,44 @@ impl<'a> Comm<'a> {
         if ranks.len() < 2 || bytes == 0 {
             return Ok(None);
         }
+        let spec = self.spec_for(op, bytes, ranks, algo)?;
+        collective::lower(&spec, ranks, self.topo, dag, after).map(Some)
+    }
+
+    /// Appends an all-to-allv (NCCL's grouped send/recv with uneven pieces) of
+    /// `bytes` per rank over `ranks`, pieces sized by `split`; as [`Comm::lower`].
+    ///
+    /// # Errors
+    /// When the direct all-to-all cannot run on `ranks`.
+    pub fn lower_alltoallv(
+        &mut self,
+        dag: &mut Dag,
+        bytes: u64,
+        ranks: &[GpuId],
+        split: collective::alltoall::Split<'_>,
+        after: &[Dep],
+    ) -> Result<Option<TaskId>, CollectiveError> {
+        if ranks.len() < 2 || bytes == 0 {
+            return Ok(None);
+        }
+        let spec = self.spec_for(
+            CollectiveOp::AllToAll,
+            bytes,
+            ranks,
+            AlgoChoice::Fixed(collective::Algorithm::Direct),
+        )?;
+        collective::alltoall::lower_v(&spec, split, ranks, self.topo, dag, after).map(Some)
+    }
+
+    /// The spec `op` of `bytes` over `ranks` runs with: the algorithm (the
+    /// tuner's when `auto` or when the fixed one cannot run `op`) and protocol.
+    fn spec_for(
+        &mut self,
+        op: CollectiveOp,
+        bytes: u64,
+        ranks: &[GpuId],
+        algo: AlgoChoice,
+    ) -> Result<CollectiveSpec, CollectiveError> {
         let mut spec = CollectiveSpec {
             op,
             algorithm: collective::Algorithm::Ring,
@@ -205,7 +243,7 @@ impl<'a> Comm<'a> {
         };
         spec.algorithm = algorithm;
         spec.proto = proto;
-        collective::lower(&spec, ranks, self.topo, dag, after).map(Some)
+        Ok(spec)
     }
 }
 

@@ -225,9 +225,30 @@ impl Builder<'_> {
         pre: &HashMap<u32, Vec<Dep>>,
         computes_out: &mut HashMap<u32, Vec<TaskId>>,
     ) -> Result<HashMap<u32, Vec<Dep>>, CollectiveError> {
+        self.block_scaled(p, dur, fwd, pre, computes_out, None)
+    }
+
+    /// [`Self::block`] where replica d's compute takes `dur · scale[d % len]`:
+    /// a MoE layer's experts on expert-parallel rank e process `EP · load[e]`
+    /// times the mean share of tokens.
+    fn block_scaled(
+        &mut self,
+        p: u32,
+        dur: SimTime,
+        fwd: bool,
+        pre: &HashMap<u32, Vec<Dep>>,
+        computes_out: &mut HashMap<u32, Vec<TaskId>>,
+        scale: Option<&[f64]>,
+    ) -> Result<HashMap<u32, Vec<Dep>>, CollectiveError> {
         let mut out = HashMap::new();
         for &d in &self.reps.clone() {
             let deps = pre.get(&d).cloned().unwrap_or_default();
+            let dur = match scale {
+                Some(f) if !f.is_empty() => {
+                    SimTime::from_secs_f64(dur.as_secs_f64() * f[d as usize % f.len()])
+                }
+                _ => dur,
+            };
             let cs: Vec<TaskId> = (0..self.s.plan.tp)
                 .map(|t| self.compute(gpu_of(self.s, t, d, p), dur, fwd, &deps))
                 .collect();
@@ -237,11 +258,16 @@ impl Builder<'_> {
         Ok(out)
     }
 
-    /// Expert all-to-all for every EP group of stage p (MoE layers with EP > 1).
+    /// Expert all-to-all for every EP group of stage p (MoE layers with EP > 1):
+    /// toward the experts (forward dispatch, backward gradient of the combine)
+    /// or back from them. With a skewed expert load it is an all-to-allv: rank
+    /// e's experts receive the share `load[e]` of every rank's token copies
+    /// and send the same back ([`crate::collective::alltoall::Split`]).
     fn alltoall(
         &mut self,
         p: u32,
         pre: &HashMap<u32, Vec<Dep>>,
+        toward_experts: bool,
     ) -> Result<HashMap<u32, Vec<Dep>>, CollectiveError> {
         let s = self.s;
         let ep = s.plan.ep;
@@ -257,16 +283,32 @@ impl Builder<'_> {
                 .flat_map(|d| pre.get(d).cloned().unwrap_or_default())
                 .collect();
             let mut deps = Vec::new();
+            let load = s.model.rank_load(ep as u64);
             for t in 0..s.plan.tp {
                 let ranks: Vec<GpuId> = ds.iter().map(|&d| gpu_of(s, t, d, p)).collect();
-                if let Some(m) = self.coll(
-                    OpKind::ExpertAllToAll,
-                    CollectiveOp::AllToAll,
-                    bytes,
-                    &ranks,
-                    AlgoChoice::Fixed(crate::collective::Algorithm::Direct),
-                    &after,
-                )? {
+                let m = match &load {
+                    None => self.coll(
+                        OpKind::ExpertAllToAll,
+                        CollectiveOp::AllToAll,
+                        bytes,
+                        &ranks,
+                        AlgoChoice::Fixed(crate::collective::Algorithm::Direct),
+                        &after,
+                    )?,
+                    Some(w) if ranks.len() >= 2 && bytes > 0 => {
+                        use crate::collective::alltoall::Split;
+                        let split = if toward_experts {
+                            Split::ToDestination(w)
+                        } else {
+                            Split::FromSource(w)
+                        };
+                        self.op(OpKind::ExpertAllToAll, ranks.len() as u32);
+                        self.comm
+                            .lower_alltoallv(&mut self.dag, bytes, &ranks, split, &after)?
+                    }
+                    Some(_) => None,
+                };
+                if let Some(m) = m {
                     deps.push(Dep::Done(m));
                 }
             }
@@ -422,6 +464,15 @@ pub fn read_keys(s: &TrainingSpec, usage: &mut crate::config::usage::Usage) {
     usage.read_if("workload.parallel.expert", !dense, || {
         "the model is dense (experts ≤ 1): there are no experts to spread".into()
     });
+    for key in ["workload.model.expert_skew", "workload.model.expert_load"] {
+        usage.read_if(key, !dense && s.plan.ep > 1, || {
+            if dense {
+                "the model is dense (experts ≤ 1)".into()
+            } else {
+                "parallel.expert = 1: every GPU holds every expert, so an uneven load moves no byte and idles no GPU".into()
+            }
+        });
+    }
     read_model_keys(m, usage);
     usage.read("workload.model.seq_len");
     let tp = s.plan.tp > 1;
@@ -567,6 +618,11 @@ pub fn read_model_keys(
 /// When a collective cannot run on one of the plan's communicators.
 pub fn build(s: &TrainingSpec, topo: &Topology) -> Result<StepDag, CollectiveError> {
     let plan = &s.plan;
+    // compute per expert-parallel rank relative to a uniform load (EP · share)
+    let expert_scale: Option<Vec<f64>> = s
+        .model
+        .rank_load(plan.ep as u64)
+        .map(|w| w.iter().map(|x| x * plan.ep as f64).collect());
     let m = s.micro_batches();
     let n_gpus = plan.dp * plan.tp * plan.pp;
     let reps: Vec<u32> = match plan.replicas {
@@ -685,23 +741,25 @@ pub fn build(s: &TrainingSpec, topo: &Topology) -> Result<StepDag, CollectiveErr
                 let (first_t, second_t) = if fwd { (t4[0], t4[1]) } else { (t4[2], t4[3]) };
                 let mut cs1 = HashMap::new();
                 let mut cs2 = HashMap::new();
+                // a skewed expert load: the hot ranks' experts compute longer
+                let expert_scale = if moe { expert_scale.as_deref() } else { None };
                 if fwd {
                     let a = b.block(p, first_t, true, &pre, &mut cs1)?;
                     pre = if moe {
-                        let x = b.alltoall(p, &a)?;
-                        let y = b.block(p, second_t, true, &x, &mut cs2)?;
-                        b.alltoall(p, &y)?
+                        let x = b.alltoall(p, &a, true)?;
+                        let y = b.block_scaled(p, second_t, true, &x, &mut cs2, expert_scale)?;
+                        b.alltoall(p, &y, false)?
                     } else {
                         b.block(p, second_t, true, &a, &mut cs2)?
                     };
                 } else {
                     let x = if moe {
-                        b.alltoall(p, &pre)?
+                        b.alltoall(p, &pre, true)?
                     } else {
                         pre.clone()
                     };
-                    let y = b.block(p, first_t, false, &x, &mut cs1)?;
-                    let y = if moe { b.alltoall(p, &y)? } else { y };
+                    let y = b.block_scaled(p, first_t, false, &x, &mut cs1, expert_scale)?;
+                    let y = if moe { b.alltoall(p, &y, false)? } else { y };
                     pre = b.block(p, second_t, false, &y, &mut cs2)?;
                 }
                 if last_mb {

@@ -144,6 +144,19 @@ const KEYS: &[(&str, &[&str], &str)] = &[
         "incast-roce-swift.toml",
     ),
     (
+        "fabric.classes",
+        &[
+            "name", "priority", "weight", "pfc", "ecn_kmin", "ecn_kmax", "ecn_pmax",
+        ],
+        "traffic-classes-roce.toml",
+    ),
+    (
+        "fabric",
+        &["ack_class", "cnp_class", "virtual_lanes"],
+        "traffic-classes-roce.toml",
+    ),
+    ("workload", &["class"], "traffic-classes-roce.toml"),
+    (
         "fabric.dcqcn",
         &[
             "g",

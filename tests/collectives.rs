@@ -1073,3 +1073,43 @@ fn tree_allreduce_is_bounded_by_nic_injection() {
     let auto = fabricsim::collective::auto_select(&s, &ranks, &t).unwrap();
     assert_eq!(auto, Algorithm::Ring);
 }
+
+/// The hierarchical schedule's dependency edges grow linearly with the
+/// hosts. Each rail's inter-host all-reduce used to hand every host's
+/// readiness to each of the rail's positions, and its ends to every host:
+/// O(H²) edges per rail and pipeline block, which at 64 hosts of 8 GPUs
+/// (tree between hosts, 1 GiB) made 1e9 edges — 4.3 GiB of the run's 7.6 GiB
+/// (heaptrack: `Dag::add`), and 16,384 GPUs ran out of memory. Edges per
+/// task must stay bounded and the total must double with the hosts.
+#[test]
+fn hierarchical_dependencies_grow_linearly_with_the_hosts() {
+    let edges = |hosts: u32, inter: Algorithm| {
+        let t = single_switch(hosts, 4);
+        let ranks = all_ranks(&t);
+        let mut s = spec(
+            CollectiveOp::AllReduce,
+            Algorithm::Hierarchical,
+            64 << 20,
+            1 << 20,
+        );
+        s.inter_host = inter;
+        let (dag, _, _) = lowered(&s, &ranks, &t);
+        let deps: usize = (0..dag.len() as u32)
+            .map(|i| dag.deps_of(fabricsim::dag::TaskId(i)).count())
+            .sum();
+        (deps as f64, dag.len() as f64)
+    };
+    for inter in [Algorithm::Tree, Algorithm::HalvingDoubling, Algorithm::Ring] {
+        let (d16, t16) = edges(16, inter);
+        let (d32, t32) = edges(32, inter);
+        assert!(
+            d16 / t16 < 4.0 && d32 / t32 < 4.0,
+            "{inter:?}: {d16}/{t16}, {d32}/{t32}"
+        );
+        let growth = d32 / d16;
+        assert!(
+            growth < 2.2,
+            "{inter:?}: 16 -> 32 hosts multiplies the edges by {growth:.2}"
+        );
+    }
+}

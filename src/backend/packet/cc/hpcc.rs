@@ -45,19 +45,26 @@ pub struct IntPort {
     pub u: f64,
     /// Last departure the estimate includes, ps.
     pub last: u64,
+    /// Queue the previous departure left behind, bytes.
+    pub qlen: u64,
 }
 
 /// The port sends a packet of `wire` bytes at `now` (ps), leaving `qlen`
 /// bytes queued behind it; `bt` is the port's `B · T` in bytes and `t` the
 /// base RTT T in ps. HPCC Algorithm 1 weighs each sample by `τ / T` (τ the
 /// time since the previous one, at most T); the rate sample `bytes / τ`
-/// times that weight is `bytes / T`, so no division by τ is needed.
+/// times that weight is `bytes / T`, so no division by τ is needed. The
+/// queue term is the smaller of two successive samples, as Algorithm 1's
+/// `min(ack.L[i].qlen, L[i].qlen)`: a queue one packet's collision leaves for
+/// one departure is no standing queue.
 #[inline]
 pub fn int_update(s: &mut IntPort, now: u64, wire: u64, qlen: u64, bt: f64, t: u64) {
     let tau = now.saturating_sub(s.last).min(t);
     s.last = now;
+    let q = qlen.min(s.qlen);
+    s.qlen = qlen;
     let w = tau as f64 / t.max(1) as f64;
-    s.u = (1.0 - w) * s.u + w * qlen as f64 / bt + wire as f64 / bt;
+    s.u = (1.0 - w) * s.u + w * q as f64 / bt + wire as f64 / bt;
 }
 
 /// The value a data packet carries after a port whose utilization is `u`:

@@ -144,6 +144,11 @@ const KEYS: &[(&str, &[&str], &str)] = &[
         "incast-roce-swift.toml",
     ),
     (
+        "fabric.hpcc",
+        &["eta", "max_stage", "w_ai", "base_rtt"],
+        "incast-roce-hpcc.toml",
+    ),
+    (
         "fabric.dcqcn",
         &[
             "g",

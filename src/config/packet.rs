@@ -635,14 +635,15 @@ impl Validator<'_> {
         let empty = RawHpcc::default();
         let r = raw.unwrap_or(&empty);
         let d = HpccParams::new(packet_wire);
-        let w_ai = match r.w_ai.as_ref() {
-            Some(q) => Some(self.size("fabric.hpcc.w_ai", Some(q), None, 1)),
-            None => None,
-        };
-        let base_rtt = match r.base_rtt.as_ref() {
-            Some(q) => Some(self.time("fabric.hpcc.base_rtt", Some(q), None)),
-            None => None,
-        };
+        // Some(None): set and refused (reported); None: left to the default
+        let w_ai = r
+            .w_ai
+            .as_ref()
+            .map(|q| self.size("fabric.hpcc.w_ai", Some(q), None, 1));
+        let base_rtt = r
+            .base_rtt
+            .as_ref()
+            .map(|q| self.time("fabric.hpcc.base_rtt", Some(q), None));
         let max_stage = match r.max_stage {
             None => Some(d.max_stage),
             Some(n) => {
@@ -662,14 +663,8 @@ impl Validator<'_> {
         let p = HpccParams {
             eta: r.eta.map_or(d.eta, RawNumber::as_f64),
             max_stage: max_stage?,
-            w_ai: match w_ai {
-                Some(w) => Some(w?),
-                None => None,
-            },
-            base_rtt: match base_rtt {
-                Some(t) => Some(t?),
-                None => None,
-            },
+            w_ai: w_ai.map_or(Some(None), |w| w.map(Some))?,
+            base_rtt: base_rtt.map_or(Some(None), |t| t.map(Some))?,
             ..d
         };
         if let Some((key, rule)) = p.problem() {

@@ -215,6 +215,17 @@ fn main() {
         &pfc_only,
     );
     bench("incast 64:1, 1 MiB, PFC cc=none", &inc, &ss, &pfc_only);
+    // HPCC (PFC, no ECN): every egress port updates its utilization estimate
+    // per departure and stamps data packets; the sender's law runs per ACK
+    // (one ACK per packet).
+    let hpcc = PacketConfig {
+        cc: fabricsim::backend::packet::CongestionControl::Hpcc(
+            fabricsim::backend::packet::HpccParams::new((pfc_only.mtu + 78) as u64),
+        ),
+        ..pfc_only.clone()
+    };
+    bench("permutation 128 hosts, 4 MiB, PFC+HPCC", &perm, &ls, &hpcc);
+    bench("incast 64:1, 1 MiB, PFC+HPCC", &inc, &ss, &hpcc);
     // The same incast lossy (drop-tail, 256 KiB per port), with selective
     // repeat (IRN: one-window bitmaps, selective NACKs, out-of-line
     // retransmissions), and with trimming as well (issue 13).

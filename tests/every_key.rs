@@ -123,7 +123,13 @@ const ALTERNATIVES: &[(&str, &[&str])] = &[
     ("fabric.ecn_mark_at", &["\"enqueue\"", "\"dequeue\""]),
     (
         "fabric.cc",
-        &["\"dcqcn\"", "\"dctcp\"", "\"swift\"", "\"none\""],
+        &[
+            "\"dcqcn\"",
+            "\"dctcp\"",
+            "\"swift\"",
+            "\"hpcc\"",
+            "\"none\"",
+        ],
     ),
     ("fabric.swift.queue_target", &["\"100ns\"", "\"20us\""]),
     ("fabric.swift.ai", &["0.1", "8"]),
@@ -131,6 +137,10 @@ const ALTERNATIVES: &[(&str, &[&str])] = &[
     ("fabric.swift.max_mdf", &["0.05", "0.9"]),
     ("fabric.swift.fs_range", &["0", "\"50us\""]),
     ("fabric.swift.min_cwnd", &["1", "0.001"]),
+    ("fabric.hpcc.eta", &["0.5", "1"]),
+    ("fabric.hpcc.max_stage", &["0", "50"]),
+    ("fabric.hpcc.w_ai", &["\"1B\"", "\"64KiB\""]),
+    ("fabric.hpcc.base_rtt", &["\"1us\"", "\"100us\""]),
     ("fabric.dctcp_g", &["0.5", "0.001"]),
     ("fabric.dcqcn.g", &["0.5", "0.001"]),
     ("fabric.dcqcn.alpha_interval", &["\"1us\"", "\"1ms\""]),
@@ -545,6 +555,7 @@ fn schema_keys() -> BTreeSet<String> {
         ("fabric.", "[fabric]\nzzz_probe = 1\n"),
         ("fabric.dcqcn.", "[fabric.dcqcn]\nzzz_probe = 1\n"),
         ("fabric.swift.", "[fabric.swift]\nzzz_probe = 1\n"),
+        ("fabric.hpcc.", "[fabric.hpcc]\nzzz_probe = 1\n"),
         ("workload.", "[workload]\nzzz_probe = 1\n"),
         ("workload.model.", "[workload.model]\nzzz_probe = 1\n"),
         ("workload.parallel.", "[workload.parallel]\nzzz_probe = 1\n"),
@@ -587,6 +598,7 @@ fn schema_keys() -> BTreeSet<String> {
                     | "faults"
                     | "fabric.dcqcn"
                     | "fabric.swift"
+                    | "fabric.hpcc"
                     | "workload.model"
                     | "workload.parallel"
                     | "workload.gpu"

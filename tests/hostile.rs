@@ -157,6 +157,11 @@ const KEYS: &[(&str, &[&str], &str)] = &[
     ),
     ("workload", &["class"], "traffic-classes-roce.toml"),
     (
+        "fabric.hpcc",
+        &["eta", "max_stage", "w_ai", "base_rtt"],
+        "incast-roce-hpcc.toml",
+    ),
+    (
         "fabric.dcqcn",
         &[
             "g",

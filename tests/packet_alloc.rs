@@ -80,7 +80,14 @@ fn allocations_do_not_grow_with_packets() {
         rto: SimTime::from_us(320),
         ..PacketConfig::default()
     };
-    for cfg in [PacketConfig::default(), roce, irn] {
+    // HPCC: every egress port's utilization estimate and the stamp live in
+    // the port record and the packet's hash field; pacing wake-ups as DCQCN's
+    let hpcc = PacketConfig {
+        ecn: None,
+        cc: packet::CongestionControl::Hpcc(packet::HpccParams::new(4096 + 78)),
+        ..roce.clone()
+    };
+    for cfg in [PacketConfig::default(), roce, irn, hpcc] {
         let count = |bytes: u64| {
             let mut dag = Dag::new();
             dag.begin_op("incast");

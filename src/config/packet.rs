@@ -3,7 +3,7 @@
 
 use super::fabric::FabricKind;
 use super::presets;
-use super::raw::{RawDcqcn, RawNumber, RawQuantity, RawScenario, RawSwift};
+use super::raw::{RawDcqcn, RawHpcc, RawNumber, RawQuantity, RawScenario, RawSwift};
 use super::validate::{default_time, Validator};
 use crate::mechanism::{alpha_in_range, defaults, gain_in_range};
 use crate::units::{parse_size, Rate, SimTime};
@@ -574,17 +574,30 @@ impl Validator<'_> {
                 let line = nic_rate.unwrap_or(Rate::gbps(400));
                 CongestionControl::Swift(self.swift(f.swift.as_ref(), line, max_packet, buffer)?)
             }
+            "hpcc" => CongestionControl::Hpcc(self.hpcc(f.hpcc.as_ref(), max_packet)?),
             other => {
                 self.err(
                     "fabric.cc",
                     format!("{other:?}"),
-                    "one of \"dcqcn\", \"dctcp\", \"swift\", \"none\"",
+                    "one of \"dcqcn\", \"dctcp\", \"swift\", \"hpcc\", \"none\"",
                 );
                 return None;
             }
         };
-        // Swift reacts to delay, not marks: it needs no ECN
-        let needs_marks = !matches!(cc, CongestionControl::None | CongestionControl::Swift(_));
+        // Swift reacts to delay, HPCC to the utilization switches stamp, not
+        // to marks: they need no ECN
+        let needs_marks = !matches!(
+            cc,
+            CongestionControl::None | CongestionControl::Swift(_) | CongestionControl::Hpcc(_)
+        );
+        if f.hpcc.is_some() && !matches!(cc, CongestionControl::Hpcc(_)) {
+            self.err(
+                "fabric.hpcc",
+                format!("HPCC parameters with cc = {cc_name:?}"),
+                "cc = \"hpcc\" (or remove [fabric.hpcc])",
+            );
+            ok = false;
+        }
         if f.swift.is_some() && !matches!(cc, CongestionControl::Swift(_)) {
             self.err(
                 "fabric.swift",
@@ -610,6 +623,61 @@ impl Validator<'_> {
             ok = false;
         }
         ok.then_some((pfc, ecn, cc))
+    }
+
+    /// `[fabric.hpcc]` over the defaults for packets of `packet_wire` bytes.
+    pub(super) fn hpcc(
+        &mut self,
+        raw: Option<&RawHpcc>,
+        packet_wire: u64,
+    ) -> Option<crate::mechanism::HpccParams> {
+        use crate::mechanism::HpccParams;
+        let empty = RawHpcc::default();
+        let r = raw.unwrap_or(&empty);
+        let d = HpccParams::new(packet_wire);
+        // Some(None): set and refused (reported); None: left to the default
+        let w_ai = r
+            .w_ai
+            .as_ref()
+            .map(|q| self.size("fabric.hpcc.w_ai", Some(q), None, 1));
+        let base_rtt = r
+            .base_rtt
+            .as_ref()
+            .map(|q| self.time("fabric.hpcc.base_rtt", Some(q), None));
+        let max_stage = match r.max_stage {
+            None => Some(d.max_stage),
+            Some(n) => {
+                let x = n.as_f64();
+                if x.fract() == 0.0 && (0.0..=1e6).contains(&x) {
+                    Some(x as u32)
+                } else {
+                    self.err(
+                        "fabric.hpcc.max_stage",
+                        x.to_string(),
+                        "a whole number of additive steps, 0 to 1000000, such as 5",
+                    );
+                    None
+                }
+            }
+        };
+        let p = HpccParams {
+            eta: r.eta.map_or(d.eta, RawNumber::as_f64),
+            max_stage: max_stage?,
+            w_ai: w_ai.map_or(Some(None), |w| w.map(Some))?,
+            base_rtt: base_rtt.map_or(Some(None), |t| t.map(Some))?,
+            ..d
+        };
+        if let Some((key, rule)) = p.problem() {
+            let found = match key {
+                "eta" => p.eta.to_string(),
+                "max_stage" => p.max_stage.to_string(),
+                "w_ai" => format!("{} bytes", p.w_ai.unwrap_or(0)),
+                _ => format!("{}ps", p.base_rtt.map_or(0, |t| t.0)),
+            };
+            self.err(&format!("fabric.hpcc.{key}"), found, rule);
+            return None;
+        }
+        Some(p)
     }
 
     /// `[fabric.swift]` over the defaults for a NIC of `line` sending

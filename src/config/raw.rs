@@ -200,7 +200,7 @@ pub struct RawFabric {
     pub ecn_pmax: Option<RawNumber>,
     /// Packet level, ECN: `dequeue` (default) or `enqueue`, where a switch marks.
     pub ecn_mark_at: Option<String>,
-    /// Packet level: congestion control, `dcqcn`, `dctcp`, `swift` or `none`.
+    /// Packet level: congestion control, `dcqcn`, `dctcp`, `swift`, `hpcc` or `none`.
     pub cc: Option<String>,
     /// Packet level, DCTCP: α gain g.
     pub dctcp_g: Option<RawNumber>,
@@ -208,6 +208,8 @@ pub struct RawFabric {
     pub dcqcn: Option<RawDcqcn>,
     /// Packet level, Swift parameters.
     pub swift: Option<RawSwift>,
+    /// Packet level, HPCC parameters.
+    pub hpcc: Option<RawHpcc>,
     /// Packet level: traffic classes (`[[fabric.classes]]`), class `i` on lane `i`.
     pub classes: Option<Vec<RawClass>>,
     /// Packet level: the class of ACKs and NACKs (default: the highest lane).
@@ -232,6 +234,20 @@ pub struct RawSwift {
     pub fs_range: Option<RawQuantity>,
     /// Smallest window, packets (below one: paced).
     pub min_cwnd: Option<RawNumber>,
+}
+
+/// `[fabric.hpcc]` as written (Li et al. 2019 names).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHpcc {
+    /// Target utilization η, a fraction.
+    pub eta: Option<RawNumber>,
+    /// Additive steps before a multiplicative update (maxStage).
+    pub max_stage: Option<RawNumber>,
+    /// Additive increase per round trip W_AI, a size in bytes.
+    pub w_ai: Option<RawQuantity>,
+    /// The base RTT T (default: each queue pair's idle round trip).
+    pub base_rtt: Option<RawQuantity>,
 }
 
 /// One `[[fabric.classes]]` entry as written.

@@ -241,6 +241,78 @@ pub enum CongestionControl {
     /// Swift delay-based window control, answering the round-trip time each
     /// ACK measures (Kumar et al., SIGCOMM 2020).
     Swift(SwiftParams),
+    /// HPCC window and rate control, answering the link utilization the
+    /// switches stamp into every data packet (Li et al., SIGCOMM 2019).
+    Hpcc(HpccParams),
+}
+
+/// HPCC's constants (Li et al., "HPCC: High Precision Congestion Control",
+/// SIGCOMM 2019, §3.3 and Algorithm 1).
+///
+/// Every switch egress port estimates its utilization
+/// `U = qlen / (B · T) + txRate / B` and stamps the maximum over the path
+/// into the data packet (PINT's single-value encoding for HPCC: Ben Basat et
+/// al., SIGCOMM 2020); the receiver echoes it and the sender sets its window
+/// `W = Wc / (U / η) + W_AI` when `U ≥ η` (or after `max_stage` additive
+/// steps), else `W = Wc + W_AI`, updating the reference `Wc` once per round
+/// trip, and paces at `W / T`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HpccParams {
+    /// Target utilization η, a fraction in (0, 1]. Default 0.95.
+    pub eta: f64,
+    /// Additive steps before a multiplicative update (maxStage). Default 5.
+    pub max_stage: u32,
+    /// Additive increase per round trip W_AI, bytes; `None`: the HPCC
+    /// simulator's `rate_ai` of line/2500 (40 Mb/s at 100 Gb/s) times the
+    /// queue pair's base RTT.
+    pub w_ai: Option<u64>,
+    /// The base RTT T, ps: the sender's pacing `W / T`, its first window
+    /// `B · T` and the switches' `qlen / (B · T)`; `None`: each queue pair's
+    /// own idle round trip at the sender, the fabric's longest one at the
+    /// switches.
+    pub base_rtt: Option<SimTime>,
+    /// A full data packet on the wire, bytes (MTU + headers): the unit of the
+    /// window the NIC enforces.
+    pub packet_wire: u64,
+}
+
+impl HpccParams {
+    /// The defaults for packets of `packet_wire` bytes (see [`super::defaults`]).
+    pub fn new(packet_wire: u64) -> HpccParams {
+        use super::defaults as d;
+        HpccParams {
+            eta: d::HPCC_ETA,
+            max_stage: d::HPCC_MAX_STAGE,
+            w_ai: None,
+            base_rtt: None,
+            packet_wire: packet_wire.max(1),
+        }
+    }
+
+    /// Whether every constant is usable; the first one that is not, with the
+    /// rule it breaks.
+    pub fn problem(&self) -> Option<(&'static str, &'static str)> {
+        if !(self.eta > 0.0 && self.eta <= 1.0) {
+            Some(("eta", "a target utilization in (0, 1], such as 0.95"))
+        } else if self.max_stage > 1_000_000 {
+            Some((
+                "max_stage",
+                "a number of additive steps, 0 to 1000000, such as 5",
+            ))
+        } else if matches!(self.w_ai, Some(w) if w == 0 || w > 1 << 40) {
+            Some((
+                "w_ai",
+                "a positive increase in bytes up to 1 TiB, such as \"100B\"",
+            ))
+        } else if matches!(self.base_rtt, Some(t) if t.0 == 0 || t.0 > 1_000_000_000_000) {
+            Some((
+                "base_rtt",
+                "a positive round trip up to 1 s, such as \"10us\"",
+            ))
+        } else {
+            None
+        }
+    }
 }
 
 /// Swift's constants (Kumar et al., "Swift: Delay is Simple and Effective for
@@ -347,6 +419,10 @@ impl CongestionControl {
             }
             CongestionControl::Swift(p) => match p.problem() {
                 Some((key, rule)) => Err(("cc.swift", format!("{key}: {rule}"))),
+                None => Ok(()),
+            },
+            CongestionControl::Hpcc(p) => match p.problem() {
+                Some((key, rule)) => Err(("cc.hpcc", format!("{key}: {rule}"))),
                 None => Ok(()),
             },
             CongestionControl::Dcqcn(p) => {

@@ -130,6 +130,19 @@ pub const SWIFT_FS_MAX_CWND: f64 = 100.0;
 /// link (§3.4: cwnd below one packet is paced).
 pub const SWIFT_MIN_CWND: f64 = 0.01;
 
+/// HPCC's target utilization η (Li et al., SIGCOMM 2019, §3.3 and §5: 95%;
+/// the HPCC simulator's `u_target` 0.95).
+pub const HPCC_ETA: f64 = 0.95;
+/// HPCC's additive steps before a multiplicative update, maxStage (§3.3: 5).
+/// The HPCC simulator's `run.py` sets `mi_thresh` 0 (always the
+/// multiplicative form); the paper's 5 is the default here.
+pub const HPCC_MAX_STAGE: u32 = 5;
+/// HPCC's additive increase as a fraction of the line rate: the HPCC
+/// simulator's `run.py` sets `rate_ai` to `10 · bw / 25` Mb/s (40 Mb/s at
+/// 100 Gb/s), 1/2500 of the line; in window terms `W_AI = W_init / 2500`,
+/// i.e. `W_init (1 − η) / N` with η = 0.95 and N = 125 flows (§3.3).
+pub const HPCC_AI_SHARE: f64 = 1.0 / 2500.0;
+
 /// DCQCN parameter set when a scenario names none: what ConnectX NICs ship
 /// (the values and their sources: [`DcqcnProfile::Mellanox`]).
 pub const DCQCN_PROFILE: DcqcnProfile = DcqcnProfile::Mellanox;

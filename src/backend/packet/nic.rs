@@ -333,7 +333,7 @@ impl Sim<'_> {
     /// back on the idle fabric, ps: propagation and forwarding on both paths
     /// (ECMP choice 0; equal-cost paths have the same length) and store-and-
     /// forward serialization of the packet and the ACK at every hop.
-    fn base_rtt(&self, src: u32, dst: u32) -> u64 {
+    pub(super) fn base_rtt(&self, src: u32, dst: u32) -> u64 {
         let mut path = Vec::new();
         let mut one_way = |from: u32, to: u32, wire: u64| {
             if !self.topo.route(GpuId(from), GpuId(to), 0, &mut path) {

@@ -89,6 +89,10 @@ pub(super) struct Sim<'a> {
     /// Traffic classes: lanes of data, ACKs and CNPs, the lanes' scheduling,
     /// admission and ECN ([`super::classes`]).
     pub sched: ClassSched,
+    /// HPCC in-band telemetry: the base RTT T every egress port normalises
+    /// its queue by and averages its send rate over, ps; 0 when the run's law
+    /// is not HPCC (no port keeps an estimate, no packet is stamped).
+    pub int_t: u64,
     /// Progress observer, set after `new` by the entry point ([`super::run_observed`]).
     pub progress: Option<ProgressHook>,
     /// Event count of the next progress call: `u64::MAX` without an observer,
@@ -185,6 +189,7 @@ impl<'a> Sim<'a> {
             sched: ClassSched::new(cfg, nl),
             progress: None,
             next_progress: u64::MAX,
+            int_t: 0,
         };
         for (p, l) in s.ports.iter_mut().zip(&topo.links) {
             let sw = |n: crate::topology::NodeId| {
@@ -194,6 +199,23 @@ impl<'a> Sim<'a> {
         }
         s.routes.rebuild(&s.topo);
         s.update_cut_through();
+        if let crate::mechanism::CongestionControl::Hpcc(p) = cfg.cc {
+            // HPCC's T is one constant of the network (the HPCC simulator's
+            // GLOBAL_T: its largest base RTT); from GPU 0 to every GPU is
+            // the longest path of the symmetric fabrics
+            s.int_t = p
+                .base_rtt
+                .map_or_else(
+                    || {
+                        (0..s.topo.num_gpus())
+                            .map(|g| s.base_rtt(0, g))
+                            .max()
+                            .unwrap_or(0)
+                    },
+                    |t| t.0,
+                )
+                .max(1);
+        }
         s
     }
 

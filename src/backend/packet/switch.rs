@@ -9,6 +9,7 @@
 
 use std::collections::VecDeque;
 
+use super::cc::{int_stamp, int_update, IntPort};
 use super::classes::ClassSched;
 use super::engine::Event;
 use super::ids::{IdVec, LaneIdx, PktIdx, PortId, QpId};
@@ -108,6 +109,9 @@ pub struct Port {
     pub paused_ps: u64,
     /// Data packets this egress marked Congestion Experienced (ECN).
     pub ecn_marks: u64,
+    /// HPCC's in-band telemetry: this egress's utilization estimate (kept
+    /// only when the run's law is HPCC, see `Sim::int_t`).
+    pub int: IntPort,
 }
 
 impl Port {
@@ -133,6 +137,7 @@ impl Port {
             pause_tx: 0,
             paused_ps: 0,
             ecn_marks: 0,
+            int: IntPort::default(),
             ber: 0.0,
             busy: false,
             sent_task: NONE,
@@ -686,6 +691,21 @@ impl Sim<'_> {
             let k = &self.pkts[pkt];
             (k.wire, k.vl, k.link, k.flags)
         };
+        // HPCC's in-band telemetry (one per-run flag, not a per-packet
+        // dispatch): every departure feeds the port's utilization estimate,
+        // and a data packet leaves carrying the largest one on its path so far
+        if self.int_t != 0 {
+            let t = self.int_t;
+            let port = &mut self.ports[p];
+            let bt = port.rate.bps() as f64 * t as f64 / 8e12;
+            let q = port.qtotal;
+            int_update(&mut port.int, now, wire as u64, q, bt.max(1.0), t);
+            let u = port.int.u;
+            let k = &mut self.pkts[pkt];
+            if k.kind == PktKind::Data {
+                k.hash = int_stamp(k.hash, u);
+            }
+        }
         // The packet leaves this node's buffer: free what it held upstream (on
         // the lane it arrived on); PFC's hold is released at the end.
         if in_link.is_some() && flags & F_PFC_HELD == 0 {

@@ -1,6 +1,6 @@
 //! Congestion signals and control: ECN marking, and the laws a queue pair
 //! runs (none, DCQCN in [`dcqcn`](DcqcnState), DCTCP in [`dctcp`](DctcpState),
-//! Swift in [`swift`](SwiftState)).
+//! Swift in [`swift`](SwiftState), HPCC in [`hpcc`](HpccState)).
 //!
 //! **ECN** ([`Ecn`]): when a data packet leaves an egress queue of a switch
 //! port with `q` bytes still queued behind it (at dequeue, the default; or
@@ -41,12 +41,16 @@
 
 mod dcqcn;
 mod dctcp;
+mod hpcc;
 mod none;
 mod swift;
 
-pub use crate::mechanism::cc::{CongestionControl, DcqcnParams, Ecn, EcnMarkAt, SwiftParams};
+pub use crate::mechanism::cc::{
+    CongestionControl, DcqcnParams, Ecn, EcnMarkAt, HpccParams, SwiftParams,
+};
 pub use dcqcn::DcqcnState;
 pub use dctcp::DctcpState;
+pub use hpcc::{int_stamp, int_update, HpccState, IntPort, U_ONE};
 pub use none::NoCc;
 pub use swift::SwiftState;
 
@@ -182,6 +186,8 @@ pub enum CcState {
     Dctcp(DctcpState),
     /// [`CongestionControl::Swift`].
     Swift(SwiftState),
+    /// [`CongestionControl::Hpcc`].
+    Hpcc(HpccState),
 }
 
 /// Runs `$body` with `$s` bound to the law's state and `$p` to its parameters;
@@ -197,6 +203,7 @@ macro_rules! with_law {
             (CcState::Dcqcn($s), CongestionControl::Dcqcn($p)) => $body,
             (CcState::Dctcp($s), CongestionControl::Dctcp { g: $p }) => $body,
             (CcState::Swift($s), CongestionControl::Swift($p)) => $body,
+            (CcState::Hpcc($s), CongestionControl::Hpcc($p)) => $body,
             #[allow(unreachable_patterns)]
             _ => $none,
         }
@@ -211,6 +218,7 @@ impl CcState {
             CongestionControl::Dcqcn(p) => CcState::Dcqcn(<DcqcnState as CcLaw>::new(p, start)),
             CongestionControl::Dctcp { g } => CcState::Dctcp(<DctcpState as CcLaw>::new(g, start)),
             CongestionControl::Swift(p) => CcState::Swift(<SwiftState as CcLaw>::new(p, start)),
+            CongestionControl::Hpcc(p) => CcState::Hpcc(<HpccState as CcLaw>::new(p, start)),
         }
     }
 
@@ -222,6 +230,7 @@ impl CcState {
             CongestionControl::Dcqcn(_) => DcqcnState::ACK_EVERY,
             CongestionControl::Dctcp { .. } => DctcpState::ACK_EVERY,
             CongestionControl::Swift(_) => SwiftState::ACK_EVERY,
+            CongestionControl::Hpcc(_) => HpccState::ACK_EVERY,
         };
         own.unwrap_or(configured)
     }
@@ -240,6 +249,7 @@ impl CcState {
             CcState::Dcqcn(s) => CcLaw::next_tx(s),
             CcState::Dctcp(s) => CcLaw::next_tx(s),
             CcState::Swift(s) => CcLaw::next_tx(s),
+            CcState::Hpcc(s) => CcLaw::next_tx(s),
         }
     }
 
@@ -274,6 +284,7 @@ impl CcState {
             CcState::Dcqcn(s) => CcLaw::next_timer(s),
             CcState::Dctcp(s) => CcLaw::next_timer(s),
             CcState::Swift(s) => CcLaw::next_timer(s),
+            CcState::Hpcc(s) => CcLaw::next_timer(s),
         }
     }
 
@@ -297,14 +308,17 @@ impl CcState {
             CcState::Dcqcn(s) => CcLaw::take_ce_echo(s),
             CcState::Dctcp(s) => CcLaw::take_ce_echo(s),
             CcState::Swift(s) => CcLaw::take_ce_echo(s),
+            CcState::Hpcc(s) => CcLaw::take_ce_echo(s),
         }
     }
 
     /// See [`CcLaw::on_data`].
     #[inline]
     pub fn on_data(&mut self, stamp: u32) {
-        if let CcState::Swift(s) = self {
-            CcLaw::on_data(s, stamp);
+        match self {
+            CcState::Swift(s) => CcLaw::on_data(s, stamp),
+            CcState::Hpcc(s) => CcLaw::on_data(s, stamp),
+            _ => {}
         }
     }
 
@@ -313,6 +327,7 @@ impl CcState {
     pub fn stamp(&self, now: u64) -> Option<u32> {
         match self {
             CcState::Swift(s) => CcLaw::stamp(s, now),
+            CcState::Hpcc(s) => CcLaw::stamp(s, now),
             _ => None,
         }
     }
@@ -325,6 +340,7 @@ impl CcState {
             CcState::Dcqcn(s) => CcLaw::window(s),
             CcState::Dctcp(s) => CcLaw::window(s),
             CcState::Swift(s) => CcLaw::window(s),
+            CcState::Hpcc(s) => CcLaw::window(s),
         }
     }
 }

@@ -154,6 +154,12 @@ pub struct FabricReport {
     pub cnps: Option<u64>,
     /// Retransmission timeouts fired; packet level.
     pub timeouts: Option<u64>,
+    /// InfiniBand congestion control: data packets switches marked FECN;
+    /// packet level with `cc = "ib"` only (`null` elsewhere, any fabric).
+    pub fecn_marks: Option<u64>,
+    /// InfiniBand congestion control: BECNs destinations returned; packet
+    /// level with `cc = "ib"` only (`null` elsewhere, any fabric).
+    pub becns: Option<u64>,
 }
 
 impl FabricReport {
@@ -174,6 +180,9 @@ impl FabricReport {
             credit_stall_ps: m(Counter::CreditStall, c.credit_stall_ps),
             cnps: m(Counter::Cnps, c.cnps),
             timeouts: m(Counter::Timeouts, c.timeouts),
+            // modelled by the run's law, not by the fidelity alone
+            fecn_marks: c.fecn_marks.filter(|_| fidelity == Fidelity::Packet),
+            becns: c.becns.filter(|_| fidelity == Fidelity::Packet),
         }
     }
 }

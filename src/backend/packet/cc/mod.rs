@@ -1,6 +1,6 @@
 //! Congestion signals and control: ECN marking, and the laws a queue pair
 //! runs (none, DCQCN in [`dcqcn`](DcqcnState), DCTCP in [`dctcp`](DctcpState),
-//! Swift in [`swift`](SwiftState)).
+//! Swift in [`swift`](SwiftState), InfiniBand CC in [`ib`](IbCcState)).
 //!
 //! **ECN** ([`Ecn`]): when a data packet leaves an egress queue of a switch
 //! port with `q` bytes still queued behind it (at dequeue, the default; or
@@ -32,7 +32,7 @@
 //! * [`CcLaw::on_ce`] / [`CcLaw::take_ce_echo`]: the receiver got a CE-marked
 //!   data packet / builds an ACK that echoes the marks.
 //!
-//! A new law (HPCC, TIMELY, InfiniBand CC) is a file here with its state
+//! A new law (HPCC, TIMELY) is a file here with its state
 //! and `impl CcLaw`, an arm in [`CcState`] and in the `with_law!` table below,
 //! and its parameters as an arm of [`CongestionControl`] in
 //! [`crate::mechanism::cc`]. Signals a law needs that packets do not carry yet
@@ -41,12 +41,16 @@
 
 mod dcqcn;
 mod dctcp;
+mod ib;
 mod none;
 mod swift;
 
-pub use crate::mechanism::cc::{CongestionControl, DcqcnParams, Ecn, EcnMarkAt, SwiftParams};
+pub use crate::mechanism::cc::{
+    CongestionControl, DcqcnParams, Ecn, EcnMarkAt, IbCcParams, SwiftParams,
+};
 pub use dcqcn::DcqcnState;
 pub use dctcp::DctcpState;
+pub use ib::IbCcState;
 pub use none::NoCc;
 pub use swift::SwiftState;
 
@@ -182,6 +186,8 @@ pub enum CcState {
     Dctcp(DctcpState),
     /// [`CongestionControl::Swift`].
     Swift(SwiftState),
+    /// [`CongestionControl::Ib`].
+    Ib(IbCcState),
 }
 
 /// Runs `$body` with `$s` bound to the law's state and `$p` to its parameters;
@@ -197,6 +203,7 @@ macro_rules! with_law {
             (CcState::Dcqcn($s), CongestionControl::Dcqcn($p)) => $body,
             (CcState::Dctcp($s), CongestionControl::Dctcp { g: $p }) => $body,
             (CcState::Swift($s), CongestionControl::Swift($p)) => $body,
+            (CcState::Ib($s), CongestionControl::Ib($p)) => $body,
             #[allow(unreachable_patterns)]
             _ => $none,
         }
@@ -211,6 +218,7 @@ impl CcState {
             CongestionControl::Dcqcn(p) => CcState::Dcqcn(<DcqcnState as CcLaw>::new(p, start)),
             CongestionControl::Dctcp { g } => CcState::Dctcp(<DctcpState as CcLaw>::new(g, start)),
             CongestionControl::Swift(p) => CcState::Swift(<SwiftState as CcLaw>::new(p, start)),
+            CongestionControl::Ib(p) => CcState::Ib(<IbCcState as CcLaw>::new(p, start)),
         }
     }
 
@@ -222,6 +230,7 @@ impl CcState {
             CongestionControl::Dcqcn(_) => DcqcnState::ACK_EVERY,
             CongestionControl::Dctcp { .. } => DctcpState::ACK_EVERY,
             CongestionControl::Swift(_) => SwiftState::ACK_EVERY,
+            CongestionControl::Ib(_) => IbCcState::ACK_EVERY,
         };
         own.unwrap_or(configured)
     }
@@ -240,6 +249,7 @@ impl CcState {
             CcState::Dcqcn(s) => CcLaw::next_tx(s),
             CcState::Dctcp(s) => CcLaw::next_tx(s),
             CcState::Swift(s) => CcLaw::next_tx(s),
+            CcState::Ib(s) => CcLaw::next_tx(s),
         }
     }
 
@@ -274,6 +284,7 @@ impl CcState {
             CcState::Dcqcn(s) => CcLaw::next_timer(s),
             CcState::Dctcp(s) => CcLaw::next_timer(s),
             CcState::Swift(s) => CcLaw::next_timer(s),
+            CcState::Ib(s) => CcLaw::next_timer(s),
         }
     }
 
@@ -297,6 +308,7 @@ impl CcState {
             CcState::Dcqcn(s) => CcLaw::take_ce_echo(s),
             CcState::Dctcp(s) => CcLaw::take_ce_echo(s),
             CcState::Swift(s) => CcLaw::take_ce_echo(s),
+            CcState::Ib(s) => CcLaw::take_ce_echo(s),
         }
     }
 
@@ -325,6 +337,7 @@ impl CcState {
             CcState::Dcqcn(s) => CcLaw::window(s),
             CcState::Dctcp(s) => CcLaw::window(s),
             CcState::Swift(s) => CcLaw::window(s),
+            CcState::Ib(s) => CcLaw::window(s),
         }
     }
 }

@@ -94,7 +94,7 @@ fn ib_cc_frees_the_victim_of_a_hot_spot_and_keeps_the_hot_spot_busy() {
     // busy with CC (the bound; Gran et al. report the hot spot's
     // throughput kept with CC), ≥ 98% without (credits alone never idle it).
     // Measured: victim 285.47 µs without CC, 23.92 µs with (ideal 23.40;
-    // 11.9×); hot link busy 0.994 without, 0.938 with (incast 1.429 vs
+    // 11.9×); hot link busy 0.999 without, 0.943 with (incast 1.429 vs
     // 1.514 ms).
     let without = run_text(&example(false));
     let with = run_text(&example(true));

@@ -666,7 +666,7 @@ impl Validator<'_> {
                     &format!("fabric.ib_cc.{key}"),
                     match n {
                         RawNumber::Int(i) => i.to_string(),
-                        RawNumber::Float(f) => f.to_string(),
+                        RawNumber::Float(f) => format!("{f:?}"),
                     },
                     format!("a whole number from 0 to {max}"),
                 );

@@ -124,7 +124,9 @@ pub mod slab;
 pub mod stats;
 pub mod switch;
 
-pub use crate::mechanism::cc::{CongestionControl, DcqcnParams, DcqcnProfile, Ecn, EcnMarkAt};
+pub use crate::mechanism::cc::{
+    CongestionControl, DcqcnParams, DcqcnProfile, Ecn, EcnMarkAt, IbCcParams,
+};
 pub use crate::mechanism::classes::{TrafficClass, TrafficClasses};
 pub use crate::mechanism::flow_control::{
     pfc_headroom_needed, FlowControl, PfcThreshold, PFC_FRAME_WIRE_BYTES,

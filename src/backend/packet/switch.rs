@@ -682,9 +682,9 @@ impl Sim<'_> {
         if self.ports[p].ecn && self.pkts[pkt].kind == PktKind::Data {
             let vl = self.pkts[pkt].vl;
             let q = self.ports.queued_bytes(p.lane(vl, vls));
-            if let CongestionControl::Ib(ib) = &self.cfg.cc {
-                let ib = *ib;
-                self.fecn_mark(p, pkt, q, &ib);
+            let cfg = self.cfg;
+            if let CongestionControl::Ib(ib) = &cfg.cc {
+                self.fecn_mark(p, pkt, q, ib);
             } else if self.cfg.ecn_mark_at == EcnMarkAt::Dequeue {
                 self.ecn_mark(p, pkt, vl, q);
             }
@@ -931,11 +931,13 @@ impl Sim<'_> {
 
     /// InfiniBand CC at switch port `p` sending data packet `pkt` with `q`
     /// bytes left in its lane (IBA vol. 1 Annex A10): the port is congested
-    /// above `threshold`, and marks FECN only as the root of the congestion —
-    /// it had credits for this packet when it reached the head (a port that
-    /// waited for credits, `stall_since` set, is a victim of congestion
-    /// downstream and does not mark) — on one in every `marking_rate + 1`
-    /// eligible packets of at least `packet_size` bytes.
+    /// above `threshold`, and marks FECN only as the root of the congestion,
+    /// a port with credits to send: it did not wait for credits for this
+    /// packet (`stall_since` unset) and holds credits for the next one too. A
+    /// port that waits for credits, or sends as fast as they trickle back one
+    /// packet at a time, is a victim of congestion downstream and does not
+    /// mark (the spec's `Victim_Mask` clear). It marks one in every
+    /// `marking_rate + 1` eligible packets of at least `packet_size` bytes.
     #[inline]
     fn fecn_mark(&mut self, p: PortId, pkt: PktIdx, q: u64, ib: &super::cc::IbCcParams) {
         let wire = self.pkts[pkt].wire;

@@ -176,6 +176,16 @@ fn main() {
     )
     .unwrap();
     bench("incast 64:1, 1 MiB, credits", &inc, &ss, &cfg);
+    // The same incast with InfiniBand congestion control (its defaults on
+    // the default buffer): FECN at the hot port, a BECN per marked packet,
+    // CCTI timers; against "credits" (cc = "none") above.
+    let ib_cc = PacketConfig {
+        cc: fabricsim::backend::packet::CongestionControl::Ib(
+            fabricsim::backend::packet::IbCcParams::for_buffer(cfg.port_buffer_bytes),
+        ),
+        ..cfg.clone()
+    };
+    bench("incast 64:1, 1 MiB, credits + IB CC", &inc, &ss, &ib_cc);
     // The same permutation and incast on RoCEv2: PFC (XOFF 128 KiB of a 256 KiB
     // buffer), RED ECN and DCQCN with their defaults.
     let roce = PacketConfig {

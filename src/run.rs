@@ -1051,6 +1051,11 @@ pub fn packet_config_used(
         matches!(p.cc, CongestionControl::Hpcc(_)),
         || "the congestion control is not HPCC (fabric.cc)".into(),
     );
+    usage.read_if(
+        "fabric.ib_cc",
+        matches!(p.cc, CongestionControl::Ib(_)),
+        || "the congestion control is not InfiniBand CC (fabric.cc)".into(),
+    );
     let lossy = flow_control == FlowControl::Lossy;
     usage.read_if("fabric.shared_buffer", lossy || pfc_on, || {
         "InfiniBand credits advertise per-port buffers; a shared buffer is an Ethernet switch's (lossy or PFC)".into()

@@ -162,6 +162,19 @@ const KEYS: &[(&str, &[&str], &str)] = &[
         "incast-roce-hpcc.toml",
     ),
     (
+        "fabric.ib_cc",
+        &[
+            "threshold",
+            "marking_rate",
+            "packet_size",
+            "ccti_increase",
+            "ccti_limit",
+            "ccti_min",
+            "ccti_timer",
+        ],
+        "incast-infiniband-cc.toml",
+    ),
+    (
         "fabric.dcqcn",
         &[
             "g",

@@ -163,6 +163,13 @@ pub struct FabricCounters {
     pub cnps: u64,
     /// Retransmission timeouts fired.
     pub timeouts: u64,
+    /// InfiniBand congestion control: data packets switches marked FECN;
+    /// `None` when the run does not run it (`cc = "ib"`), whatever the fabric.
+    pub fecn_marks: Option<u64>,
+    /// InfiniBand congestion control: BECNs destinations returned (one
+    /// congestion notification per FECN-marked packet); `None` when the run
+    /// does not run it.
+    pub becns: Option<u64>,
     /// What PFC's watchdog and deadlock-cycle search found (packet level).
     pub pfc: PfcFindings,
     /// Per virtual lane, i.e. per traffic class when classes are configured

@@ -3,7 +3,7 @@
 
 use super::fabric::FabricKind;
 use super::presets;
-use super::raw::{RawDcqcn, RawHpcc, RawNumber, RawQuantity, RawScenario, RawSwift};
+use super::raw::{RawDcqcn, RawHpcc, RawIbCc, RawNumber, RawQuantity, RawScenario, RawSwift};
 use super::validate::{default_time, Validator};
 use crate::mechanism::{alpha_in_range, defaults, gain_in_range};
 use crate::units::{parse_size, Rate, SimTime};
@@ -575,20 +575,53 @@ impl Validator<'_> {
                 CongestionControl::Swift(self.swift(f.swift.as_ref(), line, max_packet, buffer)?)
             }
             "hpcc" => CongestionControl::Hpcc(self.hpcc(f.hpcc.as_ref(), max_packet)?),
+            "ib" => {
+                // Annex A10 rides on credit flow control: FECN is set by a
+                // port that has credits (the root), not by one starved of them
+                if !ib {
+                    let kind_name = kind.map_or("unset", FabricKind::name);
+                    self.err(
+                        "fabric.cc",
+                        format!("\"ib\" on a fabric of kind {kind_name:?}"),
+                        "kind = \"infiniband\": InfiniBand congestion control (FECN/BECN, IBA Annex A10) tells a congested root port from its credit-starved victims by credits; on Ethernet use \"dcqcn\", \"dctcp\" or \"swift\"",
+                    );
+                    return None;
+                }
+                if f.ecn == Some(true) {
+                    self.err(
+                        "fabric.ecn",
+                        "true with cc = \"ib\"",
+                        "ecn = false (or unset): InfiniBand congestion control marks FECN by its own threshold, [fabric.ib_cc] threshold",
+                    );
+                    return None;
+                }
+                CongestionControl::Ib(self.ib_cc(f.ib_cc.as_ref(), buffer)?)
+            }
             other => {
                 self.err(
                     "fabric.cc",
                     format!("{other:?}"),
-                    "one of \"dcqcn\", \"dctcp\", \"swift\", \"hpcc\", \"none\"",
+                    "one of \"dcqcn\", \"dctcp\", \"swift\", \"hpcc\", \"ib\", \"none\"",
                 );
                 return None;
             }
         };
-        // Swift reacts to delay, HPCC to the utilization switches stamp, not
-        // to marks: they need no ECN
+        if f.ib_cc.is_some() && !matches!(cc, CongestionControl::Ib(_)) {
+            self.err(
+                "fabric.ib_cc",
+                format!("InfiniBand CC parameters with cc = {cc_name:?}"),
+                "cc = \"ib\" on an InfiniBand fabric (or remove [fabric.ib_cc])",
+            );
+            ok = false;
+        }
+        // Swift reacts to delay, HPCC to the utilization switches stamp, and
+        // IB CC marks FECN itself: none of them needs ECN
         let needs_marks = !matches!(
             cc,
-            CongestionControl::None | CongestionControl::Swift(_) | CongestionControl::Hpcc(_)
+            CongestionControl::None
+                | CongestionControl::Swift(_)
+                | CongestionControl::Hpcc(_)
+                | CongestionControl::Ib(_)
         );
         if f.hpcc.is_some() && !matches!(cc, CongestionControl::Hpcc(_)) {
             self.err(
@@ -675,6 +708,109 @@ impl Validator<'_> {
                 _ => format!("{}ps", p.base_rtt.map_or(0, |t| t.0)),
             };
             self.err(&format!("fabric.hpcc.{key}"), found, rule);
+            return None;
+        }
+        Some(p)
+    }
+
+    /// `[fabric.ib_cc]` over the defaults for ports of `buffer` bytes per lane.
+    pub(super) fn ib_cc(
+        &mut self,
+        raw: Option<&RawIbCc>,
+        buffer: u64,
+    ) -> Option<crate::mechanism::IbCcParams> {
+        use crate::mechanism::{defaults as d, IbCcParams};
+        let empty = RawIbCc::default();
+        let r = raw.unwrap_or(&empty);
+        let dflt = IbCcParams::for_buffer(buffer);
+        let mut ok = true;
+        // a whole number in [0, max], or the default
+        let mut count = |v: &mut Self, key: &str, x: Option<RawNumber>, def: u32, max: u32| match x
+        {
+            None => Some(def),
+            Some(RawNumber::Int(i)) if (0..=i64::from(max)).contains(&i) => Some(i as u32),
+            Some(n) => {
+                v.err(
+                    &format!("fabric.ib_cc.{key}"),
+                    match n {
+                        RawNumber::Int(i) => i.to_string(),
+                        RawNumber::Float(f) => format!("{f:?}"),
+                    },
+                    format!("a whole number from 0 to {max}"),
+                );
+                ok = false;
+                None
+            }
+        };
+        let max = IbCcParams::MAX_CCTI;
+        let marking_rate = count(
+            self,
+            "marking_rate",
+            r.marking_rate,
+            dflt.marking_rate,
+            65535,
+        );
+        let ccti_increase = count(
+            self,
+            "ccti_increase",
+            r.ccti_increase,
+            dflt.ccti_increase,
+            max,
+        );
+        let ccti_limit = count(self, "ccti_limit", r.ccti_limit, dflt.ccti_limit, max);
+        let ccti_min = count(self, "ccti_min", r.ccti_min, dflt.ccti_min, max);
+        let threshold = match &r.threshold {
+            None => Some(dflt.threshold),
+            Some(RawQuantity::Int(l)) if (0..=15).contains(l) => {
+                Some(IbCcParams::threshold_for_level(*l as u8, buffer))
+            }
+            Some(RawQuantity::Int(l)) => {
+                self.err(
+                    "fabric.ib_cc.threshold",
+                    l.to_string(),
+                    "the spec's level 0 (never mark) to 15 (mark above buffer/16), or a queue size with a unit such as \"8KiB\"",
+                );
+                None
+            }
+            q @ Some(RawQuantity::Str(_)) => {
+                self.size("fabric.ib_cc.threshold", q.as_ref(), None, 0)
+            }
+        };
+        let packet_size = self.size(
+            "fabric.ib_cc.packet_size",
+            r.packet_size.as_ref(),
+            Some(&d::IB_CC_PACKET_SIZE.to_string()),
+            0,
+        );
+        let ccti_timer = match &r.ccti_timer {
+            None => Some(dflt.ccti_timer),
+            Some(RawQuantity::Int(u)) if (1..=65535).contains(u) => {
+                Some(SimTime(*u as u64 * d::IB_CC_TIMER_UNIT_PS))
+            }
+            Some(RawQuantity::Int(u)) => {
+                self.err(
+                    "fabric.ib_cc.ccti_timer",
+                    u.to_string(),
+                    "the spec's units of 1.024 us, 1 to 65535 (a 16-bit field), or a positive duration such as \"10us\"",
+                );
+                None
+            }
+            q @ Some(RawQuantity::Str(_)) => self.time("fabric.ib_cc.ccti_timer", q.as_ref(), None),
+        };
+        let p = IbCcParams {
+            threshold: threshold?,
+            marking_rate: marking_rate?,
+            packet_size: packet_size?,
+            ccti_increase: ccti_increase?,
+            ccti_limit: ccti_limit?,
+            ccti_min: ccti_min?,
+            ccti_timer: ccti_timer?,
+        };
+        if !ok {
+            return None;
+        }
+        if let Some((key, found, rule)) = p.problem() {
+            self.err(&format!("fabric.ib_cc.{key}"), found, rule);
             return None;
         }
         Some(p)

@@ -200,7 +200,7 @@ pub struct RawFabric {
     pub ecn_pmax: Option<RawNumber>,
     /// Packet level, ECN: `dequeue` (default) or `enqueue`, where a switch marks.
     pub ecn_mark_at: Option<String>,
-    /// Packet level: congestion control, `dcqcn`, `dctcp`, `swift`, `hpcc` or `none`.
+    /// Packet level: congestion control, `dcqcn`, `dctcp`, `swift`, `hpcc`, `ib` or `none`.
     pub cc: Option<String>,
     /// Packet level, DCTCP: α gain g.
     pub dctcp_g: Option<RawNumber>,
@@ -210,6 +210,8 @@ pub struct RawFabric {
     pub swift: Option<RawSwift>,
     /// Packet level, HPCC parameters.
     pub hpcc: Option<RawHpcc>,
+    /// Packet level, InfiniBand congestion control parameters (`[fabric.ib_cc]`).
+    pub ib_cc: Option<RawIbCc>,
     /// Packet level: traffic classes (`[[fabric.classes]]`), class `i` on lane `i`.
     pub classes: Option<Vec<RawClass>>,
     /// Packet level: the class of ACKs and NACKs (default: the highest lane).
@@ -248,6 +250,27 @@ pub struct RawHpcc {
     pub w_ai: Option<RawQuantity>,
     /// The base RTT T (default: each queue pair's idle round trip).
     pub base_rtt: Option<RawQuantity>,
+}
+
+/// `[fabric.ib_cc]` as written (IBA vol. 1 Annex A10 names).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawIbCc {
+    /// Switch threshold: the spec's level 0–15 (a whole number) or a queue
+    /// size with a unit (`"8KiB"`).
+    pub threshold: Option<RawQuantity>,
+    /// Switch `Marking_Rate`: mark one in every N + 1 eligible packets.
+    pub marking_rate: Option<RawNumber>,
+    /// Switch `Packet_Size`: smaller packets are not marked, a size.
+    pub packet_size: Option<RawQuantity>,
+    /// CA `CCTI_Increase`: CCTI steps per BECN.
+    pub ccti_increase: Option<RawNumber>,
+    /// CA `CCTI_Limit`: the largest CCTI.
+    pub ccti_limit: Option<RawNumber>,
+    /// CA `CCTI_Min`: the smallest CCTI.
+    pub ccti_min: Option<RawNumber>,
+    /// CA `CCTI_Timer`: spec units of 1.024 us (a whole number) or a duration.
+    pub ccti_timer: Option<RawQuantity>,
 }
 
 /// One `[[fabric.classes]]` entry as written.

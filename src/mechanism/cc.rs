@@ -244,6 +244,10 @@ pub enum CongestionControl {
     /// HPCC window and rate control, answering the link utilization the
     /// switches stamp into every data packet (Li et al., SIGCOMM 2019).
     Hpcc(HpccParams),
+    /// InfiniBand congestion control (IBA vol. 1 Annex A10): switches mark
+    /// FECN, the destination returns a BECN, the source raises its CCTI and
+    /// spaces its packets by the Congestion Control Table's delay.
+    Ib(IbCcParams),
 }
 
 /// HPCC's constants (Li et al., "HPCC: High Precision Congestion Control",
@@ -308,6 +312,107 @@ impl HpccParams {
             Some((
                 "base_rtt",
                 "a positive round trip up to 1 s, such as \"10us\"",
+            ))
+        } else {
+            None
+        }
+    }
+}
+
+/// InfiniBand congestion control's constants (IBA vol. 1 Annex A10: the
+/// switch's SwitchCongestionSetting, the channel adapter's
+/// CACongestionSetting and its Congestion Control Table), names as in the
+/// spec and OpenSM's `cc_sw_cong_setting_*` / `cc_ca_cong_setting_*` options.
+///
+/// The **Congestion Control Table** is linear: entry `i` is (shift 0,
+/// multiplier `i`), an injection rate delay (IRD) of `i` packet times, so a
+/// queue pair at CCTI `i` starts a packet at most every `(1 + i)` serialization
+/// times of it at its NIC's line rate: 1/(1 + i) of the line rate. This is the
+/// inter-packet delay in packet times of the proposal the annex grew from
+/// (Santos, Turner, Janakiraman, "End-to-end congestion control for
+/// InfiniBand", INFOCOM 2003) with the linear table the Simula studies of
+/// IB CC hardware start from (Gran et al., IPDPS 2010).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IbCcParams {
+    /// A switch port's lane is congested when more than this many bytes stay
+    /// queued behind the packet it sends; `u64::MAX` (threshold level 0): never.
+    pub threshold: u64,
+    /// `Marking_Rate`: a congested port marks one in every N + 1 eligible packets.
+    pub marking_rate: u32,
+    /// `Packet_Size`: packets smaller than this are not marked, wire bytes.
+    pub packet_size: u64,
+    /// `CCTI_Increase`: CCTI steps per BECN.
+    pub ccti_increase: u32,
+    /// `CCTI_Limit`: the largest CCTI (the table's last entry).
+    pub ccti_limit: u32,
+    /// `CCTI_Min`: the smallest CCTI the timer decays to.
+    pub ccti_min: u32,
+    /// `CCTI_Timer`: one CCTI step back each period while above `ccti_min`, ps.
+    pub ccti_timer: SimTime,
+}
+
+impl IbCcParams {
+    /// Largest `CCTI_Limit`: a table of at most 128 × 64 entries (the spec's
+    /// CCTI is 14 bits wide; OpenSM fills up to 64 blocks of 64).
+    pub const MAX_CCTI: u32 = 16383;
+
+    /// Queue threshold, bytes, of spec level `level` (0–15) on a port of
+    /// `buffer` bytes per lane: 0 never marks; level `t` marks above
+    /// `buffer × (16 − t) / 16`, so 15 (the most aggressive) marks above a
+    /// sixteenth of the buffer and 1 above fifteen sixteenths. The spec
+    /// leaves the mapping to the switch; a linear one over the buffer keeps
+    /// the scale's order and endpoints.
+    pub fn threshold_for_level(level: u8, buffer: u64) -> u64 {
+        if level == 0 {
+            u64::MAX
+        } else {
+            buffer / 16 * (16 - u64::from(level.min(15)))
+        }
+    }
+
+    /// The defaults ([`super::defaults`]) on ports of `buffer` bytes per lane.
+    pub fn for_buffer(buffer: u64) -> IbCcParams {
+        use super::defaults as d;
+        IbCcParams {
+            threshold: IbCcParams::threshold_for_level(d::IB_CC_THRESHOLD_LEVEL, buffer),
+            marking_rate: d::IB_CC_MARKING_RATE,
+            packet_size: d::IB_CC_PACKET_SIZE,
+            ccti_increase: d::IB_CC_CCTI_INCREASE,
+            ccti_limit: d::IB_CC_CCTI_LIMIT,
+            ccti_min: d::IB_CC_CCTI_MIN,
+            ccti_timer: SimTime(d::IB_CC_CCTI_TIMER_UNITS * d::IB_CC_TIMER_UNIT_PS),
+        }
+    }
+
+    /// Injection rate delay of table entry `ccti`, in packet times (the
+    /// linear table: entry `i` is `i`).
+    #[inline]
+    pub fn ird(&self, ccti: u32) -> u64 {
+        u64::from(ccti)
+    }
+
+    /// Whether every constant is usable; the first one that is not (its key
+    /// under `fabric.ib_cc`), what was found and the rule it breaks.
+    pub fn problem(&self) -> Option<(&'static str, String, &'static str)> {
+        if self.ccti_limit > IbCcParams::MAX_CCTI {
+            Some((
+                "ccti_limit",
+                self.ccti_limit.to_string(),
+                "a table index of at most 16383 (the spec's 14-bit CCTI), such as 127",
+            ))
+        } else if self.ccti_min > self.ccti_limit {
+            Some(("ccti_min", self.ccti_min.to_string(), "at most ccti_limit"))
+        } else if self.ccti_increase == 0 || self.ccti_increase > IbCcParams::MAX_CCTI {
+            Some((
+                "ccti_increase",
+                self.ccti_increase.to_string(),
+                "a positive step of at most 16383, such as 1",
+            ))
+        } else if self.ccti_timer.0 == 0 {
+            Some((
+                "ccti_timer",
+                "0".into(),
+                "a positive period: spec units of 1.024 us (1 to 65535) or a duration such as \"10us\"",
             ))
         } else {
             None
@@ -417,6 +522,10 @@ impl CongestionControl {
                     Err(("cc.dctcp_g", format!("a gain in (0, 1], found {g}")))
                 }
             }
+            CongestionControl::Ib(p) => match p.problem() {
+                Some((key, found, rule)) => Err(("cc.ib", format!("{key}: {rule}, found {found}"))),
+                None => Ok(()),
+            },
             CongestionControl::Swift(p) => match p.problem() {
                 Some((key, rule)) => Err(("cc.swift", format!("{key}: {rule}"))),
                 None => Ok(()),

@@ -150,3 +150,44 @@ pub const DCQCN_PROFILE: DcqcnProfile = DcqcnProfile::Mellanox;
 /// Where switches mark ECN: at dequeue, so a mark reports the queue as it is
 /// when the packet leaves, not as it was when it joined ([`EcnMarkAt`]).
 pub const ECN_MARK_AT: EcnMarkAt = EcnMarkAt::Dequeue;
+
+/// InfiniBand CC switch threshold on the spec's 0–15 scale (IBA vol. 1 Annex
+/// A10, SwitchCongestionSetting `Threshold`: 0 marks nothing, 15 is the most
+/// aggressive; OpenSM's `cc_sw_cong_setting_threshold`, described there as
+/// "0x0 - none, 0x1 - loose, ..., 0xF - aggressive"). The spec leaves the
+/// queue depth of each level to the switch; 8 maps to half the port's buffer
+/// ([`IbCcParams::threshold_for_level`](super::cc::IbCcParams::threshold_for_level)).
+/// Chosen by measurement, not taken from a source: on the 16:1 hot spot of
+/// `examples/incast-infiniband-cc.toml` (32 KiB per port and lane at 400G),
+/// level 15 (buffer/16, under one 4 KiB packet) lets the hot port's queue run
+/// empty between BECN waves and its link idles (makespan 1.536 ms against
+/// 1.429 without CC, ccti_timer 2), while level 8 keeps a few packets queued
+/// (1.514 ms) and still frees the victim (see tests/ib_cc.rs). Gran et al.
+/// (IPDPS 2010) and the LLNL OpenSM study tune the threshold per fabric.
+pub const IB_CC_THRESHOLD_LEVEL: u8 = 8;
+/// InfiniBand CC `Marking_Rate`: a congested port marks one in every N + 1
+/// eligible packets; 0 marks each one (OpenSM: "mean number of packets
+/// between markings").
+pub const IB_CC_MARKING_RATE: u32 = 0;
+/// InfiniBand CC `Packet_Size`: packets smaller than this are not marked,
+/// bytes (the spec counts 64-byte credits; OpenSM's default is 0: every size).
+pub const IB_CC_PACKET_SIZE: u64 = 0;
+/// InfiniBand CC `CCTI_Increase`: CCTI steps per BECN (OpenSM examples and the
+/// LLNL tuning study both use 1).
+pub const IB_CC_CCTI_INCREASE: u32 = 1;
+/// InfiniBand CC `CCTI_Limit`: the largest CCTI, the last entry of a
+/// 128-entry Congestion Control Table (the size OpenSM's generated tables
+/// and the LLNL study's tables have).
+pub const IB_CC_CCTI_LIMIT: u32 = 127;
+/// InfiniBand CC `CCTI_Min`: the smallest CCTI (0: full rate when idle).
+pub const IB_CC_CCTI_MIN: u32 = 0;
+/// InfiniBand CC `CCTI_Timer`, in the spec's units of 1.024 µs: one CCTI step
+/// back every 2 units (2.048 µs). The spec leaves the value to the subnet
+/// manager and the studies tune it per fabric (the LLNL OpenSM study sweeps
+/// 2–8192); 2 is the shortest that sweep tried, ~25 packet times at 400 Gb/s.
+/// Measured on `examples/incast-infiniband-cc.toml` (threshold level 8): 2
+/// units keep the hot spot's link 94% busy, 5 units free the victim as well
+/// but cost 16% of the hot spot's throughput (1.750 ms against 1.514).
+pub const IB_CC_CCTI_TIMER_UNITS: u64 = 2;
+/// The spec's unit of `CCTI_Timer`: 1.024 µs, in ps.
+pub const IB_CC_TIMER_UNIT_PS: u64 = 1_024_000;

@@ -221,6 +221,12 @@ impl Accumulated {
             timeouts
         );
         f.max_queue_bytes = f.max_queue_bytes.max(o.max_queue_bytes);
+        // InfiniBand CC's counts: modelled if any part of the run ran it
+        for (mine, theirs) in [(&mut f.fecn_marks, o.fecn_marks), (&mut f.becns, o.becns)] {
+            if let Some(v) = theirs {
+                *mine = Some(mine.unwrap_or(0).saturating_add(v));
+            }
+        }
         f.pfc.merge(&o.pfc);
         f.lanes.add(&o.lanes);
         match (&mut f.trimmed, &o.trimmed) {

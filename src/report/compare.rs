@@ -169,6 +169,9 @@ pub fn table(reports: &[Report], labels: &[String]) -> String {
     );
     line("drops", &|r| r.fabric.drops.map(|v| v as f64), 0);
     line("ECN marks", &|r| r.fabric.ecn_marks.map(|v| v as f64), 0);
+    // InfiniBand CC's: a row only when some run ran it
+    line("FECN marks", &|r| r.fabric.fecn_marks.map(|v| v as f64), 0);
+    line("BECNs", &|r| r.fabric.becns.map(|v| v as f64), 0);
     line(
         "PFC pauses",
         &|r| r.fabric.pfc_pause_frames.map(|v| v as f64),

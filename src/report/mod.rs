@@ -160,6 +160,12 @@ pub struct FabricReport {
     /// Payload bytes trimming cut (resent by the transport, not dropped);
     /// as `packets_trimmed`.
     pub bytes_trimmed: Option<u64>,
+    /// InfiniBand congestion control: data packets switches marked FECN;
+    /// packet level with `cc = "ib"` only (`null` elsewhere, any fabric).
+    pub fecn_marks: Option<u64>,
+    /// InfiniBand congestion control: BECNs destinations returned; packet
+    /// level with `cc = "ib"` only (`null` elsewhere, any fabric).
+    pub becns: Option<u64>,
 }
 
 impl FabricReport {
@@ -182,6 +188,9 @@ impl FabricReport {
             timeouts: m(Counter::Timeouts, c.timeouts),
             packets_trimmed: c.trimmed.map(|t| t.packets),
             bytes_trimmed: c.trimmed.map(|t| t.payload_bytes),
+            // modelled by the run's law, not by the fidelity alone
+            fecn_marks: c.fecn_marks.filter(|_| fidelity == Fidelity::Packet),
+            becns: c.becns.filter(|_| fidelity == Fidelity::Packet),
         }
     }
 }

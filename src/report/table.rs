@@ -209,8 +209,13 @@ pub fn fabric_line(c: &FabricReport) -> String {
         (Some(n), Some(b)) => format!(", {n} trimmed ({} cut)", format_bytes(b)),
         _ => String::new(),
     };
+    // InfiniBand CC's counts only where the run ran it (JSON keeps the keys)
+    let ib_cc = match (c.fecn_marks, c.becns) {
+        (Some(f), Some(b)) => format!(", {f} FECN marks, {b} BECNs"),
+        _ => String::new(),
+    };
     format!(
-        "# fabric: {} delivered, {} drops{corrupted}{trimmed}, {} ECN marks, {} CNPs, {} PFC pauses, {} retransmitted, max queue {}\n",
+        "# fabric: {} delivered, {} drops{corrupted}{trimmed}, {} ECN marks, {} CNPs{ib_cc}, {} PFC pauses, {} retransmitted, max queue {}\n",
         format_bytes(c.bytes_delivered),
         or_na(c.drops),
         or_na(c.ecn_marks),

@@ -15,7 +15,7 @@ use super::nic::QueuePairs;
 use super::slab::{prefetch, Slab, NONE};
 use super::stats::{Counters, PacketStats, Sampler};
 use super::switch::{Flowlets, Port, Ports, RouteCache, NEVER};
-use super::{FlowControl, PacketConfig, PacketError, Routing};
+use super::{CongestionControl, FlowControl, PacketConfig, PacketError, Routing};
 use crate::backend::{
     LinkCounters, ProgressHook, ProgressTick, QpCounters, RunOutput, PROGRESS_EVERY,
 };
@@ -124,8 +124,9 @@ impl<'a> Sim<'a> {
                 p.pfc = net && matches!(cfg.flow_control, FlowControl::Pfc { .. });
                 // Switches mark; a NIC's own uplink queue (fed faster over
                 // PCIe than it drains) is the host's, not congestion.
+                // InfiniBand CC's FECN marking uses the same flag.
                 p.ecn = net
-                    && cfg.ecn.is_some()
+                    && (cfg.ecn.is_some() || matches!(cfg.cc, CongestionControl::Ib(_)))
                     && matches!(topo.nodes[l.from.0 as usize].kind, NodeKind::Switch { .. });
                 p
             })
@@ -180,7 +181,7 @@ impl<'a> Sim<'a> {
             batch: Vec::new(),
             done_at: vec![SimTime::ZERO; n_tasks],
             last_done: 0,
-            counters: Counters::default(),
+            counters: Counters::for_law(&cfg.cc),
             sampler: Sampler::new(nl, cfg.sample_interval.0, cfg.series_max_samples),
             events: 0,
             last_tx: 0,

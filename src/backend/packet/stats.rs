@@ -396,6 +396,17 @@ impl Default for Counters {
 }
 
 impl Counters {
+    /// Counters for a run under `law`: InfiniBand CC's FECN and BECN counts
+    /// start at zero only when the run runs it (else they stay unmodelled).
+    pub fn for_law(law: &super::CongestionControl) -> Counters {
+        let mut c = Counters::default();
+        if matches!(law, super::CongestionControl::Ib(_)) {
+            c.fabric.fecn_marks = Some(0);
+            c.fabric.becns = Some(0);
+        }
+        c
+    }
+
     /// A transfer from a GPU to itself: sent and delivered, no packet.
     pub fn local_transfer(&mut self, bytes: u64) {
         self.fabric.bytes_sent += bytes;
@@ -439,10 +450,21 @@ impl Counters {
     pub fn ctrl_received(&mut self) {
         self.stats.ctrl_received += 1;
     }
-    /// A receiver decided to send a CNP.
+    /// A receiver decided to send a CNP (under InfiniBand CC, a BECN).
     #[inline]
     pub fn cnp(&mut self) {
         self.fabric.cnps += 1;
+        if let Some(b) = &mut self.fabric.becns {
+            *b += 1;
+        }
+    }
+    /// A switch set FECN on a data packet (InfiniBand CC) at `now`.
+    #[inline]
+    pub fn fecn_mark(&mut self, now: u64) {
+        if let Some(n) = &mut self.fabric.fecn_marks {
+            *n += 1;
+        }
+        self.stats.first_ecn_mark_ps = self.stats.first_ecn_mark_ps.min(now);
     }
     /// DCQCN cut a sender's rate at `now`.
     #[inline]

@@ -19,7 +19,7 @@ use super::slab::{
     PktKind, F_CORRUPT, F_ECN, F_LOSSY_HELD, F_PFC_HELD, F_TRIMMED, F_VL_RAISED, NONE,
 };
 use super::stats::DropCause;
-use super::{EcnMarkAt, LinkEventKind, Routing};
+use super::{CongestionControl, EcnMarkAt, LinkEventKind, Routing};
 use crate::topology::{mix64, DragonflyRouting, GpuId, Link, LinkId, NodeId, NodeKind, Topology};
 use crate::units::{Rate, SimTime};
 
@@ -112,6 +112,9 @@ pub struct Port {
     /// HPCC's in-band telemetry: this egress's utilization estimate (kept
     /// only when the run's law is HPCC, see `Sim::int_t`).
     pub int: IntPort,
+    /// InfiniBand CC: eligible packets since this port last set FECN (its
+    /// `Marking_Rate` count).
+    pub fecn_since: u32,
 }
 
 impl Port {
@@ -138,6 +141,7 @@ impl Port {
             paused_ps: 0,
             ecn_marks: 0,
             int: IntPort::default(),
+            fecn_since: 0,
             ber: 0.0,
             busy: false,
             sent_task: NONE,
@@ -679,13 +683,16 @@ impl Sim<'_> {
         let vls = self.vls;
         // ECN at dequeue: judged by the queue this packet leaves behind (the
         // caller popped it), so the mark reports the queue as it is now.
-        if self.ports[p].ecn
-            && self.cfg.ecn_mark_at == EcnMarkAt::Dequeue
-            && self.pkts[pkt].kind == PktKind::Data
-        {
+        // InfiniBand CC's FECN likewise, always at dequeue.
+        if self.ports[p].ecn && self.pkts[pkt].kind == PktKind::Data {
             let vl = self.pkts[pkt].vl;
             let q = self.ports.queued_bytes(p.lane(vl, vls));
-            self.ecn_mark(p, pkt, vl, q);
+            let cfg = self.cfg;
+            if let CongestionControl::Ib(ib) = &cfg.cc {
+                self.fecn_mark(p, pkt, q, ib);
+            } else if self.cfg.ecn_mark_at == EcnMarkAt::Dequeue {
+                self.ecn_mark(p, pkt, vl, q);
+            }
         }
         let (wire, vl, in_link, flags) = {
             let k = &self.pkts[pkt];
@@ -940,6 +947,44 @@ impl Sim<'_> {
                 self.counters.ecn_mark(self.now);
             }
         }
+    }
+
+    /// InfiniBand CC at switch port `p` sending data packet `pkt` with `q`
+    /// bytes left in its lane (IBA vol. 1 Annex A10): the port is congested
+    /// above `threshold`, and marks FECN only as the root of the congestion,
+    /// a port with credits to send: it did not wait for credits for this
+    /// packet (`stall_since` unset) and holds credits for the next one too. A
+    /// port that waits for credits, or sends as fast as they trickle back one
+    /// packet at a time, is a victim of congestion downstream and does not
+    /// mark (the spec's `Victim_Mask` clear). It marks one in every
+    /// `marking_rate + 1` eligible packets of at least `packet_size` bytes.
+    #[inline]
+    fn fecn_mark(&mut self, p: PortId, pkt: PktIdx, q: u64, ib: &super::cc::IbCcParams) {
+        let wire = self.pkts[pkt].wire;
+        if q <= ib.threshold || u64::from(wire) < ib.packet_size {
+            return;
+        }
+        let port = &self.ports[p];
+        if port.stall_since != NEVER {
+            return;
+        }
+        if port.credit_fc {
+            // credits for this packet but not for the next one: the port
+            // sends as fast as credits trickle back, a victim
+            let vl = self.pkts[pkt].vl;
+            let need = 2 * self.blk(wire);
+            if !self.has_credits(p, p.lane(vl, self.vls), need) {
+                return;
+            }
+        }
+        let port = &mut self.ports[p];
+        if port.fecn_since < ib.marking_rate {
+            port.fecn_since += 1;
+            return;
+        }
+        port.fecn_since = 0;
+        self.pkts[pkt].flags |= F_ECN;
+        self.counters.fecn_mark(self.now);
     }
 
     /// Appends `pkt` to lane `vl` of port `out` and kicks the port.

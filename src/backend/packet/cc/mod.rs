@@ -1,6 +1,7 @@
 //! Congestion signals and control: ECN marking, and the laws a queue pair
 //! runs (none, DCQCN in [`dcqcn`](DcqcnState), DCTCP in [`dctcp`](DctcpState),
-//! Swift in [`swift`](SwiftState), HPCC in [`hpcc`](HpccState)).
+//! Swift in [`swift`](SwiftState), HPCC in [`hpcc`](HpccState), InfiniBand CC in
+//! [`ib`](IbCcState)).
 //!
 //! **ECN** ([`Ecn`]): when a data packet leaves an egress queue of a switch
 //! port with `q` bytes still queued behind it (at dequeue, the default; or
@@ -32,7 +33,7 @@
 //! * [`CcLaw::on_ce`] / [`CcLaw::take_ce_echo`]: the receiver got a CE-marked
 //!   data packet / builds an ACK that echoes the marks.
 //!
-//! A new law (HPCC, TIMELY, InfiniBand CC) is a file here with its state
+//! A new law (HPCC, TIMELY) is a file here with its state
 //! and `impl CcLaw`, an arm in [`CcState`] and in the `with_law!` table below,
 //! and its parameters as an arm of [`CongestionControl`] in
 //! [`crate::mechanism::cc`]. Signals a law needs that packets do not carry yet
@@ -42,15 +43,17 @@
 mod dcqcn;
 mod dctcp;
 mod hpcc;
+mod ib;
 mod none;
 mod swift;
 
 pub use crate::mechanism::cc::{
-    CongestionControl, DcqcnParams, Ecn, EcnMarkAt, HpccParams, SwiftParams,
+    CongestionControl, DcqcnParams, Ecn, EcnMarkAt, HpccParams, IbCcParams, SwiftParams,
 };
 pub use dcqcn::DcqcnState;
 pub use dctcp::DctcpState;
 pub use hpcc::{int_stamp, int_update, HpccState, IntPort, U_ONE};
+pub use ib::IbCcState;
 pub use none::NoCc;
 pub use swift::SwiftState;
 
@@ -188,6 +191,8 @@ pub enum CcState {
     Swift(SwiftState),
     /// [`CongestionControl::Hpcc`].
     Hpcc(HpccState),
+    /// [`CongestionControl::Ib`].
+    Ib(IbCcState),
 }
 
 /// Runs `$body` with `$s` bound to the law's state and `$p` to its parameters;
@@ -204,6 +209,7 @@ macro_rules! with_law {
             (CcState::Dctcp($s), CongestionControl::Dctcp { g: $p }) => $body,
             (CcState::Swift($s), CongestionControl::Swift($p)) => $body,
             (CcState::Hpcc($s), CongestionControl::Hpcc($p)) => $body,
+            (CcState::Ib($s), CongestionControl::Ib($p)) => $body,
             #[allow(unreachable_patterns)]
             _ => $none,
         }
@@ -219,6 +225,7 @@ impl CcState {
             CongestionControl::Dctcp { g } => CcState::Dctcp(<DctcpState as CcLaw>::new(g, start)),
             CongestionControl::Swift(p) => CcState::Swift(<SwiftState as CcLaw>::new(p, start)),
             CongestionControl::Hpcc(p) => CcState::Hpcc(<HpccState as CcLaw>::new(p, start)),
+            CongestionControl::Ib(p) => CcState::Ib(<IbCcState as CcLaw>::new(p, start)),
         }
     }
 
@@ -231,6 +238,7 @@ impl CcState {
             CongestionControl::Dctcp { .. } => DctcpState::ACK_EVERY,
             CongestionControl::Swift(_) => SwiftState::ACK_EVERY,
             CongestionControl::Hpcc(_) => HpccState::ACK_EVERY,
+            CongestionControl::Ib(_) => IbCcState::ACK_EVERY,
         };
         own.unwrap_or(configured)
     }
@@ -250,6 +258,7 @@ impl CcState {
             CcState::Dctcp(s) => CcLaw::next_tx(s),
             CcState::Swift(s) => CcLaw::next_tx(s),
             CcState::Hpcc(s) => CcLaw::next_tx(s),
+            CcState::Ib(s) => CcLaw::next_tx(s),
         }
     }
 
@@ -285,6 +294,7 @@ impl CcState {
             CcState::Dctcp(s) => CcLaw::next_timer(s),
             CcState::Swift(s) => CcLaw::next_timer(s),
             CcState::Hpcc(s) => CcLaw::next_timer(s),
+            CcState::Ib(s) => CcLaw::next_timer(s),
         }
     }
 
@@ -309,6 +319,7 @@ impl CcState {
             CcState::Dctcp(s) => CcLaw::take_ce_echo(s),
             CcState::Swift(s) => CcLaw::take_ce_echo(s),
             CcState::Hpcc(s) => CcLaw::take_ce_echo(s),
+            CcState::Ib(s) => CcLaw::take_ce_echo(s),
         }
     }
 
@@ -341,6 +352,7 @@ impl CcState {
             CcState::Dctcp(s) => CcLaw::window(s),
             CcState::Swift(s) => CcLaw::window(s),
             CcState::Hpcc(s) => CcLaw::window(s),
+            CcState::Ib(s) => CcLaw::window(s),
         }
     }
 }

@@ -960,7 +960,6 @@ pub fn packet_config_used(
         "fabric.routing",
         "fabric.window",
         "fabric.ack_every",
-        "fabric.rto",
         "fabric.transport",
         "fabric.ecn",
         "fabric.cc",
@@ -1058,6 +1057,26 @@ pub fn packet_config_used(
     }
     usage.read("fabric.loss_recovery");
     usage.read_if(
+        "fabric.rto",
+        p.loss_recovery != crate::mechanism::LossRecovery::Tcp,
+        || "TCP's loss recovery (fabric.loss_recovery = \"tcp\", the default of transport = \"tcp\") computes its timeout as RFC 6298 says, between fabric.tcp_min_rto and fabric.tcp_max_rto".into(),
+    );
+    for key in ["fabric.tcp_min_rto", "fabric.tcp_max_rto"] {
+        usage.read_if(
+            key,
+            p.loss_recovery == crate::mechanism::LossRecovery::Tcp,
+            || "the loss recovery is not TCP's (fabric.loss_recovery = \"tcp\", the default of transport = \"tcp\"): the other laws run a fixed fabric.rto".into(),
+        );
+    }
+    usage.read_if(
+        "fabric.tcp_initial_window",
+        matches!(
+            p.cc,
+            CongestionControl::NewReno { .. } | CongestionControl::Cubic { .. }
+        ),
+        || "the congestion control is not NewReno or CUBIC (fabric.cc)".into(),
+    );
+    usage.read_if(
         "fabric.rto_low",
         p.loss_recovery == crate::mechanism::LossRecovery::SelectiveRepeat,
         || "the loss recovery is not selective repeat (fabric.loss_recovery): its RTO_low has no other use".into(),
@@ -1123,6 +1142,8 @@ pub fn packet_config_used(
         flowlet_gap: p.flowlet_gap,
         loss_recovery: p.loss_recovery,
         rto_low: p.rto_low,
+        tcp_min_rto: p.tcp_min_rto,
+        tcp_max_rto: p.tcp_max_rto,
         trimming: p.trimming,
         host_path: if s.gpu_direct {
             HostPath::GpuDirect

@@ -241,6 +241,19 @@ pub enum CongestionControl {
     /// Swift delay-based window control, answering the round-trip time each
     /// ACK measures (Kumar et al., SIGCOMM 2020).
     Swift(SwiftParams),
+    /// TCP NewReno (RFC 5681, RFC 6582): slow start, congestion avoidance,
+    /// fast retransmit and fast recovery on the loss recovery's duplicate ACKs.
+    NewReno {
+        /// First congestion window, segments (RFC 6928: 10). Default
+        /// [`super::defaults::TCP_INITIAL_WINDOW`].
+        initial_window: u32,
+    },
+    /// TCP CUBIC (RFC 9438, C = 0.4, β = 0.7), on NewReno's recovery.
+    Cubic {
+        /// First congestion window, segments. Default
+        /// [`super::defaults::TCP_INITIAL_WINDOW`].
+        initial_window: u32,
+    },
 }
 
 /// Swift's constants (Kumar et al., "Swift: Delay is Simple and Effective for
@@ -338,6 +351,17 @@ impl CongestionControl {
     pub(crate) fn check(&self) -> Result<(), (&'static str, String)> {
         match *self {
             CongestionControl::None => Ok(()),
+            CongestionControl::NewReno { initial_window }
+            | CongestionControl::Cubic { initial_window } => {
+                if (1..=1_000_000).contains(&initial_window) {
+                    Ok(())
+                } else {
+                    Err((
+                        "cc.tcp_initial_window",
+                        format!("1 to 1000000 segments, found {initial_window}"),
+                    ))
+                }
+            }
             CongestionControl::Dctcp { g } => {
                 if gain_in_range(g) {
                     Ok(())

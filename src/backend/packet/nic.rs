@@ -46,7 +46,8 @@ use std::collections::HashMap;
 use super::engine::Event;
 use super::ids::{IdVec, PktIdx, PortId, QpId};
 use super::recovery::{
-    Feedback, GoBack0, GoBackN, Recovery, RxVerdict, SelectiveRepeat, SendSeq, TimerEffect,
+    Feedback, GoBack0, GoBackN, Recovery, RxVerdict, SelectiveRepeat, SendSeq, TcpRecovery,
+    TimerEffect,
 };
 use super::sim::Sim;
 use super::slab::{Packet, PktKind, F_ECN, F_SACK, F_TRIMMED, NONE};
@@ -260,6 +261,7 @@ impl Sim<'_> {
         self.topo
             .next_hops(self.topo.gpus[dst as usize].node, GpuId(src), &mut hops);
         let ack_port = PortId::from(*hops.first().ok_or(unreachable)?);
+        let base_rtt = self.base_rtt(src, dst);
         let qpi =
             self.qps.pairs.push(Qp {
                 src,
@@ -288,6 +290,12 @@ impl Sim<'_> {
                     LossRecovery::GoBack0 => {
                         Recovery::GoBack0(GoBack0::new(self.window_pkts, self.ooo))
                     }
+                    LossRecovery::Tcp => Recovery::Tcp(TcpRecovery::new(
+                        self.window_pkts,
+                        base_rtt,
+                        self.cfg.tcp_min_rto.0,
+                        self.cfg.tcp_max_rto.0,
+                    )),
                 },
                 wnd: self.window_pkts,
                 cc_on: false,
@@ -304,7 +312,6 @@ impl Sim<'_> {
             .map(|n| self.topo.links[n.uplink.0 as usize].rate)
             .unwrap_or(self.topo.links[port.idx()].rate);
         let now = self.now;
-        let base_rtt = self.base_rtt(src, dst);
         let qpair = qp;
         let qp = &mut self.qps.pairs[qpi];
         qp.cc_on = cc_on;
@@ -551,8 +558,18 @@ impl Sim<'_> {
         let qp = &mut self.qps.pairs[qpi];
         qp.cc.on_data(k.hash);
         let epsn_before = qp.rec.expected();
+        let mut ack_now = false;
         let accepted = match qp.rec.on_data(k.psn) {
             RxVerdict::Accepted => true,
+            RxVerdict::AcceptedAck => {
+                ack_now = true;
+                true
+            }
+            RxVerdict::DuplicateAck => {
+                self.counters.data_duplicate();
+                ack_now = true;
+                false
+            }
             RxVerdict::AcceptedNack => {
                 // IRN: every out-of-order arrival is NACKed with the
                 // cumulative ACK and its own PSN (which it acknowledges)
@@ -611,7 +628,7 @@ impl Sim<'_> {
         // sender may be stopped by its window on exactly those PSNs, and no
         // further packet would come to trigger a coalesced ACK.
         let filled_gap = qp.rec.expected() > epsn_before + 1;
-        if completed || filled_gap || qp.since_ack >= every {
+        if completed || filled_gap || ack_now || qp.since_ack >= every {
             qp.since_ack = 0;
             let e = qp.rec.expected();
             let ce = qp.cc.take_ce_echo();
@@ -629,6 +646,13 @@ impl Sim<'_> {
             Some(Feedback::Trimmed(p)) => {
                 let e = qp.rec.expected();
                 self.send_ctrl(k.qp, PktKind::Nack, e, p, F_TRIMMED);
+            }
+            Some(Feedback::Ack) => {
+                // TCP: a duplicate ACK
+                let e = qp.rec.expected();
+                let ce = qp.cc.take_ce_echo();
+                qp.since_ack = 0;
+                self.send_ctrl(k.qp, PktKind::Ack, e, ce, 0);
             }
             Some(_) => {
                 let e = qp.rec.expected();
@@ -701,18 +725,27 @@ impl Sim<'_> {
         let rto = self.cfg.rto.0;
         let max_w = self.window_pkts;
         let qp = &mut self.qps.pairs[i];
+        let mut info = AckInfo {
+            now,
+            newly_acked: a.saturating_sub(qp.seq.una),
+            ce,
+            // a selective or trimmed NACK's field holds a PSN, not an echo
+            echo: matches!(fb, Feedback::Ack | Feedback::Nack).then_some(ce),
+            una: a.max(qp.seq.una),
+            nxt: qp.seq.nxt,
+            nack,
+            max_pkts: max_w,
+            dupack: false,
+            loss: false,
+            in_recovery: false,
+        };
+        // the law sees the sequence space as it was before the ACK, and what
+        // the recovery made of it (TCP's duplicate ACKs and fast recovery)
+        let mut e = qp.rec.on_ack(&mut qp.seq, a, fb, now, rto);
         if qp.cc_on {
-            let info = AckInfo {
-                now,
-                newly_acked: a.saturating_sub(qp.seq.una),
-                ce,
-                // a selective or trimmed NACK's field holds a PSN, not an echo
-                echo: matches!(fb, Feedback::Ack | Feedback::Nack).then_some(ce),
-                una: a.max(qp.seq.una),
-                nxt: qp.seq.nxt,
-                nack,
-                max_pkts: max_w,
-            };
+            info.dupack = e.dupack;
+            info.loss = e.loss;
+            info.in_recovery = e.in_recovery;
             let r = qp.cc.on_ack(&self.cfg.cc, &info);
             if let Some(w) = r.window {
                 qp.wnd = w;
@@ -722,7 +755,6 @@ impl Sim<'_> {
             }
         }
         let qp = &mut self.qps.pairs[i];
-        let mut e = qp.rec.on_ack(&mut qp.seq, a, fb, now, rto);
         if e.advanced {
             while (qp.una_cursor as usize) < qp.msgs.len()
                 && self.qps.msgs[qp.msgs[qp.una_cursor as usize] as usize].end() <= a

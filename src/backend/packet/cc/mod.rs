@@ -1,6 +1,7 @@
 //! Congestion signals and control: ECN marking, and the laws a queue pair
 //! runs (none, DCQCN in [`dcqcn`](DcqcnState), DCTCP in [`dctcp`](DctcpState),
-//! Swift in [`swift`](SwiftState)).
+//! Swift in [`swift`](SwiftState), TCP NewReno in [`newreno`](NewRenoState)
+//! and CUBIC in [`cubic`](CubicState)).
 //!
 //! **ECN** ([`Ecn`]): when a data packet leaves an egress queue of a switch
 //! port with `q` bytes still queued behind it (at dequeue, the default; or
@@ -39,14 +40,18 @@
 //! (a send timestamp for RTT, INT records) go into [`AckInfo`] and the packet
 //! record.
 
+mod cubic;
 mod dcqcn;
 mod dctcp;
+mod newreno;
 mod none;
 mod swift;
 
 pub use crate::mechanism::cc::{CongestionControl, DcqcnParams, Ecn, EcnMarkAt, SwiftParams};
+pub use cubic::CubicState;
 pub use dcqcn::DcqcnState;
 pub use dctcp::DctcpState;
+pub use newreno::{LossWindow, NewRenoState, Step, NEWRENO_BETA};
 pub use none::NoCc;
 pub use swift::SwiftState;
 
@@ -87,6 +92,13 @@ pub struct AckInfo {
     pub nack: bool,
     /// Largest window the NIC allows, packets.
     pub max_pkts: u32,
+    /// A duplicate ACK (TCP's loss recovery: nothing new acknowledged while
+    /// data is outstanding).
+    pub dupack: bool,
+    /// This ACK started a fast retransmit (TCP: the third duplicate ACK).
+    pub loss: bool,
+    /// The sender is in fast recovery once this ACK is applied (TCP).
+    pub in_recovery: bool,
 }
 
 /// How the law answered an ACK.
@@ -182,6 +194,10 @@ pub enum CcState {
     Dctcp(DctcpState),
     /// [`CongestionControl::Swift`].
     Swift(SwiftState),
+    /// [`CongestionControl::NewReno`].
+    NewReno(NewRenoState),
+    /// [`CongestionControl::Cubic`].
+    Cubic(CubicState),
 }
 
 /// Runs `$body` with `$s` bound to the law's state and `$p` to its parameters;
@@ -197,6 +213,8 @@ macro_rules! with_law {
             (CcState::Dcqcn($s), CongestionControl::Dcqcn($p)) => $body,
             (CcState::Dctcp($s), CongestionControl::Dctcp { g: $p }) => $body,
             (CcState::Swift($s), CongestionControl::Swift($p)) => $body,
+            (CcState::NewReno($s), CongestionControl::NewReno { initial_window: $p }) => $body,
+            (CcState::Cubic($s), CongestionControl::Cubic { initial_window: $p }) => $body,
             #[allow(unreachable_patterns)]
             _ => $none,
         }
@@ -211,6 +229,12 @@ impl CcState {
             CongestionControl::Dcqcn(p) => CcState::Dcqcn(<DcqcnState as CcLaw>::new(p, start)),
             CongestionControl::Dctcp { g } => CcState::Dctcp(<DctcpState as CcLaw>::new(g, start)),
             CongestionControl::Swift(p) => CcState::Swift(<SwiftState as CcLaw>::new(p, start)),
+            CongestionControl::NewReno { initial_window } => {
+                CcState::NewReno(<NewRenoState as CcLaw>::new(initial_window, start))
+            }
+            CongestionControl::Cubic { initial_window } => {
+                CcState::Cubic(<CubicState as CcLaw>::new(initial_window, start))
+            }
         }
     }
 
@@ -222,6 +246,8 @@ impl CcState {
             CongestionControl::Dcqcn(_) => DcqcnState::ACK_EVERY,
             CongestionControl::Dctcp { .. } => DctcpState::ACK_EVERY,
             CongestionControl::Swift(_) => SwiftState::ACK_EVERY,
+            CongestionControl::NewReno { .. } => NewRenoState::ACK_EVERY,
+            CongestionControl::Cubic { .. } => CubicState::ACK_EVERY,
         };
         own.unwrap_or(configured)
     }
@@ -240,6 +266,8 @@ impl CcState {
             CcState::Dcqcn(s) => CcLaw::next_tx(s),
             CcState::Dctcp(s) => CcLaw::next_tx(s),
             CcState::Swift(s) => CcLaw::next_tx(s),
+            CcState::NewReno(s) => CcLaw::next_tx(s),
+            CcState::Cubic(s) => CcLaw::next_tx(s),
         }
     }
 
@@ -274,6 +302,8 @@ impl CcState {
             CcState::Dcqcn(s) => CcLaw::next_timer(s),
             CcState::Dctcp(s) => CcLaw::next_timer(s),
             CcState::Swift(s) => CcLaw::next_timer(s),
+            CcState::NewReno(s) => CcLaw::next_timer(s),
+            CcState::Cubic(s) => CcLaw::next_timer(s),
         }
     }
 
@@ -297,6 +327,8 @@ impl CcState {
             CcState::Dcqcn(s) => CcLaw::take_ce_echo(s),
             CcState::Dctcp(s) => CcLaw::take_ce_echo(s),
             CcState::Swift(s) => CcLaw::take_ce_echo(s),
+            CcState::NewReno(s) => CcLaw::take_ce_echo(s),
+            CcState::Cubic(s) => CcLaw::take_ce_echo(s),
         }
     }
 
@@ -325,6 +357,8 @@ impl CcState {
             CcState::Dcqcn(s) => CcLaw::window(s),
             CcState::Dctcp(s) => CcLaw::window(s),
             CcState::Swift(s) => CcLaw::window(s),
+            CcState::NewReno(s) => CcLaw::window(s),
+            CcState::Cubic(s) => CcLaw::window(s),
         }
     }
 }

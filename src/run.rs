@@ -1050,7 +1050,11 @@ pub fn packet_config_used(
             "a shared buffer admits packets on lossy links only; lossless queues (PFC or credits) are bounded by their own thresholds".into()
         }
     });
-    for key in ["fabric.tcp_packet_overhead", "fabric.tcp_jitter"] {
+    for key in [
+        "fabric.tcp_packet_overhead",
+        "fabric.tcp_jitter",
+        "fabric.tcp_tso_bytes",
+    ] {
         usage.read_if(key, p.tcp, || {
             "the transport is RDMA (fabric.transport = \"rdma\"); TCP costs apply to \"tcp\" only".into()
         });
@@ -1144,6 +1148,7 @@ pub fn packet_config_used(
         rto_low: p.rto_low,
         tcp_min_rto: p.tcp_min_rto,
         tcp_max_rto: p.tcp_max_rto,
+        tcp_tso_bytes: p.tcp_tso_bytes,
         trimming: p.trimming,
         host_path: if s.gpu_direct {
             HostPath::GpuDirect

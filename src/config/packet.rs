@@ -43,6 +43,8 @@ pub struct PacketSettings {
     pub rto_low: SimTime,
     /// TCP loss recovery: the RFC 6298 timer's minimum RTO.
     pub tcp_min_rto: SimTime,
+    /// TCP: TSO segment, payload bytes (0 = a CPU cost per packet).
+    pub tcp_tso_bytes: u64,
     /// TCP loss recovery: the RFC 6298 timer's maximum RTO.
     pub tcp_max_rto: SimTime,
     /// Switches trim packets a full lossy queue cannot take.
@@ -139,6 +141,12 @@ impl Validator<'_> {
             Some("1us"),
         );
         let tcp_jitter = self.time("fabric.tcp_jitter", f.tcp_jitter.as_ref(), Some("500ns"));
+        let tcp_tso_bytes = self.size(
+            "fabric.tcp_tso_bytes",
+            f.tcp_tso_bytes.as_ref(),
+            Some(&defaults::TCP_TSO_BYTES.to_string()),
+            0,
+        );
         // RDMA writes under in-order routing have no window (0); the TCP path
         // and reordering routings keep one (see defaults::RDMA_WINDOW).
         let in_order = matches!(f.routing.as_deref(), None | Some("ecmp"));
@@ -419,6 +427,7 @@ impl Validator<'_> {
             flowlet_gap: flowlet_gap?,
             loss_recovery: loss_recovery?,
             rto_low: rto_low?,
+            tcp_tso_bytes: tcp_tso_bytes?,
             tcp_min_rto: tcp_min_rto.filter(|t| *t >= defaults::TCP_MIN_RTO_FLOOR)?,
             tcp_max_rto: tcp_max_rto.filter(|&t| tcp_min_rto.is_none_or(|lo| t >= lo))?,
             trimming: f.trimming.unwrap_or(false),

@@ -166,6 +166,8 @@ pub struct RawFabric {
     pub loss_recovery: Option<String>,
     /// Packet level, selective repeat: IRN's short timeout (few packets outstanding).
     pub rto_low: Option<RawQuantity>,
+    /// Packet level, TCP: TSO segment size (the CPU cost is paid once per segment; 0 = per packet).
+    pub tcp_tso_bytes: Option<RawQuantity>,
     /// Packet level, TCP loss recovery: the RFC 6298 timer's minimum RTO.
     pub tcp_min_rto: Option<RawQuantity>,
     /// Packet level, TCP loss recovery: the RFC 6298 timer's maximum RTO.

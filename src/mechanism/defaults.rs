@@ -161,3 +161,8 @@ pub const CUBIC_C: f64 = 0.4;
 
 /// CUBIC's multiplicative decrease β (RFC 9438 §4.6: 0.7).
 pub const CUBIC_BETA: f64 = 0.7;
+
+/// TSO segment of the TCP path in a scenario, payload bytes: 64 KiB, Linux's
+/// `GSO_MAX_SIZE` (the largest segment the stack hands a NIC with TCP
+/// segmentation offload). See `PacketConfig::tcp_tso_bytes`.
+pub const TCP_TSO_BYTES: u64 = 64 << 10;

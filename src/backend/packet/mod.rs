@@ -292,6 +292,15 @@ pub struct PacketConfig {
     /// picoseconds. Default 120 s, Linux's `TCP_RTO_MAX`
     /// ([`defaults::TCP_MAX_RTO`]).
     pub tcp_max_rto: SimTime,
+    /// TCP path: TSO/LRO segment size, payload bytes. The sender's CPU
+    /// pays [`Transport::Tcp`]'s per-packet overhead (and jitter) once per
+    /// segment of this many bytes (and at a message's end) instead of once
+    /// per packet: the kernel hands the NIC 64 KiB super-segments that the
+    /// NIC cuts into MTU-sized packets (TCP segmentation offload), and the
+    /// receiver coalesces them likewise (LRO/GRO). 0 = no offload, a cost per
+    /// packet. Default 0 here; a scenario's `fabric.tcp_tso_bytes` defaults
+    /// to 64 KiB ([`defaults::TCP_TSO_BYTES`]), Linux's `GSO_MAX_SIZE`.
+    pub tcp_tso_bytes: u64,
     /// Packet trimming (NDP, Handley et al., SIGCOMM 2017; Ultra Ethernet's
     /// transport): a lossy queue that cannot take a data packet cuts its
     /// payload and forwards its header (`header_bytes`) on the highest lane,
@@ -399,6 +408,7 @@ impl Default for PacketConfig {
             rto_low: defaults::RTO_LOW,
             tcp_min_rto: defaults::TCP_MIN_RTO,
             tcp_max_rto: defaults::TCP_MAX_RTO,
+            tcp_tso_bytes: 0,
             trimming: false,
             host_path: HostPath::GpuDirect,
             transport: Transport::Rdma,

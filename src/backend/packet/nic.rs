@@ -109,6 +109,8 @@ pub struct Qp {
     pub wake_at: u64,
     /// TCP path: when the CPU has the next packet ready, ps.
     pub cpu_ready: u64,
+    /// TCP path with TSO: payload bytes of the current TSO segment sent so far.
+    pub tso_used: u64,
     /// Receiver: index in `msgs` of the first incomplete message.
     pub rcv_cursor: u32,
     /// Receiver: packets since the last ACK.
@@ -278,6 +280,7 @@ impl Sim<'_> {
                 in_ring: false,
                 wake_at: NEVER,
                 cpu_ready: 0,
+                tso_used: 0,
                 rcv_cursor: 0,
                 since_ack: 0,
                 rec: match self.cfg.loss_recovery {
@@ -418,7 +421,8 @@ impl Sim<'_> {
                     ready_at = m.post + copy_latency.0 + copy_rate.tx_time(off + payload).0;
                 }
             }
-            if let Transport::Tcp { .. } = self.cfg.transport {
+            // the CPU gates a TSO segment's first packet (every packet without TSO)
+            if matches!(self.cfg.transport, Transport::Tcp { .. }) && qp.tso_used == 0 {
                 ready_at = ready_at.max(qp.cpu_ready);
             }
             if qp.cc_on {
@@ -463,19 +467,35 @@ impl Sim<'_> {
             if !first {
                 self.qps.pairs[qpi].retransmitted += 1;
             }
+            // TSO: the CPU pays its cost once per segment of `tcp_tso_bytes`
+            // (the NIC cuts it into packets; a message's end ends one). When
+            // a segment's first packet leaves, the CPU starts on the next
+            // segment, which is ready a cost later (without TSO every packet
+            // is a segment, the cost is per packet)
+            let tso = self.cfg.tcp_tso_bytes;
+            let seg_start = {
+                let qp = &mut self.qps.pairs[qpi];
+                let start = qp.tso_used == 0;
+                qp.tso_used += payload;
+                if tso == 0 || last || qp.tso_used >= tso {
+                    qp.tso_used = 0;
+                }
+                start
+            };
             let cpu_cost = match self.cfg.transport {
+                Transport::Tcp { .. } if !seg_start => None,
                 Transport::Tcp {
                     per_packet_overhead,
                     jitter,
-                } => {
+                } => Some(
                     per_packet_overhead.0
                         + if jitter.0 > 0 {
                             self.rand_below(jitter.0)
                         } else {
                             0
-                        }
-                }
-                Transport::Rdma => 0,
+                        },
+                ),
+                Transport::Rdma => Some(0),
             };
             let now = self.now;
             let rto = self.cfg.rto.0;
@@ -491,7 +511,9 @@ impl Sim<'_> {
                     qp.send_cursor += 1;
                 }
             }
-            qp.cpu_ready = now + cpu_cost;
+            if let Some(c) = cpu_cost {
+                qp.cpu_ready = now + c;
+            }
             if let Some(at) = timer {
                 self.q.push(at, Event::Rto { qp: qpi });
             }

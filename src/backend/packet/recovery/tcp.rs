@@ -185,7 +185,7 @@ impl RecoveryLaw for TcpRecovery {
         }
         if seq.una >= seq.max {
             // nothing outstanding: the timer starts with this packet
-            self.rto_deadline = now + self.rto();
+            self.rto_deadline = now.saturating_add(self.rto());
         }
         if self.rto_pending {
             return None;
@@ -216,7 +216,7 @@ impl RecoveryLaw for TcpRecovery {
                 seq.nxt = a;
                 e.moved = true;
             }
-            self.rto_deadline = now + self.rto();
+            self.rto_deadline = now.saturating_add(self.rto());
             self.dupacks = 0;
             if self.in_recovery {
                 if a >= self.recover {
@@ -261,7 +261,7 @@ impl RecoveryLaw for TcpRecovery {
         // recovery (RFC 6582 §4)
         self.recover = seq.max;
         self.backoff = (self.backoff + 1).min(63);
-        self.rto_deadline = now + self.rto();
+        self.rto_deadline = now.saturating_add(self.rto());
         TimerEffect::Fired(self.rto_deadline)
     }
 

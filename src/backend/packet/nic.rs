@@ -25,7 +25,13 @@
 //! GPUs' packets first come, first served (its PCIe-side buffer is
 //! credit-limited, so no GPU can flood it).
 //!
-//! **Receiver** (go-back-N; selective repeat and trimmed headers: see
+//! **TCP path.** With [`LossRecovery::Tcp`](super::LossRecovery::Tcp) (the
+//! default of a TCP scenario) the timer is the pair's own RFC 6298 estimate
+//! instead of `rto`, the receiver answers a gap with duplicate ACKs instead
+//! of a NACK and the sender fast-retransmits ([`super::recovery`]); the CPU
+//! cost is paid per TSO segment ([`PacketConfig::tcp_tso_bytes`](super::PacketConfig::tcp_tso_bytes)).
+//!
+//! **Receiver** (go-back-N; selective repeat, TCP and trimmed headers: see
 //! [`super::recovery`]). Strict go-back-N under ECMP (a flow's packets follow one path, so
 //! a gap means loss): an out-of-order packet is discarded and the first one of a
 //! gap triggers one NACK carrying the expected PSN; the sender rewinds to it.

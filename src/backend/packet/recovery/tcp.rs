@@ -25,7 +25,7 @@
 //! model has no SYN; a real connection measures one, §2.2). Then one
 //! segment at a time is timed; its ACK gives a sample R' with RTTVAR ← ¾
 //! RTTVAR + ¼ |SRTT − R'| and SRTT ← ⅞ SRTT + ⅛ R' (§2.3), and RTO = SRTT +
-//! max(G, 4 RTTVAR) clamped to [`min_rto`, `max_rto`] (§2.4, G =
+//! max(G, 4 RTTVAR) clamped between `min_rto` and `max_rto` (§2.4, G =
 //! [`CLOCK_G`]). Karn's rule (§3): a sample whose segment was sent more than
 //! once is discarded, and any retransmission stops the segment being timed.
 //! The timer runs while data is outstanding and restarts on every ACK of new
@@ -74,7 +74,7 @@ impl RttEstimator {
         self.srtt = 0.875 * self.srtt + 0.125 * r;
     }
 
-    /// RTO = SRTT + max(G, 4 RTTVAR), within [`min_rto`, `max_rto`], ps.
+    /// RTO = SRTT + max(G, 4 RTTVAR), between `min_rto` and `max_rto`, ps.
     pub fn rto(&self) -> u64 {
         let raw = self.srtt + (4.0 * self.rttvar).max(CLOCK_G as f64);
         (raw.min(u64::MAX as f64 / 2.0) as u64).clamp(self.min_rto, self.max_rto)

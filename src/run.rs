@@ -968,7 +968,6 @@ pub fn packet_config_used(
         "fabric.routing",
         "fabric.window",
         "fabric.ack_every",
-        "fabric.rto",
         "fabric.transport",
         "fabric.ecn",
         "fabric.cc",
@@ -1069,12 +1068,36 @@ pub fn packet_config_used(
             "a shared buffer admits packets on lossy links only; lossless queues (PFC or credits) are bounded by their own thresholds".into()
         }
     });
-    for key in ["fabric.tcp_packet_overhead", "fabric.tcp_jitter"] {
+    for key in [
+        "fabric.tcp_packet_overhead",
+        "fabric.tcp_jitter",
+        "fabric.tcp_tso_bytes",
+    ] {
         usage.read_if(key, p.tcp, || {
             "the transport is RDMA (fabric.transport = \"rdma\"); TCP costs apply to \"tcp\" only".into()
         });
     }
     usage.read("fabric.loss_recovery");
+    usage.read_if(
+        "fabric.rto",
+        p.loss_recovery != crate::mechanism::LossRecovery::Tcp,
+        || "TCP's loss recovery (fabric.loss_recovery = \"tcp\", the default of transport = \"tcp\") computes its timeout as RFC 6298 says, between fabric.tcp_min_rto and fabric.tcp_max_rto".into(),
+    );
+    for key in ["fabric.tcp_min_rto", "fabric.tcp_max_rto"] {
+        usage.read_if(
+            key,
+            p.loss_recovery == crate::mechanism::LossRecovery::Tcp,
+            || "the loss recovery is not TCP's (fabric.loss_recovery = \"tcp\", the default of transport = \"tcp\"): the other laws run a fixed fabric.rto".into(),
+        );
+    }
+    usage.read_if(
+        "fabric.tcp_initial_window",
+        matches!(
+            p.cc,
+            CongestionControl::NewReno { .. } | CongestionControl::Cubic { .. }
+        ),
+        || "the congestion control is not NewReno or CUBIC (fabric.cc)".into(),
+    );
     usage.read_if(
         "fabric.rto_low",
         p.loss_recovery == crate::mechanism::LossRecovery::SelectiveRepeat,
@@ -1141,6 +1164,9 @@ pub fn packet_config_used(
         flowlet_gap: p.flowlet_gap,
         loss_recovery: p.loss_recovery,
         rto_low: p.rto_low,
+        tcp_min_rto: p.tcp_min_rto,
+        tcp_max_rto: p.tcp_max_rto,
+        tcp_tso_bytes: p.tcp_tso_bytes,
         trimming: p.trimming,
         host_path: if s.gpu_direct {
             HostPath::GpuDirect

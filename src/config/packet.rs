@@ -41,6 +41,12 @@ pub struct PacketSettings {
     pub loss_recovery: crate::mechanism::LossRecovery,
     /// Selective repeat's short timeout (IRN's RTO_low).
     pub rto_low: SimTime,
+    /// TCP loss recovery: the RFC 6298 timer's minimum RTO.
+    pub tcp_min_rto: SimTime,
+    /// TCP: TSO segment, payload bytes (0 = a CPU cost per packet).
+    pub tcp_tso_bytes: u64,
+    /// TCP loss recovery: the RFC 6298 timer's maximum RTO.
+    pub tcp_max_rto: SimTime,
     /// Switches trim packets a full lossy queue cannot take.
     pub trimming: bool,
     /// Sampling interval (0 = off).
@@ -135,6 +141,12 @@ impl Validator<'_> {
             Some("1us"),
         );
         let tcp_jitter = self.time("fabric.tcp_jitter", f.tcp_jitter.as_ref(), Some("500ns"));
+        let tcp_tso_bytes = self.size(
+            "fabric.tcp_tso_bytes",
+            f.tcp_tso_bytes.as_ref(),
+            Some(&defaults::TCP_TSO_BYTES.to_string()),
+            0,
+        );
         // RDMA writes under in-order routing have no window (0); the TCP path
         // and reordering routings keep one (see defaults::RDMA_WINDOW).
         let in_order = matches!(f.routing.as_deref(), None | Some("ecmp"));
@@ -176,6 +188,9 @@ impl Validator<'_> {
             );
         }
         let loss_recovery = match f.loss_recovery.as_deref() {
+            // TCP runs TCP's recovery (duplicate ACKs, fast retransmit,
+            // NewReno, RFC 6298 timer); RDMA go-back-N
+            None if tcp == Some(true) => Some(crate::mechanism::LossRecovery::Tcp),
             None => Some(crate::mechanism::LossRecovery::default()),
             Some(v) => {
                 let l = crate::mechanism::LossRecovery::parse(v);
@@ -183,7 +198,7 @@ impl Validator<'_> {
                     self.err(
                         "fabric.loss_recovery",
                         format!("{v:?}"),
-                        "\"go-back-n\" (resend from the oldest unacknowledged packet), \"selective-repeat\" (IRN: resend only what is missing) or \"go-back-0\" (restart the message)",
+                        "\"go-back-n\" (resend from the oldest unacknowledged packet), \"selective-repeat\" (IRN: resend only what is missing), \"go-back-0\" (restart the message) or \"tcp\" (fast retransmit on duplicate ACKs, NewReno)",
                     );
                 }
                 l
@@ -203,6 +218,32 @@ impl Validator<'_> {
                 format!("{t}"),
                 "a short retransmission timeout of at least 1us (below any fabric's round trip it fires on every packet in flight), such as \"100us\" (IRN's RTO_low)",
             );
+        }
+        let tcp_min_rto = self.time(
+            "fabric.tcp_min_rto",
+            f.tcp_min_rto.as_ref(),
+            Some(&default_time(defaults::TCP_MIN_RTO)),
+        );
+        if let Some(t) = tcp_min_rto.filter(|t| *t < defaults::TCP_MIN_RTO_FLOOR) {
+            self.err(
+                "fabric.tcp_min_rto",
+                format!("{t}"),
+                "a minimum retransmission timeout of at least 1us (below any fabric's round trip it fires on every packet in flight), such as \"200ms\" (Linux) or \"200us\" (a datacenter's)",
+            );
+        }
+        let tcp_max_rto = self.time(
+            "fabric.tcp_max_rto",
+            f.tcp_max_rto.as_ref(),
+            Some(&default_time(defaults::TCP_MAX_RTO)),
+        );
+        if let (Some(lo), Some(hi)) = (tcp_min_rto, tcp_max_rto) {
+            if hi < lo {
+                self.err(
+                    "fabric.tcp_max_rto",
+                    format!("{hi}"),
+                    format!("at least tcp_min_rto ({lo}), such as \"120s\" (Linux)"),
+                );
+            }
         }
         let flowlet_gap = self.time(
             "fabric.flowlet_gap",
@@ -386,6 +427,9 @@ impl Validator<'_> {
             flowlet_gap: flowlet_gap?,
             loss_recovery: loss_recovery?,
             rto_low: rto_low?,
+            tcp_tso_bytes: tcp_tso_bytes?,
+            tcp_min_rto: tcp_min_rto.filter(|t| *t >= defaults::TCP_MIN_RTO_FLOOR)?,
+            tcp_max_rto: tcp_max_rto.filter(|&t| tcp_min_rto.is_none_or(|lo| t >= lo))?,
             trimming: f.trimming.unwrap_or(false),
             sample_interval: sample_interval?,
             time_limit: time_limit?,
@@ -501,10 +545,22 @@ impl Validator<'_> {
         };
         // Congestion control: DCQCN on RoCE; DCTCP on Ethernet when ECN is on.
         let ecn_on = f.ecn.unwrap_or(roce || f.cc.as_deref() == Some("dctcp"));
+        // TCP without ECN runs NewReno: the law whose loss recovery this
+        // model runs in full (RFC 6582). Linux defaults to CUBIC, but on
+        // SACK, RACK and PRR, which are not modelled; CUBIC over NewReno's
+        // recovery keeps 0.7 of the window through a loss and collapses at
+        // a fan-in of 2 on a 64 KB port where NewReno holds to 3
+        // (tests/tcp.rs incast_table). RDMA on Ethernet without ECN runs none.
+        let tcp = match f.transport.as_deref() {
+            Some(t) => t == "tcp",
+            None => kind == Some(FabricKind::Ethernet),
+        };
         let cc_name = f.cc.as_deref().unwrap_or(if roce {
             "dcqcn"
         } else if kind == Some(FabricKind::Ethernet) && ecn_on {
             "dctcp"
+        } else if tcp {
+            "newreno"
         } else {
             "none"
         });
@@ -552,8 +608,23 @@ impl Validator<'_> {
         } else {
             None
         };
+        let initial_window = match f.tcp_initial_window {
+            None => defaults::TCP_INITIAL_WINDOW,
+            Some(w) if (1..=1_000_000).contains(&w) => w as u32,
+            Some(w) => {
+                self.err(
+                    "fabric.tcp_initial_window",
+                    w.to_string(),
+                    "a first congestion window of 1 to 1000000 segments, such as 10 (RFC 6928)",
+                );
+                ok = false;
+                defaults::TCP_INITIAL_WINDOW
+            }
+        };
         let cc = match cc_name {
             "none" => CongestionControl::None,
+            "newreno" => CongestionControl::NewReno { initial_window },
+            "cubic" => CongestionControl::Cubic { initial_window },
             "dctcp" => {
                 let g = f.dctcp_g.map_or(defaults::DCTCP_G, RawNumber::as_f64);
                 if !gain_in_range(g) {
@@ -601,7 +672,7 @@ impl Validator<'_> {
                 self.err(
                     "fabric.cc",
                     format!("{other:?}"),
-                    "one of \"dcqcn\", \"dctcp\", \"swift\", \"hpcc\", \"ib\", \"none\"",
+                    "one of \"dcqcn\", \"dctcp\", \"swift\", \"hpcc\", \"ib\", \"newreno\", \"cubic\", \"none\"",
                 );
                 return None;
             }
@@ -614,14 +685,16 @@ impl Validator<'_> {
             );
             ok = false;
         }
-        // Swift reacts to delay, HPCC to the utilization switches stamp, and
-        // IB CC marks FECN itself: none of them needs ECN
+        // Swift reacts to delay, HPCC to the utilization switches stamp, IB CC
+        // marks FECN itself and the TCP laws react to losses: none needs ECN
         let needs_marks = !matches!(
             cc,
             CongestionControl::None
                 | CongestionControl::Swift(_)
                 | CongestionControl::Hpcc(_)
                 | CongestionControl::Ib(_)
+                | CongestionControl::NewReno { .. }
+                | CongestionControl::Cubic { .. }
         );
         if f.hpcc.is_some() && !matches!(cc, CongestionControl::Hpcc(_)) {
             self.err(

@@ -162,10 +162,18 @@ pub struct RawFabric {
     pub rto: Option<RawQuantity>,
     /// Packet level, `routing = "flowlet"`: idle time that ends a flowlet.
     pub flowlet_gap: Option<RawQuantity>,
-    /// Packet level: loss recovery, `go-back-n` (default), `selective-repeat` or `go-back-0`.
+    /// Packet level: loss recovery, `go-back-n` (RDMA's default), `selective-repeat`, `go-back-0` or `tcp` (the TCP transport's default).
     pub loss_recovery: Option<String>,
     /// Packet level, selective repeat: IRN's short timeout (few packets outstanding).
     pub rto_low: Option<RawQuantity>,
+    /// Packet level, TCP: TSO segment size (the CPU cost is paid once per segment; 0 = per packet).
+    pub tcp_tso_bytes: Option<RawQuantity>,
+    /// Packet level, TCP loss recovery: the RFC 6298 timer's minimum RTO.
+    pub tcp_min_rto: Option<RawQuantity>,
+    /// Packet level, TCP loss recovery: the RFC 6298 timer's maximum RTO.
+    pub tcp_max_rto: Option<RawQuantity>,
+    /// Packet level, `cc = "newreno"` or `"cubic"`: first congestion window, segments.
+    pub tcp_initial_window: Option<i64>,
     /// Packet level, lossy links: trim a packet a full queue cannot take to its header.
     pub trimming: Option<bool>,
     /// Packet level: Priority Flow Control (lossless Ethernet). Default: on for `roce`.
@@ -200,7 +208,7 @@ pub struct RawFabric {
     pub ecn_pmax: Option<RawNumber>,
     /// Packet level, ECN: `dequeue` (default) or `enqueue`, where a switch marks.
     pub ecn_mark_at: Option<String>,
-    /// Packet level: congestion control, `dcqcn`, `dctcp`, `swift`, `hpcc`, `ib` or `none`.
+    /// Packet level: congestion control, `dcqcn`, `dctcp`, `swift`, `hpcc`, `ib`, `newreno`, `cubic` or `none`.
     pub cc: Option<String>,
     /// Packet level, DCTCP: α gain g.
     pub dctcp_g: Option<RawNumber>,

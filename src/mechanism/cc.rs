@@ -248,6 +248,19 @@ pub enum CongestionControl {
     /// FECN, the destination returns a BECN, the source raises its CCTI and
     /// spaces its packets by the Congestion Control Table's delay.
     Ib(IbCcParams),
+    /// TCP NewReno (RFC 5681, RFC 6582): slow start, congestion avoidance,
+    /// fast retransmit and fast recovery on the loss recovery's duplicate ACKs.
+    NewReno {
+        /// First congestion window, segments (RFC 6928: 10). Default
+        /// [`super::defaults::TCP_INITIAL_WINDOW`].
+        initial_window: u32,
+    },
+    /// TCP CUBIC (RFC 9438, C = 0.4, β = 0.7), on NewReno's recovery.
+    Cubic {
+        /// First congestion window, segments. Default
+        /// [`super::defaults::TCP_INITIAL_WINDOW`].
+        initial_window: u32,
+    },
 }
 
 /// HPCC's constants (Li et al., "HPCC: High Precision Congestion Control",
@@ -515,6 +528,17 @@ impl CongestionControl {
     pub(crate) fn check(&self) -> Result<(), (&'static str, String)> {
         match *self {
             CongestionControl::None => Ok(()),
+            CongestionControl::NewReno { initial_window }
+            | CongestionControl::Cubic { initial_window } => {
+                if (1..=1_000_000).contains(&initial_window) {
+                    Ok(())
+                } else {
+                    Err((
+                        "cc.tcp_initial_window",
+                        format!("1 to 1000000 segments, found {initial_window}"),
+                    ))
+                }
+            }
             CongestionControl::Dctcp { g } => {
                 if gain_in_range(g) {
                     Ok(())

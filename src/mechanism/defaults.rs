@@ -191,3 +191,32 @@ pub const IB_CC_CCTI_MIN: u32 = 0;
 pub const IB_CC_CCTI_TIMER_UNITS: u64 = 2;
 /// The spec's unit of `CCTI_Timer`: 1.024 µs, in ps.
 pub const IB_CC_TIMER_UNIT_PS: u64 = 1_024_000;
+
+/// Smallest retransmission timeout of the TCP path's RFC 6298 timer: 200 ms,
+/// Linux's `TCP_RTO_MIN` (include/net/tcp.h), what a host runs unless a route
+/// sets `rto_min`. Datacenter studies lower it to 200 µs–1 ms (Vasudevan et
+/// al., SIGCOMM 2009) to avoid incast collapse. See `PacketConfig::tcp_min_rto`.
+pub const TCP_MIN_RTO: SimTime = SimTime::from_us(200_000);
+
+/// Largest retransmission timeout of the TCP path, backoff included: 120 s,
+/// Linux's `TCP_RTO_MAX` (RFC 6298 §2.5 asks for at least 60 s).
+pub const TCP_MAX_RTO: SimTime = SimTime::from_us(120_000_000);
+
+/// Shortest `tcp_min_rto` accepted: 1 µs, as `rto_low` (a timer below any
+/// round trip fires for every packet in flight without end).
+pub const TCP_MIN_RTO_FLOOR: SimTime = SimTime(1_000_000);
+
+/// First congestion window of NewReno and CUBIC, segments: 10 (RFC 6928,
+/// Linux's `TCP_INIT_CWND`).
+pub const TCP_INITIAL_WINDOW: u32 = 10;
+
+/// CUBIC's constant C, segments per second cubed (RFC 9438 §4.1: 0.4).
+pub const CUBIC_C: f64 = 0.4;
+
+/// CUBIC's multiplicative decrease β (RFC 9438 §4.6: 0.7).
+pub const CUBIC_BETA: f64 = 0.7;
+
+/// TSO segment of the TCP path in a scenario, payload bytes: 64 KiB, Linux's
+/// `GSO_MAX_SIZE` (the largest segment the stack hands a NIC with TCP
+/// segmentation offload). See `PacketConfig::tcp_tso_bytes`.
+pub const TCP_TSO_BYTES: u64 = 64 << 10;

@@ -20,6 +20,13 @@ pub enum LossRecovery {
     /// Go-back-0: a loss restarts the whole message from its first packet
     /// (the contrast case of IRN's paper, §2).
     GoBack0,
+    /// TCP's: the receiver keeps what arrives beyond a gap and sends a
+    /// duplicate ACK for each such arrival; three duplicates resend the hole
+    /// (fast retransmit, RFC 5681 §3.2) and partial ACKs the next ones
+    /// (NewReno, RFC 6582); the timer is RFC 6298's (SRTT, RTTVAR, Karn's
+    /// rule, backoff) between `tcp_min_rto` and `tcp_max_rto`. The default
+    /// of the TCP transport.
+    Tcp,
 }
 
 impl LossRecovery {
@@ -29,10 +36,12 @@ impl LossRecovery {
             LossRecovery::GoBackN => "go-back-n",
             LossRecovery::SelectiveRepeat => "selective-repeat",
             LossRecovery::GoBack0 => "go-back-0",
+            LossRecovery::Tcp => "tcp",
         }
     }
 
-    /// The law a scenario names: `go-back-n`, `selective-repeat`, `go-back-0`
+    /// The law a scenario names: `go-back-n`, `selective-repeat`, `go-back-0`,
+    /// `tcp`
     /// (issue 13's spellings `go_back_n`, `selective`, `selective_repeat` and
     /// `go_back_0` too).
     pub fn parse(s: &str) -> Option<LossRecovery> {
@@ -42,6 +51,7 @@ impl LossRecovery {
                 Some(LossRecovery::SelectiveRepeat)
             }
             "go-back-0" | "go_back_0" => Some(LossRecovery::GoBack0),
+            "tcp" | "newreno" => Some(LossRecovery::Tcp),
             _ => None,
         }
     }

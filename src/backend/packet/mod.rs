@@ -189,10 +189,12 @@ pub enum Transport {
     /// RDMA: the NIC does everything; no per-packet CPU cost.
     #[default]
     Rdma,
-    /// A kernel TCP-like path: every packet costs `per_packet_overhead` of sender
+    /// A kernel TCP path: every packet costs `per_packet_overhead` of sender
     /// CPU plus a uniform random `[0, jitter)` (seeded), serially per queue pair.
-    /// Reliability is still go-back-N (the point is the CPU cost, not TCP's
-    /// congestion control).
+    /// Reliability is whatever [`PacketConfig::loss_recovery`] says; a
+    /// scenario with `transport = "tcp"` defaults to [`LossRecovery::Tcp`]
+    /// (duplicate ACKs, fast retransmit, NewReno, RFC 6298 timer) and its
+    /// congestion control to NewReno (or DCTCP with ECN).
     Tcp {
         /// CPU time per packet, picoseconds.
         per_packet_overhead: SimTime,
@@ -284,6 +286,24 @@ pub struct PacketConfig {
     /// picoseconds; `rto` is its RTO_high (the smaller of the two is used).
     /// Default 100 µs ([`defaults::RTO_LOW`], IRN §4.1 at 40 Gb/s).
     pub rto_low: SimTime,
+    /// TCP loss recovery ([`LossRecovery::Tcp`]) only: the smallest timeout
+    /// its RFC 6298 timer sets, picoseconds. Default 200 ms, Linux's
+    /// `TCP_RTO_MIN` ([`defaults::TCP_MIN_RTO`]); 200 µs–1 ms is what
+    /// datacenter studies set against incast collapse.
+    pub tcp_min_rto: SimTime,
+    /// TCP loss recovery only: the largest timeout, backoff included,
+    /// picoseconds. Default 120 s, Linux's `TCP_RTO_MAX`
+    /// ([`defaults::TCP_MAX_RTO`]).
+    pub tcp_max_rto: SimTime,
+    /// TCP path: TSO/LRO segment size, payload bytes. The sender's CPU
+    /// pays [`Transport::Tcp`]'s per-packet overhead (and jitter) once per
+    /// segment of this many bytes (and at a message's end) instead of once
+    /// per packet: the kernel hands the NIC 64 KiB super-segments that the
+    /// NIC cuts into MTU-sized packets (TCP segmentation offload), and the
+    /// receiver coalesces them likewise (LRO/GRO). 0 = no offload, a cost per
+    /// packet. Default 0 here; a scenario's `fabric.tcp_tso_bytes` defaults
+    /// to 64 KiB ([`defaults::TCP_TSO_BYTES`]), Linux's `GSO_MAX_SIZE`.
+    pub tcp_tso_bytes: u64,
     /// Packet trimming (NDP, Handley et al., SIGCOMM 2017; Ultra Ethernet's
     /// transport): a lossy queue that cannot take a data packet cuts its
     /// payload and forwards its header (`header_bytes`) on the highest lane,
@@ -389,6 +409,9 @@ impl Default for PacketConfig {
             rto: defaults::RTO,
             loss_recovery: LossRecovery::GoBackN,
             rto_low: defaults::RTO_LOW,
+            tcp_min_rto: defaults::TCP_MIN_RTO,
+            tcp_max_rto: defaults::TCP_MAX_RTO,
+            tcp_tso_bytes: 0,
             trimming: false,
             host_path: HostPath::GpuDirect,
             transport: Transport::Rdma,
@@ -552,6 +575,15 @@ impl PacketConfig {
             return bad(
                 "rto_low",
                 "a short retransmission timeout above zero, such as 100 µs (IRN's RTO_low)".into(),
+            );
+        }
+        if self.loss_recovery == LossRecovery::Tcp
+            && (self.tcp_min_rto < defaults::TCP_MIN_RTO_FLOOR
+                || self.tcp_max_rto < self.tcp_min_rto)
+        {
+            return bad(
+                "tcp_min_rto/tcp_max_rto",
+                "a minimum RTO of at least 1 µs and a maximum at least as large, such as 200 ms and 120 s".into(),
             );
         }
         if let HostPath::HostStaged { copy_rate, .. } = self.host_path {

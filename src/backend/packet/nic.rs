@@ -25,7 +25,13 @@
 //! GPUs' packets first come, first served (its PCIe-side buffer is
 //! credit-limited, so no GPU can flood it).
 //!
-//! **Receiver** (go-back-N; selective repeat and trimmed headers: see
+//! **TCP path.** With [`LossRecovery::Tcp`](super::LossRecovery::Tcp) (the
+//! default of a TCP scenario) the timer is the pair's own RFC 6298 estimate
+//! instead of `rto`, the receiver answers a gap with duplicate ACKs instead
+//! of a NACK and the sender fast-retransmits ([`super::recovery`]); the CPU
+//! cost is paid per TSO segment ([`PacketConfig::tcp_tso_bytes`](super::PacketConfig::tcp_tso_bytes)).
+//!
+//! **Receiver** (go-back-N; selective repeat, TCP and trimmed headers: see
 //! [`super::recovery`]). Strict go-back-N under ECMP (a flow's packets follow one path, so
 //! a gap means loss): an out-of-order packet is discarded and the first one of a
 //! gap triggers one NACK carrying the expected PSN; the sender rewinds to it.
@@ -46,7 +52,8 @@ use std::collections::HashMap;
 use super::engine::Event;
 use super::ids::{IdVec, PktIdx, PortId, QpId};
 use super::recovery::{
-    Feedback, GoBack0, GoBackN, Recovery, RxVerdict, SelectiveRepeat, SendSeq, TimerEffect,
+    Feedback, GoBack0, GoBackN, Recovery, RxVerdict, SelectiveRepeat, SendSeq, TcpRecovery,
+    TimerEffect,
 };
 use super::sim::Sim;
 use super::slab::{Packet, PktKind, F_ECN, F_SACK, F_TRIMMED, NONE};
@@ -108,6 +115,8 @@ pub struct Qp {
     pub wake_at: u64,
     /// TCP path: when the CPU has the next packet ready, ps.
     pub cpu_ready: u64,
+    /// TCP path with TSO: payload bytes of the current TSO segment sent so far.
+    pub tso_used: u64,
     /// Receiver: index in `msgs` of the first incomplete message.
     pub rcv_cursor: u32,
     /// Receiver: packets since the last ACK.
@@ -260,6 +269,7 @@ impl Sim<'_> {
         self.topo
             .next_hops(self.topo.gpus[dst as usize].node, GpuId(src), &mut hops);
         let ack_port = PortId::from(*hops.first().ok_or(unreachable)?);
+        let base_rtt = self.base_rtt(src, dst);
         let qpi =
             self.qps.pairs.push(Qp {
                 src,
@@ -276,6 +286,7 @@ impl Sim<'_> {
                 in_ring: false,
                 wake_at: NEVER,
                 cpu_ready: 0,
+                tso_used: 0,
                 rcv_cursor: 0,
                 since_ack: 0,
                 rec: match self.cfg.loss_recovery {
@@ -288,6 +299,12 @@ impl Sim<'_> {
                     LossRecovery::GoBack0 => {
                         Recovery::GoBack0(GoBack0::new(self.window_pkts, self.ooo))
                     }
+                    LossRecovery::Tcp => Recovery::Tcp(TcpRecovery::new(
+                        self.window_pkts,
+                        base_rtt,
+                        self.cfg.tcp_min_rto.0,
+                        self.cfg.tcp_max_rto.0,
+                    )),
                 },
                 wnd: self.window_pkts,
                 cc_on: false,
@@ -304,7 +321,6 @@ impl Sim<'_> {
             .map(|n| self.topo.links[n.uplink.0 as usize].rate)
             .unwrap_or(self.topo.links[port.idx()].rate);
         let now = self.now;
-        let base_rtt = self.base_rtt(src, dst);
         let qpair = qp;
         let qp = &mut self.qps.pairs[qpi];
         qp.cc_on = cc_on;
@@ -411,7 +427,8 @@ impl Sim<'_> {
                     ready_at = m.post + copy_latency.0 + copy_rate.tx_time(off + payload).0;
                 }
             }
-            if let Transport::Tcp { .. } = self.cfg.transport {
+            // the CPU gates a TSO segment's first packet (every packet without TSO)
+            if matches!(self.cfg.transport, Transport::Tcp { .. }) && qp.tso_used == 0 {
                 ready_at = ready_at.max(qp.cpu_ready);
             }
             if qp.cc_on {
@@ -456,19 +473,35 @@ impl Sim<'_> {
             if !first {
                 self.qps.pairs[qpi].retransmitted += 1;
             }
+            // TSO: the CPU pays its cost once per segment of `tcp_tso_bytes`
+            // (the NIC cuts it into packets; a message's end ends one). When
+            // a segment's first packet leaves, the CPU starts on the next
+            // segment, which is ready a cost later (without TSO every packet
+            // is a segment, the cost is per packet)
+            let tso = self.cfg.tcp_tso_bytes;
+            let seg_start = {
+                let qp = &mut self.qps.pairs[qpi];
+                let start = qp.tso_used == 0;
+                qp.tso_used += payload;
+                if tso == 0 || last || qp.tso_used >= tso {
+                    qp.tso_used = 0;
+                }
+                start
+            };
             let cpu_cost = match self.cfg.transport {
+                Transport::Tcp { .. } if !seg_start => None,
                 Transport::Tcp {
                     per_packet_overhead,
                     jitter,
-                } => {
+                } => Some(
                     per_packet_overhead.0
                         + if jitter.0 > 0 {
                             self.rand_below(jitter.0)
                         } else {
                             0
-                        }
-                }
-                Transport::Rdma => 0,
+                        },
+                ),
+                Transport::Rdma => Some(0),
             };
             let now = self.now;
             let rto = self.cfg.rto.0;
@@ -484,7 +517,9 @@ impl Sim<'_> {
                     qp.send_cursor += 1;
                 }
             }
-            qp.cpu_ready = now + cpu_cost;
+            if let Some(c) = cpu_cost {
+                qp.cpu_ready = now + c;
+            }
             if let Some(at) = timer {
                 self.q.push(at, Event::Rto { qp: qpi });
             }
@@ -551,8 +586,18 @@ impl Sim<'_> {
         let qp = &mut self.qps.pairs[qpi];
         qp.cc.on_data(k.hash);
         let epsn_before = qp.rec.expected();
+        let mut ack_now = false;
         let accepted = match qp.rec.on_data(k.psn) {
             RxVerdict::Accepted => true,
+            RxVerdict::AcceptedAck => {
+                ack_now = true;
+                true
+            }
+            RxVerdict::DuplicateAck => {
+                self.counters.data_duplicate();
+                ack_now = true;
+                false
+            }
             RxVerdict::AcceptedNack => {
                 // IRN: every out-of-order arrival is NACKed with the
                 // cumulative ACK and its own PSN (which it acknowledges)
@@ -611,7 +656,7 @@ impl Sim<'_> {
         // sender may be stopped by its window on exactly those PSNs, and no
         // further packet would come to trigger a coalesced ACK.
         let filled_gap = qp.rec.expected() > epsn_before + 1;
-        if completed || filled_gap || qp.since_ack >= every {
+        if completed || filled_gap || ack_now || qp.since_ack >= every {
             qp.since_ack = 0;
             let e = qp.rec.expected();
             let ce = qp.cc.take_ce_echo();
@@ -629,6 +674,13 @@ impl Sim<'_> {
             Some(Feedback::Trimmed(p)) => {
                 let e = qp.rec.expected();
                 self.send_ctrl(k.qp, PktKind::Nack, e, p, F_TRIMMED);
+            }
+            Some(Feedback::Ack) => {
+                // TCP: a duplicate ACK
+                let e = qp.rec.expected();
+                let ce = qp.cc.take_ce_echo();
+                qp.since_ack = 0;
+                self.send_ctrl(k.qp, PktKind::Ack, e, ce, 0);
             }
             Some(_) => {
                 let e = qp.rec.expected();
@@ -701,18 +753,27 @@ impl Sim<'_> {
         let rto = self.cfg.rto.0;
         let max_w = self.window_pkts;
         let qp = &mut self.qps.pairs[i];
+        let mut info = AckInfo {
+            now,
+            newly_acked: a.saturating_sub(qp.seq.una),
+            ce,
+            // a selective or trimmed NACK's field holds a PSN, not an echo
+            echo: matches!(fb, Feedback::Ack | Feedback::Nack).then_some(ce),
+            una: a.max(qp.seq.una),
+            nxt: qp.seq.nxt,
+            nack,
+            max_pkts: max_w,
+            dupack: false,
+            loss: false,
+            in_recovery: false,
+        };
+        // the law sees the sequence space as it was before the ACK, and what
+        // the recovery made of it (TCP's duplicate ACKs and fast recovery)
+        let mut e = qp.rec.on_ack(&mut qp.seq, a, fb, now, rto);
         if qp.cc_on {
-            let info = AckInfo {
-                now,
-                newly_acked: a.saturating_sub(qp.seq.una),
-                ce,
-                // a selective or trimmed NACK's field holds a PSN, not an echo
-                echo: matches!(fb, Feedback::Ack | Feedback::Nack).then_some(ce),
-                una: a.max(qp.seq.una),
-                nxt: qp.seq.nxt,
-                nack,
-                max_pkts: max_w,
-            };
+            info.dupack = e.dupack;
+            info.loss = e.loss;
+            info.in_recovery = e.in_recovery;
             let r = qp.cc.on_ack(&self.cfg.cc, &info);
             if let Some(w) = r.window {
                 qp.wnd = w;
@@ -722,7 +783,6 @@ impl Sim<'_> {
             }
         }
         let qp = &mut self.qps.pairs[i];
-        let mut e = qp.rec.on_ack(&mut qp.seq, a, fb, now, rto);
         if e.advanced {
             while (qp.una_cursor as usize) < qp.msgs.len()
                 && self.qps.msgs[qp.msgs[qp.una_cursor as usize] as usize].end() <= a

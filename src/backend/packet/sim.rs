@@ -174,7 +174,10 @@ impl<'a> Sim<'a> {
                 cfg,
                 cfg.routing != Routing::Ecmp
                     || topo.dragonfly_routing().non_minimal()
-                    || cfg.loss_recovery == super::LossRecovery::SelectiveRepeat,
+                    || matches!(
+                        cfg.loss_recovery,
+                        super::LossRecovery::SelectiveRepeat | super::LossRecovery::Tcp
+                    ),
             ),
             runner: DagRunner::new(dag),
             ready: Vec::new(),

@@ -51,15 +51,35 @@ impl DctcpState {
     }
 
     /// `n` packets newly acknowledged, `m` of them marked; `una` is the new
-    /// oldest unacknowledged PSN and `nxt` the next to send. Returns the window in
-    /// whole packets.
-    pub fn on_ack(&mut self, g: f64, n: u32, m: u32, una: u32, nxt: u32, max_pkts: u32) -> u32 {
+    /// oldest unacknowledged PSN and `nxt` the next to send; `loss`: TCP's
+    /// loss recovery started a fast retransmit on this ACK. Returns the
+    /// window in whole packets.
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_ack(
+        &mut self,
+        g: f64,
+        n: u32,
+        m: u32,
+        una: u32,
+        nxt: u32,
+        max_pkts: u32,
+        loss: bool,
+    ) -> u32 {
         self.acked += n;
         self.marked += m.min(n.max(m));
         if self.cut && una >= self.cwr_end {
             self.cut = false;
         }
-        if m > 0 {
+        if loss {
+            // a fast retransmit: halve as TCP does (RFC 8257 §3.4), once
+            // per window of data like a cut for marks
+            if !self.cut {
+                self.cwnd = (self.cwnd / 2.0).max(1.0);
+                self.ssthresh = self.cwnd;
+                self.cut = true;
+                self.cwr_end = nxt.max(una + 1);
+            }
+        } else if m > 0 {
             if !self.cut {
                 self.cwnd = (self.cwnd * (1.0 - self.alpha / 2.0)).max(1.0);
                 self.ssthresh = self.cwnd;
@@ -117,7 +137,16 @@ impl CcLaw for DctcpState {
     #[inline]
     fn on_ack(&mut self, g: &f64, a: &AckInfo) -> AckReaction {
         let cut = self.cut;
-        let w = DctcpState::on_ack(self, *g, a.newly_acked, a.ce, a.una, a.nxt, a.max_pkts);
+        let w = DctcpState::on_ack(
+            self,
+            *g,
+            a.newly_acked,
+            a.ce,
+            a.una,
+            a.nxt,
+            a.max_pkts,
+            a.loss,
+        );
         AckReaction {
             window: Some(w),
             window_cut: !cut && self.cut,
@@ -157,9 +186,9 @@ mod tests {
         d.cwnd = 40.0;
         d.ssthresh = 40.0;
         d.win_end = 40;
-        d.on_ack(1.0 / 16.0, 4, 4, 4, 40, 100);
+        d.on_ack(1.0 / 16.0, 4, 4, 4, 40, 100, false);
         assert!((d.cwnd - 30.0).abs() < 1e-9);
-        d.on_ack(1.0 / 16.0, 4, 4, 8, 40, 100);
+        d.on_ack(1.0 / 16.0, 4, 4, 8, 40, 100, false);
         assert!((d.cwnd - 30.0).abs() < 1e-9, "one cut per window");
     }
 
@@ -176,18 +205,18 @@ mod tests {
         d.cwnd = 40.0;
         d.ssthresh = 40.0;
         d.win_end = 40;
-        d.on_ack(g, 2, 2, 38, 70, 100);
+        d.on_ack(g, 2, 2, 38, 70, 100, false);
         assert!((d.cwnd - 30.0).abs() < 1e-9);
         assert!(d.cut && d.cwr_end == 70);
-        d.on_ack(g, 4, 4, 42, 70, 100);
+        d.on_ack(g, 4, 4, 42, 70, 100, false);
         assert!(d.win_end >= 70, "the α window rolled over");
         assert!((d.cwnd - 30.0).abs() < 1e-9, "no second cut");
         // no growth during the reduction either
-        d.on_ack(g, 10, 0, 52, 70, 100);
+        d.on_ack(g, 10, 0, 52, 70, 100, false);
         assert!((d.cwnd - 30.0).abs() < 1e-9, "{}", d.cwnd);
         // data sent after the cut acknowledged: the next marks cut again
         let before = d.cwnd;
-        d.on_ack(g, 20, 1, 72, 100, 100);
+        d.on_ack(g, 20, 1, 72, 100, 100, false);
         assert!(d.cwnd < before && d.cwr_end == 100);
     }
 }

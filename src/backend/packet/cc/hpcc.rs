@@ -291,6 +291,9 @@ mod tests {
             nxt,
             nack: false,
             max_pkts: 10_000,
+            dupack: false,
+            loss: false,
+            in_recovery: false,
         };
         // U = 2η arrives in 16-bit fixed point (1.9 · 65536 truncated): the
         // window is exact to the resolution, 1.5·10⁻⁵ relative, here 1 byte
@@ -360,6 +363,9 @@ mod tests {
                 nxt: 9,
                 nack: true,
                 max_pkts: 1000,
+                dupack: false,
+                loss: false,
+                in_recovery: false,
             },
         );
         assert!(!r.window_cut);

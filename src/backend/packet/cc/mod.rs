@@ -1,7 +1,8 @@
 //! Congestion signals and control: ECN marking, and the laws a queue pair
 //! runs (none, DCQCN in [`dcqcn`](DcqcnState), DCTCP in [`dctcp`](DctcpState),
 //! Swift in [`swift`](SwiftState), HPCC in [`hpcc`](HpccState), InfiniBand CC in
-//! [`ib`](IbCcState)).
+//! [`ib`](IbCcState), TCP NewReno in [`newreno`](NewRenoState) and CUBIC in
+//! [`cubic`](CubicState)).
 //!
 //! **ECN** ([`Ecn`]): when a data packet leaves an egress queue of a switch
 //! port with `q` bytes still queued behind it (at dequeue, the default; or
@@ -40,20 +41,24 @@
 //! (a send timestamp for RTT, INT records) go into [`AckInfo`] and the packet
 //! record.
 
+mod cubic;
 mod dcqcn;
 mod dctcp;
 mod hpcc;
 mod ib;
+mod newreno;
 mod none;
 mod swift;
 
 pub use crate::mechanism::cc::{
     CongestionControl, DcqcnParams, Ecn, EcnMarkAt, HpccParams, IbCcParams, SwiftParams,
 };
+pub use cubic::CubicState;
 pub use dcqcn::DcqcnState;
 pub use dctcp::DctcpState;
 pub use hpcc::{int_stamp, int_update, HpccState, IntPort, U_ONE};
 pub use ib::IbCcState;
+pub use newreno::{LossWindow, NewRenoState, Step, NEWRENO_BETA};
 pub use none::NoCc;
 pub use swift::SwiftState;
 
@@ -94,6 +99,13 @@ pub struct AckInfo {
     pub nack: bool,
     /// Largest window the NIC allows, packets.
     pub max_pkts: u32,
+    /// A duplicate ACK (TCP's loss recovery: nothing new acknowledged while
+    /// data is outstanding).
+    pub dupack: bool,
+    /// This ACK started a fast retransmit (TCP: the third duplicate ACK).
+    pub loss: bool,
+    /// The sender is in fast recovery once this ACK is applied (TCP).
+    pub in_recovery: bool,
 }
 
 /// How the law answered an ACK.
@@ -193,6 +205,10 @@ pub enum CcState {
     Hpcc(HpccState),
     /// [`CongestionControl::Ib`].
     Ib(IbCcState),
+    /// [`CongestionControl::NewReno`].
+    NewReno(NewRenoState),
+    /// [`CongestionControl::Cubic`].
+    Cubic(CubicState),
 }
 
 /// Runs `$body` with `$s` bound to the law's state and `$p` to its parameters;
@@ -210,6 +226,8 @@ macro_rules! with_law {
             (CcState::Swift($s), CongestionControl::Swift($p)) => $body,
             (CcState::Hpcc($s), CongestionControl::Hpcc($p)) => $body,
             (CcState::Ib($s), CongestionControl::Ib($p)) => $body,
+            (CcState::NewReno($s), CongestionControl::NewReno { initial_window: $p }) => $body,
+            (CcState::Cubic($s), CongestionControl::Cubic { initial_window: $p }) => $body,
             #[allow(unreachable_patterns)]
             _ => $none,
         }
@@ -226,6 +244,12 @@ impl CcState {
             CongestionControl::Swift(p) => CcState::Swift(<SwiftState as CcLaw>::new(p, start)),
             CongestionControl::Hpcc(p) => CcState::Hpcc(<HpccState as CcLaw>::new(p, start)),
             CongestionControl::Ib(p) => CcState::Ib(<IbCcState as CcLaw>::new(p, start)),
+            CongestionControl::NewReno { initial_window } => {
+                CcState::NewReno(<NewRenoState as CcLaw>::new(initial_window, start))
+            }
+            CongestionControl::Cubic { initial_window } => {
+                CcState::Cubic(<CubicState as CcLaw>::new(initial_window, start))
+            }
         }
     }
 
@@ -239,6 +263,8 @@ impl CcState {
             CongestionControl::Swift(_) => SwiftState::ACK_EVERY,
             CongestionControl::Hpcc(_) => HpccState::ACK_EVERY,
             CongestionControl::Ib(_) => IbCcState::ACK_EVERY,
+            CongestionControl::NewReno { .. } => NewRenoState::ACK_EVERY,
+            CongestionControl::Cubic { .. } => CubicState::ACK_EVERY,
         };
         own.unwrap_or(configured)
     }
@@ -259,6 +285,8 @@ impl CcState {
             CcState::Swift(s) => CcLaw::next_tx(s),
             CcState::Hpcc(s) => CcLaw::next_tx(s),
             CcState::Ib(s) => CcLaw::next_tx(s),
+            CcState::NewReno(s) => CcLaw::next_tx(s),
+            CcState::Cubic(s) => CcLaw::next_tx(s),
         }
     }
 
@@ -295,6 +323,8 @@ impl CcState {
             CcState::Swift(s) => CcLaw::next_timer(s),
             CcState::Hpcc(s) => CcLaw::next_timer(s),
             CcState::Ib(s) => CcLaw::next_timer(s),
+            CcState::NewReno(s) => CcLaw::next_timer(s),
+            CcState::Cubic(s) => CcLaw::next_timer(s),
         }
     }
 
@@ -320,6 +350,8 @@ impl CcState {
             CcState::Swift(s) => CcLaw::take_ce_echo(s),
             CcState::Hpcc(s) => CcLaw::take_ce_echo(s),
             CcState::Ib(s) => CcLaw::take_ce_echo(s),
+            CcState::NewReno(s) => CcLaw::take_ce_echo(s),
+            CcState::Cubic(s) => CcLaw::take_ce_echo(s),
         }
     }
 
@@ -353,6 +385,8 @@ impl CcState {
             CcState::Swift(s) => CcLaw::window(s),
             CcState::Hpcc(s) => CcLaw::window(s),
             CcState::Ib(s) => CcLaw::window(s),
+            CcState::NewReno(s) => CcLaw::window(s),
+            CcState::Cubic(s) => CcLaw::window(s),
         }
     }
 }

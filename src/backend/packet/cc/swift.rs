@@ -291,6 +291,9 @@ mod tests {
             nxt: 50,
             nack: true,
             max_pkts: 1000,
+            dupack: false,
+            loss: false,
+            in_recovery: false,
         };
         let r = CcLaw::on_ack(&mut s, &p, &ack(None));
         assert!(!r.window_cut);

@@ -6,7 +6,10 @@
 //!   this model's TCP-like path;
 //! * [`SelectiveRepeat`]: IRN (Mittal et al., SIGCOMM 2018), what ConnectX-6
 //!   and later NICs run: resend only what is missing;
-//! * [`GoBack0`]: a loss restarts the whole message (IRN's contrast case).
+//! * [`GoBack0`]: a loss restarts the whole message (IRN's contrast case);
+//! * [`TcpRecovery`]: TCP's, duplicate ACKs, fast retransmit and NewReno fast
+//!   recovery (RFC 5681, RFC 6582) under an RFC 6298 timer; the TCP path's
+//!   default.
 //!
 //! The sender's sequence space ([`SendSeq`]) belongs to the transport; a law
 //! moves it on the events it sees:
@@ -29,10 +32,12 @@
 mod go_back_0;
 mod go_back_n;
 mod selective;
+mod tcp;
 
 pub use go_back_0::GoBack0;
 pub use go_back_n::GoBackN;
 pub use selective::SelectiveRepeat;
+pub use tcp::{RttEstimator, TcpRecovery, CLOCK_G, DUP_THRESH};
 
 /// The sender's sequence space of one queue pair, PSNs (32-bit, never wrap
 /// within a run).
@@ -84,6 +89,14 @@ pub struct AckEffect {
     /// Schedule a retransmission-timer event at this time, ps (its deadline
     /// moved before the pending event's).
     pub timer: Option<u64>,
+    /// A duplicate ACK: it acknowledges nothing new while data is
+    /// outstanding (TCP's law only; RFC 5681 §2).
+    pub dupack: bool,
+    /// This ACK started a fast retransmit (TCP's law: the third duplicate
+    /// ACK), a loss the congestion control answers.
+    pub loss: bool,
+    /// The sender is in fast recovery once this ACK is applied (TCP's law).
+    pub in_recovery: bool,
 }
 
 /// What the retransmission timer found when it fired.
@@ -109,6 +122,12 @@ pub enum RxVerdict {
     AcceptedNack,
     /// Out of order and discarded; `Some(psn)`: send a NACK expecting `psn`.
     Discarded(Option<u32>),
+    /// Accepted beyond a gap, and ACKed at once with the expected PSN (a
+    /// TCP duplicate ACK).
+    AcceptedAck,
+    /// Already received (or beyond the receive window): discarded, and ACKed
+    /// at once with the expected PSN (a TCP duplicate ACK).
+    DuplicateAck,
 }
 
 /// The interface every loss-recovery law implements, statically: the state of
@@ -153,6 +172,8 @@ pub enum Recovery {
     SelectiveRepeat(SelectiveRepeat),
     /// Go-back-0 (restart the message).
     GoBack0(GoBack0),
+    /// TCP: fast retransmit, NewReno fast recovery, RFC 6298 timer.
+    Tcp(TcpRecovery),
 }
 
 /// Calls one method on whichever law a [`Recovery`] holds.
@@ -162,6 +183,7 @@ macro_rules! with_law {
             Recovery::GoBackN($r) => $e,
             Recovery::SelectiveRepeat($r) => $e,
             Recovery::GoBack0($r) => $e,
+            Recovery::Tcp($r) => $e,
         }
     };
 }

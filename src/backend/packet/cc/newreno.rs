@@ -1,0 +1,242 @@
+//! **NewReno** ([`CongestionControl::NewReno`](crate::mechanism::CongestionControl::NewReno)):
+//! TCP's standard loss-based window (RFC 5681 §3.1–3.2 with RFC 6582's fast
+//! recovery), and the machinery CUBIC ([`super::CubicState`]) shares
+//! ([`LossWindow`]).
+//!
+//! * **Slow start** from the initial window (`fabric.tcp_initial_window`, 10
+//!   segments, RFC 6928): every ACK adds the segments it newly acknowledges
+//!   (Linux's `tcp_slow_start`; RFC 5681 allows at most one per ACK, RFC
+//!   3465's ABC with L = 2 per ACK under delayed ACKs), so the window doubles
+//!   per round trip, until it reaches `ssthresh`.
+//! * **Congestion avoidance**: one segment per window of ACKed data
+//!   (cwnd += n / cwnd per ACK of n segments).
+//! * **Fast retransmit** (the loss recovery reports the third duplicate ACK,
+//!   [`AckInfo::loss`]): ssthresh = max(β × FlightSize, 2) with β = ½,
+//!   cwnd = ssthresh + 3 (RFC 5681 §3.2 steps 2–3; RFC 6582 §3.2).
+//! * **Fast recovery**: each further duplicate ACK inflates cwnd by one
+//!   segment; a partial ACK deflates it by what it acknowledged and adds one
+//!   back (RFC 6582 §3.2 step 3); the full ACK ends recovery with cwnd =
+//!   min(ssthresh, max(FlightSize, 1) + 1) (step 3, option 1).
+//! * **Timeout**: ssthresh = max(cwnd / 2, 2), cwnd = 1 (RFC 5681 §3.1, eq.
+//!   4, with the window standing in for FlightSize, which a window-limited
+//!   sender equals).
+//!
+//! The window never exceeds [`PacketConfig::window_bytes`](crate::backend::packet::PacketConfig::window_bytes)
+//! (the receive window). Windows are in packets (segments of one MTU).
+
+use super::{AckInfo, AckReaction, CcLaw, QpStart};
+
+/// What one ACK did to a [`LossWindow`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Step {
+    /// Nothing to grow: a duplicate ACK, or an ACK inside fast recovery.
+    Hold,
+    /// A fast retransmit cut the window.
+    Cut,
+    /// Slow start grew the window (already applied).
+    SlowStart,
+    /// Congestion avoidance: `n` segments newly acknowledged, growth is the
+    /// law's (not yet applied).
+    Avoid(u32),
+}
+
+/// The congestion window, slow-start threshold and fast-recovery state
+/// NewReno and CUBIC share (segments).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LossWindow {
+    /// Congestion window, segments.
+    pub cwnd: f64,
+    /// Slow-start threshold, segments.
+    pub ssthresh: f64,
+    /// In fast recovery.
+    pub in_recovery: bool,
+}
+
+impl LossWindow {
+    /// A window of `iw` segments (at most `max_pkts`), no threshold yet.
+    pub fn new(iw: u32, max_pkts: u32) -> LossWindow {
+        LossWindow {
+            cwnd: iw.min(max_pkts).max(1) as f64,
+            ssthresh: f64::MAX,
+            in_recovery: false,
+        }
+    }
+
+    /// An ACK; `beta` is the law's multiplicative decrease on a loss.
+    pub fn on_ack(&mut self, a: &AckInfo, beta: f64) -> Step {
+        // segments outstanding before this ACK (una has not moved on a
+        // duplicate, which is when a loss is reported)
+        let flight = a.nxt.saturating_sub(a.una.saturating_sub(a.newly_acked)) as f64;
+        let step = if a.loss {
+            self.ssthresh = (flight * beta).max(2.0);
+            self.cwnd = self.ssthresh + 3.0;
+            self.in_recovery = true;
+            Step::Cut
+        } else if self.in_recovery && a.in_recovery {
+            if a.dupack {
+                self.cwnd += 1.0;
+            } else if a.newly_acked > 0 {
+                self.cwnd = (self.cwnd - a.newly_acked as f64 + 1.0).max(1.0);
+            }
+            Step::Hold
+        } else if self.in_recovery {
+            let after = a.nxt.saturating_sub(a.una) as f64;
+            self.cwnd = self.ssthresh.min(after.max(1.0) + 1.0);
+            self.in_recovery = false;
+            Step::Hold
+        } else if a.dupack || a.newly_acked == 0 {
+            Step::Hold
+        } else if self.cwnd < self.ssthresh {
+            self.cwnd = (self.cwnd + a.newly_acked as f64).min(self.ssthresh.max(self.cwnd + 1.0));
+            Step::SlowStart
+        } else {
+            Step::Avoid(a.newly_acked)
+        };
+        self.cwnd = self.cwnd.min(a.max_pkts as f64);
+        step
+    }
+
+    /// A retransmission timeout: ssthresh = max(β cwnd, 2), cwnd = 1.
+    pub fn on_timeout(&mut self, beta: f64) {
+        self.ssthresh = (self.cwnd * beta).max(2.0);
+        self.cwnd = 1.0;
+        self.in_recovery = false;
+    }
+
+    /// The window in whole segments, at least 1 (truncated: a sender may not
+    /// send a fraction of a segment).
+    pub fn window(&self) -> u32 {
+        (self.cwnd as u32).max(1)
+    }
+}
+
+/// NewReno's multiplicative decrease: half the flight (RFC 5681 eq. 4).
+pub const NEWRENO_BETA: f64 = 0.5;
+
+/// NewReno sender state of one connection.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NewRenoState {
+    /// The window and its recovery state.
+    pub w: LossWindow,
+}
+
+impl CcLaw for NewRenoState {
+    /// The initial window, segments.
+    type Params = u32;
+    // No delayed-ACK timer is modelled: a receiver waiting for `ack_every`
+    // segments would stall a window of one segment (after a timeout) until
+    // the next timeout, so NewReno and CUBIC receivers ACK every segment
+    // (Linux's quick-ACK mode; DCTCP does the same here).
+    const ACK_EVERY: Option<u32> = Some(1);
+
+    fn new(iw: &u32, start: &QpStart) -> Self {
+        NewRenoState {
+            w: LossWindow::new(*iw, start.max_pkts),
+        }
+    }
+
+    #[inline]
+    fn on_ack(&mut self, _iw: &u32, a: &AckInfo) -> AckReaction {
+        let step = self.w.on_ack(a, NEWRENO_BETA);
+        if let Step::Avoid(n) = step {
+            self.w.cwnd = (self.w.cwnd + n as f64 / self.w.cwnd).min(a.max_pkts as f64);
+        }
+        AckReaction {
+            window: Some(self.w.window()),
+            window_cut: step == Step::Cut,
+        }
+    }
+
+    #[inline]
+    fn on_timeout(&mut self, _iw: &u32) -> Option<u32> {
+        self.w.on_timeout(NEWRENO_BETA);
+        Some(self.w.window())
+    }
+
+    #[inline]
+    fn window(&self) -> Option<u32> {
+        Some(self.w.window())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ack(una: u32, nxt: u32, newly: u32) -> AckInfo {
+        AckInfo {
+            now: 0,
+            newly_acked: newly,
+            ce: 0,
+            echo: None,
+            una,
+            nxt,
+            nack: false,
+            max_pkts: 10_000,
+            dupack: false,
+            loss: false,
+            in_recovery: false,
+        }
+    }
+
+    #[test]
+    fn slow_start_doubles_per_round_trip_then_avoidance_adds_one() {
+        // RFC 5681 §3.1: a window of W acknowledged in slow start becomes 2W;
+        // in congestion avoidance a whole window of ACKs adds one segment.
+        let start = QpStart {
+            line: crate::units::Rate::gbps(10),
+            max_pkts: 10_000,
+            now: 0,
+            base_rtt: 0,
+        };
+        let mut s = <NewRenoState as CcLaw>::new(&10, &start);
+        let mut una = 0;
+        for round in 0..4 {
+            let w = s.w.window();
+            assert_eq!(w, 10 << round);
+            for _ in 0..w {
+                una += 1;
+                s.on_ack(&10, &ack(una, una + w, 1));
+            }
+        }
+        assert_eq!(s.w.window(), 160);
+        s.w.ssthresh = 160.0;
+        for _ in 0..160 {
+            una += 1;
+            s.on_ack(&10, &ack(una, una + 160, 1));
+        }
+        // 160 ACKs of 1/cwnd each: 160 ln(1 + 1/160) = 0.9969 of a segment
+        assert!((s.w.cwnd - 160.9969).abs() < 1e-3, "{}", s.w.cwnd);
+    }
+
+    #[test]
+    fn fast_recovery_halves_inflates_deflates_and_ends_at_ssthresh() {
+        // RFC 6582 §3.2 with 40 segments outstanding, PSN 0 lost
+        let mut w = LossWindow::new(40, 1000);
+        w.ssthresh = 40.0;
+        let mut a = ack(0, 40, 0);
+        a.dupack = true;
+        a.loss = true;
+        a.in_recovery = true;
+        assert_eq!(w.on_ack(&a, NEWRENO_BETA), Step::Cut);
+        assert_eq!(w.cwnd, 23.0, "ssthresh 20 + 3");
+        a.loss = false;
+        w.on_ack(&a, NEWRENO_BETA);
+        assert_eq!(w.cwnd, 24.0, "inflated by one per duplicate");
+        // partial ACK of 10: deflate by 10, add one back
+        let mut p = ack(10, 40, 10);
+        p.in_recovery = true;
+        w.on_ack(&p, NEWRENO_BETA);
+        assert_eq!(w.cwnd, 15.0);
+        // full ACK: cwnd = min(ssthresh, max(flight, 1) + 1)
+        let f = ack(40, 40, 30);
+        w.on_ack(&f, NEWRENO_BETA);
+        assert_eq!(w.cwnd, 2.0);
+        assert!(!w.in_recovery);
+        let mut w2 = LossWindow::new(40, 1000);
+        w2.in_recovery = true;
+        w2.ssthresh = 20.0;
+        w2.on_ack(&ack(40, 70, 30), NEWRENO_BETA);
+        assert_eq!(w2.cwnd, 20.0);
+    }
+}

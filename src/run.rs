@@ -967,7 +967,6 @@ pub fn packet_config_used(
         "fabric.cut_through",
         "fabric.routing",
         "fabric.window",
-        "fabric.ack_every",
         "fabric.transport",
         "fabric.ecn",
         "fabric.cc",
@@ -976,6 +975,15 @@ pub fn packet_config_used(
         "simulation.time_limit",
         "cluster.gpu_direct",
     ]);
+    // a law that needs one echo per data packet (DCTCP's marks, Swift's
+    // delays, HPCC's telemetry, TCP's duplicate ACKs) fixes the ACK interval
+    let own_acks = crate::backend::packet::cc::CcState::ack_every(&p.cc, 0) != 0;
+    usage.read_if("fabric.ack_every", !own_acks, || {
+        format!(
+            "the congestion control ({}) ACKs every data packet: it needs one echo per packet",
+            p.cc.name()
+        )
+    });
     // lanes matter where PFC pauses one and not another (with one lane,
     // control packets wait behind paused data)
     usage.read("fabric.virtual_lanes");
@@ -1167,7 +1175,8 @@ pub fn packet_config_used(
         tcp_min_rto: p.tcp_min_rto,
         tcp_max_rto: p.tcp_max_rto,
         tcp_tso_bytes: p.tcp_tso_bytes,
-        trimming: p.trimming,
+        // only lossy queues trim (the key is listed otherwise)
+        trimming: p.trimming && flow_control == FlowControl::Lossy,
         host_path: if s.gpu_direct {
             HostPath::GpuDirect
         } else {

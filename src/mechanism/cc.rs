@@ -525,6 +525,20 @@ impl SwiftParams {
 }
 
 impl CongestionControl {
+    /// The law's name as `fabric.cc` spells it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            CongestionControl::None => "none",
+            CongestionControl::Dcqcn(_) => "dcqcn",
+            CongestionControl::Dctcp { .. } => "dctcp",
+            CongestionControl::Swift(_) => "swift",
+            CongestionControl::Hpcc(_) => "hpcc",
+            CongestionControl::Ib(_) => "ib",
+            CongestionControl::NewReno { .. } => "newreno",
+            CongestionControl::Cubic { .. } => "cubic",
+        }
+    }
+
     pub(crate) fn check(&self) -> Result<(), (&'static str, String)> {
         match *self {
             CongestionControl::None => Ok(()),

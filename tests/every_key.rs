@@ -49,6 +49,9 @@ const ALTERNATIVES: &[(&str, &[&str])] = &[
     ("topology.routers_per_group", &["2", "8"]),
     ("topology.hosts_per_router", &["1", "8"]),
     ("topology.global_links_per_router", &["1", "4"]),
+    // every NIC a port in each plane; dual_tor: every port on a ToR pair
+    ("topology.planes", &["2", "4"]),
+    ("topology.dual_tor", &["true", "false"]),
     // a file topology needs kind = "file": on the examples' shapes it is refused
     ("topology.file", &["\"../tests/data/hpcc-leaf-spine.toml\""]),
     ("fabric.preset", &["\"roce-200\"", "\"ib-hdr-200\""]),

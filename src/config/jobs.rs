@@ -296,7 +296,7 @@ impl Validator<'_> {
         if !ok {
             return None;
         }
-        let nics = (topo.nics.len() / hosts.max(1)).max(1);
+        let nics = (topo.nics.len() / hosts.max(1)).max(1); // NIC ports per host
         let leaf_of = |h: usize| topo.nics.get(h * nics).map_or(0, |n| n.leaf.0);
         for (i, d) in drafts.iter().enumerate() {
             if d.placement == Placement::List {

@@ -193,6 +193,21 @@ pub fn topology(
     nics_per_host: u32,
     spec: &TopologySpec,
 ) -> Estimate {
+    topology_ports(hosts, gpus_per_host, nics_per_host, spec, 1)
+}
+
+/// [`topology`] with `ports` network ports per NIC (`topology.planes`, ×2
+/// with `dual_tor`): every port adds a host link, and the switch fabric grows
+/// with the ports (a plane is a whole copy; a dual-ToR fabric has twice the
+/// leaves).
+pub fn topology_ports(
+    hosts: u32,
+    gpus_per_host: u32,
+    nics_per_host: u32,
+    spec: &TopologySpec,
+    ports: u32,
+) -> Estimate {
+    let scale = f64::from(ports.max(1));
     let h = f64::from(hosts);
     let gpus = h * f64::from(gpus_per_host);
     let nics = h * f64::from(nics_per_host);
@@ -254,9 +269,11 @@ pub fn topology(
             )
         }
     };
-    let links = host_links + 2.0 * nics + 2.0 * fabric_links;
+    let (switches, fabric_links, leaves) = (switches * scale, fabric_links * scale, leaves * scale);
+    let ports = nics * scale;
+    let links = host_links + 2.0 * ports + 2.0 * fabric_links;
     // routing: one byte of distance per (switch, leaf)
-    let host_memory = host_nodes * BYTES_PER_NODE + (host_links + 2.0 * nics) * BYTES_PER_LINK;
+    let host_memory = host_nodes * BYTES_PER_NODE + (host_links + 2.0 * ports) * BYTES_PER_LINK;
     let fabric_memory =
         switches * BYTES_PER_NODE + 2.0 * fabric_links * BYTES_PER_LINK + switches * leaves;
     // blame the shape's own parameter when the switches cost more than the hosts

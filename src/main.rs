@@ -283,13 +283,13 @@ Example (a Slurm job array, docs/slurm-sweep.sh):
     /// Convert another simulator's topology into a topology file (topology.kind = "file").
     #[command(
         name = "import-topology",
-        after_help = "Formats: hpcc (the HPCC simulator's ns-3 topology.txt: `node_num switch_num link_num`, the switch ids, then `src dst rate delay error_rate` lines).\nHosts become cluster nodes in ascending id order; set cluster.nodes to the host count printed.\n\nExample:\n  fabricsim import-topology tests/data/hpcc-leaf-spine.txt -o topo.toml"
+        after_help = "Formats: hpcc (the HPCC simulator's ns-3 topology.txt: `node_num switch_num link_num`, the switch ids, then `src dst rate delay error_rate` lines); htsim (csg-htsim's fat-tree -topo file: `Nodes`, `Tiers`, `Podsize`, then `Tier t` blocks of `Downlink_speed_Gbps`, `Radix_Down`, `Radix_Up`, `Downlink_Latency_ns`, …).\nHosts become cluster nodes in ascending id order; set cluster.nodes to the host count printed.\n\nExamples:\n  fabricsim import-topology tests/data/hpcc-leaf-spine.txt -o topo.toml\n  fabricsim import-topology --format htsim tests/data/htsim-fat-tree.topo -o topo.toml"
     )]
     ImportTopology {
         /// The topology description.
         input: PathBuf,
         /// Its format.
-        #[arg(long, default_value = "hpcc", value_parser = ["hpcc"])]
+        #[arg(long, default_value = "hpcc", value_parser = ["hpcc", "htsim"])]
         format: String,
         /// Write the topology file here (default: standard output).
         #[arg(short = 'o', long = "output", value_name = "FILE")]
@@ -410,9 +410,9 @@ fn command(cli: Cli) -> ExitCode {
         Command::ImportCm { matrix, output } => import_cm(&matrix, output.as_deref()),
         Command::ImportTopology {
             input,
-            format: _,
+            format,
             output,
-        } => import_topology(&input, output.as_deref()),
+        } => import_topology(&input, &format, output.as_deref()),
         Command::Presets => {
             outln!("cluster presets ([cluster] preset = …):");
             for p in config::presets::NODE_PRESETS {
@@ -653,13 +653,19 @@ fn import_cm(matrix: &Path, output: Option<&Path>) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// `fabricsim import-topology`: an HPCC-simulator topology as a topology file.
-fn import_topology(input: &Path, output: Option<&Path>) -> ExitCode {
+/// `fabricsim import-topology`: an HPCC-simulator or htsim topology as a
+/// topology file.
+fn import_topology(input: &Path, format: &str, output: Option<&Path>) -> ExitCode {
     let text = match fabricsim::budget::read_text(input, fabricsim::budget::MAX_INPUT_BYTES) {
         Ok(t) => t,
         Err(e) => return usage(&format!("cannot read {}: {e}", input.display())),
     };
-    let t = match fabricsim::topology::import::hpcc(&text, &input.display().to_string()) {
+    let source = input.display().to_string();
+    let converted = match format {
+        "htsim" => fabricsim::topology::import::htsim(&text, &source),
+        _ => fabricsim::topology::import::hpcc(&text, &source),
+    };
+    let t = match converted {
         Ok(t) => t,
         Err(e) if e.line == 0 => {
             return usage(&format!(

@@ -175,11 +175,12 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
     // What the run costs at the fidelity it runs (validation checked the
     // file's): the topology before it is built, then the workload.
     let budget = &scenario.budget;
-    crate::budget::topology(
+    crate::budget::topology_ports(
         scenario.cluster.hosts,
         scenario.cluster.gpus_per_host,
         scenario.cluster.nics_per_host,
         &scenario.topology,
+        scenario.fabric.links.ports_per_nic(),
     )
     .check(budget)
     .map_err(|e| RunError::Budget(e.to_string()))?;

@@ -641,3 +641,37 @@ fn compute_beyond_the_simulated_time_range_is_refused_at_its_key() {
     let d = one(&weak);
     assert_eq!(d.field, "workload.gpu", "{d}");
 }
+
+#[test]
+fn planes_and_dual_tor_are_checked_where_they_are_written() {
+    // out of range: a located error naming the range
+    for bad in ["0", "-3", "17", "9223372036854775807"] {
+        let d = one(&with("radix = 16", &format!("radix = 16\nplanes = {bad}")));
+        assert_eq!(d.field, "topology.planes", "{d}");
+        assert_eq!(d.found, bad);
+        assert!(d.expected.contains("from 1 to 16"), "{d}");
+        assert_eq!(d.line, 8);
+    }
+    // a shape without planes or ToR pairs: the allowed list names the keys
+    let d = one(&with(
+        "kind = \"leaf_spine\"\nradix = 16",
+        "kind = \"single_switch\"\nplanes = 2",
+    ));
+    assert_eq!(d.field, "topology.planes");
+    assert!(d.expected.contains("no other keys"), "{d}");
+    let d = one(&with(
+        "kind = \"leaf_spine\"\nradix = 16",
+        "kind = \"rail_optimized\"\nradix = 16\nspine_radix = 64\ndual_tor = true",
+    ));
+    assert_eq!(d.field, "topology.dual_tor");
+    assert!(d.expected.contains("radix, spine_radix, planes"), "{d}");
+    // wrong type
+    let e = errors(&with("radix = 16", "radix = 16\ndual_tor = 2"));
+    assert!(format!("{e}").contains("dual_tor"), "{e}");
+    // dual ToR doubles the NIC ports: radix 4 leaves have 2 host ports, and
+    // 4 × 8 NICs as 64 ToR ports need 32 leaves, more than a 4-port spine
+    // reaches; the message says the counts are ports
+    let d = one(&with("radix = 16", "radix = 4\ndual_tor = true"));
+    assert_eq!(d.field, "topology.radix");
+    assert!(d.expected.contains("dual_tor"), "{d}");
+}

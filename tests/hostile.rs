@@ -73,10 +73,19 @@ const KEYS: &[(&str, &[&str], &str)] = &[
         &["radix", "oversubscription"],
         "allreduce-leaf-spine.toml",
     ),
-    ("topology", &["k"], "permutation-fat-tree.toml"),
     (
         "topology",
-        &["radix", "spine_radix"],
+        &["k", "planes", "dual_tor"],
+        "permutation-fat-tree.toml",
+    ),
+    (
+        "topology",
+        &["planes", "dual_tor"],
+        "allreduce-leaf-spine.toml",
+    ),
+    (
+        "topology",
+        &["radix", "spine_radix", "planes"],
         "hierarchical-rail.toml",
     ),
     (

@@ -579,3 +579,205 @@ fn every_malformed_hpcc_topology_is_a_located_error() {
     assert_eq!(t.notes.len(), 1, "{:?}", t.notes);
     assert!(t.notes[0].contains("line 4") && t.notes[0].contains("bit_error_rate"));
 }
+
+/// A ring all-reduce of 4 MiB on 100G hosts with 1 us links over the
+/// converted htsim topology file `topo` (copied into a fresh directory), or
+/// over the built `shape` when `topo` is empty.
+fn htsim_allreduce(hosts: u32, topo: &str, shape: &str, tag: &str) -> Scenario {
+    let topology = if topo.is_empty() {
+        shape.to_string()
+    } else {
+        "kind = \"file\"\nfile = \"t.toml\"".to_string()
+    };
+    let text = allreduce(
+        hosts,
+        &topology,
+        "link_rate = \"100Gbps\"\nlink_latency = \"1us\"",
+        "4MiB",
+    );
+    let dir = std::env::temp_dir().join(format!("fabricsim-htsim-{}-{tag}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("t.toml"), topo).unwrap();
+    let path = dir.join("s.toml");
+    std::fs::write(&path, &text).unwrap();
+    config::load(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn converted_htsim_fat_trees_are_the_shapes_they_describe() {
+    // tests/data/htsim-fat-tree.topo is a k = 4 fat tree in csg-htsim's
+    // -topo format: 16 hosts, 4 pods of 2 ToRs + 2 aggregation switches, 4
+    // cores: 5k²/4 = 20 switches, 3·k³/4 = 48 links (Al-Fares et al. 2008).
+    // htsim-leaf-spine.topo: 2 leaves of 2 hosts, 2 spines, each leaf a
+    // bundle of two 50G links to each spine: 4 switches, 8 links, the
+    // bundles one 100G link each (with a note).
+    for (name, counts, notes) in [
+        ("htsim-fat-tree", (16, 20, 48), 0),
+        ("htsim-leaf-spine", (4, 4, 8), 1),
+    ] {
+        let src = format!("tests/data/{name}.topo");
+        let txt = std::fs::read_to_string(data(&format!("{name}.topo"))).unwrap();
+        let conv = import::htsim(&txt, &src).unwrap_or_else(|e| panic!("{name}: {e}"));
+        // the committed topology file is the converter's output, byte for byte
+        let committed = std::fs::read_to_string(data(&format!("{name}.toml"))).unwrap();
+        assert_eq!(conv.text, committed, "{name}");
+        assert_eq!((conv.hosts, conv.switches, conv.links), counts, "{name}");
+        assert_eq!(conv.notes.len(), notes, "{name}: {:?}", conv.notes);
+    }
+    // the same graphs as fabricsim's own shapes: with the same link figures
+    // a ring all-reduce takes the same time at the analytical fidelity (paths
+    // of the same hops and rates), and the flow level agrees within 1%
+    for (hosts, name, shape) in [
+        (16, "htsim-fat-tree", "kind = \"fat_tree\"\nk = 4"),
+        (4, "htsim-leaf-spine", "kind = \"leaf_spine\"\nradix = 4"),
+    ] {
+        let topo = std::fs::read_to_string(data(&format!("{name}.toml"))).unwrap();
+        let file = htsim_allreduce(hosts, &topo, "", name);
+        let built = htsim_allreduce(hosts, "", shape, &format!("{name}-built"));
+        let a = at(&file, Fidelity::Analytical).collectives[0].time_us;
+        let b = at(&built, Fidelity::Analytical).collectives[0].time_us;
+        println!("{name}: analytical {a} us, built {shape:?} {b} us");
+        assert!((a / b - 1.0).abs() < 1e-9, "{name}: {a} vs {b}");
+        let fa = at(&file, Fidelity::Flow).collectives[0].time_us;
+        let fb = at(&built, Fidelity::Flow).collectives[0].time_us;
+        println!("{name}: flow {fa} us, built {fb} us");
+        assert!((fa / fb - 1.0).abs() < 0.01, "{name}: flow {fa} vs {fb}");
+    }
+}
+
+#[test]
+fn every_malformed_htsim_topology_is_a_located_error() {
+    let good = "Nodes 4\nTiers 2\nPodsize 4\nTier 0\nDownlink_speed_Gbps 100\nRadix_Down 2\nRadix_Up 2\nDownlink_Latency_ns 1000\nTier 1\nDownlink_speed_Gbps 100\nRadix_Down 2\nDownlink_Latency_ns 1000\n";
+    let t = import::htsim(good, "g").unwrap();
+    assert_eq!((t.hosts, t.switches, t.links), (4, 4, 8));
+    let with = |old: &str, new: &str| {
+        assert!(good.contains(old), "{old}");
+        good.replacen(old, new, 1)
+    };
+    // (input, line, field, found)
+    for (text, line, field, found) in [
+        (String::new(), 0, "Nodes", "nothing"),
+        (with("Nodes 4", "Nodes four"), 1, "Nodes", "\"four\""),
+        (with("Nodes 4", "Nodes"), 1, "Nodes", "no value"),
+        (
+            with("Nodes 4", "Nodes 4 5"),
+            1,
+            "Nodes",
+            "\"5\" after the value",
+        ),
+        (
+            with("Nodes 4\n", "Nodes 4\nNodes 8\n"),
+            2,
+            "Nodes",
+            "first on line 1",
+        ),
+        (
+            with("Podsize 4\n", "Podsize 4\nColour 3\n"),
+            4,
+            "Colour",
+            "the key",
+        ),
+        (with("Tiers 2", "Tiers 4"), 2, "Tiers", "4"),
+        (with("Tier 1\n", "Tier 2\n"), 9, "Tier", "2"),
+        (with("Tier 1\n", "Tier 0\n"), 9, "Tier", "first on line 4"),
+        (
+            with("Radix_Up 2\n", "Radix_Up 2\nRadix_up 2\n"),
+            8,
+            "Radix_up",
+            "first on line 7",
+        ),
+        (
+            with("Radix_Up 2\n", "Radix_Up 2\nSpeed 2\n"),
+            8,
+            "Speed",
+            "the key",
+        ),
+        (
+            with("Tier 1\n", "Tier 1\nRadix_Up 2\n"),
+            10,
+            "Radix_Up",
+            "the top tier",
+        ),
+        (
+            with("Radix_Down 2\nRadix_Up", "Radix_Down 0\nRadix_Up"),
+            6,
+            "Radix_Down",
+            "0",
+        ),
+        (
+            with("Podsize 4\n", "Podsize 4\nTier 0\nNodes 4\n"),
+            5,
+            "Nodes",
+            "inside a tier",
+        ),
+        (
+            with("Radix_Up 2\n", ""),
+            4,
+            "Radix_Up",
+            "no Radix_Up in tier 0",
+        ),
+        (
+            with("Tier 1\nDownlink_speed_Gbps 100\n", "Tier 1\n"),
+            9,
+            "Downlink_speed_Gbps",
+            "no Downlink_speed_Gbps in tier 1",
+        ),
+        (with("Podsize 4", "Podsize 3"), 3, "Podsize", "4 over 3"),
+        (
+            with("Radix_Down 2\nRadix_Up", "Radix_Down 4\nRadix_Up"),
+            7,
+            "Radix_Up",
+            "2 uplinks per ToR",
+        ),
+        (
+            with("Radix_Up 2\n", "Radix_Up 2\nOversubscribed 3\n"),
+            8,
+            "Oversubscribed",
+            "400 over 300",
+        ),
+        (
+            with("Radix_Up 2\n", "Radix_Up 2\nBundle 2\n"),
+            8,
+            "Bundle",
+            "2",
+        ),
+        // 4·10⁹ hosts on 2·10⁹ ToRs, 2 spines of 2·10⁹ ports: a valid tree,
+        // refused before a link is written
+        (
+            with("Nodes 4", "Nodes 4000000000")
+                .replace("Podsize 4", "Podsize 4000000000")
+                .replace(
+                    "Radix_Down 2\nDownlink_Latency_ns 1000\n",
+                    "Radix_Down 2000000000\nDownlink_Latency_ns 1000\n",
+                ),
+            0,
+            "Nodes",
+            "8000000000 links",
+        ),
+    ] {
+        let e = import::htsim(&text, "t").expect_err(&text);
+        assert_eq!((e.line, e.field.as_str()), (line, field), "{text:?}: {e}");
+        assert!(e.to_string().contains(found), "{text:?}: {e}");
+    }
+    // a 3-tier tree whose aggregation uplinks point past the last core
+    let fat = std::fs::read_to_string(data("htsim-fat-tree.topo")).unwrap();
+    let tier1 = fat.find("Tier 1").unwrap();
+    let (head, tail) = fat.split_at(tier1);
+    let broken = format!("{head}{}", tail.replacen("Radix_Up 2", "Radix_Up 4", 1));
+    let e = import::htsim(&broken, "t").unwrap_err();
+    assert_eq!(e.field, "Radix_Up", "{e}");
+    assert!(e.found.contains("core 7 of 4"), "{e}");
+    // switch latencies convert, with a note naming fabric.switch_latency
+    let slow = with(
+        "Downlink_Latency_ns 1000\nTier 1",
+        "Downlink_Latency_ns 1000\nSwitch_Latency_ns 300\nTier 1",
+    );
+    let t = import::htsim(&slow, "s").unwrap();
+    assert!(
+        t.notes
+            .iter()
+            .any(|n| n.contains("tier 0 300 ns") && n.contains("fabric.switch_latency")),
+        "{:?}",
+        t.notes
+    );
+}

@@ -113,11 +113,12 @@ pub fn build(
             )));
         }
         // what the topology costs, before building it
-        let est = crate::budget::topology(
+        let est = crate::budget::topology_ports(
             n,
             s.cluster.gpus_per_host,
             s.cluster.nics_per_host,
             &s.topology,
+            s.fabric.links.ports_per_nic(),
         );
         if let Err(e) = est.check(&s.budget) {
             return Err(BaseError::Usage(format!("--nodes {n}: {e}")));

@@ -398,9 +398,7 @@ pub fn path_cost(topo: &Topology, a: GpuId, b: GpuId) -> Result<PathCost, Collec
 /// split the bytes over the same path).
 pub fn default_channels(ranks: &[GpuId], topo: &Topology) -> u32 {
     match hierarchical::hosts_of(ranks, topo) {
-        Ok(h) if h.len() >= 2 && h[0].len() >= 2 && topo.hosts > 0 => {
-            (topo.nics.len() as u32 / topo.hosts).max(1)
-        }
+        Ok(h) if h.len() >= 2 && h[0].len() >= 2 && topo.hosts > 0 => topo.nics_per_host(),
         _ => 1,
     }
 }

@@ -179,6 +179,9 @@ impl FabricParts {
             spine_rate,
             global_rate,
             nic_overrides: self.nic_overrides.clone()?,
+            // from [topology], set once it is checked
+            planes: 1,
+            dual_tor: false,
         })
     }
 

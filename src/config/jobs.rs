@@ -364,7 +364,7 @@ pub fn choose_nodes(
             nodes[i] = list.to_vec();
         }
     }
-    let nics = (topo.nics.len() / hosts.max(1)).max(1);
+    let nics = (topo.nics.len() / hosts.max(1)).max(1); // NIC ports per host
     let leaf_of = |h: usize| topo.nics.get(h * nics).map_or(0, |n| n.leaf.0);
     for (i, &(placement, count, _)) in requests.iter().enumerate() {
         if placement == Placement::List {

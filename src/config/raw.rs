@@ -102,6 +102,11 @@ pub struct RawTopology {
     pub global_links_per_router: Option<i64>,
     /// Topology file (`kind = "file"`), relative to the scenario's directory.
     pub file: Option<String>,
+    /// Identical copies of the switch fabric, one NIC port in each
+    /// (leaf_spine, fat_tree, rail_optimized).
+    pub planes: Option<i64>,
+    /// Every NIC port on two ToRs (leaf_spine, fat_tree).
+    pub dual_tor: Option<bool>,
 }
 
 /// `[fabric]` as written.

@@ -108,6 +108,7 @@ impl Validator<'_> {
                 nics_per_host: c.nics,
             },
         );
+        let ports = self.topology_ports(&raw.topology);
         // a topology file sets every link's rate: fabric.link_rate may be left out
         // (and a file that failed has said so: no second diagnostic for the rate)
         let file_failed = raw.topology.kind.as_deref() == Some("file") && topology.is_none();
@@ -156,8 +157,9 @@ impl Validator<'_> {
             pcie_latency: c.pcie_latency?,
         };
         let sharp_groups = self.sharp_groups(&raw.fabric);
-        let fabric = f.spec(&raw.fabric, sharp_groups)?;
+        let mut fabric = f.spec(&raw.fabric, sharp_groups)?;
         let topology = topology?;
+        (fabric.links.planes, fabric.links.dual_tor) = ports?;
         if !self.check_nic_overrides(&fabric, cluster.hosts) {
             return None;
         }
@@ -167,11 +169,12 @@ impl Validator<'_> {
             return None;
         }
         // What building the topology costs, before building it.
-        let est = crate::budget::topology(
+        let est = crate::budget::topology_ports(
             cluster.hosts,
             cluster.gpus_per_host,
             cluster.nics_per_host,
             &topology,
+            fabric.links.ports_per_nic(),
         );
         if let Err(over) = est.check(&budget) {
             self.over_budget(&over);

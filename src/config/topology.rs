@@ -16,9 +16,9 @@ impl Validator<'_> {
         let kind = t.kind.as_deref().unwrap_or("");
         let allowed: &[&str] = match kind {
             "single_switch" => &[],
-            "leaf_spine" => &["radix", "oversubscription"],
-            "fat_tree" => &["k"],
-            "rail_optimized" => &["radix", "spine_radix"],
+            "leaf_spine" => &["radix", "oversubscription", "planes", "dual_tor"],
+            "fat_tree" => &["k", "planes", "dual_tor"],
+            "rail_optimized" => &["radix", "spine_radix", "planes"],
             "dragonfly" => &[
                 "groups",
                 "routers_per_group",
@@ -48,6 +48,8 @@ impl Validator<'_> {
                 t.global_links_per_router.is_some(),
             ),
             ("file", t.file.is_some()),
+            ("planes", t.planes.is_some()),
+            ("dual_tor", t.dual_tor.is_some()),
         ];
         let mut ok = true;
         for (key, is) in present {
@@ -143,6 +145,28 @@ impl Validator<'_> {
         } else {
             None
         }
+    }
+}
+
+impl Validator<'_> {
+    /// `topology.planes` and `topology.dual_tor`: (planes, dual ToR), 1 and
+    /// false when unset (whether the kind takes them is checked by
+    /// [`Validator::topology`]).
+    pub(super) fn topology_ports(&mut self, t: &RawTopology) -> Option<(u32, bool)> {
+        let max = crate::topology::builder::MAX_PLANES;
+        let planes = match t.planes {
+            None => Some(1),
+            Some(p) if (1..=i64::from(max)).contains(&p) => Some(p as u32),
+            Some(p) => {
+                self.err(
+                    "topology.planes",
+                    p.to_string(),
+                    format!("the number of identical switch-fabric planes, each NIC with a port in every one: an integer from 1 to {max}"),
+                );
+                None
+            }
+        };
+        Some((planes?, t.dual_tor.unwrap_or(false)))
     }
 }
 
@@ -333,7 +357,12 @@ impl Scenario {
             },
             "fabric.spine_rate" => match self.topology {
                 TopologySpec::FatTree { k } => {
-                    let pod = u64::from(k / 2) * u64::from(k / 2);
+                    // dual ToR: a NIC takes an edge pair, whole pairs in pod 0
+                    let pod = if self.fabric.links.dual_tor {
+                        u64::from(k / 4) * u64::from(k / 2)
+                    } else {
+                        u64::from(k / 2) * u64::from(k / 2)
+                    };
                     (nics <= pod).then(|| {
                         format!("the {nics} NICs fill one pod of the {k}-ary fat-tree ({pod} NIC ports): no traffic reaches a core switch")
                     })

@@ -53,6 +53,15 @@ pub struct FabricLinkSpec {
     /// Per-host NIC rates (`[[fabric.nic_overrides]]`), applied in order (a
     /// later entry naming the same host wins).
     pub nic_overrides: Vec<NicOverride>,
+    /// `topology.planes`: identical, disjoint copies of the switch fabric
+    /// (leaf_spine, fat_tree, rail_optimized); every NIC has one port in each,
+    /// at `link_rate`. 0 and 1 both mean one plane.
+    pub planes: u32,
+    /// `topology.dual_tor` (leaf_spine, fat_tree): every NIC port is cabled to
+    /// two edge switches (a ToR pair) with one link of `link_rate` each, as
+    /// Alibaba HPN's 2×200 Gb/s ports of a 400 Gb/s NIC (Qian et al., SIGCOMM
+    /// 2024).
+    pub dual_tor: bool,
 }
 
 /// One `[[fabric.nic_overrides]]` entry: every NIC of the listed hosts runs at
@@ -75,6 +84,17 @@ impl FabricLinkSpec {
             switch_latency,
             ..FabricLinkSpec::default()
         }
+    }
+
+    /// Planes of the switch fabric (`topology.planes`, at least 1).
+    pub fn planes(&self) -> u32 {
+        self.planes.max(1)
+    }
+
+    /// Network ports of every NIC: one per plane, two per plane with
+    /// `dual_tor` (each its own link to an edge switch, at `link_rate`).
+    pub fn ports_per_nic(&self) -> u32 {
+        self.planes() * if self.dual_tor { 2 } else { 1 }
     }
 
     /// Rate of the first tier above the edge (leaf ↔ spine, edge ↔
@@ -368,7 +388,13 @@ impl TopologyBuilder {
     }
 
     /// Finishes the graph: adjacency, indices and routing tables.
-    pub fn finish(self) -> Topology {
+    pub fn finish(mut self) -> Topology {
+        let ports = self.fabric.ports_per_nic();
+        if ports > 1 {
+            // a NIC's ports next to each other, NICs host-major (plane by plane,
+            // then ToR A before B, as the shapes cabled them)
+            self.nics.sort_by_key(|p| p.node);
+        }
         let n = self.nodes.len();
         let mut out_start = vec![0u32; n + 1];
         for l in &self.links {
@@ -395,7 +421,9 @@ impl TopologyBuilder {
         let mut leaf_index = vec![u32::MAX; n];
         let mut leaves = Vec::new();
         for (i, nic) in self.nics.iter().enumerate() {
-            nic_index[nic.node.0 as usize] = i as u32;
+            if nic_index[nic.node.0 as usize] == u32::MAX {
+                nic_index[nic.node.0 as usize] = i as u32;
+            }
             if leaf_index[nic.leaf.0 as usize] == u32::MAX {
                 leaf_index[nic.leaf.0 as usize] = leaves.len() as u32;
                 leaves.push(nic.leaf);
@@ -413,6 +441,7 @@ impl TopologyBuilder {
             gpus: self.gpus,
             nics: self.nics,
             nic_index,
+            ports_per_nic: ports,
             link_up: vec![true; n_links],
             switch_index,
             leaf_index,
@@ -462,8 +491,46 @@ pub fn build(
             ));
         }
     }
+    let multi = f.planes() > 1 || f.dual_tor;
+    match spec {
+        TopologySpec::LeafSpine { .. } | TopologySpec::FatTree { .. } => {}
+        TopologySpec::RailOptimized { .. } if !f.dual_tor => {}
+        _ if multi => {
+            return Err(TopologyError::new(
+                if f.dual_tor {
+                    "topology.dual_tor"
+                } else {
+                    "topology.planes"
+                },
+                format!(
+                    "a {} has one plane of single-homed NICs; planes apply to leaf_spine, fat_tree and rail_optimized, dual_tor to leaf_spine and fat_tree",
+                    spec.name()
+                ),
+            ))
+        }
+        _ => {}
+    }
+    if f.planes() > MAX_PLANES {
+        return Err(TopologyError::new(
+            "topology.planes",
+            format!(
+                "{} planes: at most {MAX_PLANES} (every plane is a whole copy of the switch fabric)",
+                f.planes()
+            ),
+        ));
+    }
     let mut b = TopologyBuilder::new(spec.name(), f);
     let nics = b.add_hosts(c);
+    if multi {
+        build_planes(&mut b, &nics, c.nics_per_host, f, spec)?;
+        let mut t = b.finish();
+        for o in &f.nic_overrides {
+            for &h in &o.hosts {
+                t.set_host_nic_rate(h, o.rate);
+            }
+        }
+        return Ok(t);
+    }
     match *spec {
         TopologySpec::SingleSwitch => {
             let sw = b.add_switch(0);
@@ -501,6 +568,86 @@ pub fn build(
         }
     }
     Ok(t)
+}
+
+/// Most planes a fabric may have (`topology.planes`): each is a whole copy of
+/// the switch fabric; the largest published designs use 2 to 8.
+pub const MAX_PLANES: u32 = 16;
+
+/// The NIC ports of one plane in cabling order, for `dual_tor`: groups of
+/// `per_edge` NICs, each group's first ports (`per_edge` slots, padded with
+/// `None`) then their second ports, so the group's ports fill an edge pair
+/// (edges `2j` and `2j+1`); the trailing padding is cut.
+fn dual_slots(nics: &[NodeId], per_edge: usize) -> Vec<Option<NodeId>> {
+    let per_edge = per_edge.max(1);
+    let mut slots = Vec::with_capacity(nics.len() * 2 + 2 * per_edge);
+    for group in nics.chunks(per_edge) {
+        for _side in 0..2 {
+            slots.extend(group.iter().map(|&n| Some(n)));
+            slots.extend(std::iter::repeat_n(None, per_edge - group.len()));
+        }
+    }
+    while slots.last() == Some(&None) {
+        slots.pop();
+    }
+    slots
+}
+
+/// A shape's error on a dual-ToR fabric, saying that its NIC counts are
+/// ports (two per NIC, on two edge switches).
+fn dual_note(mut e: TopologyError) -> TopologyError {
+    e.message.push_str(
+        " (with topology.dual_tor every NIC takes a port on each of two edge switches: count two NICs per node's NIC)",
+    );
+    e
+}
+
+/// Cables `planes` copies of the switch fabric of `spec`, every NIC with a
+/// port in each (two with `dual_tor`, on an edge pair).
+fn build_planes(
+    b: &mut TopologyBuilder,
+    nics: &[NodeId],
+    nics_per_host: u32,
+    f: &FabricLinkSpec,
+    spec: &TopologySpec,
+) -> Result<(), TopologyError> {
+    for plane in 0..f.planes() {
+        if plane == 1 {
+            // every plane is a copy of the first: refuse before building more
+            check_link_budget(
+                "topology.planes",
+                (b.links.len() as u64 / 2).saturating_mul(u64::from(f.planes())),
+            )?;
+        }
+        match *spec {
+            TopologySpec::LeafSpine {
+                radix,
+                oversubscription,
+            } => {
+                if f.dual_tor {
+                    let (down, _) = leaf_spine::port_split(radix.max(2), oversubscription);
+                    let slots = dual_slots(nics, down as usize);
+                    leaf_spine::build_slots(b, &slots, radix, oversubscription)
+                        .map_err(dual_note)?;
+                } else {
+                    leaf_spine::build(b, nics, radix, oversubscription)?;
+                }
+            }
+            TopologySpec::FatTree { k } => {
+                if f.dual_tor {
+                    let slots = dual_slots(nics, (k / 2) as usize);
+                    fat_tree::build_slots(b, &slots, k).map_err(dual_note)?;
+                } else {
+                    fat_tree::build(b, nics, k)?;
+                }
+            }
+            TopologySpec::RailOptimized { radix, spine_radix } => {
+                rail::build(b, nics, nics_per_host, radix, spine_radix)?
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Cluster and link figures shared by unit tests that build their own

@@ -56,6 +56,22 @@ pub fn max_nics(k: u32) -> u64 {
 /// cannot hold every NIC (the message names the smallest `k` that would), or when the
 /// tree would be too large to simulate.
 pub fn build(b: &mut TopologyBuilder, nics: &[NodeId], k: u32) -> Result<(), TopologyError> {
+    let slots: Vec<Option<NodeId>> = nics.iter().map(|&n| Some(n)).collect();
+    build_slots(b, &slots, k)
+}
+
+/// [`build`] over edge port slots: slot `i` is host port `i mod k/2` of edge
+/// `i / (k/2)` (edges pod by pod), cabled to its NIC or left empty (`None`);
+/// a dual-ToR fabric lays a group's first ports on one edge and their second
+/// ports on the next.
+///
+/// # Errors
+/// As [`build`].
+pub fn build_slots(
+    b: &mut TopologyBuilder,
+    nics: &[Option<NodeId>],
+    k: u32,
+) -> Result<(), TopologyError> {
     if k < 2 || k % 2 != 0 {
         return Err(TopologyError::new(
             "topology.k",
@@ -86,8 +102,10 @@ pub fn build(b: &mut TopologyBuilder, nics: &[NodeId], k: u32) -> Result<(), Top
     let aggs: Vec<NodeId> = (0..k * half).map(|_| b.add_switch(1)).collect();
     let cores: Vec<NodeId> = (0..half * half).map(|_| b.add_switch(2)).collect();
 
-    for (i, &nic) in nics.iter().enumerate() {
-        b.attach_nic(nic, edges[i / half]);
+    for (i, nic) in nics.iter().enumerate() {
+        if let Some(nic) = *nic {
+            b.attach_nic(nic, edges[i / half]);
+        }
     }
     for pod in 0..k {
         for e in 0..half {

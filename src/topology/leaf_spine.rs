@@ -22,6 +22,22 @@ pub fn build(
     radix: u32,
     oversub: f64,
 ) -> Result<(), TopologyError> {
+    let slots: Vec<Option<NodeId>> = nics.iter().map(|&n| Some(n)).collect();
+    build_slots(b, &slots, radix, oversub)
+}
+
+/// [`build`] over leaf port slots: slot `i` is host port `i mod down` of leaf
+/// `i / down`, cabled to its NIC or left empty (`None`); a dual-ToR fabric
+/// lays a group's first ports on one leaf and their second ports on the next.
+///
+/// # Errors
+/// As [`build`].
+pub fn build_slots(
+    b: &mut TopologyBuilder,
+    nics: &[Option<NodeId>],
+    radix: u32,
+    oversub: f64,
+) -> Result<(), TopologyError> {
     if radix < 2 {
         return Err(TopologyError::new(
             "topology.radix",
@@ -53,8 +69,10 @@ pub fn build(
         nics.len() as u64 + u64::from(leaves) * u64::from(up),
     )?;
     let leaf_ids: Vec<NodeId> = (0..leaves).map(|_| b.add_switch(0)).collect();
-    for (i, &nic) in nics.iter().enumerate() {
-        b.attach_nic(nic, leaf_ids[i / down as usize]);
+    for (i, nic) in nics.iter().enumerate() {
+        if let Some(nic) = *nic {
+            b.attach_nic(nic, leaf_ids[i / down as usize]);
+        }
     }
     for _ in 0..up {
         let spine = b.add_switch(1);

@@ -141,9 +141,14 @@ pub struct Topology {
     pub gpus_per_host: u32,
     /// One entry per GPU, indexed by [`GpuId`].
     pub gpus: Vec<GpuPorts>,
-    /// One entry per NIC, in host-major order; `nic_index[node]` finds it.
+    /// One entry per NIC port, in host-major order (a NIC's
+    /// [`Topology::ports_per_nic`] ports next to each other: plane by plane,
+    /// ToR A before B); `nic_index[node]` finds a NIC's first.
     pub nics: Vec<NicPorts>,
     nic_index: Vec<u32>,
+    /// Network ports of every NIC (`topology.planes`, ×2 with `dual_tor`):
+    /// a NIC's ports are that many consecutive entries of `nics`.
+    ports_per_nic: u32,
     /// Link is usable (false after a link-down fault).
     link_up: Vec<bool>,
     /// Dense index of each switch node (u32::MAX for non-switches).
@@ -315,6 +320,30 @@ impl Topology {
         }
     }
 
+    /// All network ports of a NIC node (one per plane, two per plane with
+    /// `dual_tor`); empty if the node is not a NIC.
+    pub fn nic_ports(&self, n: NodeId) -> &[NicPorts] {
+        match self.nic_index.get(n.0 as usize) {
+            Some(&i) if i != u32::MAX => {
+                let i = i as usize;
+                let end = (i + self.ports_per_nic as usize).min(self.nics.len());
+                &self.nics[i..end]
+            }
+            _ => &[],
+        }
+    }
+
+    /// Network ports of every NIC: `topology.planes`, twice that with
+    /// `dual_tor`; 1 on a plain fabric.
+    pub fn ports_per_nic(&self) -> u32 {
+        self.ports_per_nic
+    }
+
+    /// NICs (not ports) of each host.
+    pub fn nics_per_host(&self) -> u32 {
+        (self.nics.len() as u32 / self.ports_per_nic.max(1) / self.hosts.max(1)).max(1)
+    }
+
     /// Takes a link (and its reverse) down or up and recomputes the routes.
     /// Traffic already on the link is the backend's business.
     pub fn set_link_up(&mut self, l: LinkId, up: bool) {
@@ -415,13 +444,37 @@ impl Topology {
                 if at == dp.nic {
                     out.push(dp.pcie_down);
                 } else {
-                    let nic = self.nic_of_node(at).expect("NIC node has a NIC record");
-                    if self.is_link_up(nic.uplink) {
-                        out.push(nic.uplink);
+                    let ports = self.nic_ports(at);
+                    if let [nic] = ports {
+                        if self.is_link_up(nic.uplink) {
+                            out.push(nic.uplink);
+                        }
+                        return;
+                    }
+                    // several ports (planes, dual ToR): those whose edge
+                    // switch is nearest the destination, ECMP among them
+                    let mut best = UNREACHABLE;
+                    for p in ports {
+                        if self.is_link_up(p.uplink) {
+                            best = best.min(self.hops_to_nic(p.leaf, dp.nic));
+                        }
+                    }
+                    if best == UNREACHABLE {
+                        return;
+                    }
+                    for p in ports {
+                        if self.is_link_up(p.uplink) && self.hops_to_nic(p.leaf, dp.nic) == best {
+                            out.push(p.uplink);
+                        }
                     }
                 }
             }
             NodeKind::Switch { .. } => {
+                let dports = self.nic_ports(dp.nic);
+                if dports.len() > 1 {
+                    self.next_hops_multi(at, dp.nic, out);
+                    return;
+                }
                 let dnic = self.nic_of_node(dp.nic).expect("GPU's NIC has a record");
                 if at == dnic.leaf {
                     if self.is_link_up(dnic.downlink) {
@@ -457,6 +510,57 @@ impl Topology {
                         out.push(l);
                     }
                 }
+            }
+        }
+    }
+
+    /// Switch hops from switch `at` to NIC node `nic` through the nearest of
+    /// its ports whose down link is up, counting that link (1 from the port's
+    /// own edge switch); [`UNREACHABLE`] when none leads there.
+    fn hops_to_nic(&self, at: NodeId, nic: NodeId) -> u8 {
+        let Some(&si) = self.switch_index.get(at.0 as usize) else {
+            return UNREACHABLE;
+        };
+        if si == u32::MAX {
+            return UNREACHABLE;
+        }
+        let mut best = UNREACHABLE;
+        for p in self.nic_ports(nic) {
+            if !self.is_link_up(p.downlink) {
+                continue;
+            }
+            let li = self.leaf_index[p.leaf.0 as usize] as usize;
+            let d = self.dist[li * self.n_switches + si as usize];
+            if d != UNREACHABLE {
+                best = best.min(d.saturating_add(1));
+            }
+        }
+        best
+    }
+
+    /// [`Topology::next_hops`] at switch `at` towards a NIC with several
+    /// ports: down a port whose edge switch `at` is, else every up link to a
+    /// switch one hop nearer the nearest port that is up.
+    fn next_hops_multi(&self, at: NodeId, nic: NodeId, out: &mut Vec<LinkId>) {
+        for p in self.nic_ports(nic) {
+            if p.leaf == at && self.is_link_up(p.downlink) {
+                out.push(p.downlink);
+                return;
+            }
+        }
+        let here = self.hops_to_nic(at, nic);
+        if here == UNREACHABLE {
+            return;
+        }
+        for &l in self.out_links(at) {
+            if !self.link_up[l.0 as usize] {
+                continue;
+            }
+            let to = self.links[l.0 as usize].to;
+            if self.switch_index[to.0 as usize] != u32::MAX
+                && self.hops_to_nic(to, nic).saturating_add(1) == here
+            {
+                out.push(l);
             }
         }
     }

@@ -380,6 +380,8 @@ pub struct RouteCache {
     links: Vec<PortId>,
     /// Per node: the uplink of a NIC (NONE if not a NIC or the link is down).
     nic_uplink: Vec<PortId>,
+    /// NICs have several ports (planes, dual ToR): see [`RouteCache::rebuild`].
+    multi_port: bool,
     /// Per node: true for an NVSwitch.
     is_nvswitch: Vec<bool>,
     /// Per GPU: its NIC node, PCIe down link and NVLink down link.
@@ -420,8 +422,11 @@ impl RouteCache {
         }
         self.n_leaves = self.leaf_node.len();
         self.nic_uplink = vec![PortId::NONE; topo.nodes.len()];
+        // a NIC of several ports (planes, dual ToR) and every edge switch of
+        // a destination's ports but the first ask the topology itself
+        self.multi_port = topo.ports_per_nic() > 1;
         for nic in &topo.nics {
-            if topo.is_link_up(nic.uplink) {
+            if topo.is_link_up(nic.uplink) && !self.multi_port {
                 self.nic_uplink[nic.node.0 as usize] = nic.uplink.into();
             }
         }
@@ -473,7 +478,18 @@ impl RouteCache {
     ) {
         let si = self.sw_index[node as usize];
         let li = self.leaf_of_gpu[dst as usize];
-        if si != NONE {
+        if si != NONE
+            && self.multi_port
+            && self.leaf_node[li as usize] != node
+            && topo
+                .nic_ports(NodeId(self.gpu_nic[dst as usize]))
+                .iter()
+                .any(|p| p.leaf.0 == node)
+        {
+            tmp.clear();
+            topo.next_hops(NodeId(node), GpuId(dst), tmp);
+            out.extend(tmp.iter().map(|&l| PortId::from(l)));
+        } else if si != NONE {
             let d = dst as usize;
             let hops = if self.leaf_node[li as usize] != node {
                 let k = si as usize * self.n_leaves + li as usize;

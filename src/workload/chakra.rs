@@ -1242,9 +1242,18 @@ pub fn plan(ranks: &[RankTrace]) -> Result<ChakraPlan, ChakraError> {
         }
         let mut cycle = path.split_off(seen[at as usize]);
         cycle.reverse();
+        // an operation by its nodes (a collective's first four members)
         let name = |o: u32| {
-            let (r, i) = members[o as usize][0];
-            format!("rank {r} node {}", ranks[r as usize].nodes[i as usize].id)
+            let m = &members[o as usize];
+            let mut v: Vec<String> = m
+                .iter()
+                .take(4)
+                .map(|&(r, i)| format!("rank {r} node {}", ranks[r as usize].nodes[i as usize].id))
+                .collect();
+            if m.len() > 4 {
+                v.push(format!("{} more", m.len() - 4));
+            }
+            format!("({})", v.join(", "))
         };
         let (r, i) = members[cycle[0] as usize][0];
         let names: Vec<String> = cycle.iter().map(|&o| name(o)).collect();

@@ -659,7 +659,12 @@ fn read_chakra_keys(
         }
     }
     read_nvlink_keys(s, usage);
-    crate::workload::faults::read_keys(&s.faults, fidelity, Some("a Chakra trace set"), usage);
+    let computes = c.plan.ops.iter().any(
+        |o| matches!(o, PlanOp::Compute { busy: true, duration, .. } if *duration > SimTime::ZERO),
+    );
+    let no_compute =
+        (!computes).then_some("this Chakra trace set (no compute node of nonzero duration)");
+    crate::workload::faults::read_keys(&s.faults, fidelity, no_compute, usage);
 }
 
 /// Runs a Chakra trace set: one DAG, its makespan the run's.
@@ -669,6 +674,9 @@ fn run_chakra(
     acc: &mut Accumulated,
 ) -> Result<(), RunError> {
     let dag = c.build(exec.topo)?;
+    // slow GPUs stretch the traces' compute (link faults are the executor's)
+    let applied = crate::workload::faults::Applied::new(&exec.scenario.faults, exec.topo);
+    let dag = applied.slow_dag(&dag, exec.topo).into_owned();
     let mut out = exec.run_faulty(&dag, SimTime::ZERO)?;
     acc.add_run("chakra", &dag, exec.topo, &mut out, 0);
     Ok(())

@@ -84,11 +84,11 @@ impl Validator<'_> {
             },
         };
         if let Some(n) = total_gpus {
-            if files.len() as u64 > n {
+            if files.len() as u64 != n {
                 self.err(
                     "workload.traces",
                     format!("{} ranks on a cluster of {n} GPUs", files.len()),
-                    "at most one rank per GPU (rank r runs on GPU r)",
+                    format!("{n} rank files, one per GPU (rank r runs on GPU r): a cluster of as many GPUs as the traces have ranks"),
                 );
                 return None;
             }

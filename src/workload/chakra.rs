@@ -48,8 +48,9 @@
 //!   outputs, other attributes) are ignored.
 //!
 //! **Ranks** are the cluster's GPUs in order: the file of rank r runs on GPU
-//! r. A trace set of fewer ranks than the cluster has GPUs runs on the first
-//! ones; more ranks than GPUs is refused.
+//! r. A trace set must have exactly one rank per GPU of the cluster (a
+//! traced job describes the whole machine it ran on; idle GPUs would make
+//! cluster keys change nothing without saying so).
 //!
 //! **Bounds**: a file of at most [`MAX_FILE_BYTES`], at most [`MAX_NODES`]
 //! nodes over all ranks, sizes of at most [`MAX_COMM_BYTES`] and durations of

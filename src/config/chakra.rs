@@ -78,7 +78,11 @@ impl Validator<'_> {
             Some(RawTraces::Dir(d)) => match chakra::rank_files(&base.join(d)) {
                 Ok(v) => v.iter().map(|p| p.display().to_string()).collect(),
                 Err(e) => {
-                    self.err("workload.traces", format!("{d:?}: {e}"), expected);
+                    self.err(
+                        "workload.traces",
+                        format!("{d:?}: {}: {}", e.file, e.found),
+                        e.expected,
+                    );
                     return None;
                 }
             },
@@ -112,10 +116,12 @@ impl Validator<'_> {
         let plan = match chakra::load(&files, read) {
             Ok(p) => p,
             Err(e) => {
+                // the trace's own location first: file, node, field
+                let node = e.node.map(|n| format!(" node {n}")).unwrap_or_default();
                 self.err(
                     "workload.traces",
-                    e.to_string(),
-                    "traces fabricsim supports (README \"Chakra traces\"): the error names the file, node and field",
+                    format!("in {}{node}, {}: {}", e.file, e.field, e.found),
+                    format!("{} (README \"Chakra traces\")", e.expected),
                 );
                 return None;
             }

@@ -590,7 +590,12 @@ fn next_message<'a>(
             file,
             last_id,
             "length prefix",
-            format!("a malformed or truncated varint at byte {at} (before the {what})"),
+            format!(
+                "a malformed or truncated varint at byte {at} (before the {what}{})",
+                last_id
+                    .map(|i| format!(" after node {i}"))
+                    .unwrap_or_default()
+            ),
             "a varint length before each message (Chakra's length-delimited stream)",
         )
     })?;
@@ -601,7 +606,10 @@ fn next_message<'a>(
             last_id,
             "length prefix",
             format!(
-                "the {what} at byte {at} declares {len} bytes, only {} remain (truncated file)",
+                "the {what} at byte {at}{} declares {len} bytes, only {} remain (truncated file)",
+                last_id
+                    .map(|i| format!(" (after node {i})"))
+                    .unwrap_or_default(),
                 rest.len()
             ),
             "a whole message after each length prefix",

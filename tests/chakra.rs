@@ -610,7 +610,7 @@ fn an_exported_training_step_replays_to_the_same_step_time() {
         assert!(shipped == *bytes, "examples/chakra/tiny.{r}.et is stale: re-export it (see examples/training-tiny-8gpu.toml)");
         assert!(bytes.len() < 8 << 10, "{} bytes", bytes.len());
     }
-    for f in [Fidelity::Analytical, Fidelity::Flow] {
+    for f in [Fidelity::Analytical, Fidelity::Flow, Fidelity::Packet] {
         let t = run_at(&training, f);
         let c = run_at(&traced, f);
         let step_us = t.training.as_ref().unwrap().step_time_s * 1e6;
@@ -670,7 +670,7 @@ fn the_shipped_zero1_traces_replay_their_step_too() {
         .unwrap()
         .replace("traces = \"chakra\"", "traces = \"chakra/dp8\"");
     let traced = config::parse(&path.display().to_string(), &text).unwrap();
-    for f in [Fidelity::Analytical, Fidelity::Flow] {
+    for f in [Fidelity::Analytical, Fidelity::Flow, Fidelity::Packet] {
         let (t, c) = (run_at(&training, f), run_at(&traced, f));
         println!(
             "{f:?}: dp8 step {} us, from the traces {} us",

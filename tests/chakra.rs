@@ -487,6 +487,11 @@ fn malformed_traces_are_located_errors() {
     let mut n = comp(6, 0, &[]);
     n.attr.push(AttributeProto::uint64("num_ops", 1_000_000));
     expect_error(&[vec![n]], "t.0.et", Some(6), "duration_micros");
+    // a node waiting for itself, through ctrl_deps
+    let mut n = comp(8, 1, &[]);
+    n.ctrl_deps.push(8);
+    let m = expect_error(&[vec![n]], "t.0.et", Some(8), "ctrl_deps");
+    assert!(m.contains("the node itself"), "{m}");
     // a duplicate id
     expect_error(
         &[vec![comp(1, 1, &[]), comp(1, 1, &[])]],

@@ -775,8 +775,7 @@ pub fn read_rank(
         for (field, list) in [("ctrl_deps", &n.ctrl_deps), ("data_deps", &n.data_deps)] {
             for d in list {
                 match index.get(d) {
-                    Some(&i) if *d == n.id => {
-                        let _ = i;
+                    Some(_) if *d == n.id => {
                         return Err(err(
                             file,
                             Some(n.id),

@@ -500,6 +500,10 @@ fn workload_counts(
             let tasks = crate::workload::inference::estimated_tasks(i);
             (tasks, tasks, 0.0, "workload.inference.output_tokens")
         }
+        WorkloadSpec::Chakra(c) => {
+            let tasks = c.estimated_tasks();
+            (tasks, tasks, c.estimated_bytes(), "workload.traces")
+        }
         WorkloadSpec::Jobs(jobs) => {
             // one DAG of every job (the shared run), then each job alone:
             // twice the flows and bytes, the merged DAG the largest

@@ -280,6 +280,21 @@ Example (a Slurm job array, docs/slurm-sweep.sh):
         #[arg(short = 'o', long = "output", value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// Write a training scenario's step as Chakra execution traces, one file per rank.
+    #[command(
+        name = "export-chakra",
+        after_help = "Writes DIR/<prefix>.<rank>.et for every GPU of the plan (data x tensor x pipeline ranks): compute as COMP_NODE\n(duration_micros rounded, the exact duration_ps attribute), collectives as COMM_COLL_NODE (comm_type, comm_size,\npg_name), pipeline transfers as COMM_SEND_NODE / COMM_RECV_NODE. A scenario with workload.kind = \"chakra\" and\nworkload.traces = \"DIR\" runs them.\n\nExample:\n  fabricsim export-chakra examples/training-llama2-7b.toml -o traces/ --prefix llama"
+    )]
+    ExportChakra {
+        /// A scenario with workload.kind = "training" (replicas = "all").
+        scenario: PathBuf,
+        /// Directory to write the traces into (created if missing).
+        #[arg(short = 'o', long = "output", value_name = "DIR")]
+        output: PathBuf,
+        /// File name prefix: files are <prefix>.<rank>.et.
+        #[arg(long, default_value = "trace")]
+        prefix: String,
+    },
     /// Convert another simulator's topology into a topology file (topology.kind = "file").
     #[command(
         name = "import-topology",
@@ -408,6 +423,11 @@ fn command(cli: Cli) -> ExitCode {
             Err(e) => config_failure(&e),
         },
         Command::ImportCm { matrix, output } => import_cm(&matrix, output.as_deref()),
+        Command::ExportChakra {
+            scenario,
+            output,
+            prefix,
+        } => export_chakra(&scenario, &output, &prefix),
         Command::ImportTopology {
             input,
             format,
@@ -621,6 +641,42 @@ fn base_failure(e: &cluster::BaseError) -> ExitCode {
         cluster::BaseError::Config(c) => config_failure(c),
         cluster::BaseError::Usage(m) => usage(m),
     }
+}
+
+/// `fabricsim export-chakra`: a training step as Chakra traces.
+fn export_chakra(scenario: &Path, dir: &Path, prefix: &str) -> ExitCode {
+    let s = match config::load(scenario) {
+        Ok(s) => s,
+        Err(e) => return config_failure(&e),
+    };
+    if prefix.is_empty() || prefix.contains(['/', '\\']) {
+        return usage(&format!(
+            "--prefix {prefix:?}: expected a file name prefix without slashes"
+        ));
+    }
+    let files = match fabricsim::workload::chakra::export_scenario(&s) {
+        Ok(f) => f,
+        Err(e) => return usage(&format!("{}: {e}", scenario.display())),
+    };
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        errln!("error: creating {}: {e}", dir.display());
+        return ExitCode::FAILURE;
+    }
+    let mut total = 0usize;
+    for (r, bytes) in files.iter().enumerate() {
+        let path = dir.join(format!("{prefix}.{r}.et"));
+        if let Err(e) = std::fs::write(&path, bytes) {
+            errln!("error: writing {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+        total += bytes.len();
+    }
+    errln!(
+        "# {} rank traces ({total} bytes) written to {}/{prefix}.<rank>.et",
+        files.len(),
+        dir.display()
+    );
+    ExitCode::SUCCESS
 }
 
 /// `fabricsim import-cm`: an htsim connection matrix as a scenario.

@@ -208,9 +208,10 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
     }
     // training and inference apply their faults run by run (each alone too)
     let faults = match scenario.workload {
-        WorkloadSpec::Collective(_) | WorkloadSpec::Traffic(_) | WorkloadSpec::Jobs(_) => {
-            crate::workload::faults::Applied::new(&scenario.faults, &topo)
-        }
+        WorkloadSpec::Collective(_)
+        | WorkloadSpec::Traffic(_)
+        | WorkloadSpec::Jobs(_)
+        | WorkloadSpec::Chakra(_) => crate::workload::faults::Applied::new(&scenario.faults, &topo),
         WorkloadSpec::Training(_) | WorkloadSpec::Inference(_) => {
             crate::workload::faults::Applied::none()
         }
@@ -248,6 +249,10 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
             };
             jobs::run_jobs(&placed, &exec, &mut acc, &mut usage)
         }
+        WorkloadSpec::Chakra(c) => {
+            read_chakra_keys(scenario, c, fidelity, &mut usage);
+            run_chakra(c, &exec, &mut acc)
+        }
     };
     // A deadlock is a finding, not a failure of the simulator: the run stops
     // and the result names the cycle (with what completed before it).
@@ -278,20 +283,19 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
         ignored_settings: usage.ignored(scenario.workload.kind_name(), fidelity),
         deadlock,
         faults: match scenario.workload {
-            WorkloadSpec::Collective(_) | WorkloadSpec::Traffic(_) | WorkloadSpec::Jobs(_) => {
-                scenario
-                    .faults
-                    .iter()
-                    .filter(|f| {
-                        !matches!(f.kind, crate::config::workload::FaultKind::SlowGpu { .. })
-                    })
-                    .map(|f| crate::report::AppliedFault {
-                        name: f.name.clone(),
-                        kind: fault_kind_name(&f.kind).into(),
-                        at_us: f.at.as_us(),
-                    })
-                    .collect()
-            }
+            WorkloadSpec::Collective(_)
+            | WorkloadSpec::Traffic(_)
+            | WorkloadSpec::Jobs(_)
+            | WorkloadSpec::Chakra(_) => scenario
+                .faults
+                .iter()
+                .filter(|f| !matches!(f.kind, crate::config::workload::FaultKind::SlowGpu { .. }))
+                .map(|f| crate::report::AppliedFault {
+                    name: f.name.clone(),
+                    kind: fault_kind_name(&f.kind).into(),
+                    at_us: f.at.as_us(),
+                })
+                .collect(),
             WorkloadSpec::Training(_) | WorkloadSpec::Inference(_) => Vec::new(),
         },
         wall_s: wall.elapsed().as_secs_f64(),
@@ -609,6 +613,84 @@ fn read_backend_keys(
     None
 }
 
+/// Records in `usage` the keys a Chakra trace set consumes: the traces, the
+/// collectives' algorithm (skipped when no trace has a collective, or when the
+/// fixed algorithm runs none of the traces' operations), the keys its
+/// collectives' in-network reductions read, and the faults.
+fn read_chakra_keys(
+    s: &Scenario,
+    c: &crate::workload::chakra::ChakraSpec,
+    fidelity: Fidelity,
+    usage: &mut Usage,
+) {
+    use crate::collective::Algorithm as A;
+    use crate::workload::chakra::PlanOp;
+    usage.read_all(&["workload.kind", "workload.traces"]);
+    let mut ops: Vec<crate::collective::CollectiveOp> = c
+        .plan
+        .ops
+        .iter()
+        .filter_map(|o| match o {
+            PlanOp::Collective { op, .. } => Some(*op),
+            _ => None,
+        })
+        .collect();
+    ops.sort_by_key(|o| o.name());
+    ops.dedup();
+    let runs_some = match c.algorithm {
+        AlgoChoice::Auto => true,
+        AlgoChoice::Fixed(a) => ops.iter().any(|&op| crate::collective::supports(a, op)),
+    };
+    usage.read_if("workload.algorithm", !ops.is_empty() && runs_some, || {
+        if ops.is_empty() {
+            "the traces have no collective".into()
+        } else {
+            "the fixed algorithm runs none of the traces' collectives, so they run NCCL's choice (auto)".into()
+        }
+    });
+    let may = |a: A| c.algorithm == AlgoChoice::Auto || c.algorithm == AlgoChoice::Fixed(a);
+    if !ops.is_empty() {
+        if may(A::Sharp) || may(A::CollnetChain) || may(A::Hierarchical) {
+            if s.no_sharp_reason(fidelity).is_none() {
+                usage.read_all(&["fabric.sharp", "fabric.sharp_groups", "fabric.kind"]);
+            }
+            if let Some(key) = s.sharp_turned_off_by(fidelity) {
+                usage.read(key);
+            }
+        }
+        if may(A::Nvls) {
+            if s.no_nvls_reason(fidelity).is_none() {
+                usage.read("cluster.nvls");
+            }
+            if let Some(key) = s.nvls_turned_off_by(fidelity) {
+                usage.read(key);
+            }
+        }
+    }
+    read_nvlink_keys(s, usage);
+    let computes = c.plan.ops.iter().any(
+        |o| matches!(o, PlanOp::Compute { busy: true, duration, .. } if *duration > SimTime::ZERO),
+    );
+    let no_compute =
+        (!computes).then_some("this Chakra trace set (no compute node of nonzero duration)");
+    crate::workload::faults::read_keys(&s.faults, fidelity, no_compute, usage);
+}
+
+/// Runs a Chakra trace set: one DAG, its makespan the run's.
+fn run_chakra(
+    c: &crate::workload::chakra::ChakraSpec,
+    exec: &Executor<'_>,
+    acc: &mut Accumulated,
+) -> Result<(), RunError> {
+    let dag = c.build(exec.topo)?;
+    // slow GPUs stretch the traces' compute (link faults are the executor's)
+    let applied = crate::workload::faults::Applied::new(&exec.scenario.faults, exec.topo);
+    let dag = applied.slow_dag(&dag, exec.topo).into_owned();
+    let mut out = exec.run_faulty(&dag, SimTime::ZERO)?;
+    acc.add_run("chakra", &dag, exec.topo, &mut out, 0);
+    Ok(())
+}
+
 /// Records in `usage` the keys a traffic pattern consumes.
 fn read_traffic_keys(
     s: &Scenario,
@@ -649,7 +731,10 @@ fn read_model_workload_keys(s: &Scenario, fidelity: Fidelity, usage: &mut Usage)
     match &s.workload {
         WorkloadSpec::Training(t) => training::read_keys(t, usage),
         WorkloadSpec::Inference(i) => inference::read_keys(i, usage),
-        WorkloadSpec::Collective(_) | WorkloadSpec::Traffic(_) | WorkloadSpec::Jobs(_) => return,
+        WorkloadSpec::Collective(_)
+        | WorkloadSpec::Traffic(_)
+        | WorkloadSpec::Jobs(_)
+        | WorkloadSpec::Chakra(_) => return,
     }
     crate::workload::faults::read_keys(&s.faults, fidelity, None, usage);
     // a plan's collectives may reduce in the switches when their algorithm is
@@ -658,7 +743,10 @@ fn read_model_workload_keys(s: &Scenario, fidelity: Fidelity, usage: &mut Usage)
     let plan = match &s.workload {
         WorkloadSpec::Training(t) => &t.plan,
         WorkloadSpec::Inference(i) => &i.plan,
-        WorkloadSpec::Collective(_) | WorkloadSpec::Traffic(_) | WorkloadSpec::Jobs(_) => return,
+        WorkloadSpec::Collective(_)
+        | WorkloadSpec::Traffic(_)
+        | WorkloadSpec::Jobs(_)
+        | WorkloadSpec::Chakra(_) => return,
     };
     use crate::collective::Algorithm as A;
     let fixed = |a: A| {
@@ -739,6 +827,7 @@ pub fn ignored_settings(
             read_model_workload_keys(scenario, fidelity, &mut usage)
         }
         WorkloadSpec::Jobs(j) => jobs::read_jobs_keys(scenario, j, &topo, fidelity, &mut usage)?,
+        WorkloadSpec::Chakra(c) => read_chakra_keys(scenario, c, fidelity, &mut usage),
     }
     Ok(usage.ignored(scenario.workload.kind_name(), fidelity))
 }

@@ -439,7 +439,8 @@ fn reduced(name: &str) -> Vec<(String, String)> {
 fn load(p: &Path) -> Scenario {
     let text = std::fs::read_to_string(p).unwrap();
     let name = p.file_name().unwrap().to_string_lossy().to_string();
-    fabricsim::sweep::apply(&name, &text, &reduced(&name))
+    // the path, not the name: a scenario's relative paths (Chakra traces) resolve from it
+    fabricsim::sweep::apply(&p.display().to_string(), &text, &reduced(&name))
         .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 

@@ -200,6 +200,8 @@ const ALTERNATIVES: &[(&str, &[&str])] = &[
     ("fabric.cnp_class", &["\"bulk\""]),
     ("workload.class", &["\"bulk\""]),
     ("workload.kind", &["\"collective\"", "\"traffic\""]),
+    // another trace set shipped beside the example's (data = 8, ZeRO-1)
+    ("workload.traces", &["\"chakra/dp8\""]),
     (
         "workload.op",
         &["\"all_gather\"", "\"broadcast\"", "\"all_reduce\""],
@@ -381,6 +383,36 @@ const KNOWN_GAPS: &[(&str, Fidelity, &str, &str)] = &[
     ("incast-roce-pfc-only.toml", Fidelity::Analytical, "topology.dual_tor", DUAL_TOR_GAP),
     ("permutation-fat-tree.toml", Fidelity::Analytical, "topology.planes", PLANES_GAP),
     ("training-mixtral-moe.toml", Fidelity::Analytical, "topology.planes", PLANES_GAP),
+    (
+        "training-chakra.toml",
+        Fidelity::Analytical,
+        "cluster.nvls",
+        "auto chooses no NVLS algorithm for the traces' collectives (as for the training step they come from)",
+    ),
+    (
+        "training-chakra.toml",
+        Fidelity::Analytical,
+        "fabric.sharp",
+        "auto chooses no SHARP algorithm for the traces' collectives (as for the training step they come from)",
+    ),
+    (
+        "training-chakra.toml",
+        Fidelity::Flow,
+        "cluster.nvls",
+        "auto chooses no NVLS algorithm for the traces' collectives (as for the training step they come from)",
+    ),
+    (
+        "training-chakra.toml",
+        Fidelity::Flow,
+        "fabric.sharp",
+        "auto chooses no SHARP algorithm for the traces' collectives (as for the training step they come from)",
+    ),
+    (
+        "training-chakra.toml",
+        Fidelity::Flow,
+        "fabric.qps_per_connection",
+        "the step the traces come from (training-tiny-8gpu.toml) gives the identical result with 4 queue pairs too: its transfers do not contend on the paths more queue pairs would spread them over",
+    ),
     (
         "flows-pipeline.toml",
         Fidelity::Analytical,
@@ -839,6 +871,7 @@ fn cases() -> Vec<(&'static str, Fidelity)> {
         "inference-llama2-70b.toml",
         "permutation-fat-tree.toml",
         "pfc-deadlock-dragonfly.toml",
+        "training-chakra.toml",
         "training-faults.toml",
         "training-mixtral-moe.toml",
         "two-jobs-leaf-spine.toml",
@@ -856,6 +889,7 @@ fn cases() -> Vec<(&'static str, Fidelity)> {
         "incast-roce-pfc-dcqcn.toml",
         "permutation-fat-tree.toml",
         "pfc-deadlock-dragonfly.toml",
+        "training-chakra.toml",
         "training-faults.toml",
         "two-jobs-leaf-spine.toml",
     ] {

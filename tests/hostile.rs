@@ -218,6 +218,7 @@ const KEYS: &[(&str, &[&str], &str)] = &[
         "allreduce-leaf-spine.toml",
     ),
     ("workload", &["sizes"], "hierarchical-rail.toml"),
+    ("workload", &["traces", "algorithm"], "training-chakra.toml"),
     (
         "workload",
         &["bytes", "senders", "receiver"],
@@ -747,6 +748,20 @@ fn corpus() -> Vec<Case> {
             t.into_bytes()
         }),
         (
+            "Chakra traces that are /dev/zero (a 64 MiB cap, then a located error)",
+            format!(
+                "{}\n[workload]\nkind = \"chakra\"\ntraces = [\"/dev/zero\"]\n",
+                "[cluster]\nnodes = 1\ngpus_per_node = 1\nnics_per_node = 1\n[topology]\nkind = \"leaf_spine\"\nradix = 4\n[fabric]\npreset = \"ib-ndr-400\""
+            )
+            .into_bytes(),
+        ),
+        (
+            "Chakra traces in a directory of no .et file",
+            "[cluster]\nnodes = 1\ngpus_per_node = 1\nnics_per_node = 1\n[topology]\nkind = \"leaf_spine\"\nradix = 4\n[fabric]\npreset = \"ib-ndr-400\"\n[workload]\nkind = \"chakra\"\ntraces = \"/proc/self\"\n"
+                .to_string()
+                .into_bytes(),
+        ),
+        (
             "20,000 faults",
             "[[faults]]\nkind = \"slow_gpu\"\ngpu = 0\nfactor = 2\n"
                 .repeat(20_000)
@@ -770,8 +785,24 @@ fn corpus() -> Vec<Case> {
         .display()
         .to_string();
     let nccl = nccl.as_str();
+    let inference = ex.join("inference-llama2-70b.toml").display().to_string();
+    let training = ex.join("training-tiny-8gpu.toml").display().to_string();
+    let out_dir =
+        std::env::temp_dir().join(format!("fabricsim-hostile-chakra-{}", std::process::id()));
+    let out_dir = out_dir.display().to_string();
     for args in [
-        &["validate", "/dev/zero"][..],
+        &["export-chakra", inference.as_str(), "-o", out_dir.as_str()][..],
+        &["export-chakra", training.as_str(), "-o", "/dev/full/x"],
+        &[
+            "export-chakra",
+            training.as_str(),
+            "-o",
+            out_dir.as_str(),
+            "--prefix",
+            "a/b",
+        ],
+        &["export-chakra", "/dev/zero", "-o", out_dir.as_str()],
+        &["validate", "/dev/zero"],
         &["run", "/dev/zero"],
         &["validate", "/"],
         &["validate", "/nonexistent/scenario.toml"],

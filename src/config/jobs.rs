@@ -226,11 +226,11 @@ impl Validator<'_> {
             return None;
         };
         let kind = w.kind.as_deref().unwrap_or("collective");
-        if matches!(kind, "training" | "inference") {
+        if matches!(kind, "training" | "inference" | "chakra") {
             self.err(
                 &format!("jobs.{i}.workload.kind"),
                 format!("{kind:?} in a job"),
-                "\"collective\", \"traffic\" or \"flows\": a training or inference job is not supported yet (its plan spans the whole cluster)",
+                "\"collective\", \"traffic\" or \"flows\": a training, inference or Chakra job is not supported yet (its plan spans the whole cluster)",
             );
             return None;
         }

@@ -46,6 +46,7 @@
 //! seed = 1
 //! ```
 
+mod chakra;
 mod classes;
 mod cluster;
 mod collective;

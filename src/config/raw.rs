@@ -419,6 +419,19 @@ pub struct RawWorkload {
     pub flows: Option<Vec<RawListedFlow>>,
     /// Packet level: the traffic class of the workload's transfers (default the first).
     pub class: Option<String>,
+    /// Chakra traces (`kind = "chakra"`): a directory of `<prefix>.<rank>.et`
+    /// files or a list of files (rank order), relative to the scenario.
+    pub traces: Option<RawTraces>,
+}
+
+/// `workload.traces`: a directory or a list of files.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum RawTraces {
+    /// `traces = "chakra/"`: every `<prefix>.<rank>.et` in it.
+    Dir(String),
+    /// `traces = ["a.0.et", "a.1.et"]`: rank r is the r-th file.
+    Files(Vec<String>),
 }
 
 /// A flow's name in a flow list: a whole number (htsim's flow ids) or a string.

@@ -25,6 +25,8 @@ pub enum WorkloadSpec {
     /// Several jobs sharing the fabric (`[[jobs]]`), each a collective,
     /// traffic or flow-list workload on its own nodes.
     Jobs(Vec<super::jobs::JobSpec>),
+    /// Chakra execution traces, one file per rank.
+    Chakra(Box<crate::workload::chakra::ChakraSpec>),
 }
 
 impl WorkloadSpec {
@@ -37,6 +39,7 @@ impl WorkloadSpec {
             WorkloadSpec::Training(_) => "training",
             WorkloadSpec::Inference(_) => "inference",
             WorkloadSpec::Jobs(_) => "jobs",
+            WorkloadSpec::Chakra(_) => "chakra",
         }
     }
 }
@@ -268,6 +271,13 @@ impl Validator<'_> {
         total_gpus: Option<u64>,
     ) -> Option<WorkloadSpec> {
         let kind = w.kind.as_deref().unwrap_or("collective");
+        if w.traces.is_some() && kind != "chakra" {
+            self.err(
+                "workload.traces",
+                format!("Chakra traces with kind = {kind:?}"),
+                "them only with kind = \"chakra\"",
+            );
+        }
         if w.flows.is_some() && kind != "flows" {
             self.err(
                 "workload.flows",
@@ -279,6 +289,7 @@ impl Validator<'_> {
             "collective" => self.collective(w, total_gpus),
             "traffic" => self.traffic(w, total_gpus),
             "flows" => self.flow_list(w, total_gpus),
+            "chakra" => self.chakra(w, total_gpus),
             "training" => self
                 .training(w, total_gpus)
                 .map(|t| WorkloadSpec::Training(Box::new(t))),
@@ -289,7 +300,7 @@ impl Validator<'_> {
                 self.err(
                     "workload.kind",
                     format!("{other:?}"),
-                    "\"collective\", \"traffic\", \"flows\", \"training\" or \"inference\"",
+                    "\"collective\", \"traffic\", \"flows\", \"chakra\", \"training\" or \"inference\"",
                 );
                 None
             }

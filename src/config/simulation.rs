@@ -188,6 +188,30 @@ impl Validator<'_> {
                     return false;
                 }
             }
+            WorkloadSpec::Chakra(c) => {
+                use crate::workload::chakra::PlanOp;
+                // compute of one rank runs one task at a time
+                let mut busy = vec![0u128; c.plan.ranks as usize];
+                for op in &c.plan.ops {
+                    match op {
+                        PlanOp::Compute { rank, duration, .. } => {
+                            busy[*rank as usize] += u128::from(duration.0)
+                        }
+                        PlanOp::Collective { bytes, ranks, .. } => sizes.push((
+                            "workload.traces".into(),
+                            *bytes,
+                            2 * u128::from(*bytes) * ranks.len() as u128,
+                        )),
+                        PlanOp::Transfer { bytes, .. } => {
+                            sizes.push(("workload.traces".into(), *bytes, u128::from(*bytes)))
+                        }
+                    }
+                }
+                let most = busy.iter().max().copied().unwrap_or(0) as f64 * 1e-12;
+                if !self.compute_in_time_range(s, most) {
+                    return false;
+                }
+            }
             WorkloadSpec::Jobs(jobs) => {
                 // each job's sizes as a workload of its own, at its fields
                 for (i, j) in jobs.iter().enumerate() {

@@ -150,7 +150,11 @@ pub(super) fn serde_diag(src: &Source, e: &toml::de::Error) -> Diagnostic {
             span.as_ref()
                 .and_then(|s| text_slice(src.text, s))
                 .unwrap_or_else(|| "a value of the wrong type".into()),
-            "a number or a quoted quantity with a unit".into(),
+            if leaf == "traces" {
+                "a directory (a quoted path) or a list of quoted .et file paths".into()
+            } else {
+                "a number or a quoted quantity with a unit".into()
+            },
         )
     } else {
         (

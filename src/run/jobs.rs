@@ -103,7 +103,10 @@ fn plan_job(
             let logical = logical_traffic(&js, t, seed)?;
             dag.append(&logical, |g| ranks[g.0 as usize], &[], "");
         }
-        WorkloadSpec::Training(_) | WorkloadSpec::Inference(_) | WorkloadSpec::Jobs(_) => {
+        WorkloadSpec::Training(_)
+        | WorkloadSpec::Inference(_)
+        | WorkloadSpec::Jobs(_)
+        | WorkloadSpec::Chakra(_) => {
             return Err(RunError::Unsupported(format!(
                 "jobs.{i}.workload.kind: a {} job is not supported",
                 j.workload.kind_name()

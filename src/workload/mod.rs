@@ -8,6 +8,7 @@
 //! - [`faults`]: stragglers, link and switch failures, degraded links.
 //! - [`traffic`]: synthetic network traffic patterns (incast, permutation, all-to-all, random).
 //! - [`flows`]: explicit flow lists with dependencies, and htsim connection matrices.
+//! - [`chakra`]: MLCommons Chakra execution traces, read and written.
 //!
 //! **Cost model of compute** ([`LayerCost`]). Per token and layer, the forward
 //! pass costs 2 FLOPs per active weight (the 6·params·tokens rule counts
@@ -22,6 +23,7 @@
 //! other (one compute stream); collectives run on their own streams and
 //! overlap compute freely (no interference with compute kernels is modeled).
 
+pub mod chakra;
 pub mod faults;
 pub mod flows;
 pub mod inference;

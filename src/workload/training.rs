@@ -128,6 +128,8 @@ struct Builder<'a> {
     dp_stream: HashMap<(u32, u32), TaskId>,
     /// Per (stage, tensor rank): last ZeRO-3 parameter gather.
     param_stream: HashMap<(u32, u32), TaskId>,
+    /// Every collective lowered, in DAG order (for the Chakra export).
+    log: Vec<super::chakra::CollRecord>,
 }
 
 impl Builder<'_> {
@@ -161,8 +163,21 @@ impl Builder<'_> {
             return Ok(None);
         }
         self.op(kind, ranks.len() as u32);
-        self.comm
-            .lower(&mut self.dag, op, bytes, ranks, algo, after)
+        let first = TaskId(self.dag.len() as u32);
+        let end = self
+            .comm
+            .lower(&mut self.dag, op, bytes, ranks, algo, after)?;
+        if let Some(end) = end {
+            self.log.push(super::chakra::CollRecord {
+                op,
+                bytes,
+                ranks: ranks.to_vec(),
+                after: after.to_vec(),
+                first,
+                end,
+            });
+        }
+        Ok(end)
     }
 
     /// TP sync after a block for data rank d, stage p, given each rank's compute.
@@ -617,6 +632,18 @@ pub fn read_model_keys(
 
 /// When a collective cannot run on one of the plan's communicators.
 pub fn build(s: &TrainingSpec, topo: &Topology) -> Result<StepDag, CollectiveError> {
+    build_logged(s, topo).map(|(step, _)| step)
+}
+
+/// [`build`], also returning every collective it lowered, in DAG order (what
+/// [`super::chakra::export_training`] writes as collective nodes).
+///
+/// # Errors
+/// When a collective cannot run on one of the plan's communicators.
+pub fn build_logged(
+    s: &TrainingSpec,
+    topo: &Topology,
+) -> Result<(StepDag, Vec<super::chakra::CollRecord>), CollectiveError> {
     let plan = &s.plan;
     // compute per expert-parallel rank relative to a uniform load (EP · share)
     let expert_scale: Option<Vec<f64>> = s
@@ -644,6 +671,7 @@ pub fn build(s: &TrainingSpec, topo: &Topology) -> Result<StepDag, CollectiveErr
         op_bwd: 1,
         dp_stream: HashMap::new(),
         param_stream: HashMap::new(),
+        log: Vec::new(),
     };
     b.op(OpKind::ComputeForward, n_gpus);
     b.op(OpKind::ComputeBackward, n_gpus);
@@ -837,14 +865,17 @@ pub fn build(s: &TrainingSpec, topo: &Topology) -> Result<StepDag, CollectiveErr
         })
         .map(|(t, d, p)| gpu_of(s, t, d, p))
         .collect();
-    Ok(StepDag {
-        dag: b.dag,
-        ops: b.ops,
-        gpus_simulated,
-        model_flops: model_flops(s),
-        tokens: s.global_batch * s.model.seq_len,
-        micro_batches: m,
-    })
+    Ok((
+        StepDag {
+            dag: b.dag,
+            ops: b.ops,
+            gpus_simulated,
+            model_flops: model_flops(s),
+            tokens: s.global_batch * s.model.seq_len,
+            micro_batches: m,
+        },
+        b.log,
+    ))
 }
 
 /// Emits the data-parallel collectives of stage p's gradients, in backward order

@@ -21,7 +21,7 @@
 //! when the expected PSN's resent copy is trimmed too), and the sender goes
 //! back to the expected PSN.
 
-use super::{AckEffect, Feedback, RecoveryLaw, RxVerdict, SendSeq, TimerEffect};
+use super::{AckEffect, Feedback, PsnBits, RecoveryLaw, RxVerdict, SendSeq, TimerEffect};
 
 /// Largest backoff exponent: the timeout grows to at most 2⁶ = 64 × `rto`.
 const MAX_BACKOFF: u32 = 6;
@@ -44,7 +44,7 @@ pub struct GoBackN {
     pub reorder: bool,
     /// Receiver (reordering mode): PSNs received beyond `epsn`, ring bitmap
     /// of a power-of-two number of bits, at least one window.
-    pub ooo_bits: Vec<u64>,
+    pub ooo_bits: PsnBits,
 }
 
 impl GoBackN {
@@ -63,26 +63,7 @@ impl GoBackN {
             epsn: 0,
             nack_sent: false,
             reorder,
-            ooo_bits: vec![0; words.max(1)],
-        }
-    }
-
-    #[inline]
-    fn bit(&self, psn: u32) -> bool {
-        let cap = self.ooo_bits.len() as u32 * 64;
-        let i = psn & (cap - 1);
-        self.ooo_bits[(i / 64) as usize] & (1 << (i % 64)) != 0
-    }
-
-    #[inline]
-    fn set_bit(&mut self, psn: u32, v: bool) {
-        let cap = self.ooo_bits.len() as u32 * 64;
-        let i = psn & (cap - 1);
-        let w = &mut self.ooo_bits[(i / 64) as usize];
-        if v {
-            *w |= 1 << (i % 64);
-        } else {
-            *w &= !(1 << (i % 64));
+            ooo_bits: PsnBits::new(words),
         }
     }
 }
@@ -140,25 +121,25 @@ impl RecoveryLaw for GoBackN {
 
     #[inline]
     fn on_data(&mut self, psn: u32) -> RxVerdict {
-        if psn < self.epsn || (self.reorder && psn != self.epsn && self.bit(psn)) {
+        if psn < self.epsn || (self.reorder && psn != self.epsn && self.ooo_bits.get(psn)) {
             RxVerdict::Duplicate
         } else if psn == self.epsn {
             self.epsn += 1;
             self.nack_sent = false;
             if self.reorder {
-                while self.bit(self.epsn) {
+                while self.ooo_bits.get(self.epsn) {
                     let e = self.epsn;
-                    self.set_bit(e, false);
+                    self.ooo_bits.set(e, false);
                     self.epsn += 1;
                 }
             }
             RxVerdict::Accepted
         } else if self.reorder {
             debug_assert!(
-                psn - self.epsn < self.ooo_bits.len() as u32 * 64,
+                psn - self.epsn < self.ooo_bits.capacity(),
                 "PSN beyond the window"
             );
-            self.set_bit(psn, true);
+            self.ooo_bits.set(psn, true);
             RxVerdict::Accepted
         } else if self.nack_sent {
             RxVerdict::Discarded(None)
@@ -178,7 +159,7 @@ impl RecoveryLaw for GoBackN {
         // did not cover: the copy it asked for was trimmed again.
         if psn < self.epsn
             || (psn != self.epsn && self.nack_sent)
-            || (self.reorder && self.bit(psn))
+            || (self.reorder && self.ooo_bits.get(psn))
         {
             return None;
         }

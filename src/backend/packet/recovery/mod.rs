@@ -232,3 +232,41 @@ impl Recovery {
         with_law!(self, r => r.on_trimmed(psn))
     }
 }
+
+/// A receiver's ring of PSNs received beyond the one it expects (go-back-N
+/// with reordering, TCP): one bit per PSN modulo a power-of-two capacity.
+#[derive(Clone, Debug)]
+pub struct PsnBits(Vec<u64>);
+
+impl PsnBits {
+    /// A ring of `words` 64-bit words (at least one; a power of two of bits
+    /// when `words` comes from a power-of-two window).
+    pub fn new(words: usize) -> PsnBits {
+        PsnBits(vec![0; words.max(1)])
+    }
+
+    /// Bits in the ring.
+    #[inline]
+    pub fn capacity(&self) -> u32 {
+        self.0.len() as u32 * 64
+    }
+
+    /// Whether `psn` is held.
+    #[inline]
+    pub fn get(&self, psn: u32) -> bool {
+        let i = psn & (self.capacity() - 1);
+        self.0[(i / 64) as usize] & (1 << (i % 64)) != 0
+    }
+
+    /// Marks `psn` held or not.
+    #[inline]
+    pub fn set(&mut self, psn: u32, v: bool) {
+        let i = psn & (self.capacity() - 1);
+        let w = &mut self.0[(i / 64) as usize];
+        if v {
+            *w |= 1 << (i % 64);
+        } else {
+            *w &= !(1 << (i % 64));
+        }
+    }
+}

@@ -34,7 +34,7 @@
 //! window allows), the RTO doubles (§5.5, at most `max_rto`) and stays
 //! doubled until a new valid sample (§5.7).
 
-use super::{AckEffect, Feedback, RecoveryLaw, RxVerdict, SendSeq, TimerEffect};
+use super::{AckEffect, Feedback, PsnBits, RecoveryLaw, RxVerdict, SendSeq, TimerEffect};
 
 /// Clock granularity G of RFC 6298 §2.4, ps: 1 µs, the resolution of
 /// Linux's RTT estimator since 4.13 (`tcp_rtt_estimator` works in µs).
@@ -108,7 +108,7 @@ pub struct TcpRecovery {
     /// Receiver: next expected PSN.
     pub epsn: u32,
     /// Receiver: PSNs received beyond `epsn`, ring bitmap of at least a window.
-    pub ooo_bits: Vec<u64>,
+    pub ooo_bits: PsnBits,
 }
 
 impl TcpRecovery {
@@ -128,7 +128,7 @@ impl TcpRecovery {
             recover: 0,
             retx: None,
             epsn: 0,
-            ooo_bits: vec![0; words.max(1)],
+            ooo_bits: PsnBits::new(words),
         }
     }
 
@@ -139,25 +139,6 @@ impl TcpRecovery {
             .filter(|t| t >> self.backoff == base)
             .unwrap_or(u64::MAX)
             .min(self.est.max_rto)
-    }
-
-    #[inline]
-    fn bit(&self, psn: u32) -> bool {
-        let cap = self.ooo_bits.len() as u32 * 64;
-        let i = psn & (cap - 1);
-        self.ooo_bits[(i / 64) as usize] & (1 << (i % 64)) != 0
-    }
-
-    #[inline]
-    fn set_bit(&mut self, psn: u32, v: bool) {
-        let cap = self.ooo_bits.len() as u32 * 64;
-        let i = psn & (cap - 1);
-        let w = &mut self.ooo_bits[(i / 64) as usize];
-        if v {
-            *w |= 1 << (i % 64);
-        } else {
-            *w &= !(1 << (i % 64));
-        }
     }
 }
 
@@ -267,21 +248,21 @@ impl RecoveryLaw for TcpRecovery {
 
     #[inline]
     fn on_data(&mut self, psn: u32) -> RxVerdict {
-        if psn < self.epsn || (psn != self.epsn && self.bit(psn)) {
+        if psn < self.epsn || (psn != self.epsn && self.ooo_bits.get(psn)) {
             RxVerdict::DuplicateAck
         } else if psn == self.epsn {
             self.epsn += 1;
-            while self.bit(self.epsn) {
+            while self.ooo_bits.get(self.epsn) {
                 let e = self.epsn;
-                self.set_bit(e, false);
+                self.ooo_bits.set(e, false);
                 self.epsn += 1;
             }
             RxVerdict::Accepted
-        } else if psn - self.epsn >= self.ooo_bits.len() as u32 * 64 {
+        } else if psn - self.epsn >= self.ooo_bits.capacity() {
             // beyond the receive window: dropped, the sender resends it
             RxVerdict::DuplicateAck
         } else {
-            self.set_bit(psn, true);
+            self.ooo_bits.set(psn, true);
             RxVerdict::AcceptedAck
         }
     }
@@ -294,7 +275,7 @@ impl RecoveryLaw for TcpRecovery {
     fn on_trimmed(&mut self, psn: u32) -> Option<Feedback> {
         // a trimmed header is a loss TCP's receiver only learns as a gap:
         // a duplicate ACK, as for any out-of-order arrival
-        if psn < self.epsn || self.bit(psn) {
+        if psn < self.epsn || self.ooo_bits.get(psn) {
             return None;
         }
         Some(Feedback::Ack)

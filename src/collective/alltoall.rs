@@ -154,28 +154,26 @@ pub fn lower_v(
     em.qps = topo.qps_per_connection;
     em.proto = spec.proto;
     em.wire = false;
-    // piece (offset, bytes) of rank r to rank j
-    let table: Vec<Vec<(u64, u64)>> = match split {
-        Split::ToDestination(w) => {
-            let cut = split_bytes(spec.bytes, w);
-            let mut at = 0;
-            let row: Vec<(u64, u64)> = cut
-                .iter()
-                .map(|&b| {
-                    let r = (at, b);
-                    at += b;
-                    r
-                })
-                .collect();
-            vec![row; n]
+    // rank j's share of S (dispatch: what every rank sends j; combine: what
+    // j returns to each rank), and where each share starts in a sender's buffer
+    let cut = split_bytes(spec.bytes, w);
+    let start: Vec<u64> = cut
+        .iter()
+        .scan(0u64, |at, &b| {
+            let o = *at;
+            *at += b;
+            Some(o)
+        })
+        .collect();
+    let to_destination = matches!(split, Split::ToDestination(_));
+    let piece_of = |r: usize, j: usize| {
+        if to_destination {
+            (start[j], cut[j])
+        } else {
+            (j as u64 * cut[r], cut[r])
         }
-        // the transpose: r returns to every rank what each sent it
-        Split::FromSource(w) => split_bytes(spec.bytes, w)
-            .iter()
-            .map(|&each| (0..n as u64).map(|j| (j * each, each)).collect())
-            .collect(),
     };
-    let ends = emit_split(spec, ranks, topo, &mut em, after, &|r, j| table[r][j]);
+    let ends = emit_split(spec, ranks, topo, &mut em, after, &piece_of);
     Ok(em.dag.marker(&ends))
 }
 

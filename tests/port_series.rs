@@ -173,3 +173,96 @@ fn a_lossless_run_without_pfc_pressure_has_no_pause_series() {
     assert!(of_kind(&r, "pfc_paused").is_empty());
     assert!(!of_kind(&r, "queue_bytes").is_empty());
 }
+
+/// The report's link timeline at the packet level: every wire byte a port
+/// sends (data, ACKs, CNPs, PAUSE frames), spread over its serialization, so
+/// each listed link's timeline adds up to that link's byte counter, and no
+/// bucket is busier than the line rate. Observing must not change the run.
+#[test]
+fn packet_link_timeline_adds_up_to_the_link_counters() {
+    let r = run_example("incast-roce-pfc-only.toml", Fidelity::Packet);
+    let tl = r
+        .link_timeline
+        .as_ref()
+        .expect("the packet level fills the link timeline when asked for detail");
+    assert!(!tl.links.is_empty());
+    for l in &tl.links {
+        let counted = r
+            .links
+            .iter()
+            .find(|x| x.link == l.link)
+            .expect("a link in the timeline carried traffic")
+            .bytes as f64;
+        // the buckets are f64 sums of whole wire sizes, resampled once: exact
+        // up to rounding of the spread at bucket edges
+        assert!(
+            (l.bytes as f64 - counted).abs() <= 1.0 + counted * 1e-12,
+            "{}: timeline {} B vs counter {counted} B",
+            l.name,
+            l.bytes
+        );
+        assert!(l.utilization.iter().all(|&u| (0.0..=1.0).contains(&u)));
+    }
+    // The busiest link is the switch port towards the victim: saturated for
+    // most of the incast (its counter says busy for `utilization` of the run),
+    // so its timeline's mean equals that utilization.
+    let top = &tl.links[0];
+    let mean = top.utilization.iter().sum::<f64>() / top.utilization.len() as f64;
+    let counted = r
+        .links
+        .iter()
+        .find(|x| x.link == top.link)
+        .unwrap()
+        .utilization;
+    assert!(
+        (mean - counted).abs() < 0.02,
+        "{}: timeline mean {mean:.4} vs busy fraction {counted:.4}",
+        top.name
+    );
+    assert!(mean > 0.8, "the victim's port is the bottleneck: {mean}");
+
+    // the same run without the observer: same results
+    let s = config::load(std::path::Path::new(&format!(
+        "{}/examples/incast-roce-pfc-only.toml",
+        env!("CARGO_MANIFEST_DIR")
+    )))
+    .unwrap();
+    let plain = run(
+        &s,
+        &RunOptions {
+            fidelity: Some(Fidelity::Packet),
+            collect_links: true,
+            ..RunOptions::default()
+        },
+    )
+    .unwrap();
+    assert!(plain.link_timeline.is_none());
+    assert_eq!(plain.makespan_us, r.makespan_us);
+    // (not the event count: `detail` also samples the ports' queues, which
+    // adds sampling events)
+    assert_eq!(plain.fabric.pfc_pause_frames, r.fabric.pfc_pause_frames);
+    assert_eq!(
+        plain.links.iter().map(|l| l.bytes).collect::<Vec<_>>(),
+        r.links.iter().map(|l| l.bytes).collect::<Vec<_>>()
+    );
+}
+
+/// The flow level's timeline, resampled over several runs laid end to end
+/// (one per collective size), keeps every byte: a run's last bucket reaches
+/// past the run's end and is clipped to it, not spread off the axis (it lost
+/// up to a bucket's share of bytes before).
+#[test]
+fn flow_link_timeline_keeps_every_byte_across_runs() {
+    let r = run_example("allreduce-leaf-spine.toml", Fidelity::Flow);
+    let tl = r.link_timeline.as_ref().expect("flow fills the timeline");
+    assert!(tl.segments.len() > 1, "several sizes, several runs");
+    for l in &tl.links {
+        let counted = r.links.iter().find(|x| x.link == l.link).unwrap().bytes as f64;
+        assert!(
+            (l.bytes as f64 - counted).abs() <= 1.0 + counted * 1e-9,
+            "{}: timeline {} B vs counter {counted} B",
+            l.name,
+            l.bytes
+        );
+    }
+}

@@ -11,7 +11,7 @@
 //! | observer | analytical | flow | packet |
 //! |---|---|---|---|
 //! | [`Observers::progress`] | once, at the end (one pass, no events) | every [`PROGRESS_EVERY`] events | every [`PROGRESS_EVERY`] events |
-//! | [`Observers::link_timeline`] | — (no link occupancy) | bytes per link and bucket | — (use `sampling`) |
+//! | [`Observers::link_timeline`] | — (no link occupancy: an idle-fabric closed form) | bytes per link and bucket | wire bytes per link and bucket (data, ACKs, CNPs, PAUSE frames; each spread over its serialization) |
 //! | [`Observers::sampling`] | — (no queues) | — (no queues) | queue depth of the busiest ports |
 
 use std::fmt;
@@ -43,7 +43,7 @@ pub struct ProgressTick {
 /// A progress callback; called every [`PROGRESS_EVERY`] events, never per event.
 pub type ProgressHook = Arc<dyn Fn(ProgressTick) + Send + Sync>;
 
-/// The flow backend's per-link byte timeline, when asked for.
+/// The per-link byte timeline (flow and packet backends), when asked for.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct TimelineRequest {
     /// A guess of how long the run sends (e.g. the analytical time), to size the
@@ -262,7 +262,14 @@ pub fn run(
                 pc.series_ports = s.ports;
                 pc.series_max_samples = s.max_samples;
             }
-            packet::run_observed(dag, topo, &pc, observers.progress.as_ref()).map(|(out, _)| out)
+            packet::run_observed(
+                dag,
+                topo,
+                &pc,
+                observers.progress.as_ref(),
+                observers.link_timeline,
+            )
+            .map(|(out, _)| out)
         }
     }
 }

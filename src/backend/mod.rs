@@ -14,6 +14,7 @@ mod entry;
 pub mod flow;
 mod link_event;
 pub mod packet;
+mod timeline;
 
 pub use entry::{
     run, BackendConfig, BackendError, Deadlock, DeadlockKind, Observers, ProgressHook,

@@ -486,8 +486,8 @@ impl MatrixAcc {
 }
 
 /// One run's link timeline: label, start on the concatenated axis, bucket width,
-/// per-link buckets.
-type TimelineRun = (String, SimTime, SimTime, Vec<(u32, Vec<f64>)>);
+/// per-link buckets, and the run's length.
+type TimelineRun = (String, SimTime, SimTime, Vec<(u32, Vec<f64>)>, SimTime);
 
 /// The per-run link timelines laid end to end.
 #[derive(Default)]
@@ -506,6 +506,7 @@ impl TimelineAcc {
                 self.end,
                 tl.bucket,
                 std::mem::take(&mut tl.links),
+                out.makespan,
             ));
         }
         self.end += out.makespan;
@@ -522,8 +523,9 @@ impl TimelineAcc {
         let width = total / TIMELINE_BUCKETS as f64;
         // BTreeMap: link order is deterministic.
         let mut per_link: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
-        for (_, start, bucket, links) in &self.runs {
+        for (_, start, bucket, links, len) in &self.runs {
             let (start, bucket) = (start.ps() as f64, bucket.ps() as f64);
+            let run_end = start + len.ps() as f64;
             for (l, row) in links {
                 let dst = per_link
                     .entry(*l)
@@ -532,8 +534,12 @@ impl TimelineAcc {
                     if v <= 0.0 {
                         continue;
                     }
-                    let lo = start + b as f64 * bucket;
-                    let hi = lo + bucket;
+                    // A run's last bucket reaches past its end, and spread
+                    // evenly it would lose the part past the axis: clip it to
+                    // the run. What a run sends after its last task (trailing
+                    // ACKs at the packet level) lands at its end.
+                    let lo = (start + b as f64 * bucket).min(run_end);
+                    let hi = (lo + bucket).min(run_end);
                     spread(dst, lo, hi, v, width);
                 }
             }
@@ -572,7 +578,7 @@ impl TimelineAcc {
             segments: self
                 .runs
                 .iter()
-                .map(|(label, start, _, _)| TimelineSegment {
+                .map(|(label, start, _, _, _)| TimelineSegment {
                     label: label.clone(),
                     start_us: start.as_secs_f64() * 1e6,
                 })
@@ -588,6 +594,10 @@ fn spread(dst: &mut [f64], lo: f64, hi: f64, v: f64, width: f64) {
     let b0 = ((lo / width) as usize).min(n - 1);
     let b1 = (((hi / width).ceil() as usize).max(b0 + 1)).min(n);
     let span = hi - lo;
+    if span <= 0.0 {
+        dst[b0] += v;
+        return;
+    }
     for (b, cell) in dst.iter_mut().enumerate().take(b1).skip(b0) {
         let overlap = (hi.min((b + 1) as f64 * width) - lo.max(b as f64 * width)).max(0.0);
         *cell += v * overlap / span;

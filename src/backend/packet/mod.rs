@@ -137,9 +137,10 @@ pub use stats::PacketStats;
 // the internals (switch.rs) name the one link-event type through this module
 pub use crate::backend::{LinkEvent, LinkEventKind};
 
+use crate::backend::timeline::Timeline;
 use crate::backend::{
     BackendError, Deadlock, DeadlockKind, FabricCounters, LinkCounters, ProgressHook, RunOutput,
-    PROGRESS_EVERY,
+    TimelineRequest, PROGRESS_EVERY,
 };
 use crate::dag::Dag;
 use crate::mechanism::defaults;
@@ -831,10 +832,11 @@ pub fn run_detailed(
     topo: &Topology,
     cfg: &PacketConfig,
 ) -> Result<(RunOutput, PacketStats), PacketError> {
-    simulate(dag, topo, cfg, None).map_err(|s| s.error)
+    simulate(dag, topo, cfg, None, None).map_err(|s| s.error)
 }
 
-/// Like [`run_detailed`], with a progress observer, and a PFC deadlock as a
+/// Like [`run_detailed`], with a progress observer and a link timeline when
+/// asked for, and a PFC deadlock as a
 /// [`BackendError::Deadlock`] that names the operations in flight: the entry
 /// point's ([`crate::backend::run`]) view of the packet level.
 ///
@@ -845,8 +847,9 @@ pub(crate) fn run_observed(
     topo: &Topology,
     cfg: &PacketConfig,
     progress: Option<&ProgressHook>,
+    timeline: Option<TimelineRequest>,
 ) -> Result<(RunOutput, PacketStats), BackendError> {
-    simulate(dag, topo, cfg, progress).map_err(|s| match s.error.into_deadlock() {
+    simulate(dag, topo, cfg, progress, timeline).map_err(|s| match s.error.into_deadlock() {
         Ok(mut d) => {
             d.ops_in_flight = s
                 .ops_in_flight
@@ -950,6 +953,7 @@ fn simulate(
     topo: &Topology,
     cfg: &PacketConfig,
     progress: Option<&ProgressHook>,
+    timeline: Option<TimelineRequest>,
 ) -> Result<(RunOutput, PacketStats), Stopped> {
     cfg.validate(topo)?;
     if dag
@@ -963,6 +967,10 @@ fn simulate(
     if let Some(p) = progress {
         s.progress = Some(p.clone());
         s.next_progress = PROGRESS_EVERY;
+    }
+    if let Some(t) = timeline {
+        s.timeline = Some(Box::new(Timeline::new(topo.links.len(), t.horizon)));
+        s.timeline_links = t.links;
     }
     match s.run() {
         Ok(()) => Ok(s.finish()),

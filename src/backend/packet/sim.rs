@@ -16,6 +16,7 @@ use super::slab::{prefetch, Slab, NONE};
 use super::stats::{Counters, PacketStats, Sampler};
 use super::switch::{Flowlets, Port, Ports, RouteCache, NEVER};
 use super::{CongestionControl, FlowControl, PacketConfig, PacketError, Routing};
+use crate::backend::timeline::Timeline;
 use crate::backend::{
     LinkCounters, ProgressHook, ProgressTick, QpCounters, RunOutput, PROGRESS_EVERY,
 };
@@ -98,6 +99,12 @@ pub(super) struct Sim<'a> {
     /// Event count of the next progress call: `u64::MAX` without an observer,
     /// so the hot loop pays one never-taken comparison per event.
     pub next_progress: u64,
+    /// Wire bytes per link per time bucket, when the entry point asks for the
+    /// link timeline ([`super::run_observed`]); `None` costs one never-taken
+    /// branch per transmission.
+    pub timeline: Option<Box<Timeline>>,
+    /// Timeline rows kept: the busiest links by busy time (0 = all).
+    pub timeline_links: usize,
 }
 
 impl<'a> Sim<'a> {
@@ -194,6 +201,8 @@ impl<'a> Sim<'a> {
             progress: None,
             next_progress: u64::MAX,
             int_t: 0,
+            timeline: None,
+            timeline_links: 0,
         };
         for (p, l) in s.ports.iter_mut().zip(&topo.links) {
             let sw = |n: crate::topology::NodeId| {
@@ -522,6 +531,15 @@ impl<'a> Sim<'a> {
             &self.topo,
             self.cfg.series_ports as usize,
         );
+        let link_timeline = self.timeline.take().map(|tl| {
+            let bytes: Vec<u64> = self.ports.iter().map(|p| p.bytes).collect();
+            let cap: Vec<f64> = self
+                .ports
+                .iter()
+                .map(|p| p.rate.bps() as f64 / 8e12)
+                .collect();
+            tl.finish(&bytes, &cap, self.timeline_links)
+        });
         let out = RunOutput {
             makespan: SimTime(makespan),
             op_timing: self.runner.op_timing.clone(),
@@ -543,7 +561,7 @@ impl<'a> Sim<'a> {
                 .collect(),
             series,
             events: self.events,
-            link_timeline: None,
+            link_timeline,
             task_start,
             task_done,
         };

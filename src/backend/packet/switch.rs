@@ -767,6 +767,9 @@ impl Sim<'_> {
         port.tx_end = now + tx;
         port.bytes += wire as u64;
         port.busy_ps += tx;
+        if let Some(tl) = self.timeline.as_deref_mut() {
+            tl.add(&[p.0], now, now + tx, wire as f64);
+        }
         // Store-and-forward: the next node routes the packet once its last bit is
         // in. Cut-through: once its header is in; the egress cannot overtake the
         // tail because cut-through is only enabled where no out-link is faster.

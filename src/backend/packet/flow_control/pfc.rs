@@ -409,6 +409,9 @@ impl Sim<'_> {
             port.tx_end = now + tx;
             port.bytes += wire;
             port.busy_ps += tx;
+            if let Some(tl) = self.timeline.as_deref_mut() {
+                tl.add(&[p.0], now, now + tx, wire as f64);
+            }
             let arrive = now + tx + port.latency;
             let waiting = port.lanes_queued != 0 || !port.ring.is_empty() || port.ctrl_pending != 0;
             port.txdone_pending = waiting;

@@ -6,6 +6,9 @@
 //! `fabricsim export-chakra` and imported again takes the step time of the
 //! training workload; every malformed trace is a located error, never a panic.
 
+mod common;
+use common::example_path as example;
+
 use std::path::{Path, PathBuf};
 
 use fabricsim::config::{self, Fidelity, Scenario};
@@ -595,12 +598,6 @@ fn scenario_errors_name_the_key_and_the_trace() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("workload.traces"), "{e}");
-}
-
-fn example(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("examples")
-        .join(name)
 }
 
 #[test]

@@ -6,6 +6,9 @@
 //! recover 20 → 39.375 of 40 Gb/s) are unit tests beside the law
 //! (`src/backend/packet/cc/dcqcn.rs`). Small fabrics, fast in debug.
 
+mod common;
+use common::example;
+
 use fabricsim::backend::packet::{
     self, CongestionControl, DcqcnParams, Ecn, FlowControl, PacketConfig, PacketStats,
 };
@@ -155,10 +158,6 @@ fn four_flows_on_40g_converge_to_fair_shares_and_keep_the_link_busy() {
     // increase) refills it over ≈ 1 ms. With the ConnectX profile the same
     // run is 82% busy and unfair (0.11–0.28): R_AI = 5 Mb/s per event.
     flows_on_40g_converge(4);
-}
-
-fn example(name: &str) -> String {
-    std::fs::read_to_string(format!("{}/examples/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
 }
 
 /// Runs a traffic scenario at packet level as the CLI does.

@@ -13,6 +13,9 @@
 //! disks). The test prints the counts per exit code;
 //! `FABRICSIM_HOSTILE_VERBOSE=1` also prints each case's first stderr line.
 
+mod common;
+use common::example;
+
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -465,13 +468,6 @@ fn set_key(text: &str, section: &str, key: &str, value: &str) -> String {
         }
     }
     out.join("\n") + "\n"
-}
-
-fn example(name: &str) -> String {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("examples")
-        .join(name);
-    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
 fn corpus() -> Vec<Case> {

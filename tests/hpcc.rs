@@ -10,7 +10,9 @@
 //! * on the web-search mix at 50% load, FCT p99 is lower than DCQCN's
 //!   (Fig. 11).
 
-use fabricsim::config::{self, Fidelity};
+mod common;
+
+use fabricsim::config;
 use fabricsim::report::Report;
 use fabricsim::run::{run, RunOptions};
 
@@ -56,18 +58,7 @@ sample_interval = "1us"
 }
 
 fn run_text(text: &str) -> Report {
-    let s = config::parse("hpcc.toml", text).unwrap_or_else(|e| panic!("{e}"));
-    run(
-        &s,
-        &RunOptions {
-            fidelity: Some(Fidelity::Packet),
-            collect_links: true,
-            detail: true,
-            flow_records: true,
-            ..RunOptions::default()
-        },
-    )
-    .unwrap_or_else(|e| panic!("{e}"))
+    common::run_packet("hpcc.toml", text)
 }
 
 /// The receiver port's queue samples, (µs, bytes).

@@ -1,24 +1,22 @@
 //! The packet fidelity through scenario files: lossless versus lossy incast,
 //! agreement with the analytical fidelity on an idle fabric, determinism.
 
+mod common;
+use common::example;
+
 use fabricsim::config::{self, Fidelity};
 use fabricsim::report::Report;
 use fabricsim::run::{run, RunOptions};
 
-fn example(name: &str) -> String {
-    std::fs::read_to_string(format!("{}/examples/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
-}
-
 fn run_text(text: &str, fidelity: Option<Fidelity>) -> Report {
-    let s = config::parse("test.toml", text).unwrap_or_else(|e| panic!("{e}"));
-    run(
-        &s,
+    common::run_with(
+        "test.toml",
+        text,
         &RunOptions {
             fidelity,
             ..RunOptions::default()
         },
     )
-    .unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]

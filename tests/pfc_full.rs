@@ -3,6 +3,9 @@
 //! cycles found while the run goes on, and RED's mark probability at Kmax.
 //! Small fabrics, each test well under a few seconds in a debug build.
 
+mod common;
+use common::example;
+
 use fabricsim::backend::packet::{
     self, Ecn, FlowControl, PacketConfig, PacketStats, PfcThreshold, PFC_FRAME_WIRE_BYTES,
 };
@@ -270,10 +273,6 @@ fn a_dynamic_xoff_lets_a_lone_burst_use_more_buffer_and_pauses_sooner_when_many_
     for s in [&s2, &d2, &d8] {
         assert_eq!(s.pfc_headroom_overflows, 0);
     }
-}
-
-fn example(name: &str) -> String {
-    std::fs::read_to_string(format!("{}/examples/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
 }
 
 fn packet_run(text: &str) -> fabricsim::report::Report {

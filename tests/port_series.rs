@@ -8,24 +8,24 @@
 //! fabric's (`fabric.ecn_marks`). No closed form is needed: these are
 //! bookkeeping identities, exact up to what happens after the last sample.
 
+mod common;
+
 use fabricsim::backend::Series;
-use fabricsim::config::{self, Fidelity};
+use fabricsim::config::Fidelity;
 use fabricsim::report::Report;
-use fabricsim::run::{run, RunOptions};
+use fabricsim::run::RunOptions;
 
 fn run_example(file: &str, fidelity: Fidelity) -> Report {
-    let s = config::load(std::path::Path::new(&format!(
-        "{}/examples/{file}",
-        env!("CARGO_MANIFEST_DIR")
-    )))
-    .unwrap_or_else(|e| panic!("{e}"));
-    let opts = RunOptions {
-        fidelity: Some(fidelity),
-        collect_links: true,
-        detail: true,
-        ..RunOptions::default()
-    };
-    run(&s, &opts).unwrap_or_else(|e| panic!("{e}"))
+    common::run_with(
+        file,
+        &common::example(file),
+        &RunOptions {
+            fidelity: Some(fidelity),
+            collect_links: true,
+            detail: true,
+            ..RunOptions::default()
+        },
+    )
 }
 
 /// The link index a series is about: `"<kind> link 12 (a -> b)"`.
@@ -222,20 +222,15 @@ fn packet_link_timeline_adds_up_to_the_link_counters() {
     assert!(mean > 0.8, "the victim's port is the bottleneck: {mean}");
 
     // the same run without the observer: same results
-    let s = config::load(std::path::Path::new(&format!(
-        "{}/examples/incast-roce-pfc-only.toml",
-        env!("CARGO_MANIFEST_DIR")
-    )))
-    .unwrap();
-    let plain = run(
-        &s,
+    let plain = common::run_with(
+        "incast-roce-pfc-only.toml",
+        &common::example("incast-roce-pfc-only.toml"),
         &RunOptions {
             fidelity: Some(Fidelity::Packet),
             collect_links: true,
             ..RunOptions::default()
         },
-    )
-    .unwrap();
+    );
     assert!(plain.link_timeline.is_none());
     assert_eq!(plain.makespan_us, r.makespan_us);
     // (not the event count: `detail` also samples the ports' queues, which

@@ -4,6 +4,9 @@
 //! control, PFC configuration checks and PFC deadlock reporting. Small fabrics:
 //! the whole file runs in well under a minute in release.
 
+mod common;
+use common::example;
+
 use fabricsim::backend::packet::{
     self, CongestionControl, DcqcnParams, Ecn, FlowControl, PacketConfig, PacketError, PacketStats,
     Transport,
@@ -219,10 +222,6 @@ fn dcqcn_shares_a_bottleneck_fairly_and_holds_the_queue_between_kmin_and_kmax() 
     );
     assert_eq!(st_on.drops_total() + st_off.drops_total(), 0);
     assert_eq!(off.fabric.bytes_delivered, on.fabric.bytes_delivered);
-}
-
-fn example(name: &str) -> String {
-    std::fs::read_to_string(format!("{}/examples/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
 }
 
 /// Runs a scenario file's traffic at packet level through the public pieces

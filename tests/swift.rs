@@ -13,7 +13,9 @@
 //! * without ECN or PFC (a lossy fabric with deep buffers) nothing is dropped:
 //!   the delay target, not the buffer, bounds the queue.
 
-use fabricsim::config::{self, Fidelity};
+mod common;
+
+use fabricsim::config;
 use fabricsim::report::Report;
 use fabricsim::run::{run, RunOptions};
 
@@ -59,18 +61,7 @@ sample_interval = "2us"
 }
 
 fn run_text(text: &str) -> Report {
-    let s = config::parse("swift.toml", text).unwrap_or_else(|e| panic!("{e}"));
-    run(
-        &s,
-        &RunOptions {
-            fidelity: Some(Fidelity::Packet),
-            collect_links: true,
-            detail: true,
-            flow_records: true,
-            ..RunOptions::default()
-        },
-    )
-    .unwrap_or_else(|e| panic!("{e}"))
+    common::run_packet("swift.toml", text)
 }
 
 /// Mean of the receiver port's queue series over the middle half of the run, bytes.

@@ -126,6 +126,9 @@ pub struct Estimate {
     pub workload_heavy: bool,
     /// The scenario key that drives the packet events (the bytes moved).
     pub events_driver: &'static str,
+    /// The scenario key that drives the workload's tasks (named when a built
+    /// DAG is over the budget, [`check_dag`]).
+    pub workload_driver: &'static str,
 }
 
 /// The advice for a scenario too large because of `driver`.
@@ -134,6 +137,7 @@ fn hint_for(driver: &str) -> &'static str {
         "workload.chunk" => "a larger workload.chunk",
         "workload.sizes" | "workload.max_bytes" => "smaller workload sizes",
         "workload.bytes" => "fewer bytes per flow",
+        "workload.flows" => "fewer flows or fewer dependencies (after, after_sent)",
         "workload.duration" => "a shorter workload.duration or a lower load",
         "workload.parallel.replicas" => "replicas = \"one\", fewer micro-batches or fewer layers",
         "workload.inference.output_tokens" => "fewer output tokens or layers",
@@ -349,6 +353,7 @@ pub fn run(s: &Scenario, topo: &Topology, fidelity: Fidelity) -> Estimate {
     };
     e.tasks = tasks;
     e.flows = flows * reruns;
+    e.workload_driver = driver;
     let topology_memory = e.memory;
     let mut memory = e.memory + tasks * BYTES_PER_TASK;
     if fidelity == Fidelity::Packet {
@@ -590,6 +595,73 @@ impl Estimate {
         }
         Ok(())
     }
+}
+
+/// Bytes per task a backend holds while it runs a DAG, beyond the DAG's own
+/// tables ([`crate::dag::Dag::heap_bytes`]): the runner's unmet count,
+/// successor start, operation (4 B each), state (1 B), start and done times
+/// (8 B each), the flow backend's ideal time (8 B) and a transfer's completion
+/// and ideal times in the output (8 B each).
+pub const RUN_BYTES_PER_TASK: f64 = 53.0;
+/// Bytes per dependency a backend holds while it runs a DAG: the runner's
+/// successor entry (the DAG's own entry is in [`crate::dag::Dag::heap_bytes`]).
+pub const RUN_BYTES_PER_EDGE: f64 = 4.0;
+
+/// Memory, bytes, that running `dag` needs for its tasks and dependencies:
+/// what the DAG holds plus what a backend's runner and output add per task
+/// and per dependency. Counted on the built DAG, so a workload whose
+/// dependencies grow faster than its tasks (a join of every task of every
+/// host) is caught where [`run`]'s estimate, which counts tasks only, is not.
+pub fn dag_memory(dag: &crate::dag::Dag) -> f64 {
+    dag.heap_bytes() as f64
+        + dag.len() as f64 * RUN_BYTES_PER_TASK
+        + dag.edges() as f64 * RUN_BYTES_PER_EDGE
+}
+
+/// Refuses a built `dag` whose run would not fit `budget`, before a backend
+/// allocates anything for it. `estimate` is the scenario's [`run`] estimate:
+/// its share for tasks is replaced by the DAG's counted [`dag_memory`], the
+/// rest (topology, packet queues) is kept.
+///
+/// # Errors
+/// [`OverBudget`] at the key that drives the workload, naming the DAG's tasks,
+/// dependencies and memory, the estimate made before it was built, and the budget.
+pub fn check_dag(
+    dag: &crate::dag::Dag,
+    estimate: &Estimate,
+    budget: &Budget,
+) -> Result<(), OverBudget> {
+    let rest = (estimate.memory - estimate.tasks * BYTES_PER_TASK).max(0.0);
+    let memory = rest + dag_memory(dag);
+    if memory <= budget.max_memory as f64 {
+        return Ok(());
+    }
+    let field = if estimate.workload_driver.is_empty() {
+        estimate.driver
+    } else {
+        estimate.workload_driver
+    };
+    let whose = if budget.memory_is_default {
+        " (the default: half of this machine's memory or of the process's address-space limit)"
+    } else {
+        ""
+    };
+    Err(OverBudget {
+        field,
+        found: format!(
+            "a built DAG of {} tasks and {} dependencies whose run needs about {} of memory \
+             (estimated at {} before it was built)",
+            figure(dag.len() as f64),
+            figure(dag.edges() as f64),
+            human_bytes(memory),
+            human_bytes(estimate.memory)
+        ),
+        expected: format!(
+            "at most simulation.max_memory = {}{whose}; {}, or raise simulation.max_memory",
+            format_bytes(budget.max_memory),
+            hint_for(field)
+        ),
+    })
 }
 
 /// Seconds in words: "40 minutes", "3.2 hours", "12 days".

@@ -277,6 +277,21 @@ impl Dag {
         self.add(TaskKind::Marker, deps)
     }
 
+    /// Number of dependencies (edges) over all tasks.
+    pub fn edges(&self) -> usize {
+        self.deps.len()
+    }
+
+    /// Bytes the DAG's tables hold on the heap (tasks, dependencies,
+    /// operation labels, software latencies), by their capacities.
+    pub fn heap_bytes(&self) -> usize {
+        self.tasks.capacity() * std::mem::size_of::<Task>()
+            + (self.dep_start.capacity() + self.deps.capacity()) * 4
+            + self.ops.capacity() * std::mem::size_of::<OpInfo>()
+            + self.ops.iter().map(|o| o.label.capacity()).sum::<usize>()
+            + self.software.capacity() * std::mem::size_of::<SimTime>()
+    }
+
     /// The dependencies of task `t`.
     pub fn deps_of(&self, t: TaskId) -> impl Iterator<Item = Dep> + '_ {
         let s = self.dep_start[t.0 as usize] as usize;

@@ -879,6 +879,7 @@ impl Executor<'_> {
     /// [`Executor::run_dag`] with the scenario's faults; a transfer they leave
     /// without a path is an error located at the fault that cut it.
     fn run_faulty(&self, dag: &Dag, horizon: SimTime) -> Result<RunOutput, RunError> {
+        check_dag_budget(self.scenario, self.topo, self.fidelity, dag)?;
         self.run_dag(dag, horizon).map_err(|e| {
             let every: Vec<usize> = (0..self.scenario.faults.len()).collect();
             cut_error(dag, self.scenario, self.topo, self.fidelity, &every, e)
@@ -892,6 +893,22 @@ impl Executor<'_> {
             ..*self
         }
     }
+}
+
+/// Refuses `dag` when running it at `fidelity` would not fit the scenario's
+/// `simulation.max_memory`, counted on the built DAG (its tasks and
+/// dependencies, [`crate::budget::check_dag`]) before the backend allocates
+/// anything: the scenario's estimate counts tasks only, and a workload whose
+/// dependencies grow faster would otherwise meet the OOM killer instead.
+fn check_dag_budget(
+    scenario: &Scenario,
+    topo: &Topology,
+    fidelity: Fidelity,
+    dag: &Dag,
+) -> Result<(), RunError> {
+    let estimate = crate::budget::run(scenario, topo, fidelity);
+    crate::budget::check_dag(dag, &estimate, &scenario.budget)
+        .map_err(|e| RunError::Budget(e.to_string()))
 }
 
 fn run_collectives(
@@ -1451,7 +1468,8 @@ pub fn run_training(
     opts: &RunOptions,
     acc: &mut Accumulated,
 ) -> Result<TrainingReport, RunError> {
-    // the DAG's size was checked against the budget (crate::budget::run)
+    // the DAG's size was estimated against the budget (crate::budget::run);
+    // the built DAG is counted again before it runs (check_dag_budget)
     let step = training::build(t, topo)?;
     for f in &scenario.faults {
         if let crate::config::workload::FaultKind::SlowGpu { gpu, .. } = f.kind {
@@ -1500,6 +1518,7 @@ fn run_dag_with(
     let chosen: Vec<_> = which.iter().map(|&i| scenario.faults[i].clone()).collect();
     let faults = crate::workload::faults::Applied::new(&chosen, topo);
     let d = faults.slow_dag(dag, topo).into_owned();
+    check_dag_budget(scenario, topo, fidelity, &d)?;
     let cfg = BackendConfig {
         fidelity,
         seed,
@@ -1766,7 +1785,8 @@ pub fn run_inference(
     opts: &RunOptions,
     acc: &mut Accumulated,
 ) -> Result<InferenceReport, RunError> {
-    // the DAG's size was checked against the budget (crate::budget::run)
+    // the DAG's size was estimated against the budget (crate::budget::run);
+    // the built DAG is counted again before it runs (check_dag_budget)
     let b = inference::build(i, topo, seed)?;
     let every: Vec<usize> = (0..scenario.faults.len()).collect();
     let exec = Executor {

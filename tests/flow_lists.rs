@@ -10,7 +10,12 @@ use fabricsim::workload::flows::{cm_scenario, import_htsim_cm};
 /// 4 hosts of one GPU and one 400G NDR NIC on a radix-4 leaf-spine, running
 /// the `[[workload.flows]]` given.
 fn scenario(flows: &str) -> Result<Scenario, String> {
-    let text = format!(
+    config::parse("flow_lists.toml", &scenario_text(flows)).map_err(|e| e.to_string())
+}
+
+/// The text of [`scenario`], ending in its `[simulation]` table.
+fn scenario_text(flows: &str) -> String {
+    format!(
         r#"
 [cluster]
 nodes = 4
@@ -28,8 +33,7 @@ kind = "flows"
 [simulation]
 fidelity = "flow"
 "#
-    );
-    config::parse("flow_lists.toml", &text).map_err(|e| e.to_string())
+    )
 }
 
 fn run_at(s: &Scenario, f: Fidelity) -> Report {
@@ -231,4 +235,36 @@ fn an_htsim_ring_of_triggers_runs_as_its_closed_form() {
             );
         }
     }
+}
+
+#[test]
+fn a_dag_whose_dependencies_outgrow_the_budget_is_refused_before_it_runs() {
+    // 1,000 flows, each after the (up to) 200 before it: 1,000 x 200 -
+    // 200 x 201 / 2 = 179,900 dependencies. The scenario's estimate counts
+    // tasks only (2 x 1,000 x 128 B = 250 KiB plus a 4-host fabric; the DAG
+    // has 1,000, one transfer per flow), under
+    // 1 MiB, so validation accepts it; the built DAG holds 8 B per dependency
+    // (its own entry and the runner's successor entry, src/budget.rs), 1.4 MiB
+    // before anything else, so the run is refused before the backend starts.
+    let mut flows = String::new();
+    for i in 0..1000u32 {
+        let after: Vec<String> = (i.saturating_sub(200)..i).map(|j| j.to_string()).collect();
+        flows.push_str(&format!(
+            "[[workload.flows]]\nid = {i}\nsrc = {}\ndst = {}\nbytes = \"4KiB\"\nafter = [{}]\n",
+            i % 4,
+            (i + 1) % 4,
+            after.join(",")
+        ));
+    }
+    let s = scenario(&flows).unwrap_or_else(|e| panic!("{e}"));
+    // the same DAG fits the default budget and runs
+    run_at(&s, Fidelity::Flow);
+    let text = format!("{}max_memory = \"1MiB\"\n", scenario_text(&flows));
+    let s = config::parse("dense.toml", &text).unwrap_or_else(|e| panic!("validation: {e}"));
+    let e = run(&s, &RunOptions::default()).expect_err("over the budget");
+    let msg = e.to_string();
+    assert!(msg.contains("`workload.flows`"), "{msg}");
+    assert!(msg.contains("1000 tasks and 179900 dependencies"), "{msg}");
+    assert!(msg.contains("simulation.max_memory = 1MiB"), "{msg}");
+    assert!(msg.contains("fewer flows or fewer dependencies"), "{msg}");
 }

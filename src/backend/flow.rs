@@ -120,15 +120,72 @@ struct Event {
     id: u32,
     version: u32,
 }
-impl Ord for Event {
-    fn cmp(&self, o: &Self) -> Ordering {
-        // BinaryHeap is a max-heap: reverse for earliest-first, ties by sequence.
-        o.time.cmp(&self.time).then(o.seq.cmp(&self.seq))
+impl Event {
+    /// Earliest first, ties by sequence number (unique, so the order is total).
+    #[inline]
+    fn key(&self) -> (u64, u64) {
+        (self.time, self.seq)
     }
 }
-impl PartialOrd for Event {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
+
+/// The pending events: a 4-ary min-heap on [`Event::key`]. The keys are
+/// unique, so it pops exactly the order `std`'s binary heap did; it halves the
+/// levels a pop walks. Profile of the 16,384-GPU flow benchmark: a third of
+/// `run`'s own time was one load in the binary heap's sift-down (a cache miss
+/// per level on a heap of ~10^5 32-byte events).
+#[derive(Default)]
+struct EventQueue {
+    v: Vec<Event>,
+}
+
+impl EventQueue {
+    fn push(&mut self, e: Event) {
+        let mut i = self.v.len();
+        self.v.push(e);
+        let k = e.key();
+        while i > 0 {
+            let p = (i - 1) / 4;
+            if self.v[p].key() <= k {
+                break;
+            }
+            self.v[i] = self.v[p];
+            i = p;
+        }
+        self.v[i] = e;
+    }
+
+    fn pop(&mut self) -> Option<Event> {
+        let last = self.v.pop()?;
+        let n = self.v.len();
+        if n == 0 {
+            return Some(last);
+        }
+        let top = self.v[0];
+        let k = last.key();
+        let mut i = 0;
+        loop {
+            let c = 4 * i + 1;
+            if c >= n {
+                break;
+            }
+            let mut m = c;
+            for j in c + 1..(c + 4).min(n) {
+                if self.v[j].key() < self.v[m].key() {
+                    m = j;
+                }
+            }
+            if self.v[m].key() >= k {
+                break;
+            }
+            self.v[i] = self.v[m];
+            i = m;
+        }
+        self.v[i] = last;
+        Some(top)
+    }
+
+    fn peek(&self) -> Option<&Event> {
+        self.v.first()
     }
 }
 
@@ -177,7 +234,7 @@ struct Sim<'a> {
     topo: Cow<'a, Topology>,
     cfg: &'a FlowConfig,
     runner: DagRunner,
-    heap: BinaryHeap<Event>,
+    heap: EventQueue,
     seq: u64,
     flows: Vec<Flow>,
     free: Vec<u32>,
@@ -188,7 +245,15 @@ struct Sim<'a> {
     link_bytes: Vec<u64>,
     /// Flows that finished at this timestamp (their paths and rates).
     vacated: Vec<Vacated>,
-    vacated_index: std::collections::HashMap<u64, Vec<u32>>,
+    /// (path key, index in `vacated`), sorted, and each key group's live
+    /// length at its first entry: the hand-over's lookup ([`Sim::hand_over`]).
+    vacated_by_key: Vec<(u64, u32)>,
+    vacated_group_len: Vec<u32>,
+    /// Routes of transfers on the fabric as built, by (source, destination,
+    /// queue pair); see [`Sim::start_path`].
+    route_index: std::collections::HashMap<u128, u32, std::hash::BuildHasherDefault<MixHasher>>,
+    routes: Vec<CachedRoute>,
+    route_links: Vec<LinkId>,
     /// Flows started since the last recomputation.
     new_flows: Vec<u32>,
     /// Links whose every flow must be recomputed (rate changes, rerouting).
@@ -230,7 +295,7 @@ impl<'a> Sim<'a> {
             topo: Cow::Borrowed(topo),
             cfg,
             runner: DagRunner::new(dag),
-            heap: BinaryHeap::new(),
+            heap: EventQueue::default(),
             seq: 0,
             flows: Vec::new(),
             free: Vec::new(),
@@ -238,7 +303,11 @@ impl<'a> Sim<'a> {
             on_link: vec![Vec::new(); nl],
             link_bytes: vec![0; nl],
             vacated: Vec::new(),
-            vacated_index: std::collections::HashMap::new(),
+            vacated_by_key: Vec::new(),
+            vacated_group_len: Vec::new(),
+            route_index: Default::default(),
+            routes: Vec::new(),
+            route_links: Vec::new(),
             new_flows: Vec::new(),
             forced: Vec::new(),
             load: vec![0.0; nl],
@@ -392,15 +461,10 @@ impl<'a> Sim<'a> {
                 }
                 kind @ (TaskKind::Transfer { .. } | TaskKind::NetTransfer { .. }) => {
                     let bytes = kind.transfer_bytes();
-                    let (latency, local) = self.task_path(t.0, kind, 0)?;
+                    let (latency, local, bottleneck) = self.start_path(t.0, kind)?;
                     // the receiver's software sees the data this much later
                     let latency = latency + self.dag.software_latency(t).0;
-                    let ideal = self
-                        .topo
-                        .path_bottleneck(&self.path_buf)
-                        .tx_time(bytes)
-                        .ps()
-                        + latency;
+                    let ideal = bottleneck.tx_time(bytes).ps() + latency;
                     self.record_ideal(t, ideal);
                     if bytes == 0 || local {
                         self.runner.sent(t, SimTime(now), ready);
@@ -457,6 +521,60 @@ impl<'a> Sim<'a> {
             }
         }
         Ok(())
+    }
+
+    /// [`Sim::task_path`] of a starting task, plus its path's bottleneck rate.
+    ///
+    /// A transfer between GPUs rides its connection's queue pair, whose path on
+    /// the fabric as built depends only on (source, destination, queue pair):
+    /// ECMP hashing and a dragonfly's minimal or Valiant choice are functions of
+    /// them. Those routes are computed once and kept (a pipelined collective
+    /// sends every chunk of a connection on the same path: 256 chunks of 4 MiB
+    /// per connection in the 16,384-GPU benchmark, whose profile spent 23% of
+    /// its time in `next_hops` / `route_via`). Not kept: UGAL (it weighs the
+    /// current load), hops between adjacent nodes, and anything once a link
+    /// event has changed the fabric (the copy in `topo` is then owned).
+    fn start_path(
+        &mut self,
+        task: u32,
+        kind: TaskKind,
+    ) -> Result<(u64, bool, crate::units::Rate), FlowError> {
+        use crate::topology::DragonflyRouting as D;
+        let cacheable = matches!(kind, TaskKind::Transfer { .. })
+            && matches!(self.topo, Cow::Borrowed(_))
+            && !matches!(self.topo.dragonfly_routing(), D::Ugal | D::UgalG);
+        let TaskKind::Transfer { src, dst, .. } = kind else {
+            let (latency, local) = self.task_path(task, kind, 0)?;
+            return Ok((latency, local, self.topo.path_bottleneck(&self.path_buf)));
+        };
+        if !cacheable || src == dst {
+            let (latency, local) = self.task_path(task, kind, 0)?;
+            return Ok((latency, local, self.topo.path_bottleneck(&self.path_buf)));
+        }
+        let qp = self.dag.tasks[task as usize].qp;
+        let key = (u128::from(src.0) << 40) | (u128::from(dst.0) << 8) | u128::from(qp);
+        if let Some(&i) = self.route_index.get(&key) {
+            let r = self.routes[i as usize];
+            self.path_buf.clear();
+            self.path_buf.extend_from_slice(
+                &self.route_links[r.start as usize..r.start as usize + r.len as usize],
+            );
+            return Ok((r.latency, false, r.bottleneck));
+        }
+        let (latency, local) = self.task_path(task, kind, 0)?;
+        let bottleneck = self.topo.path_bottleneck(&self.path_buf);
+        if self.route_links.len() + MAX_PATH > u32::MAX as usize {
+            return Ok((latency, local, bottleneck)); // full: route anew
+        }
+        self.route_index.insert(key, self.routes.len() as u32);
+        self.routes.push(CachedRoute {
+            start: self.route_links.len() as u32,
+            len: self.path_buf.len() as u8,
+            latency,
+            bottleneck,
+        });
+        self.route_links.extend_from_slice(&self.path_buf);
+        Ok((latency, local, bottleneck))
     }
 
     /// Writes the path of transfer `task` into `path_buf` (ECMP between GPUs, seeded
@@ -686,26 +804,49 @@ impl<'a> Sim<'a> {
         if self.vacated.is_empty() || self.cfg.full_recompute {
             return;
         }
-        self.vacated_index.clear();
-        for (i, v) in self.vacated.iter().enumerate() {
-            self.vacated_index
-                .entry(path_key(&v.path[..v.path_len as usize]))
-                .or_default()
-                .push(i as u32);
+        // Candidates grouped by path key, each group in finishing order; a
+        // group is taken from like a Vec with swap_remove (the first match in
+        // the group's current order), the rule of the per-key lists this
+        // replaces. Profile of the 16,384-GPU flow benchmark: 60% of
+        // `recompute` was that HashMap of Vecs (SipHash, a Vec allocated per
+        // key, and `clear` walking the capacity the busiest timestamp left).
+        let by_key = &mut self.vacated_by_key;
+        by_key.clear();
+        by_key.extend(
+            self.vacated
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (path_key(&v.path[..v.path_len as usize]), i as u32)),
+        );
+        by_key.sort_unstable();
+        let group_len = &mut self.vacated_group_len;
+        group_len.clear();
+        group_len.resize(by_key.len(), 0);
+        let mut g = 0;
+        for i in 0..by_key.len() {
+            if by_key[i].0 != by_key[g].0 {
+                g = i;
+            }
+            group_len[g] += 1;
         }
         for &fid in new_flows {
             let f = &self.flows[fid as usize];
             let key = path_key(&f.path[..f.path_len as usize]);
-            let Some(cands) = self.vacated_index.get_mut(&key) else {
+            let g = self.vacated_by_key.partition_point(|&(k, _)| k < key);
+            if g == self.vacated_by_key.len() || self.vacated_by_key[g].0 != key {
                 continue;
-            };
-            let pos = cands.iter().position(|&i| {
+            }
+            let len = self.vacated_group_len[g] as usize;
+            let cands = &self.vacated_by_key[g..g + len];
+            let pos = cands.iter().position(|&(_, i)| {
                 let v = &self.vacated[i as usize];
                 v.path_len == f.path_len
                     && v.path[..v.path_len as usize] == f.path[..f.path_len as usize]
             });
             let Some(pos) = pos else { continue };
-            let vi = cands.swap_remove(pos) as usize;
+            let vi = self.vacated_by_key[g + pos].1 as usize;
+            self.vacated_by_key[g + pos] = self.vacated_by_key[g + len - 1];
+            self.vacated_group_len[g] -= 1;
             self.vacated[vi].taken = true;
             let rate = self.vacated[vi].rate;
             let f = &mut self.flows[fid as usize];
@@ -1041,6 +1182,36 @@ struct Vacated {
     /// Bit j: the path's j-th link was saturated when the flow ended.
     tight_mask: u16,
     taken: bool,
+}
+
+/// A transfer route kept by [`Sim::start_path`]: its links in
+/// `Sim::route_links[start..start + len]`, its latency, picoseconds, and its
+/// bottleneck rate.
+#[derive(Clone, Copy)]
+struct CachedRoute {
+    start: u32,
+    len: u8,
+    latency: u64,
+    bottleneck: crate::units::Rate,
+}
+
+/// Hasher of the route keys (only looked up, never iterated): `mix64` of the
+/// packed (source, destination, queue pair), cheaper than SipHash.
+#[derive(Default)]
+struct MixHasher(u64);
+
+impl std::hash::Hasher for MixHasher {
+    fn finish(&self) -> u64 {
+        mix64(self.0)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = mix64(self.0 ^ u64::from(b));
+        }
+    }
+    fn write_u128(&mut self, x: u128) {
+        self.0 = mix64(self.0 ^ x as u64) ^ (x >> 64) as u64;
+    }
 }
 
 /// Hash of a path for the hand-over lookup (only looked up, never iterated, so the

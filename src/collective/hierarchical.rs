@@ -553,13 +553,17 @@ pub const MAX_PIPELINE_BLOCKS: u64 = 16;
 /// below the time the NVLinks need for both intra-host phases' bytes of the
 /// whole buffer, which share the links. `rail_latency` (the rail phase's
 /// step latencies, when choosing the number of blocks) is added to each
-/// block's shared rail bytes.
+/// block's shared rail bytes. `whole`: [`stage_loads`] of the whole buffer,
+/// the same for every number of blocks (computed once by the caller: it
+/// routes every rail's ring, a quarter of the lowering's closed-form time at
+/// 16,384 GPUs).
 fn pipelined_time(
     spec: &CollectiveSpec,
     ranks: &[GpuId],
     topo: &Topology,
     blocks: u64,
     rail_latency: Option<SimTime>,
+    whole: [SimTime; 3],
 ) -> Result<SimTime, CollectiveError> {
     let block = CollectiveSpec {
         bytes: spec.bytes.div_ceil(blocks),
@@ -581,7 +585,6 @@ fn pipelined_time(
             .fold(SimTime::ZERO, |a, &x| a.saturating_add(x));
         best = best.max(before.saturating_add(total(i)).saturating_add(after));
     }
-    let whole = stage_loads(spec, ranks, topo)?;
     Ok(best.max(whole[0].saturating_add(whole[2])))
 }
 
@@ -661,13 +664,14 @@ pub fn pipeline_blocks(
         ..spec.clone()
     };
     let latency = Some(phase_times(&tiny, ranks, topo)?[1]);
-    let mut best = (pipelined_time(spec, ranks, topo, 1, latency)?, 1);
+    let whole = stage_loads(spec, ranks, topo)?;
+    let mut best = (pipelined_time(spec, ranks, topo, 1, latency, whole)?, 1);
     let mut b = 2;
     // a block is at least one chunk per GPU of a host: the unit a ring step
     // moves inside a host (NCCL's loop iterations are g chunks per channel)
     let smallest = (ranks.len() as u64).max(g.saturating_mul(spec.chunk_bytes));
     while b <= MAX_PIPELINE_BLOCKS && spec.bytes / b >= smallest {
-        let t = pipelined_time(spec, ranks, topo, b, latency)?;
+        let t = pipelined_time(spec, ranks, topo, b, latency, whole)?;
         if t < best.0 {
             best = (t, b);
         }
@@ -690,7 +694,8 @@ pub fn time(
 ) -> Result<SimTime, CollectiveError> {
     let blocks = pipeline_blocks(spec, ranks, topo)?;
     if blocks > 1 {
-        return pipelined_time(spec, ranks, topo, blocks, None);
+        let whole = stage_loads(spec, ranks, topo)?;
+        return pipelined_time(spec, ranks, topo, blocks, None, whole);
     }
     let [a, b, c] = phase_times(spec, ranks, topo)?;
     Ok(a.saturating_add(b).saturating_add(c))

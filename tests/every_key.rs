@@ -879,6 +879,7 @@ fn cases() -> Vec<(&'static str, Fidelity)> {
         "training-faults.toml",
         "training-mixtral-moe.toml",
         "two-jobs-leaf-spine.toml",
+        "two-jobs-training.toml",
     ] {
         v.push((ex, Analytical));
     }
@@ -896,6 +897,7 @@ fn cases() -> Vec<(&'static str, Fidelity)> {
         "training-chakra.toml",
         "training-faults.toml",
         "two-jobs-leaf-spine.toml",
+        "two-jobs-training.toml",
     ] {
         v.push((ex, Flow));
     }

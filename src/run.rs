@@ -1650,7 +1650,12 @@ pub fn training_report(
     let plan = &t.plan;
     let n_total = plan.dp * plan.tp * plan.pp;
     // GPU ids, not plan ranks: a job's step runs on the GPUs it was placed on
-    let slots = step.gpus_simulated.iter().map(|g| g.0 + 1).max().unwrap_or(0);
+    let slots = step
+        .gpus_simulated
+        .iter()
+        .map(|g| g.0 + 1)
+        .max()
+        .unwrap_or(0);
     let busy = crate::workload::busy_per_gpu(dag, slots);
     let sim: Vec<f64> = step
         .gpus_simulated

@@ -296,13 +296,20 @@ fn sweep_adds_step_time_and_mfu_columns_for_training_and_step_time_for_chakra() 
     let mut runs = sweep::run(path, &text, &axes, &analytical, 2, &|_| {}).unwrap();
     let csv = sweep::csv(&axes, &runs);
     let header = csv.lines().next().unwrap();
-    assert!(header.contains(",step_time_us,mfu,mean_busbw_GBps,"), "{header}");
+    assert!(
+        header.contains(",step_time_us,mfu,mean_busbw_GBps,"),
+        "{header}"
+    );
     assert!(!header.contains("ttft_ms"), "no inference column: {header}");
     let (step, mfu) = (column(&csv, "step_time_us"), column(&csv, "mfu"));
     for (i, r) in runs.iter().enumerate() {
         let t = r.result.as_ref().unwrap().training.as_ref().unwrap();
         let (s, m) = (step[i].unwrap(), mfu[i].unwrap());
-        assert!((s - t.step_time_s * 1e6).abs() <= 5e-7, "{s} vs {}", t.step_time_s);
+        assert!(
+            (s - t.step_time_s * 1e6).abs() <= 5e-7,
+            "{s} vs {}",
+            t.step_time_s
+        );
         assert!((m - t.mfu).abs() <= 5e-7 && m > 0.0, "{m} vs {}", t.mfu);
     }
     // a run that failed has empty cells, never 0
@@ -314,7 +321,10 @@ fn sweep_adds_step_time_and_mfu_columns_for_training_and_step_time_for_chakra() 
     let shard = |k: usize| {
         let sh = sweep::Shard { index: k, count: 2 };
         let mine: Vec<_> = runs.iter().filter(|r| sh.owns(r.index)).cloned().collect();
-        (format!("s{k}.csv"), sweep::shard_csv(&axes, &mine, runs.len()))
+        (
+            format!("s{k}.csv"),
+            sweep::shard_csv(&axes, &mine, runs.len()),
+        )
     };
     assert_eq!(sweep::merge(&[shard(1), shard(0)]).unwrap(), csv);
     // a Chakra trace set: step time (its makespan), no MFU (the traces carry
@@ -356,7 +366,10 @@ fn sweep_adds_ttft_and_tpot_columns_for_inference() {
     let runs = sweep::run(path, &text, &axes, &opts, 1, &|_| {}).unwrap();
     let csv = sweep::csv(&axes, &runs);
     let header = csv.lines().next().unwrap();
-    assert!(header.contains(",ttft_ms,tpot_p50_ms,tpot_p99_ms,"), "{header}");
+    assert!(
+        header.contains(",ttft_ms,tpot_p50_ms,tpot_p99_ms,"),
+        "{header}"
+    );
     assert!(!header.contains("step_time_us") && !header.contains(",mfu,"));
     let i = runs[0].result.as_ref().unwrap().inference.as_ref().unwrap();
     let near = |a: Option<f64>, b: f64| (a.unwrap() - b).abs() <= 5e-7;

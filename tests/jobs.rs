@@ -461,7 +461,10 @@ fn a_training_job_alone_on_the_cluster_is_the_workload_scenario() {
         assert_eq!(a.makespan_us, rw.makespan_us, "{f:?}");
         // alone in the file: nothing to interfere with
         assert_eq!(a.slowdown, 1.0, "{f:?}");
-        assert_eq!(a.alone_training.as_ref().unwrap().step_time_s, want.step_time_s);
+        assert_eq!(
+            a.alone_training.as_ref().unwrap().step_time_s,
+            want.step_time_s
+        );
         assert_eq!(a.kind, "training");
     }
 }
@@ -485,7 +488,12 @@ fn two_training_jobs_on_disjoint_halves_of_a_fat_tree_do_not_interfere() {
         let (ta, tb) = (a.training.as_ref().unwrap(), b.training.as_ref().unwrap());
         if f == Fidelity::Packet {
             for j in [a, b] {
-                assert!((j.slowdown - 1.0).abs() < 0.01, "{f:?} {}: {}", j.name, j.slowdown);
+                assert!(
+                    (j.slowdown - 1.0).abs() < 0.01,
+                    "{f:?} {}: {}",
+                    j.name,
+                    j.slowdown
+                );
             }
             assert!((ta.step_time_s / tb.step_time_s - 1.0).abs() < 0.01);
         } else {
@@ -518,7 +526,10 @@ fn two_training_jobs_across_an_oversubscribed_spine_slow_each_other_within_the_b
         &(training_job("a", "nodes = 3\nplacement = \"spread\"", 3)
             + &training_job("b", "nodes = 3\nplacement = \"spread\"", 3)),
     )
-    .replace("nic_efficiency = 1.0", "nic_efficiency = 1.0\ncc = \"none\"");
+    .replace(
+        "nic_efficiency = 1.0",
+        "nic_efficiency = 1.0\ncc = \"none\"",
+    );
     let packed = spread.replace("\"spread\"", "\"packed\"");
     for f in [Fidelity::Flow, Fidelity::Packet] {
         let r = run_at(&spread, f);
@@ -658,5 +669,9 @@ fn a_chakra_job_replays_its_step_and_its_ranks_must_match_the_jobs_gpus() {
     let d = &e.diagnostics[0];
     assert_eq!(d.field, "jobs.0.workload.traces");
     assert_eq!(d.line, line_of(&text, "traces = \"chakra\""));
-    assert!(d.found.contains("8 ranks for a job of 4 GPUs"), "{}", d.found);
+    assert!(
+        d.found.contains("8 ranks for a job of 4 GPUs"),
+        "{}",
+        d.found
+    );
 }

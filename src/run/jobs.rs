@@ -165,12 +165,13 @@ fn job_view(out: &RunOutput, job: &Dag, first: u32, start: SimTime, end: SimTime
         makespan: shift(end),
         op_timing: (0..job.ops.len())
             .map(|o| {
-                out.op_timing
-                    .get(first as usize + o)
-                    .map_or_else(crate::dag::OpTiming::default, |t| crate::dag::OpTiming {
+                out.op_timing.get(first as usize + o).map_or_else(
+                    crate::dag::OpTiming::default,
+                    |t| crate::dag::OpTiming {
                         start: shift(t.start),
                         end: shift(t.end),
-                    })
+                    },
+                )
             })
             .collect(),
         ..RunOutput::default()
@@ -324,8 +325,11 @@ pub(super) fn run_jobs(
         acc.add_events(out_alone.events);
         let (first, end) = shared[k];
         let (_, end_alone) = span(&alone, &out_alone, range.clone());
-        let (training, inference) =
-            model_sections(j, p, &job_view(&shared_out, &p.dag, ranges[k].start, j.start, end));
+        let (training, inference) = model_sections(
+            j,
+            p,
+            &job_view(&shared_out, &p.dag, ranges[k].start, j.start, end),
+        );
         let (alone_training, alone_inference) = model_sections(
             j,
             p,

@@ -1331,7 +1331,10 @@ pub fn lower_on(
     gpus: &[GpuId],
     dag: &mut Dag,
 ) -> Result<(), CollectiveError> {
-    assert!(gpus.len() >= plan.ranks as usize, "a trace rank without a GPU");
+    assert!(
+        gpus.len() >= plan.ranks as usize,
+        "a trace rank without a GPU"
+    );
     let at = |r: u32| gpus[r as usize];
     let mut comm = Comm::new(topo);
     let mut done: Vec<Option<TaskId>> = vec![None; plan.ops.len()];

@@ -143,7 +143,10 @@ pub fn build_on(
 ) -> Result<InferenceDag, CollectiveError> {
     let m = &i.model;
     let (tp, pp) = (i.plan.tp, i.plan.pp);
-    assert!(gpus.len() >= (tp * pp) as usize, "a plan rank without a GPU");
+    assert!(
+        gpus.len() >= (tp * pp) as usize,
+        "a plan rank without a GPU"
+    );
     let gpu = |t: u32, p: u32| gpus[(t + tp * p) as usize];
     let mut dag = Dag::new();
     let mut comm = Comm::new(topo);

@@ -862,12 +862,9 @@ fn build_logged_on(
                     let deps = pre.get(&d).cloned().unwrap_or_default();
                     for t in 0..plan.tp {
                         b.op(OpKind::PipelineP2p, 2);
-                        let x = b.dag.transfer(
-                            b.gpu(t, d, p),
-                            b.gpu(t, d, q),
-                            act_bytes,
-                            &deps,
-                        );
+                        let x = b
+                            .dag
+                            .transfer(b.gpu(t, d, p), b.gpu(t, d, q), act_bytes, &deps);
                         sent.insert((d, t), x);
                     }
                 }

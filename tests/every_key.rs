@@ -387,6 +387,8 @@ const KNOWN_GAPS: &[(&str, Fidelity, &str, &str)] = &[
     ("incast-roce-pfc-only.toml", Fidelity::Analytical, "topology.dual_tor", DUAL_TOR_GAP),
     ("permutation-fat-tree.toml", Fidelity::Analytical, "topology.planes", PLANES_GAP),
     ("training-mixtral-moe.toml", Fidelity::Analytical, "topology.planes", PLANES_GAP),
+    ("two-jobs-training.toml", Fidelity::Analytical, "topology.planes", PLANES_GAP),
+    ("two-jobs-training.toml", Fidelity::Analytical, "topology.dual_tor", DUAL_TOR_GAP),
     (
         "training-chakra.toml",
         Fidelity::Analytical,

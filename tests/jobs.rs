@@ -675,3 +675,48 @@ fn a_chakra_job_replays_its_step_and_its_ranks_must_match_the_jobs_gpus() {
         d.found
     );
 }
+
+#[test]
+fn the_training_example_reports_each_jobs_own_figures_in_every_output() {
+    // examples/two-jobs-training.toml: a spread training job and an inference
+    // job across the spine; the HTML has their step / MFU / TTFT / TPOT
+    // table, jobs.csv fills MFU for the training job and TTFT / TPOT for the
+    // inference job, empty cells for the rest
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/two-jobs-training.toml"
+    );
+    let s = config::load(std::path::Path::new(path)).unwrap();
+    let r = run(&s, &RunOptions::default()).unwrap();
+    let (train, serve) = (job(&r, "train"), job(&r, "serve"));
+    assert_eq!(train.nodes, vec![0, 6, 1, 7, 2, 8, 3, 9]);
+    assert_eq!(serve.nodes, vec![4, 10]);
+    let t = train.training.as_ref().unwrap();
+    // the same picoseconds, in seconds and in microseconds (f64 rounding)
+    assert!((t.step_time_s * 1e6 / train.makespan_us - 1.0).abs() < 1e-12);
+    assert!(serve.inference.is_some() && train.inference.is_none());
+    let html = fabricsim::report::html::render(&r, Some(&s));
+    assert!(
+        html.contains("<table id=\"jobs-model\">"),
+        "no per-kind table"
+    );
+    assert!(html.contains(&format!("{:.1}%", 100.0 * t.mfu)), "MFU");
+    let csv = fabricsim::report::jobs::csv(&r);
+    // the last six columns: mfu, alone_mfu, ttft_ms, alone_ttft_ms,
+    // tpot_p50_ms, alone_tpot_p50_ms (the quoted name and nodes hold commas)
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(
+        lines[0].ends_with(",mfu,alone_mfu,ttft_ms,alone_ttft_ms,tpot_p50_ms,alone_tpot_p50_ms")
+    );
+    let tail = |kind: &str| -> Vec<&str> {
+        let l = lines.iter().find(|l| l.contains(kind)).unwrap();
+        let mut v: Vec<&str> = l.rsplit(',').take(6).collect();
+        v.reverse();
+        v
+    };
+    let (t6, s6) = (tail(",train,training,"), tail(",serve,inference,"));
+    assert!(t6[..2].iter().all(|c| !c.is_empty()), "{t6:?}");
+    assert!(t6[2..].iter().all(|c| c.is_empty()), "{t6:?}");
+    assert!(s6[..2].iter().all(|c| c.is_empty()), "{s6:?}");
+    assert!(s6[2..].iter().all(|c| !c.is_empty()), "{s6:?}");
+}

@@ -1668,7 +1668,14 @@ pub fn training_report(
     use training::OpKind;
     let plan = &t.plan;
     let n_total = plan.dp * plan.tp * plan.pp;
-    let busy = crate::workload::busy_per_gpu(dag, n_total);
+    // GPU ids, not plan ranks: a job's step runs on the GPUs it was placed on
+    let slots = step
+        .gpus_simulated
+        .iter()
+        .map(|g| g.0 + 1)
+        .max()
+        .unwrap_or(0);
+    let busy = crate::workload::busy_per_gpu(dag, slots);
     let sim: Vec<f64> = step
         .gpus_simulated
         .iter()

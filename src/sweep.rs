@@ -196,6 +196,9 @@ pub struct SweepRun {
     pub values: Vec<String>,
     /// Its report, or why it could not run.
     pub result: Result<Report, String>,
+    /// Its `workload.kind` (`training`, `chakra`, …): which of
+    /// [`WORKLOAD_COLUMNS`] its report fills.
+    pub kind: &'static str,
 }
 
 /// What a sweep reports as it goes (from the worker threads).
@@ -350,6 +353,7 @@ pub fn run_shard(
                     index: *index,
                     values: values.clone(),
                     result,
+                    kind: s.workload.kind_name(),
                 }
             })
             .collect::<Vec<_>>()
@@ -394,6 +398,56 @@ pub fn shard_csv(axes: &[Axis], runs: &[SweepRun], total: usize) -> String {
     csv_with(axes, runs, Some(total))
 }
 
+/// The figures a workload reports beside its collectives, in this order,
+/// between the per-size columns and [`TAIL_COLUMNS`]: each is a column when
+/// some run of the sweep reports it (a training step's time and MFU, a Chakra
+/// trace set's step time, an inference batch's TTFT and TPOT), and an empty
+/// cell in the rows of runs whose workload does not model it (never 0).
+pub const WORKLOAD_COLUMNS: [&str; 5] = [
+    "step_time_us",
+    "mfu",
+    "ttft_ms",
+    "tpot_p50_ms",
+    "tpot_p99_ms",
+];
+
+/// The [`WORKLOAD_COLUMNS`] figures of one run: a training step's time
+/// (`training.step_time_s`) and MFU, a Chakra trace set's step time (the
+/// run's makespan), an inference batch's prefill (time to first token) and
+/// time per output token (p50, p99); `None` for what the workload does not
+/// report, and for a run a deadlock stopped (its step never ended).
+pub fn workload_figures(kind: &str, rep: &Report) -> [Option<f64>; 5] {
+    if rep.deadlock.is_some() {
+        return [None; 5];
+    }
+    let step = match (kind, &rep.training) {
+        (_, Some(t)) => Some(t.step_time_s * 1e6),
+        ("chakra", None) => Some(rep.makespan_us),
+        _ => None,
+    };
+    let inf = rep.inference.as_ref();
+    [
+        step,
+        rep.training.as_ref().map(|t| t.mfu),
+        inf.map(|i| i.prefill_ms),
+        inf.map(|i| i.tpot_ms.p50),
+        inf.map(|i| i.tpot_ms.p99),
+    ]
+}
+
+/// Which [`WORKLOAD_COLUMNS`] some run of `runs` reports.
+fn workload_keys(runs: &[SweepRun]) -> Vec<usize> {
+    (0..WORKLOAD_COLUMNS.len())
+        .filter(|&k| {
+            runs.iter().any(|r| {
+                r.result
+                    .as_ref()
+                    .is_ok_and(|rep| workload_figures(r.kind, rep)[k].is_some())
+            })
+        })
+        .collect()
+}
+
 /// The fixed columns after the per-size ones.
 const TAIL_COLUMNS: [&str; 11] = [
     "mean_busbw_GBps",
@@ -411,6 +465,7 @@ const TAIL_COLUMNS: [&str; 11] = [
 
 fn csv_with(axes: &[Axis], runs: &[SweepRun], shard_total: Option<usize>) -> String {
     let keys = size_keys(runs);
+    let figures = workload_keys(runs);
     let mut s = String::new();
     if shard_total.is_some() {
         s.push_str("run,runs,");
@@ -421,6 +476,9 @@ fn csv_with(axes: &[Axis], runs: &[SweepRun], shard_total: Option<usize>) -> Str
     s.push_str("fidelity");
     for (op, b) in &keys {
         let _ = write!(s, ",{op}_{b}_time_us,{op}_{b}_busbw_GBps");
+    }
+    for &k in &figures {
+        let _ = write!(s, ",{}", WORKLOAD_COLUMNS[k]);
     }
     let _ = writeln!(s, ",{}", TAIL_COLUMNS.join(","));
     for r in runs {
@@ -445,6 +503,15 @@ fn csv_with(axes: &[Axis], runs: &[SweepRun], shard_total: Option<usize>) -> Str
                         None => s.push_str(",,"),
                     }
                 }
+                let mine = workload_figures(r.kind, rep);
+                for &k in &figures {
+                    match mine[k] {
+                        Some(v) => {
+                            let _ = write!(s, ",{v:.6}");
+                        }
+                        None => s.push(','),
+                    }
+                }
                 let _ = writeln!(
                     s,
                     ",{:.4},{},{:.4},{:.4},{},{},{},{},{},{},",
@@ -461,7 +528,7 @@ fn csv_with(axes: &[Axis], runs: &[SweepRun], shard_total: Option<usize>) -> Str
                 );
             }
             Err(e) => {
-                s.push_str(&",".repeat(keys.len() * 2 + TAIL_COLUMNS.len()));
+                s.push_str(&",".repeat(keys.len() * 2 + figures.len() + TAIL_COLUMNS.len()));
                 let _ = writeln!(s, "{}", csv_field(e));
             }
         }
@@ -542,6 +609,10 @@ struct ShardFile<'a> {
     axes: Vec<String>,
     /// `(op, bytes)` column pairs, as the header names them (`op_bytes`).
     sizes: Vec<String>,
+    /// The [`WORKLOAD_COLUMNS`] it has, in order.
+    figures: Vec<String>,
+    /// Header index of its first workload column (of the tail when none).
+    figures_at: usize,
     runs: usize,
     rows: Vec<Record>,
 }
@@ -574,7 +645,20 @@ fn read_shard<'a>(name: &'a str, text: &'a str) -> Result<ShardFile<'a>, String>
             TAIL_COLUMNS.join(",")
         )));
     };
-    let size_cols = &header[fid + 1..tail_at];
+    // the workload columns: a run of WORKLOAD_COLUMNS, in their order, just
+    // before the tail (no size column is named like one)
+    let mut figures_at = tail_at;
+    let rank = |h: &str| WORKLOAD_COLUMNS.iter().position(|c| *c == h);
+    while figures_at > fid + 1 {
+        let Some(b) = rank(&header[figures_at - 1]) else {
+            break;
+        };
+        if figures_at < tail_at && rank(&header[figures_at]).is_some_and(|n| b >= n) {
+            break;
+        }
+        figures_at -= 1;
+    }
+    let size_cols = &header[fid + 1..figures_at];
     let mut sizes = Vec::new();
     for pair in size_cols.chunks(2) {
         let key = pair[0].strip_suffix("_time_us");
@@ -617,6 +701,8 @@ fn read_shard<'a>(name: &'a str, text: &'a str) -> Result<ShardFile<'a>, String>
         name,
         axes: header[2..fid].to_vec(),
         sizes,
+        figures: header[figures_at..tail_at].to_vec(),
+        figures_at,
         runs: runs.unwrap_or(0),
         rows,
     })
@@ -702,6 +788,13 @@ pub fn merge(files: &[(String, String)]) -> Result<String, String> {
             }
         }
     }
+    // a workload column is in the whole sweep's CSV when some run reports it,
+    // that is when some shard's header has it
+    let figures: Vec<&str> = WORKLOAD_COLUMNS
+        .iter()
+        .copied()
+        .filter(|c| shards.iter().any(|s| s.figures.iter().any(|f| f == c)))
+        .collect();
     let mut out = String::new();
     for a in &first.axes {
         let _ = write!(out, "{},", csv_field(a));
@@ -709,6 +802,9 @@ pub fn merge(files: &[(String, String)]) -> Result<String, String> {
     out.push_str("fidelity");
     for k in &sizes {
         let _ = write!(out, ",{k}_time_us,{k}_busbw_GBps");
+    }
+    for c in &figures {
+        let _ = write!(out, ",{c}");
     }
     let _ = writeln!(out, ",{}", TAIL_COLUMNS.join(","));
     for &(si, ri) in slot.iter().flatten() {
@@ -722,6 +818,12 @@ pub fn merge(files: &[(String, String)]) -> Result<String, String> {
                     fields.push(&r[4 + naxes + 2 * j]);
                 }
                 None => fields.extend(["", ""]),
+            }
+        }
+        for c in &figures {
+            match s.figures.iter().position(|f| f == c) {
+                Some(j) => fields.push(&r[s.figures_at + j]),
+                None => fields.push(""),
             }
         }
         fields.extend(r[r.len() - TAIL_COLUMNS.len()..].iter().map(String::as_str));

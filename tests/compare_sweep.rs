@@ -264,3 +264,116 @@ fn compare_of_traffic_runs_prints_fcts_and_no_busbw_table() {
     );
     assert!(t.contains("# flow p50 FCT (us)") && t.contains("# flow max FCT (us)"));
 }
+
+/// The figures of `col` in a sweep CSV, one per row (None for an empty cell).
+fn column(csv: &str, col: &str) -> Vec<Option<f64>> {
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let k = header
+        .iter()
+        .position(|h| *h == col)
+        .unwrap_or_else(|| panic!("no column {col} in {header:?}"));
+    lines
+        .map(|l| {
+            let c = l.split(',').nth(k).unwrap();
+            (!c.is_empty()).then(|| c.parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn sweep_adds_step_time_and_mfu_columns_for_training_and_step_time_for_chakra() {
+    // Issue 15: a training or Chakra sweep had only the collective columns.
+    // Each row's step time and MFU are its single run's (training.step_time_s,
+    // training.mfu; a Chakra trace set's makespan), printed to 6 decimals.
+    let analytical = RunOptions {
+        fidelity: Some(Fidelity::Analytical),
+        ..RunOptions::default()
+    };
+    let path = "examples/training-tiny-8gpu.toml";
+    let text = std::fs::read_to_string(path).unwrap();
+    let axes = vec![sweep::parse_set("workload.parallel.bucket=1MiB,16MiB").unwrap()];
+    let mut runs = sweep::run(path, &text, &axes, &analytical, 2, &|_| {}).unwrap();
+    let csv = sweep::csv(&axes, &runs);
+    let header = csv.lines().next().unwrap();
+    assert!(
+        header.contains(",step_time_us,mfu,mean_busbw_GBps,"),
+        "{header}"
+    );
+    assert!(!header.contains("ttft_ms"), "no inference column: {header}");
+    let (step, mfu) = (column(&csv, "step_time_us"), column(&csv, "mfu"));
+    for (i, r) in runs.iter().enumerate() {
+        let t = r.result.as_ref().unwrap().training.as_ref().unwrap();
+        let (s, m) = (step[i].unwrap(), mfu[i].unwrap());
+        assert!(
+            (s - t.step_time_s * 1e6).abs() <= 5e-7,
+            "{s} vs {}",
+            t.step_time_s
+        );
+        assert!((m - t.mfu).abs() <= 5e-7 && m > 0.0, "{m} vs {}", t.mfu);
+    }
+    // a run that failed has empty cells, never 0
+    runs[1].result = Err("failed".into());
+    let csv = sweep::csv(&axes, &runs);
+    assert_eq!(column(&csv, "step_time_us")[1], None);
+    assert_eq!(column(&csv, "mfu")[1], None);
+    // and the sharded sweep merges to the same CSV, columns included
+    let shard = |k: usize| {
+        let sh = sweep::Shard { index: k, count: 2 };
+        let mine: Vec<_> = runs.iter().filter(|r| sh.owns(r.index)).cloned().collect();
+        (
+            format!("s{k}.csv"),
+            sweep::shard_csv(&axes, &mine, runs.len()),
+        )
+    };
+    assert_eq!(sweep::merge(&[shard(1), shard(0)]).unwrap(), csv);
+    // a Chakra trace set: step time (its makespan), no MFU (the traces carry
+    // durations, not FLOPs)
+    let path = "examples/training-chakra.toml";
+    let text = std::fs::read_to_string(path).unwrap();
+    let axes = vec![sweep::parse_set("fabric.link_latency=100ns,2us").unwrap()];
+    let runs = sweep::run(path, &text, &axes, &analytical, 2, &|_| {}).unwrap();
+    let csv = sweep::csv(&axes, &runs);
+    assert!(!csv.lines().next().unwrap().contains(",mfu,"));
+    let step = column(&csv, "step_time_us");
+    for (i, r) in runs.iter().enumerate() {
+        let m = r.result.as_ref().unwrap().makespan_us;
+        assert!((step[i].unwrap() - m).abs() <= 5e-7, "{step:?} vs {m}");
+    }
+    assert!(step[1] > step[0], "a slower link, a longer step: {step:?}");
+    // a collective sweep has none of these columns
+    let text = std::fs::read_to_string(A).unwrap();
+    let axes = vec![sweep::parse_set("fabric.link_latency=100ns").unwrap()];
+    let runs = sweep::run(A, &text, &axes, &analytical, 1, &|_| {}).unwrap();
+    let header = sweep::csv(&axes, &runs);
+    let header = header.lines().next().unwrap();
+    for c in sweep::WORKLOAD_COLUMNS {
+        assert!(!header.split(',').any(|h| h == c), "{c} in {header}");
+    }
+}
+
+#[test]
+fn sweep_adds_ttft_and_tpot_columns_for_inference() {
+    // an inference batch: TTFT (its prefill) and TPOT p50/p99 of its single
+    // run, no step time or MFU (a batch is not a training step)
+    let path = "examples/inference-llama2-70b.toml";
+    let text = std::fs::read_to_string(path).unwrap();
+    let axes = vec![sweep::parse_set("fabric.link_latency=100ns").unwrap()];
+    let opts = RunOptions {
+        fidelity: Some(Fidelity::Analytical),
+        ..RunOptions::default()
+    };
+    let runs = sweep::run(path, &text, &axes, &opts, 1, &|_| {}).unwrap();
+    let csv = sweep::csv(&axes, &runs);
+    let header = csv.lines().next().unwrap();
+    assert!(
+        header.contains(",ttft_ms,tpot_p50_ms,tpot_p99_ms,"),
+        "{header}"
+    );
+    assert!(!header.contains("step_time_us") && !header.contains(",mfu,"));
+    let i = runs[0].result.as_ref().unwrap().inference.as_ref().unwrap();
+    let near = |a: Option<f64>, b: f64| (a.unwrap() - b).abs() <= 5e-7;
+    assert!(near(column(&csv, "ttft_ms")[0], i.prefill_ms));
+    assert!(near(column(&csv, "tpot_p50_ms")[0], i.tpot_ms.p50));
+    assert!(near(column(&csv, "tpot_p99_ms")[0], i.tpot_ms.p99));
+}

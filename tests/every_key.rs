@@ -387,6 +387,8 @@ const KNOWN_GAPS: &[(&str, Fidelity, &str, &str)] = &[
     ("incast-roce-pfc-only.toml", Fidelity::Analytical, "topology.dual_tor", DUAL_TOR_GAP),
     ("permutation-fat-tree.toml", Fidelity::Analytical, "topology.planes", PLANES_GAP),
     ("training-mixtral-moe.toml", Fidelity::Analytical, "topology.planes", PLANES_GAP),
+    ("two-jobs-training.toml", Fidelity::Analytical, "topology.planes", PLANES_GAP),
+    ("two-jobs-training.toml", Fidelity::Analytical, "topology.dual_tor", DUAL_TOR_GAP),
     (
         "training-chakra.toml",
         Fidelity::Analytical,
@@ -879,6 +881,7 @@ fn cases() -> Vec<(&'static str, Fidelity)> {
         "training-faults.toml",
         "training-mixtral-moe.toml",
         "two-jobs-leaf-spine.toml",
+        "two-jobs-training.toml",
     ] {
         v.push((ex, Analytical));
     }
@@ -896,6 +899,7 @@ fn cases() -> Vec<(&'static str, Fidelity)> {
         "training-chakra.toml",
         "training-faults.toml",
         "two-jobs-leaf-spine.toml",
+        "two-jobs-training.toml",
     ] {
         v.push((ex, Flow));
     }

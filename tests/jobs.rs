@@ -275,11 +275,19 @@ fn placement_errors_are_located() {
     let (line, field, _) = first_error(&bad_size);
     assert_eq!(field, "jobs.0.workload.sizes.1");
     assert_eq!(line, line_of(&bad_size, "\"lots\""));
-    // training in a job is refused, not run on the whole cluster
-    let training = scenario(6, LEAF_SPINE_3_1, &allreduce("a", "nodes = 2"))
-        .replace("kind = \"collective\"", "kind = \"training\"");
-    let (_, field, _) = first_error(&training);
-    assert_eq!(field, "jobs.0.workload.kind");
+    // a training plan must fit the job's GPUs, not the cluster's: 4 × 1 × 1
+    // on a 2-GPU job is located at the job's data degree
+    let training = scenario(6, LEAF_SPINE_3_1, &training_job("a", "nodes = 2", 4));
+    let (line, field, found) = first_error(&training);
+    assert_eq!(field, "jobs.0.workload.parallel.data");
+    assert_eq!(line, line_of(&training, "data = 4"));
+    assert!(found.contains("= 4 GPUs"), "{found}");
+    let e = config::parse("bad.toml", &training).unwrap_err();
+    assert!(
+        e.diagnostics[0].expected.contains("job's 2 GPUs"),
+        "{}",
+        e.diagnostics[0].expected
+    );
 }
 
 #[test]
@@ -381,4 +389,334 @@ fn the_html_report_has_a_jobs_table_with_each_jobs_slowdown() {
     .unwrap();
     let html = fabricsim::report::html::render(&run(&one, &RunOptions::default()).unwrap(), None);
     assert!(!html.contains("sec-jobs"));
+}
+
+/// A training job of a tiny transformer (2 layers, h = 256, f = 1024, 4
+/// heads, vocabulary 1024, s = 512, bf16: 1.84 M parameters, 3.7 MB of
+/// gradients) in pure data parallelism over `dp` GPUs, one sequence per
+/// replica, gradients all-reduced by rings in 1 MiB buckets during the
+/// backward. On a GPU of 100 TFLOP/s the step's compute is ~60 us and its
+/// all-reduces ~0.5 ms at 100 Gb/s: the network decides the step.
+fn training_job(name: &str, placement: &str, dp: u32) -> String {
+    format!(
+        r#"
+[[jobs]]
+name = "{name}"
+{placement}
+[jobs.workload]
+kind = "training"
+{TINY_MODEL}
+[jobs.workload.parallel]
+data = {dp}
+tensor = 1
+pipeline = 1
+bucket = "1MiB"
+dp_algorithm = "ring"
+[jobs.workload.gpu]
+peak_tflops_bf16 = 100
+efficiency = 1.0
+hbm_bandwidth = "1000TB/s"
+"#,
+        TINY_MODEL = TINY_MODEL
+            .replace("[model]", "[jobs.workload.model]")
+            .replace("BATCH", &dp.to_string())
+    )
+}
+
+const TINY_MODEL: &str = r#"[model]
+layers = 2
+hidden = 256
+ffn = 1024
+heads = 4
+vocab = 1024
+seq_len = 512
+global_batch = BATCH
+micro_batch = 1
+gated_mlp = false
+precision = "bf16"
+"#;
+
+/// The same training as [`training_job`], as a `[workload]` of the whole cluster.
+fn training_workload(dp: u32) -> String {
+    training_job("x", "", dp)
+        .replace("[[jobs]]\nname = \"x\"\n", "")
+        .replace("jobs.workload", "workload")
+}
+
+#[test]
+fn a_training_job_alone_on_the_cluster_is_the_workload_scenario() {
+    // The job's plan on its GPUs (all of them, in node order) is the
+    // [workload]'s plan on the cluster: the same DAG, the same run, so the
+    // same step time, breakdown and MFU to the picosecond at every fidelity.
+    let jobs = scenario(8, LEAF_SPINE_3_1, &training_job("a", "nodes = 8", 8));
+    let alone = scenario(8, LEAF_SPINE_3_1, &training_workload(8));
+    for f in [Fidelity::Analytical, Fidelity::Flow, Fidelity::Packet] {
+        let (rj, rw) = (run_at(&jobs, f), run_at(&alone, f));
+        let want = rw.training.as_ref().unwrap();
+        let a = job(&rj, "a");
+        let got = a.training.as_ref().unwrap();
+        assert_eq!(got.step_time_s, want.step_time_s, "{f:?}");
+        assert_eq!(got.mfu, want.mfu, "{f:?}");
+        assert_eq!(got.breakdown, want.breakdown, "{f:?}");
+        assert_eq!(a.makespan_us, rw.makespan_us, "{f:?}");
+        // alone in the file: nothing to interfere with
+        assert_eq!(a.slowdown, 1.0, "{f:?}");
+        assert_eq!(
+            a.alone_training.as_ref().unwrap().step_time_s,
+            want.step_time_s
+        );
+        assert_eq!(a.kind, "training");
+    }
+}
+
+#[test]
+fn two_training_jobs_on_disjoint_halves_of_a_fat_tree_do_not_interfere() {
+    // packed, 8 nodes each: pods 0-1 and pods 2-3 of the k = 4 fat-tree,
+    // which share no link (see the collective test above), so each step is
+    // exactly its step alone, and the two identical jobs on mirror-image
+    // placements have the same step. The packet level's event order may
+    // differ by a few packets' time: 1%.
+    let text = scenario(
+        16,
+        FAT_TREE,
+        &(training_job("a", "nodes = 8", 8) + &training_job("b", "nodes = 8", 8)),
+    );
+    for f in [Fidelity::Analytical, Fidelity::Flow, Fidelity::Packet] {
+        let r = run_at(&text, f);
+        let (a, b) = (job(&r, "a"), job(&r, "b"));
+        assert_eq!(b.nodes, (8..16).collect::<Vec<_>>());
+        let (ta, tb) = (a.training.as_ref().unwrap(), b.training.as_ref().unwrap());
+        if f == Fidelity::Packet {
+            for j in [a, b] {
+                assert!(
+                    (j.slowdown - 1.0).abs() < 0.01,
+                    "{f:?} {}: {}",
+                    j.name,
+                    j.slowdown
+                );
+            }
+            assert!((ta.step_time_s / tb.step_time_s - 1.0).abs() < 0.01);
+        } else {
+            assert_eq!(a.makespan_us, a.alone_makespan_us, "{f:?}");
+            assert_eq!(b.makespan_us, b.alone_makespan_us, "{f:?}");
+            assert_eq!(ta.step_time_s, tb.step_time_s, "{f:?}");
+            assert_eq!(ta.mfu, tb.mfu, "{f:?}");
+        }
+        // the step is the network's: most of it is exposed DP communication
+        assert!(ta.exposed_comm_s > 0.5 * ta.step_time_s, "{f:?}: {ta:?}");
+    }
+}
+
+#[test]
+fn two_training_jobs_across_an_oversubscribed_spine_slow_each_other_within_the_bound() {
+    // spread, 3 nodes each, over the 3:1 leaf-spine's 2 leaves: job a =
+    // nodes 0,3,1, job b = 2,4,5, so each job's DP ring crosses the spine
+    // and each direction of a leaf's one uplink carries one ring edge of each
+    // job (as in the collective test above). Max-min sharing gives each of
+    // the two flows at least R/2 where alone it had R: a transfer takes at
+    // most twice its time alone, so each DP all-reduce at most twice its
+    // time alone, and since compute is unchanged the step grows by at most
+    // the step's DP communication time alone, C (the dp_gradient line of the
+    // alone breakdown, summed over buckets):
+    //     1 < shared / alone <= 1 + C / T_alone  (<= 2).
+    // Packed (one leaf each) the jobs share no link: exactly 1.
+    let spread = scenario(
+        6,
+        LEAF_SPINE_3_1,
+        &(training_job("a", "nodes = 3\nplacement = \"spread\"", 3)
+            + &training_job("b", "nodes = 3\nplacement = \"spread\"", 3)),
+    )
+    .replace(
+        "nic_efficiency = 1.0",
+        "nic_efficiency = 1.0\ncc = \"none\"",
+    );
+    let packed = spread.replace("\"spread\"", "\"packed\"");
+    for f in [Fidelity::Flow, Fidelity::Packet] {
+        let r = run_at(&spread, f);
+        assert_eq!(job(&r, "a").nodes, vec![0, 3, 1]);
+        for j in &r.jobs {
+            let alone = j.alone_training.as_ref().unwrap();
+            let c: f64 = alone
+                .breakdown
+                .iter()
+                .filter(|o| o.op == "dp_gradient")
+                .map(|o| o.time_per_gpu_s)
+                .sum();
+            let bound = 1.0 + c / alone.step_time_s;
+            assert!(
+                j.slowdown > 1.05 && j.slowdown <= bound * 1.01 && bound <= 2.0,
+                "{f:?} {}: slowdown {} not in (1, {bound}] (C {c} s, T {} s)",
+                j.name,
+                j.slowdown,
+                alone.step_time_s
+            );
+            // the MFU drops by the same factor: same FLOPs, longer step
+            let shared = j.training.as_ref().unwrap();
+            assert!((alone.mfu / shared.mfu / j.slowdown - 1.0).abs() < 1e-9);
+        }
+        let r = run_at(&packed, f);
+        for j in &r.jobs {
+            assert!(
+                (j.slowdown - 1.0).abs() < if f == Fidelity::Flow { 1e-12 } else { 0.01 },
+                "{f:?} packed {}: {}",
+                j.name,
+                j.slowdown
+            );
+        }
+    }
+}
+
+/// A small inference batch (tensor = 2 over two one-GPU nodes, the TP
+/// all-reduces cross the network) as `[workload]` or as a job.
+fn inference(as_job: bool) -> String {
+    let head = if as_job {
+        "[[jobs]]\nname = \"serve\"\nnodes = 2\n[jobs.workload]\n"
+    } else {
+        "[workload]\n"
+    };
+    let t = if as_job { "jobs.workload" } else { "workload" };
+    format!(
+        r#"
+{head}kind = "inference"
+{}
+[{t}.parallel]
+tensor = 2
+pipeline = 1
+[{t}.gpu]
+peak_tflops_bf16 = 100
+efficiency = 1.0
+hbm_bandwidth = "3TB/s"
+[{t}.inference]
+requests = 4
+prompt_tokens = 256
+output_tokens = 4
+output_tokens_max = 8
+"#,
+        TINY_MODEL
+            .replace("[model]", &format!("[{t}.model]"))
+            .replace("global_batch = BATCH\nmicro_batch = 1\n", "")
+    )
+}
+
+#[test]
+fn an_inference_job_reports_ttft_and_tpot_as_the_workload_does() {
+    // alone on the whole cluster, the job's batch is the [workload]'s batch:
+    // the same prefill (TTFT) and TPOT to the picosecond
+    let jobs = scenario(2, LEAF_SPINE_3_1, &inference(true));
+    let alone = scenario(2, LEAF_SPINE_3_1, &inference(false));
+    for f in [Fidelity::Analytical, Fidelity::Flow] {
+        let (rj, rw) = (run_at(&jobs, f), run_at(&alone, f));
+        let want = rw.inference.as_ref().unwrap();
+        let got = job(&rj, "serve").inference.as_ref().unwrap();
+        assert_eq!(got.prefill_ms, want.prefill_ms, "{f:?}");
+        assert_eq!(got.tpot_ms, want.tpot_ms, "{f:?}");
+        assert_eq!(got.total_ms, want.total_ms, "{f:?}");
+        assert!(got.prefill_ms > 0.0 && got.tpot_ms.p50 > 0.0);
+    }
+}
+
+/// The scenario file name the shipped Chakra traces resolve against.
+const IN_EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/jobs-test.toml");
+
+/// examples/training-chakra.toml's cluster (2 DGX nodes of 4 GPUs) with its
+/// tiny 8-rank trace set as `[workload]` or as one job of `nodes` nodes.
+fn chakra(nodes: u32, as_job: bool) -> String {
+    let w = if as_job {
+        format!("[[jobs]]\nname = \"trace\"\nnodes = {nodes}\n[jobs.workload]")
+    } else {
+        "[workload]".into()
+    };
+    format!(
+        r#"
+[cluster]
+preset = "dgx-h100-node"
+nodes = 2
+gpus_per_node = 4
+nics_per_node = 4
+[topology]
+kind = "leaf_spine"
+radix = 8
+[fabric]
+preset = "ib-ndr-400"
+{w}
+kind = "chakra"
+traces = "chakra"
+algorithm = "auto"
+"#
+    )
+}
+
+#[test]
+fn a_chakra_job_replays_its_step_and_its_ranks_must_match_the_jobs_gpus() {
+    // alone on the whole cluster, the job's trace set is the [workload]'s:
+    // the same step time to the picosecond
+    let parse = |t: &str| config::parse(IN_EXAMPLES, t).unwrap_or_else(|e| panic!("{e}"));
+    for f in [Fidelity::Analytical, Fidelity::Flow] {
+        let opts = RunOptions {
+            fidelity: Some(f),
+            ..RunOptions::default()
+        };
+        let rj = run(&parse(&chakra(2, true)), &opts).unwrap();
+        let rw = run(&parse(&chakra(2, false)), &opts).unwrap();
+        let j = job(&rj, "trace");
+        assert_eq!(j.kind, "chakra");
+        assert_eq!(j.makespan_us, rw.makespan_us, "{f:?}");
+        assert_eq!(j.slowdown, 1.0);
+    }
+    // 8 ranks on a one-node (4-GPU) job: located at the job's traces
+    let text = chakra(1, true);
+    let e = config::parse(IN_EXAMPLES, &text).unwrap_err();
+    let d = &e.diagnostics[0];
+    assert_eq!(d.field, "jobs.0.workload.traces");
+    assert_eq!(d.line, line_of(&text, "traces = \"chakra\""));
+    assert!(
+        d.found.contains("8 ranks for a job of 4 GPUs"),
+        "{}",
+        d.found
+    );
+}
+
+#[test]
+fn the_training_example_reports_each_jobs_own_figures_in_every_output() {
+    // examples/two-jobs-training.toml: a spread training job and an inference
+    // job across the spine; the HTML has their step / MFU / TTFT / TPOT
+    // table, jobs.csv fills MFU for the training job and TTFT / TPOT for the
+    // inference job, empty cells for the rest
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/two-jobs-training.toml"
+    );
+    let s = config::load(std::path::Path::new(path)).unwrap();
+    let r = run(&s, &RunOptions::default()).unwrap();
+    let (train, serve) = (job(&r, "train"), job(&r, "serve"));
+    assert_eq!(train.nodes, vec![0, 6, 1, 7, 2, 8, 3, 9]);
+    assert_eq!(serve.nodes, vec![4, 10]);
+    let t = train.training.as_ref().unwrap();
+    // the same picoseconds, in seconds and in microseconds (f64 rounding)
+    assert!((t.step_time_s * 1e6 / train.makespan_us - 1.0).abs() < 1e-12);
+    assert!(serve.inference.is_some() && train.inference.is_none());
+    let html = fabricsim::report::html::render(&r, Some(&s));
+    assert!(
+        html.contains("<table id=\"jobs-model\">"),
+        "no per-kind table"
+    );
+    assert!(html.contains(&format!("{:.1}%", 100.0 * t.mfu)), "MFU");
+    let csv = fabricsim::report::jobs::csv(&r);
+    // the last six columns: mfu, alone_mfu, ttft_ms, alone_ttft_ms,
+    // tpot_p50_ms, alone_tpot_p50_ms (the quoted name and nodes hold commas)
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(
+        lines[0].ends_with(",mfu,alone_mfu,ttft_ms,alone_ttft_ms,tpot_p50_ms,alone_tpot_p50_ms")
+    );
+    let tail = |kind: &str| -> Vec<&str> {
+        let l = lines.iter().find(|l| l.contains(kind)).unwrap();
+        let mut v: Vec<&str> = l.rsplit(',').take(6).collect();
+        v.reverse();
+        v
+    };
+    let (t6, s6) = (tail(",train,training,"), tail(",serve,inference,"));
+    assert!(t6[..2].iter().all(|c| !c.is_empty()), "{t6:?}");
+    assert!(t6[2..].iter().all(|c| c.is_empty()), "{t6:?}");
+    assert!(s6[..2].iter().all(|c| c.is_empty()), "{s6:?}");
+    assert!(s6[2..].iter().all(|c| !c.is_empty()), "{s6:?}");
 }

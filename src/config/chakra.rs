@@ -89,11 +89,19 @@ impl Validator<'_> {
         };
         if let Some(n) = total_gpus {
             if files.len() as u64 != n {
-                self.err(
-                    "workload.traces",
-                    format!("{} ranks on a cluster of {n} GPUs", files.len()),
-                    format!("{n} rank files, one per GPU (rank r runs on GPU r): a cluster of as many GPUs as the traces have ranks"),
-                );
+                if self.workload_at.is_some() {
+                    self.err(
+                        "workload.traces",
+                        format!("{} ranks for a job of {n} GPUs", files.len()),
+                        format!("{n} rank files, one per GPU of the job (rank r runs on the job's GPU r, in placement order): a job of as many GPUs as the traces have ranks"),
+                    );
+                } else {
+                    self.err(
+                        "workload.traces",
+                        format!("{} ranks on a cluster of {n} GPUs", files.len()),
+                        format!("{n} rank files, one per GPU (rank r runs on GPU r): a cluster of as many GPUs as the traces have ranks"),
+                    );
+                }
                 return None;
             }
         }

@@ -57,7 +57,9 @@ pub struct JobSpec {
     pub nodes: Vec<u32>,
     /// When its first task may start, picoseconds from the start of the run.
     pub start: SimTime,
-    /// What it runs (collective, traffic or flows), on its own ranks.
+    /// What it runs (any kind but jobs), on its own ranks: a training or
+    /// inference plan's degrees multiply to the job's GPUs, a Chakra trace
+    /// set has one rank per GPU of the job.
     pub workload: WorkloadSpec,
 }
 
@@ -225,15 +227,6 @@ impl Validator<'_> {
             );
             return None;
         };
-        let kind = w.kind.as_deref().unwrap_or("collective");
-        if matches!(kind, "training" | "inference" | "chakra") {
-            self.err(
-                &format!("jobs.{i}.workload.kind"),
-                format!("{kind:?} in a job"),
-                "\"collective\", \"traffic\" or \"flows\": a training, inference or Chakra job is not supported yet (its plan spans the whole cluster)",
-            );
-            return None;
-        }
         if w.extra_flows.is_some() {
             self.err(
                 &format!("jobs.{i}.workload.extra_flows"),

@@ -870,10 +870,15 @@ impl Validator<'_> {
                 } else {
                     "workload.parallel.data"
                 };
+                let whose = if self.workload_at.is_some() {
+                    "job's"
+                } else {
+                    "cluster's"
+                };
                 self.err(
                     field,
                     format!("data {d} × tensor {t} × pipeline {pp_} = {want} GPUs"),
-                    format!("a plan whose degrees multiply to the cluster's {n} GPUs"),
+                    format!("a plan whose degrees multiply to the {whose} {n} GPUs"),
                 );
             }
         }

@@ -61,7 +61,38 @@ fn jobs_section(b: &mut String, r: &Report) {
             j.slowdown
         );
     }
-    b.push_str("</table><p class=\"note\">Makespan: end of the job's last task minus its start, sharing the fabric; alone: the same job on the same nodes with the fabric to itself.</p></section>\n");
+    b.push_str("</table><p class=\"note\">Makespan: end of the job's last task minus its start, sharing the fabric; alone: the same job on the same nodes with the fabric to itself.</p>\n");
+    // what training and inference jobs report of their own, shared and alone
+    let model: Vec<_> = r
+        .jobs
+        .iter()
+        .filter(|j| j.training.is_some() || j.inference.is_some())
+        .collect();
+    if !model.is_empty() {
+        b.push_str("<table id=\"jobs-model\"><tr><th>job</th><th>step (ms)</th><th>step alone (ms)</th><th>MFU</th><th>MFU alone</th><th>TTFT (ms)</th><th>TTFT alone (ms)</th><th>TPOT p50 (ms)</th><th>TPOT p50 alone (ms)</th></tr>\n");
+        let cell = |x: Option<f64>, f: &dyn Fn(f64) -> String| x.map_or_else(|| "n/a".into(), f);
+        let ms = |x: f64| fmt_num(x);
+        let pct = |x: f64| format!("{:.1}%", 100.0 * x);
+        for j in model {
+            let (t, ta) = (j.training.as_ref(), j.alone_training.as_ref());
+            let (i, ia) = (j.inference.as_ref(), j.alone_inference.as_ref());
+            let _ = writeln!(
+                b,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&j.name),
+                cell(t.map(|t| 1e3 * t.step_time_s), &ms),
+                cell(ta.map(|t| 1e3 * t.step_time_s), &ms),
+                cell(t.map(|t| t.mfu), &pct),
+                cell(ta.map(|t| t.mfu), &pct),
+                cell(i.map(|i| i.prefill_ms), &ms),
+                cell(ia.map(|i| i.prefill_ms), &ms),
+                cell(i.map(|i| i.tpot_ms.p50), &ms),
+                cell(ia.map(|i| i.tpot_ms.p50), &ms),
+            );
+        }
+        b.push_str("</table><p class=\"note\">Training jobs: the step's time and MFU; inference jobs: the batch's prefill (time to first token) and median time per output token; n/a where the job's kind does not report the figure.</p>\n");
+    }
+    b.push_str("</section>\n");
 }
 
 /// What each traffic class carried.

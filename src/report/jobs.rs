@@ -7,6 +7,7 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use super::csv::csv_field;
+use super::workload::{InferenceReport, TrainingReport};
 use super::{CollectiveRow, Report};
 
 /// One job of a `[[jobs]]` scenario.
@@ -14,7 +15,8 @@ use super::{CollectiveRow, Report};
 pub struct JobResult {
     /// The job's name.
     pub name: String,
-    /// `workload.kind` of the job: `collective`, `traffic` or `flows`.
+    /// `workload.kind` of the job: `collective`, `traffic`, `flows`,
+    /// `training`, `inference` or `chakra`.
     pub kind: String,
     /// How its nodes were chosen: `packed`, `spread`, `random` or `list`.
     pub placement: String,
@@ -28,7 +30,8 @@ pub struct JobResult {
     /// the shared run, microseconds from the start of the run.
     pub first_task_us: f64,
     /// End of its last task minus its start, in the run shared with the other
-    /// jobs, microseconds.
+    /// jobs, microseconds (a training or Chakra job's step time, an inference
+    /// job's batch).
     pub makespan_us: f64,
     /// The same, with the job alone on the fabric (same nodes, same start),
     /// microseconds.
@@ -42,6 +45,20 @@ pub struct JobResult {
     /// Collective jobs: the same rows with the job alone.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub alone_collectives: Vec<CollectiveRow>,
+    /// Training jobs: the step in the shared run (step time, breakdown, MFU),
+    /// as a `[workload]` training scenario reports it (without its fault
+    /// table: the faults apply to every job's run, never one at a time).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training: Option<TrainingReport>,
+    /// Training jobs: the same step with the job alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alone_training: Option<TrainingReport>,
+    /// Inference jobs: the batch in the shared run (prefill = TTFT, TPOT).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inference: Option<InferenceReport>,
+    /// Inference jobs: the same batch with the job alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alone_inference: Option<InferenceReport>,
 }
 
 /// The jobs' section of the terminal table.
@@ -71,6 +88,18 @@ pub fn render(r: &Report) -> String {
         );
     }
     for j in &r.jobs {
+        if let (Some(t), Some(a)) = (&j.training, &j.alone_training) {
+            let _ = writeln!(s, "#\n# job {} (shared run):", j.name);
+            s.push_str(&super::workload::render_training(t));
+            let _ = writeln!(s, "# job {} alone:", j.name);
+            s.push_str(&super::workload::render_training(a));
+        }
+        if let (Some(i), Some(a)) = (&j.inference, &j.alone_inference) {
+            let _ = writeln!(s, "#\n# job {} (shared run):", j.name);
+            s.push_str(&super::workload::render_inference(i));
+            let _ = writeln!(s, "# job {} alone:", j.name);
+            s.push_str(&super::workload::render_inference(a));
+        }
         if j.collectives.is_empty() {
             continue;
         }
@@ -102,12 +131,26 @@ fn nodes_text(nodes: &[u32]) -> String {
 }
 
 /// `jobs.csv`: one row per job, then (collective jobs) one per size with the
-/// shared and alone times and bus bandwidths.
+/// shared and alone times and bus bandwidths; training jobs fill the MFU
+/// columns, inference jobs the TTFT (prefill) and TPOT ones (empty cells
+/// elsewhere).
 pub fn csv(r: &Report) -> String {
     let mut s = String::from(
-        "scenario,fidelity,job,kind,placement,nodes,gpus,start_us,first_task_us,makespan_us,alone_makespan_us,slowdown,bytes,time_us,alone_time_us,algbw_GBps,busbw_GBps,alone_busbw_GBps\n",
+        "scenario,fidelity,job,kind,placement,nodes,gpus,start_us,first_task_us,makespan_us,alone_makespan_us,slowdown,bytes,time_us,alone_time_us,algbw_GBps,busbw_GBps,alone_busbw_GBps,mfu,alone_mfu,ttft_ms,alone_ttft_ms,tpot_p50_ms,alone_tpot_p50_ms\n",
     );
+    // an empty cell where the job's kind does not report the figure
+    let cell = |x: Option<f64>| x.map_or_else(String::new, |v| format!("{v:.6}"));
     for j in &r.jobs {
+        let model = [
+            j.training.as_ref().map(|t| t.mfu),
+            j.alone_training.as_ref().map(|t| t.mfu),
+            j.inference.as_ref().map(|i| i.prefill_ms),
+            j.alone_inference.as_ref().map(|i| i.prefill_ms),
+            j.inference.as_ref().map(|i| i.tpot_ms.p50),
+            j.alone_inference.as_ref().map(|i| i.tpot_ms.p50),
+        ]
+        .map(cell)
+        .join(",");
         let head = format!(
             "{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{:.4},{:.4}",
             csv_field(&r.scenario),
@@ -123,11 +166,11 @@ pub fn csv(r: &Report) -> String {
             j.alone_makespan_us,
             j.slowdown
         );
-        let _ = writeln!(s, "{head},,,,,,");
+        let _ = writeln!(s, "{head},,,,,,,{model}");
         for (c, a) in j.collectives.iter().zip(&j.alone_collectives) {
             let _ = writeln!(
                 s,
-                "{head},{},{:.4},{:.4},{:.4},{:.4},{:.4}",
+                "{head},{},{:.4},{:.4},{:.4},{:.4},{:.4},{model}",
                 c.bytes, c.time_us, a.time_us, c.algbw_gbps, c.busbw_gbps, a.busbw_gbps
             );
         }

@@ -34,10 +34,22 @@ struct SizeOp {
     spec: CollectiveSpec,
 }
 
+/// What a training or inference job's report is made from besides its DAG
+/// and its run (the step's or batch's structure, its DAG moved out).
+enum ModelPlan {
+    /// A collective, traffic, flow-list or Chakra job.
+    None,
+    /// A training step: its operations' kinds, GPUs, FLOPs, tokens.
+    Training(Box<training::StepDag>),
+    /// An inference batch: its requests' output lengths.
+    Inference(inference::InferenceDag),
+}
+
 /// A job's DAG on the cluster's GPUs, from time zero, and its sizes.
 struct JobPlan {
     dag: Dag,
     sizes: Vec<SizeOp>,
+    model: ModelPlan,
 }
 
 /// The scenario as the readers of job `j`'s keys see it: its workload, its
@@ -85,6 +97,7 @@ fn plan_job(
     let ranks = job_ranks(j, topo);
     let mut dag = Dag::new();
     let mut sizes = Vec::new();
+    let mut model = ModelPlan::None;
     match &j.workload {
         WorkloadSpec::Collective(w) => {
             // sizes one after another, as nccl-tests runs them
@@ -103,10 +116,27 @@ fn plan_job(
             let logical = logical_traffic(&js, t, seed)?;
             dag.append(&logical, |g| ranks[g.0 as usize], &[], "");
         }
-        WorkloadSpec::Training(_)
-        | WorkloadSpec::Inference(_)
-        | WorkloadSpec::Jobs(_)
-        | WorkloadSpec::Chakra(_) => {
+        // A model's plan (TP/PP/DP/EP groups, a trace's ranks) is made on
+        // the job's GPUs in placement order: plan rank r on ranks[r], every
+        // communicator lowered on the real topology. Slow GPUs stretch the
+        // job's own compute (their `at` counts from the job's start).
+        WorkloadSpec::Training(t) => {
+            read_model_workload_keys(&js, fidelity, &mut view);
+            let mut step = training::build_on(t, topo, &ranks)?;
+            dag = slowed(s, topo, std::mem::replace(&mut step.dag, Dag::new()));
+            model = ModelPlan::Training(Box::new(step));
+        }
+        WorkloadSpec::Inference(w) => {
+            read_model_workload_keys(&js, fidelity, &mut view);
+            let mut batch = inference::build_on(w, topo, seed, &ranks)?;
+            dag = slowed(s, topo, std::mem::replace(&mut batch.dag, Dag::new()));
+            model = ModelPlan::Inference(batch);
+        }
+        WorkloadSpec::Chakra(c) => {
+            read_chakra_keys(&js, c, fidelity, &mut view);
+            dag = slowed(s, topo, c.build_on(topo, &ranks)?);
+        }
+        WorkloadSpec::Jobs(_) => {
             return Err(RunError::Unsupported(format!(
                 "jobs.{i}.workload.kind: a {} job is not supported",
                 j.workload.kind_name()
@@ -114,7 +144,55 @@ fn plan_job(
         }
     }
     usage.merge_view(&view, &under, "workload");
-    Ok(JobPlan { dag, sizes })
+    Ok(JobPlan { dag, sizes, model })
+}
+
+/// `dag` with the scenario's slow GPUs stretching its compute.
+fn slowed(s: &Scenario, topo: &Topology, dag: Dag) -> Dag {
+    let applied = crate::workload::faults::Applied::new(&s.faults, topo);
+    match applied.slow_dag(&dag, topo) {
+        std::borrow::Cow::Borrowed(_) => dag,
+        std::borrow::Cow::Owned(d) => d,
+    }
+}
+
+/// What a run of `dag` (a DAG `job` was added to at operation `first`, its
+/// start `start`) looks like to the job's own report: its operations' timing
+/// from its start, its makespan the end of its last task minus its start.
+fn job_view(out: &RunOutput, job: &Dag, first: u32, start: SimTime, end: SimTime) -> RunOutput {
+    let shift = |t: SimTime| SimTime(t.0.saturating_sub(start.0));
+    RunOutput {
+        makespan: shift(end),
+        op_timing: (0..job.ops.len())
+            .map(|o| {
+                out.op_timing.get(first as usize + o).map_or_else(
+                    crate::dag::OpTiming::default,
+                    |t| crate::dag::OpTiming {
+                        start: shift(t.start),
+                        end: shift(t.end),
+                    },
+                )
+            })
+            .collect(),
+        ..RunOutput::default()
+    }
+}
+
+/// The training or inference section of job `j` from `view` (see [`job_view`]).
+fn model_sections(
+    j: &JobSpec,
+    p: &JobPlan,
+    view: &RunOutput,
+) -> (Option<TrainingReport>, Option<InferenceReport>) {
+    match (&j.workload, &p.model) {
+        (WorkloadSpec::Training(t), ModelPlan::Training(step)) => {
+            (Some(training_report(t, step, &p.dag, view)), None)
+        }
+        (WorkloadSpec::Inference(w), ModelPlan::Inference(b)) => {
+            (None, Some(inference::report(w, b, &p.dag, view)))
+        }
+        _ => (None, None),
+    }
 }
 
 /// A traffic pattern or flow list on a logical cluster of the job's nodes
@@ -232,7 +310,10 @@ pub(super) fn run_jobs(
         .run_faulty(&all, SimTime::ZERO)
         .map_err(|e| e.during(|| "the jobs together".into()))?;
     let shared: Vec<_> = ranges.iter().map(|r| span(&all, &out, r.clone())).collect();
-    let shared_ops = out.op_timing.clone();
+    let shared_out = RunOutput {
+        op_timing: out.op_timing.clone(),
+        ..RunOutput::default()
+    };
     acc.add_run("jobs", &all, topo, &mut out, 0);
     let mut results = Vec::with_capacity(jobs.len());
     for (k, (j, p)) in jobs.iter().zip(&plans).enumerate() {
@@ -244,6 +325,16 @@ pub(super) fn run_jobs(
         acc.add_events(out_alone.events);
         let (first, end) = shared[k];
         let (_, end_alone) = span(&alone, &out_alone, range.clone());
+        let (training, inference) = model_sections(
+            j,
+            p,
+            &job_view(&shared_out, &p.dag, ranges[k].start, j.start, end),
+        );
+        let (alone_training, alone_inference) = model_sections(
+            j,
+            p,
+            &job_view(&out_alone, &p.dag, range.start, j.start, end_alone),
+        );
         let makespan = SimTime(end.0.saturating_sub(j.start.0));
         let makespan_alone = SimTime(end_alone.0.saturating_sub(j.start.0));
         let ranks = job_ranks(j, topo).len() as u32;
@@ -274,8 +365,12 @@ pub(super) fn run_jobs(
             } else {
                 1.0
             },
-            collectives: rows(&shared_ops, ranges[k].start),
+            collectives: rows(&shared_out.op_timing, ranges[k].start),
             alone_collectives: rows(&out_alone.op_timing, range.start),
+            training,
+            alone_training,
+            inference,
+            alone_inference,
         });
     }
     acc.set_jobs(results);

@@ -1310,6 +1310,32 @@ pub fn lower(
     algo: AlgoChoice,
     dag: &mut Dag,
 ) -> Result<(), CollectiveError> {
+    let identity: Vec<GpuId> = (0..plan.ranks).map(GpuId).collect();
+    lower_on(plan, topo, algo, &identity, dag)
+}
+
+/// [`lower`] with rank `r` on `gpus[r]` (a job's GPUs in placement order):
+/// compute, sends and every collective's group are those GPUs on the real
+/// topology.
+///
+/// # Errors
+/// When no algorithm can run a collective on its group.
+///
+/// # Panics
+/// When `gpus` holds fewer GPUs than the plan has ranks (a job's validation
+/// requires exactly as many).
+pub fn lower_on(
+    plan: &ChakraPlan,
+    topo: &Topology,
+    algo: AlgoChoice,
+    gpus: &[GpuId],
+    dag: &mut Dag,
+) -> Result<(), CollectiveError> {
+    assert!(
+        gpus.len() >= plan.ranks as usize,
+        "a trace rank without a GPU"
+    );
+    let at = |r: u32| gpus[r as usize];
     let mut comm = Comm::new(topo);
     let mut done: Vec<Option<TaskId>> = vec![None; plan.ops.len()];
     let mut sent_of: Vec<Option<TaskId>> = vec![None; plan.ops.len()];
@@ -1346,7 +1372,7 @@ pub fn lower(
                     }
                     let t = dag.add(
                         TaskKind::Compute {
-                            gpu: GpuId(*rank),
+                            gpu: at(*rank),
                             duration: *duration,
                         },
                         &after,
@@ -1359,15 +1385,15 @@ pub fn lower(
             }
             PlanOp::Collective { op, bytes, ranks } => {
                 group(dag, op.name());
-                let gpus: Vec<GpuId> = ranks.iter().map(|&r| GpuId(r)).collect();
-                match comm.lower(dag, *op, *bytes, &gpus, algo, &after)? {
+                let members: Vec<GpuId> = ranks.iter().map(|&r| at(r)).collect();
+                match comm.lower(dag, *op, *bytes, &members, algo, &after)? {
                     Some(m) => m,
                     None => dag.marker(&after),
                 }
             }
             PlanOp::Transfer { src, dst, bytes } => {
                 group(dag, "p2p");
-                let t = dag.transfer(GpuId(*src), GpuId(*dst), *bytes, &after);
+                let t = dag.transfer(at(*src), at(*dst), *bytes, &after);
                 sent_of[k] = Some(t);
                 t
             }
@@ -1775,6 +1801,16 @@ impl ChakraSpec {
     pub fn build(&self, topo: &Topology) -> Result<Dag, CollectiveError> {
         let mut dag = Dag::new();
         lower(&self.plan, topo, self.algorithm, &mut dag)?;
+        Ok(dag)
+    }
+
+    /// The DAG of the traces on `gpus` of `topo` (rank `r` on `gpus[r]`).
+    ///
+    /// # Errors
+    /// When no algorithm can run a collective on its group.
+    pub fn build_on(&self, topo: &Topology, gpus: &[GpuId]) -> Result<Dag, CollectiveError> {
+        let mut dag = Dag::new();
+        lower_on(&self.plan, topo, self.algorithm, gpus, &mut dag)?;
         Ok(dag)
     }
 }

@@ -121,13 +121,38 @@ pub fn build(
     topo: &Topology,
     seed: u64,
 ) -> Result<InferenceDag, CollectiveError> {
+    let identity: Vec<GpuId> = (0..i.plan.tp * i.plan.pp).map(GpuId).collect();
+    build_on(i, topo, seed, &identity)
+}
+
+/// [`build`] with the plan's ranks on `gpus`: rank `t + TP·p` (tensor rank t
+/// of stage p) on `gpus[t + TP·p]`, a job's GPUs in placement order. The TP
+/// all-reduces run on those GPUs' communicators on the real topology.
+///
+/// # Errors
+/// When a TP collective cannot run on its communicator.
+///
+/// # Panics
+/// When `gpus` holds fewer than `tp · pp` GPUs (the job's validation requires
+/// exactly that many).
+pub fn build_on(
+    i: &InferenceSpec,
+    topo: &Topology,
+    seed: u64,
+    gpus: &[GpuId],
+) -> Result<InferenceDag, CollectiveError> {
     let m = &i.model;
     let (tp, pp) = (i.plan.tp, i.plan.pp);
-    let gpu = |t: u32, p: u32| GpuId(t + tp * p);
+    assert!(
+        gpus.len() >= (tp * pp) as usize,
+        "a plan rank without a GPU"
+    );
+    let gpu = |t: u32, p: u32| gpus[(t + tp * p) as usize];
     let mut dag = Dag::new();
     let mut comm = Comm::new(topo);
     comm.step_latency = i.plan.step_latency;
-    let mut last: Vec<Option<TaskId>> = vec![None; (tp * pp) as usize];
+    let slots = gpus.iter().map(|g| g.0 as usize + 1).max().unwrap_or(0);
+    let mut last: Vec<Option<TaskId>> = vec![None; slots];
     let outputs = output_lengths(i, seed);
     let steps = outputs.iter().copied().max().unwrap_or(1).saturating_sub(1);
     let per_stage = m.layers / pp as u64;

@@ -116,6 +116,9 @@ pub fn gpu_of(s: &TrainingSpec, t: u32, d: u32, p: u32) -> GpuId {
 
 struct Builder<'a> {
     s: &'a TrainingSpec,
+    /// The GPU of each plan rank ([`gpu_of`]'s index): the cluster's first
+    /// GPUs, or a job's GPUs in placement order.
+    map: &'a [GpuId],
     dag: Dag,
     ops: Vec<OpMeta>,
     comm: Comm<'a>,
@@ -133,6 +136,11 @@ struct Builder<'a> {
 }
 
 impl Builder<'_> {
+    /// The GPU of tensor rank `t`, data rank `d`, stage `p`.
+    fn gpu(&self, t: u32, d: u32, p: u32) -> GpuId {
+        self.map[gpu_of(self.s, t, d, p).0 as usize]
+    }
+
     fn op(&mut self, kind: OpKind, gpus: u32) {
         let label = kind.name();
         self.dag.begin_op(label);
@@ -192,7 +200,7 @@ impl Builder<'_> {
         if s.plan.tp < 2 {
             return Ok(after);
         }
-        let ranks: Vec<GpuId> = (0..s.plan.tp).map(|t| gpu_of(s, t, d, p)).collect();
+        let ranks: Vec<GpuId> = (0..s.plan.tp).map(|t| self.gpu(t, d, p)).collect();
         // f64 then a saturating cast: no overflow on extreme (validated) sizes
         let bytes = (s.micro_batch as f64
             * s.model.seq_len as f64
@@ -265,7 +273,7 @@ impl Builder<'_> {
                 _ => dur,
             };
             let cs: Vec<TaskId> = (0..self.s.plan.tp)
-                .map(|t| self.compute(gpu_of(self.s, t, d, p), dur, fwd, &deps))
+                .map(|t| self.compute(self.gpu(t, d, p), dur, fwd, &deps))
                 .collect();
             computes_out.insert(d, cs.clone());
             out.insert(d, self.tp_sync(d, p, &cs)?);
@@ -300,7 +308,7 @@ impl Builder<'_> {
             let mut deps = Vec::new();
             let load = s.model.rank_load(ep as u64);
             for t in 0..s.plan.tp {
-                let ranks: Vec<GpuId> = ds.iter().map(|&d| gpu_of(s, t, d, p)).collect();
+                let ranks: Vec<GpuId> = ds.iter().map(|&d| self.gpu(t, d, p)).collect();
                 let m = match &load {
                     None => self.coll(
                         OpKind::ExpertAllToAll,
@@ -346,7 +354,7 @@ impl Builder<'_> {
         let bytes = (layer_params(&s.model, l) * s.model.precision.bytes() as f64
             / s.plan.tp as f64) as u64;
         for t in 0..s.plan.tp {
-            let ranks: Vec<GpuId> = (0..s.plan.dp).map(|d| gpu_of(s, t, d, p)).collect();
+            let ranks: Vec<GpuId> = (0..s.plan.dp).map(|d| self.gpu(t, d, p)).collect();
             let mut after: Vec<Dep> = Vec::new();
             if let Some(&prev) = self.param_stream.get(&(p, t)) {
                 after.push(Dep::Done(prev));
@@ -635,6 +643,24 @@ pub fn build(s: &TrainingSpec, topo: &Topology) -> Result<StepDag, CollectiveErr
     build_logged(s, topo).map(|(step, _)| step)
 }
 
+/// [`build`] with the plan's ranks on `gpus` (rank `r`, [`gpu_of`]'s index, on
+/// `gpus[r]`): a job's GPUs in placement order. Every communicator (TP, PP,
+/// DP, EP groups) is made of those GPUs and lowered on the real topology.
+///
+/// # Errors
+/// When a collective cannot run on one of the plan's communicators.
+///
+/// # Panics
+/// When `gpus` holds fewer than `dp · tp · pp` GPUs (the job's validation
+/// requires exactly that many).
+pub fn build_on(
+    s: &TrainingSpec,
+    topo: &Topology,
+    gpus: &[GpuId],
+) -> Result<StepDag, CollectiveError> {
+    build_logged_on(s, topo, gpus).map(|(step, _)| step)
+}
+
 /// [`build`], also returning every collective it lowered, in DAG order (what
 /// [`super::chakra::export_training`] writes as collective nodes).
 ///
@@ -643,6 +669,16 @@ pub fn build(s: &TrainingSpec, topo: &Topology) -> Result<StepDag, CollectiveErr
 pub fn build_logged(
     s: &TrainingSpec,
     topo: &Topology,
+) -> Result<(StepDag, Vec<super::chakra::CollRecord>), CollectiveError> {
+    let n = s.plan.dp * s.plan.tp * s.plan.pp;
+    let identity: Vec<GpuId> = (0..n).map(GpuId).collect();
+    build_logged_on(s, topo, &identity)
+}
+
+fn build_logged_on(
+    s: &TrainingSpec,
+    topo: &Topology,
+    gpus: &[GpuId],
 ) -> Result<(StepDag, Vec<super::chakra::CollRecord>), CollectiveError> {
     let plan = &s.plan;
     // compute per expert-parallel rank relative to a uniform load (EP · share)
@@ -656,8 +692,11 @@ pub fn build_logged(
         Replicas::All => (0..plan.dp).collect(),
         Replicas::One => vec![0],
     };
+    assert!(gpus.len() >= n_gpus as usize, "a plan rank without a GPU");
+    let slots = gpus.iter().map(|g| g.0 as usize + 1).max().unwrap_or(0);
     let mut b = Builder {
         s,
+        map: gpus,
         dag: Dag::new(),
         ops: Vec::new(),
         comm: {
@@ -665,7 +704,7 @@ pub fn build_logged(
             c.step_latency = s.plan.step_latency;
             c
         },
-        last: vec![None; n_gpus as usize],
+        last: vec![None; slots],
         reps: reps.clone(),
         op_fwd: 0,
         op_bwd: 1,
@@ -742,7 +781,7 @@ pub fn build_logged(
                     let ts: Vec<TaskId> = (0..plan.tp)
                         .map(|t| {
                             b.compute(
-                                gpu_of(s, t, d, p),
+                                b.gpu(t, d, p),
                                 SimTime(head.0.saturating_mul(2)),
                                 false,
                                 &pre.get(&d).cloned().unwrap_or_default(),
@@ -800,7 +839,7 @@ pub fn build_logged(
                 for &d in &reps {
                     let deps = pre.get(&d).cloned().unwrap_or_default();
                     let ts: Vec<TaskId> = (0..plan.tp)
-                        .map(|t| b.compute(gpu_of(s, t, d, p), head, true, &deps))
+                        .map(|t| b.compute(b.gpu(t, d, p), head, true, &deps))
                         .collect();
                     cs.insert(d, ts);
                 }
@@ -823,12 +862,9 @@ pub fn build_logged(
                     let deps = pre.get(&d).cloned().unwrap_or_default();
                     for t in 0..plan.tp {
                         b.op(OpKind::PipelineP2p, 2);
-                        let x = b.dag.transfer(
-                            gpu_of(s, t, d, p),
-                            gpu_of(s, t, d, q),
-                            act_bytes,
-                            &deps,
-                        );
+                        let x = b
+                            .dag
+                            .transfer(b.gpu(t, d, p), b.gpu(t, d, q), act_bytes, &deps);
                         sent.insert((d, t), x);
                     }
                 }
@@ -836,7 +872,7 @@ pub fn build_logged(
                 // mark the end of this micro-batch on this stage (for ordering only)
                 for &d in &reps {
                     for t in 0..plan.tp {
-                        if let Some(l) = b.last[gpu_of(s, t, d, p).0 as usize] {
+                        if let Some(l) = b.last[b.gpu(t, d, p).0 as usize] {
                             sent.insert((d, t), l);
                         }
                     }
@@ -863,7 +899,7 @@ pub fn build_logged(
             reps.iter()
                 .flat_map(move |&d| (0..plan.tp).map(move |t| (t, d, p)))
         })
-        .map(|(t, d, p)| gpu_of(s, t, d, p))
+        .map(|(t, d, p)| b.gpu(t, d, p))
         .collect();
     Ok((
         StepDag {
@@ -930,7 +966,7 @@ fn dp_buckets(
             if let Some(&prev) = b.dp_stream.get(&(p, t)) {
                 after.push(Dep::Done(prev));
             }
-            let dp_ranks: Vec<GpuId> = (0..plan.dp).map(|d| gpu_of(s, t, d, p)).collect();
+            let dp_ranks: Vec<GpuId> = (0..plan.dp).map(|d| b.gpu(t, d, p)).collect();
             let mut last_m = b.coll(
                 OpKind::DataParallelGrad,
                 op,
@@ -947,7 +983,7 @@ fn dp_buckets(
                 let mut joined: Vec<Dep> = last_m.map(Dep::Done).into_iter().collect();
                 for e in 0..plan.ep {
                     let ranks: Vec<GpuId> = (0..plan.dp / plan.ep)
-                        .map(|k| gpu_of(s, t, k * plan.ep + e, p))
+                        .map(|k| b.gpu(t, k * plan.ep + e, p))
                         .collect();
                     if let Some(x) = b.coll(
                         OpKind::DataParallelGrad,
@@ -987,7 +1023,7 @@ fn dp_buckets(
                     .map(|&x| Dep::Done(x))
                     .into_iter()
                     .collect();
-                let dp_ranks: Vec<GpuId> = (0..plan.dp).map(|d| gpu_of(s, t, d, p)).collect();
+                let dp_ranks: Vec<GpuId> = (0..plan.dp).map(|d| b.gpu(t, d, p)).collect();
                 let dense_m = b.coll(
                     OpKind::ZeroParamGather,
                     CollectiveOp::AllGather,
@@ -1003,7 +1039,7 @@ fn dp_buckets(
                 let mut joined = after.clone();
                 for e in 0..plan.ep {
                     let ranks: Vec<GpuId> = (0..plan.dp / plan.ep)
-                        .map(|k| gpu_of(s, t, k * plan.ep + e, p))
+                        .map(|k| b.gpu(t, k * plan.ep + e, p))
                         .collect();
                     if let Some(x) = b.coll(
                         OpKind::ZeroParamGather,

@@ -161,7 +161,7 @@ const ALTERNATIVES: &[(&str, &[&str])] = &[
     ("fabric.swift.fs_range", &["0", "\"50us\""]),
     ("fabric.swift.min_cwnd", &["1", "0.001"]),
     ("fabric.timely.t_low", &["0", "\"100us\""]),
-    ("fabric.timely.t_high", &["\"8us\"", "\"1ms\""]),
+    ("fabric.timely.t_high", &["\"8us\"", "\"60us\""]),
     ("fabric.timely.min_rtt", &["\"2us\"", "\"path\""]),
     ("fabric.timely.alpha", &["0.1", "1"]),
     ("fabric.timely.beta", &["0.1", "1"]),
@@ -659,6 +659,18 @@ const KNOWN_GAPS: &[(&str, Fidelity, &str, &str)] = &[
         Fidelity::Packet,
         "fabric.virtual_lanes",
         "HPCC sends no CNPs, and the ACKs travel against the incast where no data queues: with one lane or four they wait behind nothing",
+    ),
+    (
+        "incast-roce-timely.toml",
+        Fidelity::Packet,
+        "fabric.loss_recovery",
+        "lossless links (PFC) and no fault: nothing is lost and no retransmission timer fires, so every recovery law sends the same packets; TIMELY paces each sender at its rate, which keeps its unacknowledged data below selective repeat's one-window bound",
+    ),
+    (
+        "incast-roce-timely.toml",
+        Fidelity::Packet,
+        "fabric.virtual_lanes",
+        "TIMELY sends no CNPs, and the ACKs travel against the incast where no data queues: with one lane or four they wait behind nothing",
     ),
     (
         "traffic-classes-roce.toml",

@@ -236,6 +236,22 @@ fn main() {
     };
     bench("permutation 128 hosts, 4 MiB, PFC+HPCC", &perm, &ls, &hpcc);
     bench("incast 64:1, 1 MiB, PFC+HPCC", &inc, &ss, &hpcc);
+    // TIMELY (PFC, no ECN) with the paper's parameters: a send time in every
+    // data packet, one ACK per packet, one rate update per 16 KiB completion,
+    // pacing at the rate.
+    let timely = PacketConfig {
+        cc: fabricsim::backend::packet::CongestionControl::Timely(
+            fabricsim::backend::packet::TimelyParams::default(),
+        ),
+        ..pfc_only.clone()
+    };
+    bench(
+        "permutation 128 hosts, 4 MiB, PFC+TIMELY",
+        &perm,
+        &ls,
+        &timely,
+    );
+    bench("incast 64:1, 1 MiB, PFC+TIMELY", &inc, &ss, &timely);
     // The same incast lossy (drop-tail, 256 KiB per port), with selective
     // repeat (IRN: one-window bitmaps, selective NACKs, out-of-line
     // retransmissions), and with trimming as well (issue 13).

@@ -1161,6 +1161,11 @@ pub fn packet_config_used(
         || "the congestion control is not Swift (fabric.cc)".into(),
     );
     usage.read_if(
+        "fabric.timely",
+        matches!(p.cc, CongestionControl::Timely(_)),
+        || "the congestion control is not TIMELY (fabric.cc)".into(),
+    );
+    usage.read_if(
         "fabric.hpcc",
         matches!(p.cc, CongestionControl::Hpcc(_)),
         || "the congestion control is not HPCC (fabric.cc)".into(),

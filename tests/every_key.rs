@@ -139,6 +139,7 @@ const ALTERNATIVES: &[(&str, &[&str])] = &[
             "\"dcqcn\"",
             "\"dctcp\"",
             "\"swift\"",
+            "\"timely\"",
             "\"hpcc\"",
             "\"ib\"",
             "\"newreno\"",
@@ -159,6 +160,14 @@ const ALTERNATIVES: &[(&str, &[&str])] = &[
     ("fabric.swift.max_mdf", &["0.05", "0.9"]),
     ("fabric.swift.fs_range", &["0", "\"50us\""]),
     ("fabric.swift.min_cwnd", &["1", "0.001"]),
+    ("fabric.timely.t_low", &["0", "\"100us\""]),
+    ("fabric.timely.t_high", &["\"8us\"", "\"60us\""]),
+    ("fabric.timely.min_rtt", &["\"2us\"", "\"path\""]),
+    ("fabric.timely.alpha", &["0.1", "1"]),
+    ("fabric.timely.beta", &["0.1", "1"]),
+    ("fabric.timely.delta", &["\"1Mbps\"", "\"1Gbps\""]),
+    ("fabric.timely.hai_threshold", &["1", "50"]),
+    ("fabric.timely.seg_bytes", &["\"4KiB\"", "\"256KiB\""]),
     ("fabric.hpcc.eta", &["0.5", "1"]),
     ("fabric.hpcc.max_stage", &["0", "50"]),
     ("fabric.hpcc.w_ai", &["\"1B\"", "\"64KiB\""]),
@@ -654,6 +663,18 @@ const KNOWN_GAPS: &[(&str, Fidelity, &str, &str)] = &[
         "HPCC sends no CNPs, and the ACKs travel against the incast where no data queues: with one lane or four they wait behind nothing",
     ),
     (
+        "incast-roce-timely.toml",
+        Fidelity::Packet,
+        "fabric.loss_recovery",
+        "lossless links (PFC) and no fault: nothing is lost and no retransmission timer fires, so every recovery law sends the same packets; TIMELY paces each sender at its rate, which keeps its unacknowledged data below selective repeat's one-window bound",
+    ),
+    (
+        "incast-roce-timely.toml",
+        Fidelity::Packet,
+        "fabric.virtual_lanes",
+        "TIMELY sends no CNPs, and the ACKs travel against the incast where no data queues: with one lane or four they wait behind nothing",
+    ),
+    (
         "traffic-classes-roce.toml",
         Fidelity::Packet,
         "fabric.kind",
@@ -684,6 +705,7 @@ fn schema_keys() -> BTreeSet<String> {
         ("fabric.", "[fabric]\nzzz_probe = 1\n"),
         ("fabric.dcqcn.", "[fabric.dcqcn]\nzzz_probe = 1\n"),
         ("fabric.swift.", "[fabric.swift]\nzzz_probe = 1\n"),
+        ("fabric.timely.", "[fabric.timely]\nzzz_probe = 1\n"),
         ("fabric.hpcc.", "[fabric.hpcc]\nzzz_probe = 1\n"),
         ("fabric.ib_cc.", "[fabric.ib_cc]\nzzz_probe = 1\n"),
         ("workload.", "[workload]\nzzz_probe = 1\n"),
@@ -728,6 +750,7 @@ fn schema_keys() -> BTreeSet<String> {
                     | "faults"
                     | "fabric.dcqcn"
                     | "fabric.swift"
+                    | "fabric.timely"
                     | "fabric.hpcc"
                     | "fabric.ib_cc"
                     | "workload.model"
@@ -912,6 +935,7 @@ fn cases() -> Vec<(&'static str, Fidelity)> {
         "incast-roce-pfc-dcqcn.toml",
         "incast-roce-pfc-only.toml",
         "incast-roce-hpcc.toml",
+        "incast-roce-timely.toml",
         "pfc-deadlock-dragonfly.toml",
         "traffic-classes-roce.toml",
         "two-jobs-leaf-spine.toml",

@@ -178,6 +178,20 @@ const KEYS: &[(&str, &[&str], &str)] = &[
         "incast-roce-hpcc.toml",
     ),
     (
+        "fabric.timely",
+        &[
+            "t_low",
+            "t_high",
+            "min_rtt",
+            "alpha",
+            "beta",
+            "delta",
+            "hai_threshold",
+            "seg_bytes",
+        ],
+        "incast-roce-timely.toml",
+    ),
+    (
         "fabric.ib_cc",
         &[
             "threshold",

@@ -3,7 +3,9 @@
 
 use super::fabric::FabricKind;
 use super::presets;
-use super::raw::{RawDcqcn, RawHpcc, RawIbCc, RawNumber, RawQuantity, RawScenario, RawSwift};
+use super::raw::{
+    RawDcqcn, RawHpcc, RawIbCc, RawNumber, RawQuantity, RawScenario, RawSwift, RawTimely,
+};
 use super::validate::{default_time, Validator};
 use crate::mechanism::{alpha_in_range, defaults, gain_in_range};
 use crate::units::{parse_size, Rate, SimTime};
@@ -645,6 +647,10 @@ impl Validator<'_> {
                 let line = nic_rate.unwrap_or(Rate::gbps(400));
                 CongestionControl::Swift(self.swift(f.swift.as_ref(), line, max_packet, buffer)?)
             }
+            "timely" => {
+                let line = nic_rate.unwrap_or(Rate::gbps(400));
+                CongestionControl::Timely(self.timely(f.timely.as_ref(), line)?)
+            }
             "hpcc" => CongestionControl::Hpcc(self.hpcc(f.hpcc.as_ref(), max_packet)?),
             "ib" => {
                 // Annex A10 rides on credit flow control: FECN is set by a
@@ -672,7 +678,7 @@ impl Validator<'_> {
                 self.err(
                     "fabric.cc",
                     format!("{other:?}"),
-                    "one of \"dcqcn\", \"dctcp\", \"swift\", \"hpcc\", \"ib\", \"newreno\", \"cubic\", \"none\"",
+                    "one of \"dcqcn\", \"dctcp\", \"swift\", \"timely\", \"hpcc\", \"ib\", \"newreno\", \"cubic\", \"none\"",
                 );
                 return None;
             }
@@ -685,12 +691,14 @@ impl Validator<'_> {
             );
             ok = false;
         }
-        // Swift reacts to delay, HPCC to the utilization switches stamp, IB CC
-        // marks FECN itself and the TCP laws react to losses: none needs ECN
+        // Swift and TIMELY react to delay, HPCC to the utilization switches
+        // stamp, IB CC marks FECN itself and the TCP laws react to losses:
+        // none needs ECN
         let needs_marks = !matches!(
             cc,
             CongestionControl::None
                 | CongestionControl::Swift(_)
+                | CongestionControl::Timely(_)
                 | CongestionControl::Hpcc(_)
                 | CongestionControl::Ib(_)
                 | CongestionControl::NewReno { .. }
@@ -709,6 +717,14 @@ impl Validator<'_> {
                 "fabric.swift",
                 format!("Swift parameters with cc = {cc_name:?}"),
                 "cc = \"swift\" (or remove [fabric.swift])",
+            );
+            ok = false;
+        }
+        if f.timely.is_some() && !matches!(cc, CongestionControl::Timely(_)) {
+            self.err(
+                "fabric.timely",
+                format!("TIMELY parameters with cc = {cc_name:?}"),
+                "cc = \"timely\" (or remove [fabric.timely])",
             );
             ok = false;
         }
@@ -884,6 +900,86 @@ impl Validator<'_> {
         }
         if let Some((key, found, rule)) = p.problem() {
             self.err(&format!("fabric.ib_cc.{key}"), found, rule);
+            return None;
+        }
+        Some(p)
+    }
+
+    /// `[fabric.timely]` over the defaults for a NIC of `line` (the paper's,
+    /// δ scaled to the line rate).
+    pub(super) fn timely(
+        &mut self,
+        raw: Option<&RawTimely>,
+        line: Rate,
+    ) -> Option<crate::mechanism::TimelyParams> {
+        use crate::mechanism::{MinRtt, TimelyParams};
+        let empty = RawTimely::default();
+        let r = raw.unwrap_or(&empty);
+        let d = TimelyParams::for_line(line);
+        let ps = |t: SimTime| format!("{}ps", t.0);
+        let t_low = self.time("fabric.timely.t_low", r.t_low.as_ref(), Some(&ps(d.t_low)));
+        let t_high = self.time(
+            "fabric.timely.t_high",
+            r.t_high.as_ref(),
+            Some(&ps(d.t_high)),
+        );
+        let min_rtt = match &r.min_rtt {
+            None => Some(d.min_rtt),
+            Some(RawQuantity::Str(s)) if s == "path" => Some(MinRtt::Path),
+            q => self
+                .time("fabric.timely.min_rtt", q.as_ref(), None)
+                .map(MinRtt::Fixed),
+        };
+        let delta = match &r.delta {
+            None => Some(d.delta),
+            q => self.rate("fabric.timely.delta", q.as_ref(), None),
+        };
+        let seg_bytes = self.size(
+            "fabric.timely.seg_bytes",
+            r.seg_bytes.as_ref(),
+            Some(&d.seg_bytes.to_string()),
+            1,
+        );
+        let hai_threshold = match r.hai_threshold {
+            None => Some(d.hai_threshold),
+            Some(RawNumber::Int(i)) if (1..=1_000_000).contains(&i) => Some(i as u32),
+            Some(n) => {
+                self.err(
+                    "fabric.timely.hai_threshold",
+                    match n {
+                        RawNumber::Int(i) => i.to_string(),
+                        RawNumber::Float(f) => format!("{f:?}"),
+                    },
+                    "a whole number of completions, 1 to 1000000, such as 5",
+                );
+                None
+            }
+        };
+        let p = TimelyParams {
+            t_low: t_low?,
+            t_high: t_high?,
+            min_rtt: min_rtt?,
+            alpha: r.alpha.map_or(d.alpha, RawNumber::as_f64),
+            beta: r.beta.map_or(d.beta, RawNumber::as_f64),
+            delta: delta?,
+            hai_threshold: hai_threshold?,
+            seg_bytes: seg_bytes?,
+        };
+        if let Some((key, rule)) = p.problem() {
+            let found = match key {
+                "t_low" => format!("{} (t_high {})", ps(p.t_low), ps(p.t_high)),
+                "t_high" => ps(p.t_high),
+                "min_rtt" => match p.min_rtt {
+                    MinRtt::Fixed(t) => ps(t),
+                    MinRtt::Path => "\"path\"".into(),
+                },
+                "alpha" => p.alpha.to_string(),
+                "beta" => p.beta.to_string(),
+                "delta" => format!("{} bits/s", p.delta.0),
+                "hai_threshold" => p.hai_threshold.to_string(),
+                _ => format!("{} bytes", p.seg_bytes),
+            };
+            self.err(&format!("fabric.timely.{key}"), found, rule);
             return None;
         }
         Some(p)

@@ -213,7 +213,7 @@ pub struct RawFabric {
     pub ecn_pmax: Option<RawNumber>,
     /// Packet level, ECN: `dequeue` (default) or `enqueue`, where a switch marks.
     pub ecn_mark_at: Option<String>,
-    /// Packet level: congestion control, `dcqcn`, `dctcp`, `swift`, `hpcc`, `ib`, `newreno`, `cubic` or `none`.
+    /// Packet level: congestion control, `dcqcn`, `dctcp`, `swift`, `timely`, `hpcc`, `ib`, `newreno`, `cubic` or `none`.
     pub cc: Option<String>,
     /// Packet level, DCTCP: α gain g.
     pub dctcp_g: Option<RawNumber>,
@@ -221,6 +221,8 @@ pub struct RawFabric {
     pub dcqcn: Option<RawDcqcn>,
     /// Packet level, Swift parameters.
     pub swift: Option<RawSwift>,
+    /// Packet level, TIMELY parameters.
+    pub timely: Option<RawTimely>,
     /// Packet level, HPCC parameters.
     pub hpcc: Option<RawHpcc>,
     /// Packet level, InfiniBand congestion control parameters (`[fabric.ib_cc]`).
@@ -249,6 +251,29 @@ pub struct RawSwift {
     pub fs_range: Option<RawQuantity>,
     /// Smallest window, packets (below one: paced).
     pub min_cwnd: Option<RawNumber>,
+}
+
+/// `[fabric.timely]` as written (Mittal et al. 2015 names).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTimely {
+    /// T_low: below this round trip the rate only grows by δ.
+    pub t_low: Option<RawQuantity>,
+    /// T_high: above this round trip the rate is cut.
+    pub t_high: Option<RawQuantity>,
+    /// minRTT normalizing the gradient: a duration, or `"path"` (each queue
+    /// pair's idle round trip).
+    pub min_rtt: Option<RawQuantity>,
+    /// EWMA gain α on RTT differences.
+    pub alpha: Option<RawNumber>,
+    /// Multiplicative-decrement factor β.
+    pub beta: Option<RawNumber>,
+    /// Additive increment δ, a rate.
+    pub delta: Option<RawQuantity>,
+    /// Completions with a gradient ≤ 0 in a row before hyper-active increase.
+    pub hai_threshold: Option<RawNumber>,
+    /// Completion event (segment), a size.
+    pub seg_bytes: Option<RawQuantity>,
 }
 
 /// `[fabric.hpcc]` as written (Li et al. 2019 names).

@@ -255,6 +255,9 @@ pub enum CongestionControl {
         /// [`super::defaults::TCP_INITIAL_WINDOW`].
         initial_window: u32,
     },
+    /// TIMELY delay-gradient rate control, answering the round trip each
+    /// completed segment measures (Mittal et al., SIGCOMM 2015).
+    Timely(TimelyParams),
     /// TCP CUBIC (RFC 9438, C = 0.4, β = 0.7), on NewReno's recovery.
     Cubic {
         /// First congestion window, segments. Default
@@ -524,6 +527,118 @@ impl SwiftParams {
     }
 }
 
+/// The constant TIMELY normalizes its RTT gradient by (`minRTT`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MinRtt {
+    /// A configured constant, the paper's fixed parameter (default
+    /// [`super::defaults::TIMELY_MIN_RTT`], 20 µs).
+    Fixed(SimTime),
+    /// Each queue pair's idle round trip on its path (`min_rtt = "path"`):
+    /// at a few µs it makes the gradient of one queue build-up large enough
+    /// to cut the rate to its floor, so it is a choice, not the default.
+    Path,
+}
+
+/// TIMELY's constants (Mittal et al., "TIMELY: RTT-based Congestion Control
+/// for the Datacenter", SIGCOMM 2015, §4 and Algorithm 1; defaults and their
+/// sources in [`super::defaults`]).
+///
+/// Rate-based: once per completion event (a segment of `seg_bytes`
+/// acknowledged) the sender takes the round trip of the segment's last
+/// packet, smooths the difference to the previous one (EWMA gain `alpha`),
+/// normalizes it by `min_rtt` and sets its rate: below `t_low` plus `delta`,
+/// above `t_high` times `1 − beta (1 − t_high / rtt)`, between them plus
+/// `delta` (five times that after `hai_threshold` completions in a row with
+/// a gradient ≤ 0) when the gradient is ≤ 0, else times `1 − beta · gradient`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TimelyParams {
+    /// T_low, ps: a round trip below it only adds `delta`.
+    pub t_low: SimTime,
+    /// T_high, ps: a round trip above it cuts by `beta (1 − t_high / rtt)`.
+    pub t_high: SimTime,
+    /// minRTT, the gradient's normalization.
+    pub min_rtt: MinRtt,
+    /// EWMA gain α on RTT differences, in (0, 1].
+    pub alpha: f64,
+    /// Multiplicative-decrement factor β, in (0, 1].
+    pub beta: f64,
+    /// Additive increment δ, bits/s (default: the paper's 10 Mb/s per
+    /// 10 Gb/s of line rate).
+    pub delta: Rate,
+    /// Completions in a row with a gradient ≤ 0 before hyper-active increase.
+    pub hai_threshold: u32,
+    /// Completion event (segment), payload bytes.
+    pub seg_bytes: u64,
+}
+
+impl Default for TimelyParams {
+    /// The paper's parameters at its 10 Gb/s.
+    fn default() -> Self {
+        TimelyParams::for_line(Rate::gbps(10))
+    }
+}
+
+impl TimelyParams {
+    /// The defaults on a NIC of `line` bits/s: the paper's, with δ scaled
+    /// from its 10 Mb/s at 10 Gb/s to the line rate (as
+    /// [`DcqcnParams::paper`] scales R_AI), so that a flow climbs the same
+    /// share of its line per completion at any speed.
+    pub fn for_line(line: Rate) -> TimelyParams {
+        use super::defaults as d;
+        let delta = (d::TIMELY_DELTA.0 as u128 * line.0 as u128 / 10_000_000_000u128) as u64;
+        TimelyParams {
+            t_low: d::TIMELY_T_LOW,
+            t_high: d::TIMELY_T_HIGH,
+            min_rtt: MinRtt::Fixed(d::TIMELY_MIN_RTT),
+            alpha: d::TIMELY_ALPHA,
+            beta: d::TIMELY_BETA,
+            delta: Rate(delta.max(1)),
+            hai_threshold: d::TIMELY_HAI_THRESHOLD,
+            seg_bytes: d::TIMELY_SEG_BYTES,
+        }
+    }
+
+    /// Largest time threshold: 1 s.
+    const MAX_TIME: u64 = 1_000_000_000_000;
+
+    /// Whether every constant is usable; the first one that is not (its key
+    /// under `fabric.timely`), with the rule it breaks.
+    pub fn problem(&self) -> Option<(&'static str, &'static str)> {
+        let gain = |x: f64| x > 0.0 && x <= 1.0;
+        if self.t_high.0 == 0 || self.t_high.0 > Self::MAX_TIME {
+            Some((
+                "t_high",
+                "a positive round trip up to 1 s, such as \"500us\"",
+            ))
+        } else if self.t_low >= self.t_high {
+            Some(("t_low", "a round trip below t_high, such as \"50us\""))
+        } else if matches!(self.min_rtt, MinRtt::Fixed(t) if t.0 == 0 || t.0 > Self::MAX_TIME) {
+            Some((
+                "min_rtt",
+                "a positive round trip up to 1 s, such as \"20us\", or \"path\"",
+            ))
+        } else if !gain(self.alpha) {
+            Some(("alpha", "an EWMA gain in (0, 1], such as 0.875"))
+        } else if !gain(self.beta) {
+            Some(("beta", "a decrement factor in (0, 1], such as 0.8"))
+        } else if self.delta.0 == 0 || self.delta.0 > 1_000_000_000_000 {
+            Some(("delta", "a positive rate up to 1 Tbps, such as \"10Mbps\""))
+        } else if !(1..=1_000_000).contains(&self.hai_threshold) {
+            Some((
+                "hai_threshold",
+                "a whole number of completions, 1 to 1000000, such as 5",
+            ))
+        } else if self.seg_bytes == 0 || self.seg_bytes > 1 << 30 {
+            Some((
+                "seg_bytes",
+                "a positive segment up to 1 GiB, such as \"16KiB\"",
+            ))
+        } else {
+            None
+        }
+    }
+}
+
 impl CongestionControl {
     /// The law's name as `fabric.cc` spells it.
     pub fn name(&self) -> &'static str {
@@ -536,6 +651,7 @@ impl CongestionControl {
             CongestionControl::Ib(_) => "ib",
             CongestionControl::NewReno { .. } => "newreno",
             CongestionControl::Cubic { .. } => "cubic",
+            CongestionControl::Timely(_) => "timely",
         }
     }
 
@@ -570,6 +686,10 @@ impl CongestionControl {
             },
             CongestionControl::Hpcc(p) => match p.problem() {
                 Some((key, rule)) => Err(("cc.hpcc", format!("{key}: {rule}"))),
+                None => Ok(()),
+            },
+            CongestionControl::Timely(p) => match p.problem() {
+                Some((key, rule)) => Err(("cc.timely", format!("{key}: {rule}"))),
                 None => Ok(()),
             },
             CongestionControl::Dcqcn(p) => {

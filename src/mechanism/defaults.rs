@@ -5,7 +5,7 @@
 //! here each is stated once and both sides read it.
 
 use super::cc::{DcqcnProfile, EcnMarkAt};
-use crate::units::SimTime;
+use crate::units::{Rate, SimTime};
 
 /// Largest payload per packet when neither the file nor a preset sets one, bytes.
 pub const MTU: u64 = 4096;
@@ -220,3 +220,44 @@ pub const CUBIC_BETA: f64 = 0.7;
 /// `GSO_MAX_SIZE` (the largest segment the stack hands a NIC with TCP
 /// segmentation offload). See `PacketConfig::tcp_tso_bytes`.
 pub const TCP_TSO_BYTES: u64 = 64 << 10;
+
+/// TIMELY's low RTT threshold T_low: below it the rate grows by δ whatever the
+/// gradient (Mittal et al., "TIMELY: RTT-based Congestion Control for the
+/// Datacenter", SIGCOMM 2015, §6: "Tlow of 50 µs"; the HPCC simulator's
+/// `TimelyTLow` 50000 ns).
+pub const TIMELY_T_LOW: SimTime = SimTime::from_us(50);
+/// TIMELY's high RTT threshold T_high: above it the rate is cut by
+/// β (1 − T_high / RTT) (§6: "Thigh of 500 µs"; the HPCC simulator's
+/// `TimelyTHigh` 500000 ns).
+pub const TIMELY_T_HIGH: SimTime = SimTime::from_us(500);
+/// TIMELY's minRTT, the constant the RTT gradient is normalized by (§4.3,
+/// Algorithm 1: `normalized_gradient = rtt_diff / minRTT`; 20 µs is the
+/// HPCC simulator's `TimelyMinRtt` 20000 ns, the propagation RTT of the
+/// paper's testbed order). A constant, not the path's idle round trip: over
+/// a few-µs idle RTT one queue build-up gives gradients above 1/β and cuts
+/// the rate to its floor (see `fabric.timely.min_rtt = "path"`).
+pub const TIMELY_MIN_RTT: SimTime = SimTime::from_us(20);
+/// TIMELY's EWMA gain α on RTT differences (Algorithm 1:
+/// `rtt_diff = (1 − α) rtt_diff + α new_rtt_diff`; the HPCC simulator's
+/// `TimelyAlpha` 0.875).
+pub const TIMELY_ALPHA: f64 = 0.875;
+/// TIMELY's multiplicative-decrement factor β (§6: "a multiplicative
+/// decrement factor (β) of 0.8"; the HPCC simulator's `TimelyBeta` 0.8).
+pub const TIMELY_BETA: f64 = 0.8;
+/// TIMELY's additive increment δ at 10 Gb/s, bits/s (§6: "additive
+/// increment of 10 Mbps", on the paper's 10 Gb/s NICs); a scenario scales it
+/// to its NIC's line rate (`TimelyParams::for_line`).
+pub const TIMELY_DELTA: Rate = Rate(10_000_000);
+/// Consecutive completions with a non-positive gradient before TIMELY's
+/// hyper-active increase (Algorithm 1: "N = 5 if gradient < 0 for five
+/// completion events (HAI mode)").
+pub const TIMELY_HAI_THRESHOLD: u32 = 5;
+/// The increase in HAI mode, in δ (Algorithm 1: `rate + N·δ` with N = 5).
+pub const TIMELY_HAI_STEPS: f64 = 5.0;
+/// TIMELY's completion event, payload bytes: one RTT sample and one rate
+/// update per segment (§3.1: segments of 16–64 KB; §6: "segment size of
+/// 16 KB").
+pub const TIMELY_SEG_BYTES: u64 = 16 << 10;
+/// TIMELY's lowest rate, bits/s: the paper states none; the HPCC
+/// simulator's `MinRate` (100 Mb/s) floors every rate law it runs.
+pub const TIMELY_MIN_RATE: Rate = Rate(100_000_000);

@@ -125,8 +125,8 @@ pub mod stats;
 pub mod switch;
 
 pub use crate::mechanism::cc::{
-    CongestionControl, DcqcnParams, DcqcnProfile, Ecn, EcnMarkAt, HpccParams, IbCcParams,
-    SwiftParams,
+    CongestionControl, DcqcnParams, DcqcnProfile, Ecn, EcnMarkAt, HpccParams, IbCcParams, MinRtt,
+    SwiftParams, TimelyParams,
 };
 pub use crate::mechanism::classes::{TrafficClass, TrafficClasses};
 pub use crate::mechanism::flow_control::{

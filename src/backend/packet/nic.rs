@@ -331,6 +331,7 @@ impl Sim<'_> {
                 max_pkts: self.window_pkts,
                 now,
                 base_rtt,
+                mtu: self.cfg.mtu,
             },
         );
         if cc_on {

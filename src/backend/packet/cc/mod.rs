@@ -1,7 +1,7 @@
 //! Congestion signals and control: ECN marking, and the laws a queue pair
 //! runs (none, DCQCN in [`dcqcn`](DcqcnState), DCTCP in [`dctcp`](DctcpState),
-//! Swift in [`swift`](SwiftState), HPCC in [`hpcc`](HpccState), InfiniBand CC in
-//! [`ib`](IbCcState), TCP NewReno in [`newreno`](NewRenoState) and CUBIC in
+//! Swift in [`swift`](SwiftState), TIMELY in [`timely`](TimelyState), HPCC in
+//! [`hpcc`](HpccState), InfiniBand CC in [`ib`](IbCcState), TCP NewReno in [`newreno`](NewRenoState) and CUBIC in
 //! [`cubic`](CubicState)).
 //!
 //! **ECN** ([`Ecn`]): when a data packet leaves an egress queue of a switch
@@ -34,7 +34,7 @@
 //! * [`CcLaw::on_ce`] / [`CcLaw::take_ce_echo`]: the receiver got a CE-marked
 //!   data packet / builds an ACK that echoes the marks.
 //!
-//! A new law (HPCC, TIMELY) is a file here with its state
+//! A new law is a file here with its state
 //! and `impl CcLaw`, an arm in [`CcState`] and in the `with_law!` table below,
 //! and its parameters as an arm of [`CongestionControl`] in
 //! [`crate::mechanism::cc`]. Signals a law needs that packets do not carry yet
@@ -49,9 +49,11 @@ mod ib;
 mod newreno;
 mod none;
 mod swift;
+mod timely;
 
 pub use crate::mechanism::cc::{
-    CongestionControl, DcqcnParams, Ecn, EcnMarkAt, HpccParams, IbCcParams, SwiftParams,
+    CongestionControl, DcqcnParams, Ecn, EcnMarkAt, HpccParams, IbCcParams, MinRtt, SwiftParams,
+    TimelyParams,
 };
 pub use cubic::CubicState;
 pub use dcqcn::DcqcnState;
@@ -61,6 +63,7 @@ pub use ib::IbCcState;
 pub use newreno::{LossWindow, NewRenoState, Step, NEWRENO_BETA};
 pub use none::NoCc;
 pub use swift::SwiftState;
+pub use timely::TimelyState;
 
 use crate::units::Rate;
 
@@ -76,6 +79,8 @@ pub struct QpStart {
     /// Round trip of one full data packet out and its ACK back on the idle
     /// path (propagation, forwarding and serialization at every hop), ps.
     pub base_rtt: u64,
+    /// Largest payload of a data packet, bytes (`PacketConfig::mtu`).
+    pub mtu: u32,
 }
 
 /// What an ACK or NACK tells the sender's congestion control.
@@ -209,6 +214,8 @@ pub enum CcState {
     NewReno(NewRenoState),
     /// [`CongestionControl::Cubic`].
     Cubic(CubicState),
+    /// [`CongestionControl::Timely`].
+    Timely(TimelyState),
 }
 
 /// Runs `$body` with `$s` bound to the law's state and `$p` to its parameters;
@@ -228,6 +235,7 @@ macro_rules! with_law {
             (CcState::Ib($s), CongestionControl::Ib($p)) => $body,
             (CcState::NewReno($s), CongestionControl::NewReno { initial_window: $p }) => $body,
             (CcState::Cubic($s), CongestionControl::Cubic { initial_window: $p }) => $body,
+            (CcState::Timely($s), CongestionControl::Timely($p)) => $body,
             #[allow(unreachable_patterns)]
             _ => $none,
         }
@@ -250,6 +258,7 @@ impl CcState {
             CongestionControl::Cubic { initial_window } => {
                 CcState::Cubic(<CubicState as CcLaw>::new(initial_window, start))
             }
+            CongestionControl::Timely(p) => CcState::Timely(<TimelyState as CcLaw>::new(p, start)),
         }
     }
 
@@ -265,6 +274,7 @@ impl CcState {
             CongestionControl::Ib(_) => IbCcState::ACK_EVERY,
             CongestionControl::NewReno { .. } => NewRenoState::ACK_EVERY,
             CongestionControl::Cubic { .. } => CubicState::ACK_EVERY,
+            CongestionControl::Timely(_) => TimelyState::ACK_EVERY,
         };
         own.unwrap_or(configured)
     }
@@ -287,6 +297,7 @@ impl CcState {
             CcState::Ib(s) => CcLaw::next_tx(s),
             CcState::NewReno(s) => CcLaw::next_tx(s),
             CcState::Cubic(s) => CcLaw::next_tx(s),
+            CcState::Timely(s) => CcLaw::next_tx(s),
         }
     }
 
@@ -325,6 +336,7 @@ impl CcState {
             CcState::Ib(s) => CcLaw::next_timer(s),
             CcState::NewReno(s) => CcLaw::next_timer(s),
             CcState::Cubic(s) => CcLaw::next_timer(s),
+            CcState::Timely(s) => CcLaw::next_timer(s),
         }
     }
 
@@ -352,6 +364,7 @@ impl CcState {
             CcState::Ib(s) => CcLaw::take_ce_echo(s),
             CcState::NewReno(s) => CcLaw::take_ce_echo(s),
             CcState::Cubic(s) => CcLaw::take_ce_echo(s),
+            CcState::Timely(s) => CcLaw::take_ce_echo(s),
         }
     }
 
@@ -361,6 +374,7 @@ impl CcState {
         match self {
             CcState::Swift(s) => CcLaw::on_data(s, stamp),
             CcState::Hpcc(s) => CcLaw::on_data(s, stamp),
+            CcState::Timely(s) => CcLaw::on_data(s, stamp),
             _ => {}
         }
     }
@@ -371,6 +385,7 @@ impl CcState {
         match self {
             CcState::Swift(s) => CcLaw::stamp(s, now),
             CcState::Hpcc(s) => CcLaw::stamp(s, now),
+            CcState::Timely(s) => CcLaw::stamp(s, now),
             _ => None,
         }
     }
@@ -387,6 +402,7 @@ impl CcState {
             CcState::Ib(s) => CcLaw::window(s),
             CcState::NewReno(s) => CcLaw::window(s),
             CcState::Cubic(s) => CcLaw::window(s),
+            CcState::Timely(s) => CcLaw::window(s),
         }
     }
 }

@@ -188,6 +188,7 @@ mod tests {
             max_pkts: 10_000,
             now: 0,
             base_rtt: 0,
+            mtu: 4096,
         };
         let mut s = <NewRenoState as CcLaw>::new(&10, &start);
         let mut una = 0;

@@ -337,7 +337,11 @@ impl PsnBits {
             let bit = i % 64;
             let take = (64 - bit).min(hi - lo);
             let w = !self.0[(i / 64) as usize] >> bit;
-            let w = if take == 64 { w } else { w & ((1u64 << take) - 1) };
+            let w = if take == 64 {
+                w
+            } else {
+                w & ((1u64 << take) - 1)
+            };
             if w != 0 {
                 return Some(lo + w.trailing_zeros());
             }

@@ -1210,6 +1210,13 @@ pub fn packet_config_used(
             || "the loss recovery is not TCP's (fabric.loss_recovery = \"tcp\", the default of transport = \"tcp\"): the other laws run a fixed fabric.rto".into(),
         );
     }
+    for key in ["fabric.tcp_delayed_ack", "fabric.tcp_sack"] {
+        usage.read_if(
+            key,
+            p.loss_recovery == crate::mechanism::LossRecovery::Tcp,
+            || "the loss recovery is not TCP's (fabric.loss_recovery = \"tcp\", the default of transport = \"tcp\"): the other laws' receivers ACK every fabric.ack_every packets and NACK what they miss".into(),
+        );
+    }
     usage.read_if(
         "fabric.tcp_initial_window",
         matches!(
@@ -1287,6 +1294,8 @@ pub fn packet_config_used(
         tcp_min_rto: p.tcp_min_rto,
         tcp_max_rto: p.tcp_max_rto,
         tcp_tso_bytes: p.tcp_tso_bytes,
+        tcp_delayed_ack: p.tcp_delayed_ack,
+        tcp_sack: p.tcp_sack,
         // only lossy queues trim (the key is listed otherwise)
         trimming: p.trimming && flow_control == FlowControl::Lossy,
         host_path: if s.gpu_direct {

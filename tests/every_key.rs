@@ -116,6 +116,8 @@ const ALTERNATIVES: &[(&str, &[&str])] = &[
     ("fabric.tcp_min_rto", &["\"1us\"", "\"1s\""]),
     ("fabric.tcp_max_rto", &["\"300ms\"", "\"600s\""]),
     ("fabric.tcp_initial_window", &["1", "1000"]),
+    ("fabric.tcp_delayed_ack", &["\"40ms\"", "\"0\""]),
+    ("fabric.tcp_sack", &["false", "true"]),
     ("fabric.trimming", &["true", "false"]),
     ("fabric.pfc", &["true", "false"]),
     ("fabric.sharp", &["true", "false"]),

@@ -132,6 +132,7 @@ const KEYS: &[(&str, &[&str], &str)] = &[
             "tcp_min_rto",
             "tcp_max_rto",
             "tcp_initial_window",
+            "tcp_delayed_ack",
             "flowlet_gap",
             "pfc_xoff",
             "pfc_xon",

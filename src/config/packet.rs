@@ -49,6 +49,10 @@ pub struct PacketSettings {
     pub tcp_tso_bytes: u64,
     /// TCP loss recovery: the RFC 6298 timer's maximum RTO.
     pub tcp_max_rto: SimTime,
+    /// TCP loss recovery: the delayed-ACK timer (0 = off).
+    pub tcp_delayed_ack: SimTime,
+    /// TCP loss recovery: SACK (RFC 2018) and RFC 6675 recovery.
+    pub tcp_sack: bool,
     /// Switches trim packets a full lossy queue cannot take.
     pub trimming: bool,
     /// Sampling interval (0 = off).
@@ -247,6 +251,18 @@ impl Validator<'_> {
                 );
             }
         }
+        let tcp_delayed_ack = self.time(
+            "fabric.tcp_delayed_ack",
+            f.tcp_delayed_ack.as_ref(),
+            Some(&default_time(defaults::TCP_DELAYED_ACK)),
+        );
+        if let Some(t) = tcp_delayed_ack.filter(|t| *t >= defaults::TCP_DELAYED_ACK_LIMIT) {
+            self.err(
+                "fabric.tcp_delayed_ack",
+                format!("{t}"),
+                "a delayed-ACK timer below 500ms (RFC 1122 §4.2.3.2), such as \"40ms\" (Linux's minimum) or \"0\" (off, an ACK per segment)",
+            );
+        }
         let flowlet_gap = self.time(
             "fabric.flowlet_gap",
             f.flowlet_gap.as_ref(),
@@ -432,6 +448,8 @@ impl Validator<'_> {
             tcp_tso_bytes: tcp_tso_bytes?,
             tcp_min_rto: tcp_min_rto.filter(|t| *t >= defaults::TCP_MIN_RTO_FLOOR)?,
             tcp_max_rto: tcp_max_rto.filter(|&t| tcp_min_rto.is_none_or(|lo| t >= lo))?,
+            tcp_delayed_ack: tcp_delayed_ack.filter(|t| *t < defaults::TCP_DELAYED_ACK_LIMIT)?,
+            tcp_sack: f.tcp_sack.unwrap_or(defaults::TCP_SACK),
             trimming: f.trimming.unwrap_or(false),
             sample_interval: sample_interval?,
             time_limit: time_limit?,

@@ -179,6 +179,10 @@ pub struct RawFabric {
     pub tcp_max_rto: Option<RawQuantity>,
     /// Packet level, `cc = "newreno"` or `"cubic"`: first congestion window, segments.
     pub tcp_initial_window: Option<i64>,
+    /// Packet level, TCP loss recovery: the receiver's delayed-ACK timer (0 = off, an ACK per segment).
+    pub tcp_delayed_ack: Option<RawQuantity>,
+    /// Packet level, TCP loss recovery: SACK blocks and RFC 6675 loss recovery. Default: true.
+    pub tcp_sack: Option<bool>,
     /// Packet level, lossy links: trim a packet a full queue cannot take to its header.
     pub trimming: Option<bool>,
     /// Packet level: Priority Flow Control (lossless Ethernet). Default: on for `roce`.

@@ -206,6 +206,24 @@ pub const TCP_MAX_RTO: SimTime = SimTime::from_us(120_000_000);
 /// round trip fires for every packet in flight without end).
 pub const TCP_MIN_RTO_FLOOR: SimTime = SimTime(1_000_000);
 
+/// The TCP receiver's delayed-ACK timer: off (0, an ACK for every segment).
+/// RFC 1122 §4.2.3.2 allows delaying an ACK (at most 500 ms, and at least
+/// every second full-sized segment acknowledged, RFC 5681 §4.2); Linux's
+/// timer is between `TCP_DELACK_MIN` = 40 ms and `TCP_DELACK_MAX` = 200 ms
+/// (include/net/tcp.h). Datacenter studies turn it off or shorten it: with
+/// a 200 µs RTO a 40 ms delayed ACK stalls incast rounds (Vasudevan et al.,
+/// SIGCOMM 2009 §6.2, who recommend disabling it). See
+/// `PacketConfig::tcp_delayed_ack`.
+pub const TCP_DELAYED_ACK: SimTime = SimTime::ZERO;
+
+/// `fabric.tcp_delayed_ack` must stay below this: RFC 1122 §4.2.3.2 ("the
+/// delay MUST be less than 0.5 seconds").
+pub const TCP_DELAYED_ACK_LIMIT: SimTime = SimTime::from_us(500_000);
+
+/// SACK (RFC 2018) with RFC 6675's loss recovery on the TCP path: on, as
+/// Linux's `net.ipv4.tcp_sack` = 1 default. See `PacketConfig::tcp_sack`.
+pub const TCP_SACK: bool = true;
+
 /// First congestion window of NewReno and CUBIC, segments: 10 (RFC 6928,
 /// Linux's `TCP_INIT_CWND`).
 pub const TCP_INITIAL_WINDOW: u32 = 10;

@@ -48,6 +48,12 @@ pub enum Event {
         /// Queue pair.
         qp: QpId,
     },
+    /// The delayed-ACK timer of a queue pair's receiver (TCP with
+    /// `tcp_delayed_ack`).
+    DelAck {
+        /// Queue pair.
+        qp: QpId,
+    },
     /// A compute task finished.
     TaskDone {
         /// Task index.
@@ -106,6 +112,7 @@ impl Event {
                 8 | (vl as u64) << 4 | (kind as u64) << 8 | (link.0 as u64) << 32
             }
             Event::CcTimer { qp } => 9 | (qp.0 as u64) << 4,
+            Event::DelAck { qp } => 10 | (qp.0 as u64) << 4,
         }
     }
 
@@ -133,6 +140,7 @@ impl Event {
                 kind: ((x >> 8) & 15) as u8,
             },
             9 => Event::CcTimer { qp: QpId(lo) },
+            10 => Event::DelAck { qp: QpId(lo) },
             _ => Event::Sample,
         }
     }
@@ -356,7 +364,8 @@ mod tests {
         for i in 0..2000u32 {
             x = crate::topology::mix64(x);
             let t = x % 97;
-            let ev = match i % 10 {
+            let ev = match i % 11 {
+                9 => Event::DelAck { qp: QpId(i) },
                 8 => Event::CcTimer { qp: QpId(i) },
                 7 => Event::Pfc {
                     link: PortId(i),

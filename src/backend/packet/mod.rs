@@ -296,6 +296,21 @@ pub struct PacketConfig {
     /// picoseconds. Default 120 s, Linux's `TCP_RTO_MAX`
     /// ([`defaults::TCP_MAX_RTO`]).
     pub tcp_max_rto: SimTime,
+    /// TCP loss recovery ([`LossRecovery::Tcp`]) only: the receiver's
+    /// delayed-ACK timer, picoseconds; 0 (the default,
+    /// [`defaults::TCP_DELAYED_ACK`]) ACKs every segment. Otherwise the
+    /// receiver ACKs every second segment (RFC 5681 §4.2: "at least every
+    /// second full-sized segment"), at once on an out-of-order segment, one
+    /// that fills a gap or one whose ECN mark differs from the last one's
+    /// (DCTCP, RFC 8257 §3.2), and when this timer, started by the first
+    /// segment left unacknowledged, fires (RFC 1122 §4.2.3.2; Linux's
+    /// lies between 40 and 200 ms). Below 500 ms (RFC 1122).
+    pub tcp_delayed_ack: SimTime,
+    /// TCP loss recovery only: SACK (RFC 2018) and the conservative
+    /// SACK-based loss recovery of RFC 6675. Default on, as Linux
+    /// ([`defaults::TCP_SACK`]); off runs NewReno's recovery (RFC 6582).
+    /// See [`recovery`]'s TCP law for what an ACK carries.
+    pub tcp_sack: bool,
     /// TCP path: TSO/LRO segment size, payload bytes. The sender's CPU
     /// pays [`Transport::Tcp`]'s per-packet overhead (and jitter) once per
     /// segment of this many bytes (and at a message's end) instead of once
@@ -412,6 +427,8 @@ impl Default for PacketConfig {
             rto_low: defaults::RTO_LOW,
             tcp_min_rto: defaults::TCP_MIN_RTO,
             tcp_max_rto: defaults::TCP_MAX_RTO,
+            tcp_delayed_ack: defaults::TCP_DELAYED_ACK,
+            tcp_sack: defaults::TCP_SACK,
             tcp_tso_bytes: 0,
             trimming: false,
             host_path: HostPath::GpuDirect,
@@ -585,6 +602,13 @@ impl PacketConfig {
             return bad(
                 "tcp_min_rto/tcp_max_rto",
                 "a minimum RTO of at least 1 µs and a maximum at least as large, such as 200 ms and 120 s".into(),
+            );
+        }
+        if self.tcp_delayed_ack >= defaults::TCP_DELAYED_ACK_LIMIT {
+            return bad(
+                "tcp_delayed_ack",
+                "a delayed-ACK timer below 500 ms (RFC 1122 §4.2.3.2), such as 40 ms, or 0 (off)"
+                    .into(),
             );
         }
         if let HostPath::HostStaged { copy_rate, .. } = self.host_path {

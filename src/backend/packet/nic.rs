@@ -28,7 +28,12 @@
 //! **TCP path.** With [`LossRecovery::Tcp`](super::LossRecovery::Tcp) (the
 //! default of a TCP scenario) the timer is the pair's own RFC 6298 estimate
 //! instead of `rto`, the receiver answers a gap with duplicate ACKs instead
-//! of a NACK and the sender fast-retransmits ([`super::recovery`]); the CPU
+//! of a NACK and the sender fast-retransmits ([`super::recovery`]; with
+//! [`PacketConfig::tcp_sack`](super::PacketConfig::tcp_sack) an ACK of an
+//! out-of-order segment carries its SACK block in the packet's `sack_end` /
+//! `sack_len`); with [`PacketConfig::tcp_delayed_ack`](super::PacketConfig::tcp_delayed_ack)
+//! the receiver ACKs every second segment or when its timer (a `DelAck`
+//! event per queue pair, stale ones ignored) fires; the CPU
 //! cost is paid per TSO segment ([`PacketConfig::tcp_tso_bytes`](super::PacketConfig::tcp_tso_bytes)).
 //!
 //! **Receiver** (go-back-N; selective repeat, TCP and trimmed headers: see
@@ -121,6 +126,12 @@ pub struct Qp {
     pub rcv_cursor: u32,
     /// Receiver: packets since the last ACK.
     pub since_ack: u32,
+    /// Receiver (TCP with a delayed-ACK timer): the timer's deadline, or
+    /// [`NEVER`] when no ACK is being delayed.
+    pub delack_at: u64,
+    /// Receiver: the last data packet carried a CE mark (DCTCP's ECN echo
+    /// under delayed ACK, RFC 8257 §3.2).
+    pub last_ce: bool,
     /// Loss-recovery state of the configured law, both ends.
     pub rec: Recovery,
     /// Window of outstanding packets (the configured window, or DCTCP's cwnd).
@@ -289,6 +300,8 @@ impl Sim<'_> {
                 tso_used: 0,
                 rcv_cursor: 0,
                 since_ack: 0,
+                delack_at: NEVER,
+                last_ce: false,
                 rec: match self.cfg.loss_recovery {
                     LossRecovery::GoBackN => {
                         Recovery::GoBackN(GoBackN::new(self.window_pkts, self.ooo))
@@ -304,6 +317,7 @@ impl Sim<'_> {
                         base_rtt,
                         self.cfg.tcp_min_rto.0,
                         self.cfg.tcp_max_rto.0,
+                        self.cfg.tcp_sack,
                     )),
                 },
                 wnd: self.window_pkts,
@@ -396,7 +410,7 @@ impl Sim<'_> {
             // new data only (a hole below it must go out for `una` to move).
             // Go-back-0 may resend below `una`, hence the saturation.
             let in_line = snd_nxt == qp.seq.nxt;
-            if !qp.has_work() || (in_line && snd_nxt.saturating_sub(qp.seq.una) >= qp.wnd) {
+            if !qp.has_work() || qp.rec.blocked(&qp.seq, snd_nxt, qp.wnd) {
                 self.qps.pairs[qpi].in_ring = false;
                 continue;
             }
@@ -469,6 +483,8 @@ impl Sim<'_> {
                 kind: PktKind::Data,
                 vl: lane,
                 flags: 0,
+                sack_end: 0,
+                sack_len: 0,
             });
             self.counters.data_sent();
             if !first {
@@ -552,6 +568,10 @@ impl Sim<'_> {
                 // a selective or trimmed NACK carries a PSN where others
                 // carry DCTCP's CE count
                 let (fb, ce) = match k.kind {
+                    PktKind::Ack if k.sack_len > 0 => {
+                        let hi = k.psn + k.sack_end as u32;
+                        (Feedback::AckBlock(hi - k.sack_len as u32, hi), k.hash)
+                    }
                     PktKind::Ack => (Feedback::Ack, k.hash),
                     _ if k.flags & F_SACK != 0 => (Feedback::Sack(k.hash), 0),
                     _ if k.flags & F_TRIMMED != 0 => (Feedback::Trimmed(k.hash), 0),
@@ -588,6 +608,14 @@ impl Sim<'_> {
         qp.cc.on_data(k.hash);
         let epsn_before = qp.rec.expected();
         let mut ack_now = false;
+        // DCTCP under delayed ACK: a change of the CE state is ACKed at once
+        // (RFC 8257 §3.2), so the echo stays exact per segment run
+        let ce = k.flags & F_ECN != 0;
+        let ce_changed = ce != qp.last_ce;
+        qp.last_ce = ce;
+        // TCP's receiver holding segments beyond a gap ACKs an arrival that
+        // fills all or part of it at once (RFC 5681 §4.2)
+        let had_gap = matches!(&qp.rec, Recovery::Tcp(t) if t.ooo_held > 0);
         let accepted = match qp.rec.on_data(k.psn) {
             RxVerdict::Accepted => true,
             RxVerdict::AcceptedAck => {
@@ -650,19 +678,79 @@ impl Sim<'_> {
                 self.task_done(m.task);
             }
         }
-        let every = CcState::ack_every(&self.cfg.cc, self.cfg.ack_every);
+        let delack = self.delayed_ack();
+        let every = if delack > 0 {
+            // RFC 5681 §4.2: an ACK for at least every second full-sized segment
+            2
+        } else {
+            CcState::ack_every(&self.cfg.cc, self.cfg.ack_every)
+        };
+        let dctcp = matches!(self.cfg.cc, super::CongestionControl::Dctcp { .. });
+        let now = self.now;
         let qp = &mut self.qps.pairs[qpi];
         // A packet that fills a gap (the expected PSN jumps past packets that
         // arrived early) is ACKed at once, as TCP does (RFC 5681 §4.2): the
         // sender may be stopped by its window on exactly those PSNs, and no
-        // further packet would come to trigger a coalesced ACK.
+        // further packet would come to trigger a coalesced ACK. A completed
+        // message is ACKed at once too, except under TCP's delayed ACK, whose
+        // receiver knows no message boundaries (its timer ACKs a last lone
+        // segment).
         let filled_gap = qp.rec.expected() > epsn_before + 1;
-        if completed || filled_gap || ack_now || qp.since_ack >= every {
+        if (completed && delack == 0)
+            || filled_gap
+            || (had_gap && accepted)
+            || ack_now
+            || (dctcp && delack > 0 && ce_changed)
+            || qp.since_ack >= every
+        {
             qp.since_ack = 0;
+            qp.delack_at = NEVER;
             let e = qp.rec.expected();
             let ce = qp.cc.take_ce_echo();
-            self.send_ctrl(k.qp, PktKind::Ack, e, ce, 0);
+            // SACK (RFC 2018): an ACK of an out-of-order segment carries the
+            // block that holds it, as offsets from the cumulative PSN
+            let block = match &qp.rec {
+                Recovery::Tcp(t) if self.cfg.tcp_sack && ack_now && accepted => t
+                    .sack_block(k.psn)
+                    .map_or((0, 0), |(lo, hi)| ((hi - e) as u16, (hi - lo) as u8)),
+                _ => (0, 0),
+            };
+            self.send_ctrl_sack(k.qp, PktKind::Ack, e, ce, 0, block);
+        } else if delack > 0 && qp.delack_at == NEVER {
+            // the first segment left unacknowledged starts the timer
+            qp.delack_at = now + delack;
+            self.q.push(now + delack, Event::DelAck { qp: qpi });
         }
+    }
+
+    /// The receivers' delayed-ACK timer, ps: `tcp_delayed_ack` under TCP's
+    /// loss recovery, 0 (off) otherwise.
+    #[inline]
+    fn delayed_ack(&self) -> u64 {
+        if self.cfg.loss_recovery == LossRecovery::Tcp {
+            self.cfg.tcp_delayed_ack.0
+        } else {
+            0
+        }
+    }
+
+    /// The delayed-ACK timer of `qpi`'s receiver fired (RFC 1122
+    /// §4.2.3.2): the segments received since the last ACK are ACKed now.
+    pub(super) fn on_delayed_ack(&mut self, qpi: QpId) {
+        let now = self.now;
+        let qp = &mut self.qps.pairs[qpi];
+        if qp.delack_at != now {
+            // an ACK left since the timer started: this event is stale
+            return;
+        }
+        qp.delack_at = NEVER;
+        if qp.since_ack == 0 {
+            return;
+        }
+        qp.since_ack = 0;
+        let e = qp.rec.expected();
+        let ce = qp.cc.take_ce_echo();
+        self.send_ctrl(qpi, PktKind::Ack, e, ce, 0);
     }
 
     /// The header of a data packet a switch trimmed (packet trimming, NDP)
@@ -681,6 +769,7 @@ impl Sim<'_> {
                 let e = qp.rec.expected();
                 let ce = qp.cc.take_ce_echo();
                 qp.since_ack = 0;
+                qp.delack_at = NEVER;
                 self.send_ctrl(k.qp, PktKind::Ack, e, ce, 0);
             }
             Some(_) => {
@@ -706,6 +795,20 @@ impl Sim<'_> {
     /// number of CE marks an ACK echoes (DCTCP), or with `flags` [`F_SACK`]
     /// or [`F_TRIMMED`] the PSN a NACK names.
     fn send_ctrl(&mut self, qpi: QpId, kind: PktKind, psn: u32, info: u32, flags: u8) {
+        self.send_ctrl_sack(qpi, kind, psn, info, flags, (0, 0));
+    }
+
+    /// [`Sim::send_ctrl`] with a TCP ACK's SACK block, as (`sack_end`,
+    /// `sack_len`) of [`Packet`]; (0, 0) for none.
+    fn send_ctrl_sack(
+        &mut self,
+        qpi: QpId,
+        kind: PktKind,
+        psn: u32,
+        info: u32,
+        flags: u8,
+        sack: (u16, u8),
+    ) {
         let qp = &self.qps.pairs[qpi];
         let port = qp.ack_port;
         let vl = if kind == PktKind::Cnp {
@@ -729,6 +832,8 @@ impl Sim<'_> {
             kind,
             vl,
             flags,
+            sack_end: sack.0,
+            sack_len: sack.1,
         });
         self.counters.ctrl_sent(kind == PktKind::Nack);
         self.enqueue(port, vl, pkt, wire as u64);
@@ -759,7 +864,8 @@ impl Sim<'_> {
             newly_acked: a.saturating_sub(qp.seq.una),
             ce,
             // a selective or trimmed NACK's field holds a PSN, not an echo
-            echo: matches!(fb, Feedback::Ack | Feedback::Nack).then_some(ce),
+            echo: matches!(fb, Feedback::Ack | Feedback::AckBlock(..) | Feedback::Nack)
+                .then_some(ce),
             una: a.max(qp.seq.una),
             nxt: qp.seq.nxt,
             nack,
@@ -767,6 +873,7 @@ impl Sim<'_> {
             dupack: false,
             loss: false,
             in_recovery: false,
+            sack: self.cfg.tcp_sack && matches!(qp.rec, Recovery::Tcp(_)),
         };
         // the law sees the sequence space as it was before the ACK, and what
         // the recovery made of it (TCP's duplicate ACKs and fast recovery)

@@ -252,6 +252,7 @@ impl<'a> Sim<'a> {
                 Event::Link { .. }
                     | Event::Rto { .. }
                     | Event::CcTimer { .. }
+                    | Event::DelAck { .. }
                     | Event::QpWake { .. }
                     | Event::Pfc {
                         kind: pfc_kind::WATCHDOG..=pfc_kind::RESTORE,
@@ -318,6 +319,7 @@ impl<'a> Sim<'a> {
                 Event::Link { index } => self.on_link_event(index as usize),
                 Event::Sample => self.on_sample(),
                 Event::CcTimer { qp } => self.on_cc_timer(qp),
+                Event::DelAck { qp } => self.on_delayed_ack(qp),
                 Event::Pfc { link, vl, kind } => self.on_pfc(link, vl, kind),
             }
             if !self.ready.is_empty() {

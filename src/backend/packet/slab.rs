@@ -72,7 +72,15 @@ pub struct Packet {
     pub vl: u8,
     /// `F_*` bits.
     pub flags: u8,
+    /// A TCP ACK's SACK block (RFC 2018), when `sack_len` > 0: the receiver
+    /// holds PSNs `[psn + sack_end − sack_len, psn + sack_end)`. The two
+    /// fields fill the record's padding (it stays 32 bytes).
+    pub sack_end: u16,
+    /// Length of the SACK block, PSNs (0: none).
+    pub sack_len: u8,
 }
+
+const _: () = assert!(std::mem::size_of::<Packet>() == 32);
 
 /// The slab.
 #[derive(Default)]

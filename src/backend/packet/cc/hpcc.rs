@@ -294,6 +294,7 @@ mod tests {
             dupack: false,
             loss: false,
             in_recovery: false,
+            sack: false,
         };
         // U = 2η arrives in 16-bit fixed point (1.9 · 65536 truncated): the
         // window is exact to the resolution, 1.5·10⁻⁵ relative, here 1 byte
@@ -366,6 +367,7 @@ mod tests {
                 dupack: false,
                 loss: false,
                 in_recovery: false,
+                sack: false,
             },
         );
         assert!(!r.window_cut);

@@ -111,6 +111,9 @@ pub struct AckInfo {
     pub loss: bool,
     /// The sender is in fast recovery once this ACK is applied (TCP).
     pub in_recovery: bool,
+    /// TCP's recovery runs SACK's (RFC 6675): the window is ssthresh through
+    /// the episode and `pipe` paces it, no inflation by duplicate ACKs.
+    pub sack: bool,
 }
 
 /// How the law answered an ACK.

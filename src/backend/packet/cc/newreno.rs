@@ -17,6 +17,10 @@
 //!   segment; a partial ACK deflates it by what it acknowledged and adds one
 //!   back (RFC 6582 §3.2 step 3); the full ACK ends recovery with cwnd =
 //!   min(ssthresh, max(FlightSize, 1) + 1) (step 3, option 1).
+//! * **SACK recovery** (TCP's loss recovery with `tcp_sack`, RFC 6675 §5):
+//!   the fast retransmit sets cwnd = ssthresh, which holds through the
+//!   episode (the recovery's `pipe` decides what may be sent), and the full
+//!   ACK ends it as above.
 //! * **Timeout**: ssthresh = max(cwnd / 2, 2), cwnd = 1 (RFC 5681 §3.1, eq.
 //!   4, with the window standing in for FlightSize, which a window-limited
 //!   sender equals).
@@ -69,11 +73,20 @@ impl LossWindow {
         let flight = a.nxt.saturating_sub(a.una.saturating_sub(a.newly_acked)) as f64;
         let step = if a.loss {
             self.ssthresh = (flight * beta).max(2.0);
-            self.cwnd = self.ssthresh + 3.0;
+            // RFC 6675 §5 step 4.2: cwnd = ssthresh, `pipe` accounts for
+            // what left the network; NewReno inflates by the three
+            // segments the duplicate ACKs announced (RFC 5681 §3.2 step 3)
+            self.cwnd = if a.sack {
+                self.ssthresh
+            } else {
+                self.ssthresh + 3.0
+            };
             self.in_recovery = true;
             Step::Cut
         } else if self.in_recovery && a.in_recovery {
-            if a.dupack {
+            if a.sack {
+                // the window stays ssthresh through a SACK recovery
+            } else if a.dupack {
                 self.cwnd += 1.0;
             } else if a.newly_acked > 0 {
                 self.cwnd = (self.cwnd - a.newly_acked as f64 + 1.0).max(1.0);
@@ -123,10 +136,12 @@ pub struct NewRenoState {
 impl CcLaw for NewRenoState {
     /// The initial window, segments.
     type Params = u32;
-    // No delayed-ACK timer is modelled: a receiver waiting for `ack_every`
-    // segments would stall a window of one segment (after a timeout) until
-    // the next timeout, so NewReno and CUBIC receivers ACK every segment
-    // (Linux's quick-ACK mode; DCTCP does the same here).
+    // A receiver waiting for `ack_every` segments would stall a window of
+    // one segment (after a timeout) until the next timeout, so NewReno and
+    // CUBIC receivers ACK every segment (Linux's quick-ACK mode; DCTCP does
+    // the same here) unless TCP's delayed-ACK timer is set
+    // (`tcp_delayed_ack`, the transport's rule: every second segment or
+    // when the timer fires).
     const ACK_EVERY: Option<u32> = Some(1);
 
     fn new(iw: &u32, start: &QpStart) -> Self {
@@ -176,6 +191,7 @@ mod tests {
             dupack: false,
             loss: false,
             in_recovery: false,
+            sack: false,
         }
     }
 

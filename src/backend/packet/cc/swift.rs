@@ -294,6 +294,7 @@ mod tests {
             dupack: false,
             loss: false,
             in_recovery: false,
+            sack: false,
         };
         let r = CcLaw::on_ack(&mut s, &p, &ack(None));
         assert!(!r.window_cut);

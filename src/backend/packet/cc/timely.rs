@@ -313,6 +313,7 @@ mod tests {
             dupack: false,
             loss: false,
             in_recovery: false,
+            sack: false,
         };
         for i in 0..3 {
             CcLaw::on_ack(&mut s, &p, &ack(i * 1_000_000, 0, true));

@@ -8,8 +8,8 @@
 //!   and later NICs run: resend only what is missing;
 //! * [`GoBack0`]: a loss restarts the whole message (IRN's contrast case);
 //! * [`TcpRecovery`]: TCP's, duplicate ACKs, fast retransmit and NewReno fast
-//!   recovery (RFC 5681, RFC 6582) under an RFC 6298 timer; the TCP path's
-//!   default.
+//!   recovery (RFC 5681, RFC 6582), or with SACK (the default) RFC 6675's
+//!   recovery, under an RFC 6298 timer; the TCP path's default.
 //!
 //! The sender's sequence space ([`SendSeq`]) belongs to the transport; a law
 //! moves it on the events it sees:
@@ -64,6 +64,9 @@ pub enum Feedback {
     Nack,
     /// A selective NACK (IRN): the receiver holds this PSN, beyond a gap.
     Sack(u32),
+    /// A cumulative ACK carrying a TCP SACK block (RFC 2018): the receiver
+    /// holds PSNs `[.0, .1)` beyond the cumulative one.
+    AckBlock(u32, u32),
     /// A trimmed header of this PSN reached the receiver: its payload was cut
     /// by a full switch queue and must be sent again.
     Trimmed(u32),
@@ -73,7 +76,7 @@ impl Feedback {
     /// Anything but a plain cumulative ACK.
     #[inline]
     pub fn is_nack(self) -> bool {
-        self != Feedback::Ack
+        !matches!(self, Feedback::Ack | Feedback::AckBlock(..))
     }
 }
 
@@ -161,6 +164,14 @@ pub trait RecoveryLaw {
     /// Receiver: the trimmed header of data packet `psn` arrived. `Some(f)`:
     /// send a NACK expecting [`RecoveryLaw::expected`] with feedback `f`.
     fn on_trimmed(&mut self, psn: u32) -> Option<Feedback>;
+    /// Sender: whether sending `psn` (what [`RecoveryLaw::next_psn`]
+    /// returned) must wait for an ACK under the window `wnd`, packets. By
+    /// default the window bounds new data only (`nxt − una`; a hole below
+    /// it must go out for `una` to move).
+    #[inline]
+    fn blocked(&self, seq: &SendSeq, psn: u32, wnd: u32) -> bool {
+        psn == seq.nxt && seq.nxt.saturating_sub(seq.una) >= wnd
+    }
 }
 
 /// The loss-recovery state of one queue pair: one arm per law.
@@ -231,6 +242,11 @@ impl Recovery {
     pub fn on_trimmed(&mut self, psn: u32) -> Option<Feedback> {
         with_law!(self, r => r.on_trimmed(psn))
     }
+    /// See [`RecoveryLaw::blocked`].
+    #[inline]
+    pub fn blocked(&self, seq: &SendSeq, psn: u32, wnd: u32) -> bool {
+        with_law!(self, r => r.blocked(seq, psn, wnd))
+    }
 }
 
 /// A receiver's ring of PSNs received beyond the one it expects (go-back-N
@@ -256,6 +272,82 @@ impl PsnBits {
     pub fn get(&self, psn: u32) -> bool {
         let i = psn & (self.capacity() - 1);
         self.0[(i / 64) as usize] & (1 << (i % 64)) != 0
+    }
+
+    /// How many PSNs of `[lo, hi)` are held (`hi − lo` at most the capacity).
+    pub fn count(&self, mut lo: u32, hi: u32) -> u32 {
+        let cap = self.capacity();
+        let mut n = 0;
+        while lo < hi {
+            let i = lo & (cap - 1);
+            let bit = i % 64;
+            let take = (64 - bit).min(hi - lo);
+            let mask = if take == 64 {
+                u64::MAX
+            } else {
+                ((1u64 << take) - 1) << bit
+            };
+            n += (self.0[(i / 64) as usize] & mask).count_ones();
+            lo += take;
+        }
+        n
+    }
+
+    /// The `n`-th highest held PSN of `[lo, hi)` (`n` ≥ 1), if `n` are held.
+    pub fn nth_highest(&self, lo: u32, hi: u32, n: u32) -> Option<u32> {
+        let cap = self.capacity();
+        let mut left = n;
+        let mut h = hi;
+        while h > lo {
+            // the word holding h − 1, down to its first bit or lo
+            let i = (h - 1) & (cap - 1);
+            let bit = i % 64;
+            let take = (bit + 1).min(h - lo);
+            let w = self.0[(i / 64) as usize];
+            let mask = if take == 64 {
+                u64::MAX
+            } else {
+                ((1u64 << take) - 1) << (bit + 1 - take)
+            };
+            let mut m = w & mask;
+            let c = m.count_ones();
+            if c < left {
+                left -= c;
+                h -= take;
+                continue;
+            }
+            // the left-th highest set bit of m
+            loop {
+                let top = 63 - m.leading_zeros();
+                left -= 1;
+                if left == 0 {
+                    return Some(h - 1 - (bit - top));
+                }
+                m &= !(1u64 << top);
+            }
+        }
+        None
+    }
+
+    /// The lowest PSN of `[lo, hi)` not held, if there is one.
+    pub fn first_clear(&self, mut lo: u32, hi: u32) -> Option<u32> {
+        let cap = self.capacity();
+        while lo < hi {
+            let i = lo & (cap - 1);
+            let bit = i % 64;
+            let take = (64 - bit).min(hi - lo);
+            let w = !self.0[(i / 64) as usize] >> bit;
+            let w = if take == 64 {
+                w
+            } else {
+                w & ((1u64 << take) - 1)
+            };
+            if w != 0 {
+                return Some(lo + w.trailing_zeros());
+            }
+            lo += take;
+        }
+        None
     }
 
     /// Marks `psn` held or not.

@@ -1,0 +1,226 @@
+//! TCP's delayed ACK (RFC 1122 §4.2.3.2, RFC 5681 §4.2) and SACK loss
+//! recovery (RFC 2018, RFC 6675) at the packet level (issue 13), on the
+//! fabric of `tests/tcp.rs`: one switch, 1 Gb/s (or 10 Gb/s) host links of
+//! 24.4 µs, a 100 ns switch pipeline, an idle round trip of ≈ 100 µs;
+//! 1460 B of payload and 40 B of headers; drop-tail ports of 64 KB.
+
+use fabricsim::backend::packet::{
+    self, CongestionControl, FlowControl, LossRecovery, PacketConfig, PacketStats, Transport,
+};
+use fabricsim::dag::{Dag, Dep};
+use fabricsim::topology::{build, ClusterSpec, FabricLinkSpec, GpuId, Topology, TopologySpec};
+use fabricsim::units::{Rate, SimTime};
+
+const PAYLOAD: u32 = 1460;
+const NEWRENO: CongestionControl = CongestionControl::NewReno { initial_window: 10 };
+const CUBIC: CongestionControl = CongestionControl::Cubic { initial_window: 10 };
+
+fn fabric(hosts: u32, gbps: u64) -> Topology {
+    let cluster = ClusterSpec {
+        hosts,
+        gpus_per_host: 1,
+        nics_per_host: 1,
+        nvlink_rate: Rate::gbps(3600),
+        nvlink_latency: SimTime::from_ns(10),
+        pcie_rate: Rate::gbps(512),
+        pcie_latency: SimTime::from_ns(10),
+    };
+    let fabric = FabricLinkSpec {
+        link_rate: Rate::gbps(gbps),
+        link_latency: SimTime::from_ns(24_400),
+        switch_latency: SimTime::from_ns(100),
+        ..Default::default()
+    };
+    build(&cluster, &fabric, &TopologySpec::SingleSwitch).unwrap()
+}
+
+/// TCP with `cc`, SACK on or off, a delayed-ACK timer (0 = off), Linux's
+/// 200 ms minimum RTO unless `min_rto_us` says otherwise.
+fn tcp(cc: CongestionControl, sack: bool, delack: SimTime, min_rto_us: u64) -> PacketConfig {
+    PacketConfig {
+        mtu: PAYLOAD,
+        header_bytes: 40,
+        ack_bytes: 64,
+        port_buffer_bytes: 64 << 10,
+        flow_control: FlowControl::Lossy,
+        transport: Transport::Tcp {
+            per_packet_overhead: SimTime::from_ns(100),
+            jitter: SimTime::ZERO,
+        },
+        window_bytes: 4 << 20,
+        loss_recovery: LossRecovery::Tcp,
+        tcp_min_rto: SimTime::from_us(min_rto_us),
+        tcp_sack: sack,
+        tcp_delayed_ack: delack,
+        cc,
+        ..PacketConfig::default()
+    }
+}
+
+fn run(d: &Dag, t: &Topology, cfg: &PacketConfig) -> (f64, PacketStats) {
+    let (out, st) = packet::run_detailed(d, t, cfg).expect("run completes");
+    // byte conservation: sent = accepted + duplicates + discarded + dropped
+    st.check_conservation().unwrap();
+    assert_eq!(out.fabric.bytes_delivered, d.transfer_bytes());
+    (out.makespan.0 as f64 / 1e6, st)
+}
+
+/// One flow of `segments` from host 1 to host 0.
+fn one_flow(segments: u64) -> Dag {
+    let mut d = Dag::new();
+    d.begin_op("one flow");
+    d.transfer(GpuId(1), GpuId(0), segments * PAYLOAD as u64, &[]);
+    d
+}
+
+/// `n` senders into one receiver, 8 barrier-synchronized rounds of 1 MB
+/// striped over them (the incast of Vasudevan et al., SIGCOMM 2009 §3);
+/// goodput, Gb/s.
+fn striped(n: u32, cfg: &PacketConfig) -> (f64, PacketStats) {
+    let t = fabric(n + 1, 1);
+    let mut d = Dag::new();
+    d.begin_op("incast");
+    let mut last: Vec<Dep> = Vec::new();
+    for _ in 0..8 {
+        let this: Vec<Dep> = (1..=n)
+            .map(|s| Dep::Done(d.transfer(GpuId(s), GpuId(0), (1 << 20) / n as u64, &last)))
+            .collect();
+        last = this;
+    }
+    let (us, st) = run(&d, &t, cfg);
+    (d.transfer_bytes() as f64 * 8.0 / (us * 1e3), st)
+}
+
+/// The table behind the README's SACK figures.
+/// `cargo test --release --test tcp_sack sack_table -- --ignored --nocapture`
+#[test]
+#[ignore = "prints the incast table, asserts nothing"]
+fn sack_table() {
+    eprintln!("N  cubic  cubic+sack  newreno  newreno+sack  (Gb/s, timeouts, retransmitted), RTOmin 200 ms");
+    for n in [1u32, 2, 3, 4, 6, 8, 12, 16] {
+        let mut line = format!("{n:2}");
+        for (cc, sack) in [
+            (CUBIC, false),
+            (CUBIC, true),
+            (NEWRENO, false),
+            (NEWRENO, true),
+        ] {
+            let (g, s) = striped(n, &tcp(cc, sack, SimTime::ZERO, 200_000));
+            line += &format!("  {g:.3} ({}, {})", s.timeouts, s.retransmitted_packets);
+        }
+        eprintln!("{line}");
+    }
+}
+
+const DELACK: SimTime = SimTime::from_us(40_000);
+
+#[test]
+fn delayed_ack_halves_the_acks_of_a_bulk_transfer() {
+    // RFC 5681 §4.2 / RFC 1122 §4.2.3.2: with a delayed-ACK timer the
+    // receiver ACKs every second segment, so a loss-free transfer of P
+    // segments (P even, slow start's windows of 10, 20, 40 ... segments all
+    // even) draws exactly P / 2 ACKs against P without; the timer never
+    // fires (no lone segment waits), so the transfer takes the same time to
+    // within one round trip (≈ 100 µs, against the 40 ms a firing timer
+    // would add).
+    let t = fabric(2, 10);
+    let d = one_flow(200);
+    let (plain, sp) = run(&d, &t, &tcp(NEWRENO, true, SimTime::ZERO, 200_000));
+    let (delayed, sd) = run(&d, &t, &tcp(NEWRENO, true, DELACK, 200_000));
+    eprintln!(
+        "200 segments: {} ACKs in {plain:.1} us, with delayed ACK {} in {delayed:.1} us",
+        sp.ctrl_sent, sd.ctrl_sent
+    );
+    assert_eq!(sp.drops_total() + sd.drops_total(), 0);
+    assert_eq!(sp.ctrl_sent, 200);
+    assert_eq!(sd.ctrl_sent, 100);
+    assert!(
+        (delayed - plain).abs() < 100.0,
+        "{plain:.1} vs {delayed:.1} us"
+    );
+}
+
+#[test]
+fn a_lone_segment_is_acked_when_the_timer_fires_exactly_the_delay_later() {
+    // A window of one segment (a fixed window, no congestion control): the
+    // second segment leaves when the first one's ACK arrives. With a
+    // delayed-ACK timer D the receiver, holding one segment, waits D before
+    // ACKing it (RFC 1122 §4.2.3.2), so the two-segment transfer completes
+    // exactly D later than with an ACK per segment, to the picosecond (no
+    // jitter: the CPU cost is a fixed 100 ns). D = 40 ms, Linux's
+    // TCP_DELACK_MIN.
+    let t = fabric(2, 10);
+    let d = one_flow(2);
+    let fixed = |delack| {
+        let mut c = tcp(CongestionControl::None, true, delack, 200_000);
+        c.window_bytes = PAYLOAD as u64;
+        // without the timer, an ACK per segment (a fixed window's receiver
+        // would otherwise wait for `ack_every` = 4)
+        c.ack_every = 1;
+        run(&d, &t, &c)
+    };
+    let (plain, sp) = fixed(SimTime::ZERO);
+    let (delayed, sd) = fixed(DELACK);
+    eprintln!("2 segments, window 1: {plain:.3} us, with a 40 ms delayed ACK {delayed:.3} us");
+    assert_eq!(sp.timeouts + sd.timeouts, 0);
+    assert_eq!(
+        (delayed * 1e6).round() as u64 - (plain * 1e6).round() as u64,
+        DELACK.0
+    );
+}
+
+#[test]
+fn fast_retransmit_still_fires_under_delayed_ack() {
+    // tests/tcp.rs's four-sender incast (each 256 KB per round, 64 KB port)
+    // with a 40 ms delayed-ACK timer: out-of-order segments are still ACKed
+    // at once (RFC 5681 §4.2), so three duplicate ACKs still resend a hole
+    // (RFC 5681 §3.2), never a NACK. Measured, not asserted: NewReno's
+    // recovery then times out 3 times (0.144 Gb/s) where an ACK per segment
+    // has none (0.966 Gb/s, tests/tcp.rs) — delayed ACK hurting incast as
+    // Vasudevan et al. (SIGCOMM 2009 §6.2) report, or a gap in this model;
+    // not yet explained.
+    for sack in [false, true] {
+        let cfg = tcp(NEWRENO, sack, DELACK, 200_000);
+        let t = fabric(5, 1);
+        let mut d = Dag::new();
+        d.begin_op("incast");
+        let mut last: Vec<Dep> = Vec::new();
+        for _ in 0..4 {
+            let this: Vec<Dep> = (1..=4)
+                .map(|s| Dep::Done(d.transfer(GpuId(s), GpuId(0), 256 << 10, &last)))
+                .collect();
+            last = this;
+        }
+        let (us, st) = run(&d, &t, &cfg);
+        let g = d.transfer_bytes() as f64 * 8.0 / (us * 1e3);
+        eprintln!(
+            "delayed ACK, sack {sack}: goodput {g:.3} Gb/s, drops {}, fast retransmits {}, timeouts {}",
+            st.drops_total(),
+            st.nack_rewinds,
+            st.timeouts
+        );
+        assert!(st.drops_total() > 0 && st.nack_rewinds > 0);
+        assert_eq!(st.nacks_sent, 0);
+    }
+}
+
+#[test]
+fn sack_recovers_an_incast_newreno_recovery_times_out_on() {
+    // Eight senders, 1 MB rounds, 64 KB port, 200 ms RTOmin: several
+    // segments of one window drop. NewReno's recovery resends one hole per
+    // round trip (RFC 6582) and runs into the 200 ms timer (measured: 0.022
+    // Gb/s, 22 timeouts, 742 packets resent); SACK's (RFC 6675) resends every
+    // lost segment in the recovery's first round trip (Fall and Floyd, CCR
+    // 1996, §5) and times out less (measured: 0.144 Gb/s, 2 timeouts, 314
+    // resent). Expected: fewer timeouts and at least 3× the goodput; every
+    // byte conserved (sent = delivered + duplicates + dropped, `run`).
+    let (g0, s0) = striped(8, &tcp(NEWRENO, false, SimTime::ZERO, 200_000));
+    let (g1, s1) = striped(8, &tcp(NEWRENO, true, SimTime::ZERO, 200_000));
+    eprintln!(
+        "N = 8: NewReno recovery {g0:.3} Gb/s ({} timeouts, {} resent), SACK {g1:.3} Gb/s ({} timeouts, {} resent)",
+        s0.timeouts, s0.retransmitted_packets, s1.timeouts, s1.retransmitted_packets
+    );
+    assert!(s1.timeouts < s0.timeouts);
+    assert!(s1.retransmitted_packets < s0.retransmitted_packets);
+    assert!(g1 > 3.0 * g0, "{g1:.3} vs {g0:.3} Gb/s");
+}

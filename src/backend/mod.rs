@@ -11,6 +11,7 @@
 
 pub mod analytical;
 mod entry;
+pub mod class_share;
 pub mod flow;
 mod link_event;
 pub mod packet;

@@ -42,7 +42,10 @@ fn solve(cap: &[f64], paths: &[Vec<u32>], class: &[u8], classes: &[ClassWeight])
 fn assert_rates(got: &[f64], want: &[f64]) {
     assert_eq!(got.len(), want.len());
     for (g, w) in got.iter().zip(want) {
-        assert!((g - w).abs() <= 1e-9 * w.abs().max(1.0), "{got:?} vs {want:?}");
+        assert!(
+            (g - w).abs() <= 1e-9 * w.abs().max(1.0),
+            "{got:?} vs {want:?}"
+        );
     }
 }
 
@@ -50,10 +53,19 @@ fn assert_rates(got: &[f64], want: &[f64]) {
 fn one_link_weights_and_strict_priority_closed_forms() {
     let one = [vec![0u32], vec![0u32]];
     // DWRR 3:1 on a 100G link, both backlogged: 75 / 25 (ETS fluid limit, w_i / Σw)
-    assert_rates(&solve(&[100.0], &one, &[0, 1], &[w(0, 3.0), w(0, 1.0)]), &[75.0, 25.0]);
-    assert_rates(&solve(&[100.0], &one, &[0, 1], &[w(0, 1.0), w(0, 1.0)]), &[50.0, 50.0]);
+    assert_rates(
+        &solve(&[100.0], &one, &[0, 1], &[w(0, 3.0), w(0, 1.0)]),
+        &[75.0, 25.0],
+    );
+    assert_rates(
+        &solve(&[100.0], &one, &[0, 1], &[w(0, 1.0), w(0, 1.0)]),
+        &[50.0, 50.0],
+    );
     // strict: the higher level takes all it can use
-    assert_rates(&solve(&[100.0], &one, &[0, 1], &[w(1, 1.0), w(0, 1.0)]), &[100.0, 0.0]);
+    assert_rates(
+        &solve(&[100.0], &one, &[0, 1], &[w(1, 1.0), w(0, 1.0)]),
+        &[100.0, 0.0],
+    );
     // within a class, max-min: 3 gold flows share gold's 75
     let four = [vec![0u32], vec![0], vec![0], vec![0]];
     assert_rates(
@@ -66,7 +78,10 @@ fn one_link_weights_and_strict_priority_closed_forms() {
         &[75.0, 25.0 / 3.0, 25.0 / 3.0, 25.0 / 3.0],
     );
     // one class alone on a level with others absent gets the whole link
-    assert_rates(&solve(&[100.0], &one[..1], &[1], &[w(0, 3.0), w(0, 1.0)]), &[100.0]);
+    assert_rates(
+        &solve(&[100.0], &one[..1], &[1], &[w(0, 3.0), w(0, 1.0)]),
+        &[100.0],
+    );
 }
 
 #[test]
@@ -110,7 +125,12 @@ fn multi_link_closed_forms() {
     // link 1) would not say which of g0's weights counts.
     let paths = [vec![0u32, 1], vec![0], vec![1], vec![1]];
     assert_rates(
-        &solve(&[100.0, 100.0], &paths, &[0, 1, 1, 0], &[w(0, 3.0), w(0, 1.0)]),
+        &solve(
+            &[100.0, 100.0],
+            &paths,
+            &[0, 1, 1, 0],
+            &[w(0, 3.0), w(0, 1.0)],
+        ),
         &[37.5, 62.5, 25.0, 37.5],
     );
     // Found by the random sets (alternating bounds alone stop at a 2-cycle
@@ -121,7 +141,12 @@ fn multi_link_closed_forms() {
     // 2a + b = 67, so a = 21.6, b = 23.8, c = 25.4.
     let paths = [vec![1u32, 3], vec![0], vec![3], vec![0, 3], vec![0, 1]];
     assert_rates(
-        &solve(&[73.0, 47.0, 23.0, 67.0], &paths, &[0, 1, 0, 1, 0], &[w(1, 3.0), w(1, 2.0)]),
+        &solve(
+            &[73.0, 47.0, 23.0, 67.0],
+            &paths,
+            &[0, 1, 0, 1, 0],
+            &[w(1, 3.0), w(1, 2.0)],
+        ),
         &[21.6, 23.8, 21.6, 23.8, 25.4],
     );
     // Strict over weighted: a high flow of 60 on link 0 (capped by link 2 of
@@ -143,7 +168,13 @@ fn multi_link_closed_forms() {
 /// rate in `rate` and the levels above taking theirs, the offer found by
 /// bisection on the class level λ and the within-class level μ (no sorting,
 /// no prefix sums). The solver's rates must be a fixed point of it.
-fn naive_t(cap: &[f64], paths: &[Vec<u32>], class: &[u8], classes: &[ClassWeight], rate: &[f64]) -> Vec<f64> {
+fn naive_t(
+    cap: &[f64],
+    paths: &[Vec<u32>],
+    class: &[u8],
+    classes: &[ClassWeight],
+    rate: &[f64],
+) -> Vec<f64> {
     let n = paths.len();
     let prio = |f: usize| classes[class[f] as usize].priority;
     let bisect = |g: &dyn Fn(f64) -> f64, target: f64, hi: f64| {
@@ -171,8 +202,12 @@ fn naive_t(cap: &[f64], paths: &[Vec<u32>], class: &[u8], classes: &[ClassWeight
             .collect();
         let k = class[f];
         let wk = classes[k as usize].weight;
-        let demand_of =
-            |j: u8| -> f64 { on.iter().filter(|&&g| class[g] == j).map(|&g| rate[g]).sum() };
+        let demand_of = |j: u8| -> f64 {
+            on.iter()
+                .filter(|&&g| class[g] == j)
+                .map(|&g| rate[g])
+                .sum()
+        };
         let mut others: Vec<u8> = on.iter().map(|&g| class[g]).filter(|&j| j != k).collect();
         others.sort();
         others.dedup();
@@ -234,7 +269,10 @@ fn check_conditions(
             let level_load: f64 = on.iter().filter(|&&g| prio(g) >= p).map(|&g| rate[g]).sum();
             let full = level_load >= cap[l as usize] * (1.0 - tol) - tol;
             let norm = |j: u8| {
-                on.iter().filter(|&&g| class[g] == j).map(|&g| rate[g]).sum::<f64>()
+                on.iter()
+                    .filter(|&&g| class[g] == j)
+                    .map(|&g| rate[g])
+                    .sum::<f64>()
                     / classes[j as usize].weight
             };
             let top_class = on
@@ -248,7 +286,10 @@ fn check_conditions(
             full && top_class && top_flow
         });
         if !bottleneck {
-            return Err(format!("flow {f} (class {k}, rate {}) has no bottleneck", rate[f]));
+            return Err(format!(
+                "flow {f} (class {k}, rate {}) has no bottleneck",
+                rate[f]
+            ));
         }
     }
     Ok(())
@@ -384,13 +425,19 @@ fn flow_level_weights_3_to_1_give_75_and_25_gbps() {
     // 25 meanwhile (S/3 sent), then 100 for the 2S/3 left.
     let topo = single_switch(3);
     let s = 8u64 << 20;
-    let t = table(vec![tclass("gold", 0, Some(3)), tclass("bronze", 0, Some(1))]);
+    let t = table(vec![
+        tclass("gold", 0, Some(3)),
+        tclass("bronze", 0, Some(1)),
+    ]);
     let got = flow_fcts(&topo, &t, &[(1, 0, s, 0), (2, 0, s, 1)]);
     let a = tx(s, 75.0);
     assert_fct(got[0], ALPHA as f64 + a, 4);
     assert_fct(got[1], ALPHA as f64 + a + tx(s, 100.0) * 2.0 / 3.0, 4);
     // 1:1: 50 each, both done at S / 50G
-    let t = table(vec![tclass("gold", 0, Some(1)), tclass("bronze", 0, Some(1))]);
+    let t = table(vec![
+        tclass("gold", 0, Some(1)),
+        tclass("bronze", 0, Some(1)),
+    ]);
     let got = flow_fcts(&topo, &t, &[(1, 0, s, 0), (2, 0, s, 1)]);
     assert_fct(got[0], ALPHA as f64 + tx(s, 50.0), 4);
     assert_fct(got[1], ALPHA as f64 + tx(s, 50.0), 4);
@@ -412,7 +459,10 @@ fn flow_level_strict_priority_starves_then_hands_over_the_link() {
 fn flow_level_work_conservation_and_a_multi_link_case() {
     let topo = single_switch(4);
     let s = 8u64 << 20;
-    let t = table(vec![tclass("gold", 0, Some(1)), tclass("bronze", 0, Some(3))]);
+    let t = table(vec![
+        tclass("gold", 0, Some(1)),
+        tclass("bronze", 0, Some(3)),
+    ]);
     // gold flows a1 (1→0), a2 (2→0); bronze b (3→0) and b2 (3→1) share host
     // 3's uplink (bronze both: 50 each). On host 0's downlink bronze is owed
     // 75 but b can use 50: gold takes the other 50, 25 each (without work
@@ -435,8 +485,16 @@ fn one_class_ridden_is_max_min_to_the_picosecond() {
     // every transfer in class 1 of a 3:1 table: the same run as without classes
     let topo = single_switch(4);
     let s = 3u64 << 20;
-    let flows = [(1, 0, s, 1), (2, 0, 2 * s, 1), (2, 3, s, 1), (3, 1, s / 2, 1)];
-    let t = table(vec![tclass("gold", 0, Some(3)), tclass("bronze", 0, Some(1))]);
+    let flows = [
+        (1, 0, s, 1),
+        (2, 0, 2 * s, 1),
+        (2, 3, s, 1),
+        (3, 1, s / 2, 1),
+    ];
+    let t = table(vec![
+        tclass("gold", 0, Some(3)),
+        tclass("bronze", 0, Some(1)),
+    ]);
     let with = flow_fcts(&topo, &t, &flows);
     let (d, ids) = dag_of(&flows);
     let out = flow::run(&d, &topo, &FlowConfig::default()).unwrap();
@@ -475,16 +533,30 @@ fn flow_and_packet_levels_agree_on_class_shares() {
     let topo = single_switch(3);
     let (a, b) = (8u64 << 20, 32u64 << 20);
     for (name, classes, want) in [
-        ("3:1", vec![tclass("gold", 0, Some(3)), tclass("bronze", 0, Some(1))], 0.75),
-        ("1:1", vec![tclass("gold", 0, Some(1)), tclass("bronze", 0, Some(1))], 0.5),
-        ("strict", vec![tclass("gold", 1, None), tclass("bronze", 0, None)], 1.0),
+        (
+            "3:1",
+            vec![tclass("gold", 0, Some(3)), tclass("bronze", 0, Some(1))],
+            0.75,
+        ),
+        (
+            "1:1",
+            vec![tclass("gold", 0, Some(1)), tclass("bronze", 0, Some(1))],
+            0.5,
+        ),
+        (
+            "strict",
+            vec![tclass("gold", 1, None), tclass("bronze", 0, None)],
+            1.0,
+        ),
     ] {
         let t = table(classes);
         let fl = |flows: &[(u32, u32, u64, u8)]| flow_fcts(&topo, &t, flows);
         let pk = |flows: &[(u32, u32, u64, u8)]| {
             let (d, ids) = dag_of(flows);
             let out = packet::run(&d, &topo, &pfc_cfg(t.clone())).unwrap();
-            ids.iter().map(|t| out.task_done[t.0 as usize].0).collect::<Vec<u64>>()
+            ids.iter()
+                .map(|t| out.task_done[t.0 as usize].0)
+                .collect::<Vec<u64>>()
         };
         let share = |f: &dyn Fn(&[(u32, u32, u64, u8)]) -> Vec<u64>| {
             let alone = f(&[(1, 0, a, 0)])[0] as f64;
@@ -496,6 +568,9 @@ fn flow_and_packet_levels_agree_on_class_shares() {
         // the flow level's share is w_a / Σw up to the path latency both
         // completion times include (0.7 us of ~90 us)
         assert!((sf - want).abs() <= 0.01, "{name}: flow share {sf:.4}");
-        assert!((sf - sp).abs() <= 0.03, "{name}: flow {sf:.4} vs packet {sp:.4}");
+        assert!(
+            (sf - sp).abs() <= 0.03,
+            "{name}: flow {sf:.4} vs packet {sp:.4}"
+        );
     }
 }

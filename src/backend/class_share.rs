@@ -395,7 +395,6 @@ impl ClassShare {
         }
         (c - used).max(0.0)
     }
-
 }
 
 /// `μ` with `Σ_{g≠f} min(d_g, μ) + μ = s`, `d_g` the class's demands

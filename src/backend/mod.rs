@@ -10,8 +10,8 @@
 //! | packet | [`packet`] | MTU packets, queues, credits / PFC, ECN, DCQCN / DCTCP, retransmission |
 
 pub mod analytical;
-mod entry;
 pub mod class_share;
+mod entry;
 pub mod flow;
 mod link_event;
 pub mod packet;

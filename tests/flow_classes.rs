@@ -373,6 +373,9 @@ fn table(classes: Vec<TrafficClass>) -> TrafficClasses {
     }
 }
 
+/// A transfer: source, destination, bytes, class.
+type Xfer = (u32, u32, u64, u8);
+
 /// The DAG of transfers (src, dst, bytes, class), all at time zero.
 fn dag_of(flows: &[(u32, u32, u64, u8)]) -> (Dag, Vec<TaskId>) {
     let mut d = Dag::new();
@@ -558,7 +561,7 @@ fn flow_and_packet_levels_agree_on_class_shares() {
                 .map(|t| out.task_done[t.0 as usize].0)
                 .collect::<Vec<u64>>()
         };
-        let share = |f: &dyn Fn(&[(u32, u32, u64, u8)]) -> Vec<u64>| {
+        let share = |f: &dyn Fn(&[Xfer]) -> Vec<u64>| {
             let alone = f(&[(1, 0, a, 0)])[0] as f64;
             let both = f(&[(1, 0, a, 0), (2, 0, b, 1)])[0] as f64;
             alone / both

@@ -2,7 +2,7 @@
 //! runs each through [`backend::run`] and hands the outputs to
 //! [`crate::report::assemble`], which builds the [`Report`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::Instant;
 
@@ -545,16 +545,22 @@ fn read_backend_keys(
         fidelity == Fidelity::Packet,
         || "the budget of packet events applies at the packet fidelity".into(),
     );
-    if fidelity != Fidelity::Packet {
-        let why = || {
-            "traffic classes are a packet-level scheduler (lanes, DWRR, per-class PFC and ECN); the flow and analytical levels share links by max-min".to_string()
-        };
-        for key in &CLASS_KEYS {
-            usage.void(key, why);
+    match fidelity {
+        Fidelity::Analytical => {
+            let why = || {
+                "traffic classes decide who is served first where transfers contend; the analytical fidelity costs each transfer on an idle path (α-β closed forms), where no class waits for another (use flow or packet)".to_string()
+            };
+            for key in &CLASS_KEYS {
+                usage.void(key, why);
+            }
+            for key in flow_class_keys(s) {
+                usage.void(&key, why);
+            }
         }
-        for key in flow_class_keys(s) {
-            usage.void(&key, why);
+        Fidelity::Flow => {
+            flow_classes_used(s, usage);
         }
+        Fidelity::Packet => {}
     }
     match fidelity {
         Fidelity::Analytical => {
@@ -850,6 +856,14 @@ struct Executor<'a> {
 }
 
 impl Executor<'_> {
+    /// The classes the flow level shares links among (`None` at the other
+    /// fidelities, or with one class ridden; the run's ledger records them).
+    fn flow_classes(&self) -> Option<crate::mechanism::TrafficClasses> {
+        (self.fidelity == Fidelity::Flow)
+            .then(|| flow_classes_used(self.scenario, &mut Usage::new(&[])))
+            .flatten()
+    }
+
     /// Runs one DAG at this fidelity; `horizon` is a guess of its length for the
     /// report's link timeline (zero when unknown).
     fn run_dag(&self, dag: &Dag, horizon: SimTime) -> Result<RunOutput, BackendError> {
@@ -861,6 +875,7 @@ impl Executor<'_> {
                 None => (self.fidelity == Fidelity::Packet)
                     .then(|| packet_config(self.scenario, self.seed)),
             },
+            classes: self.flow_classes(),
             ..BackendConfig::new(self.fidelity, self.seed)
         };
         let observers = Observers {
@@ -1341,6 +1356,73 @@ fn flow_class_keys(s: &Scenario) -> Vec<String> {
         .collect()
 }
 
+/// The classes the transfers of `s` ride at the flow level: a listed flow's
+/// own or the workload's (`workload.class`, default the first), and an extra
+/// flow's; every other workload rides the workload's class.
+fn classes_ridden(s: &Scenario, tc: &crate::mechanism::TrafficClasses) -> BTreeSet<u8> {
+    let mut ridden = BTreeSet::new();
+    match &s.workload {
+        WorkloadSpec::Traffic(crate::workload::traffic::TrafficSpec::Flows(list)) => {
+            ridden.extend(list.iter().map(|f| f.class.unwrap_or(tc.data)));
+        }
+        _ => {
+            ridden.insert(tc.data);
+        }
+    }
+    if matches!(s.workload, WorkloadSpec::Traffic(_)) {
+        ridden.extend(s.extra_flows.iter().map(|f| f.class.unwrap_or(tc.data)));
+    }
+    ridden
+}
+
+/// The traffic classes the flow level shares links among, when the
+/// transfers ride more than one (`backend::class_share`: strict priority
+/// between levels, weights within a level, max-min within a class); their
+/// PFC and ECN settings, ACK and CNP classes are listed with the reason.
+/// With one class ridden, links are shared max-min as without classes and
+/// the table is listed.
+pub(crate) fn flow_classes_used(
+    s: &Scenario,
+    usage: &mut Usage,
+) -> Option<crate::mechanism::TrafficClasses> {
+    let tc = s.packet.classes.as_ref()?;
+    let no_bytes = || {
+        "ACKs and CNPs carry no bytes at the flow fidelity (a transfer is fluid data; its acknowledgements and congestion notifications are packets, modeled at the packet fidelity)".to_string()
+    };
+    usage.void("fabric.ack_class", no_bytes);
+    usage.void("fabric.cnp_class", no_bytes);
+    let ridden = classes_ridden(s, tc);
+    if ridden.len() < 2 {
+        let name = &tc.classes[usize::from(ridden.first().copied().unwrap_or(tc.data))].name;
+        let why = || {
+            format!(
+                "every transfer rides class {name:?}, which shares links max-min as without classes at the flow fidelity: put a flow in another class (workload.class, a flow's class) for the classes to share links"
+            )
+        };
+        for key in &CLASS_KEYS {
+            usage.void(key, why);
+        }
+        for key in flow_class_keys(s) {
+            usage.void(&key, why);
+        }
+        return None;
+    }
+    usage.read("fabric.classes");
+    usage.read("workload.class");
+    for key in flow_class_keys(s) {
+        usage.read(&key);
+    }
+    let no_queues = || {
+        "the flow fidelity has no queues: nothing pauses, drops or is marked, so a class's PFC and ECN settings act at the packet fidelity; here a class is its priority and weight".to_string()
+    };
+    for i in 0..tc.classes.len() {
+        for leaf in ["pfc", "ecn_kmin", "ecn_kmax", "ecn_pmax"] {
+            usage.void(&format!("fabric.classes.{i}.{leaf}"), no_queues);
+        }
+    }
+    Some(tc.clone())
+}
+
 /// The keys that name traffic classes (the table, and what refers to it).
 const CLASS_KEYS: [&str; 4] = [
     "fabric.classes",
@@ -1538,6 +1620,7 @@ fn run_dag_with(
         seed,
         link_events: faults.link_events,
         packet: (fidelity == Fidelity::Packet).then(|| packet_config(scenario, seed)),
+        classes: exec.flow_classes(),
     };
     let observers = Observers {
         progress: opts.progress.clone(),

@@ -923,6 +923,7 @@ fn cases() -> Vec<(&'static str, Fidelity)> {
         "pfc-deadlock-dragonfly.toml",
         "training-chakra.toml",
         "training-faults.toml",
+        "traffic-classes-roce.toml",
         "two-jobs-leaf-spine.toml",
         "two-jobs-training.toml",
     ] {

@@ -103,6 +103,10 @@ pub struct BackendConfig {
     /// own `seed` and `link_events` are replaced by the fields above. Unused at
     /// the other fidelities.
     pub packet: Option<PacketConfig>,
+    /// Traffic classes the flow level shares links among (the packet level
+    /// reads its own, [`PacketConfig::classes`]); `None` elsewhere, or when
+    /// the transfers all ride one class.
+    pub classes: Option<crate::mechanism::TrafficClasses>,
 }
 
 impl BackendConfig {
@@ -113,6 +117,7 @@ impl BackendConfig {
             seed,
             link_events: Vec::new(),
             packet: None,
+            classes: None,
         }
     }
 }
@@ -250,6 +255,7 @@ pub fn run(
                 timeline_horizon: timeline.map_or(SimTime::ZERO, |t| t.horizon),
                 timeline_links: timeline.map_or(0, |t| t.links),
                 progress: observers.progress.clone(),
+                classes: cfg.classes.clone(),
             };
             flow::run(dag, topo, &fc).map_err(BackendError::Flow)
         }

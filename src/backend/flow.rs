@@ -19,6 +19,13 @@
 //! a new ECMP path with the bytes it still has to send (bytes already sent are
 //! delivered). A rate change rescales the link's capacity and re-shares it.
 //!
+//! **Traffic classes** ([`FlowConfig::classes`]): when the transfers ride more
+//! than one class of `[[fabric.classes]]`, every change recomputes all flows'
+//! rates with [`super::class_share`] (strict priority between levels,
+//! weighted sharing between the classes of a level, max-min within a class)
+//! instead of the incremental max-min above; a run whose transfers all ride
+//! one class is max-min and keeps the incremental path untouched.
+//!
 //! Two opt-in observers cost nothing when off and never change results:
 //! [`FlowConfig::link_timeline`] records the bytes each link carries per time
 //! bucket (a fixed, preallocated table whose buckets double in width as the run
@@ -30,10 +37,12 @@ use std::collections::BinaryHeap;
 
 use std::fmt;
 
+use super::class_share::{ClassShare, ClassWeight};
 use super::{FabricCounters, LinkCounters, RunOutput};
 pub use super::{LinkEvent, LinkEventKind, ProgressHook, ProgressTick, PROGRESS_EVERY};
 use crate::config::Fidelity;
 use crate::dag::{Dag, DagRunner, TaskId, TaskKind};
+use crate::mechanism::TrafficClasses;
 use crate::topology::{mix64, LinkId, Topology};
 use crate::units::SimTime;
 
@@ -65,6 +74,10 @@ pub struct FlowConfig {
     pub timeline_links: usize,
     /// Called every [`PROGRESS_EVERY`] events with the simulated time reached.
     pub progress: Option<ProgressHook>,
+    /// Traffic classes (a transfer's `class`, or the workload's `data` class):
+    /// links are shared among classes as [`super::class_share`] describes when
+    /// the transfers ride more than one; `None`, or one class, is max-min.
+    pub classes: Option<TrafficClasses>,
 }
 
 impl fmt::Debug for FlowConfig {
@@ -77,6 +90,7 @@ impl fmt::Debug for FlowConfig {
             .field("timeline_horizon", &self.timeline_horizon)
             .field("timeline_links", &self.timeline_links)
             .field("progress", &self.progress.is_some())
+            .field("classes", &self.classes)
             .finish()
     }
 }
@@ -218,6 +232,63 @@ struct Flow {
     // scratch for water-filling
     frozen: bool,
     visit: u32,
+    /// Traffic class (index into the fabric's classes; used only when the
+    /// run shares links among classes).
+    class: u8,
+    /// Sending (not yet finished, not a free slot).
+    live: bool,
+}
+
+/// What a run that shares links among traffic classes keeps.
+struct Classed {
+    /// Per class: priority and weight.
+    weights: Vec<ClassWeight>,
+    /// Class of a transfer naming none.
+    data: u8,
+    share: ClassShare,
+}
+
+impl Classed {
+    /// `Some` when the transfers of `dag` ride more than one class.
+    fn new(dag: &Dag, classes: Option<&TrafficClasses>) -> Option<Classed> {
+        let tc = classes?;
+        let mut seen: Option<u8> = None;
+        let mut mixed = false;
+        for t in &dag.tasks {
+            if !t.kind.is_transfer() {
+                continue;
+            }
+            let c = Self::class_of(t.class, tc.data);
+            match seen {
+                None => seen = Some(c),
+                Some(s) if s != c => {
+                    mixed = true;
+                    break;
+                }
+                Some(_) => {}
+            }
+        }
+        mixed.then(|| Classed {
+            weights: tc
+                .classes
+                .iter()
+                .map(|c| ClassWeight {
+                    priority: c.priority,
+                    weight: f64::from(c.weight.unwrap_or(1)),
+                })
+                .collect(),
+            data: tc.data,
+            share: ClassShare::default(),
+        })
+    }
+
+    /// A task's class: its own (`Task::class`, plus one) or the data class.
+    fn class_of(task_class: u8, data: u8) -> u8 {
+        match task_class {
+            0 => data,
+            c => c - 1,
+        }
+    }
 }
 
 /// Runs `dag` on `topo` at flow level.
@@ -282,6 +353,8 @@ struct Sim<'a> {
     /// Opt-in per-link bytes per time bucket.
     timeline: Option<Timeline>,
     next_progress: u64,
+    /// Links shared among traffic classes (`None`: max-min).
+    classed: Option<Classed>,
 }
 
 impl<'a> Sim<'a> {
@@ -330,6 +403,7 @@ impl<'a> Sim<'a> {
                 .link_timeline
                 .then(|| Timeline::new(nl, cfg.timeline_horizon)),
             next_progress: PROGRESS_EVERY,
+            classed: Classed::new(dag, cfg.classes.as_ref()),
         }
     }
 
@@ -447,6 +521,7 @@ impl<'a> Sim<'a> {
         let f = &mut self.flows[fid as usize];
         f.version = f.version.wrapping_add(1);
         f.scheduled = false;
+        f.live = false;
         self.free.push(fid);
         self.runner.sent(TaskId(task), SimTime(now), ready);
         self.push(now + latency, EvKind::TaskDone, task, 0);
@@ -492,6 +567,8 @@ impl<'a> Sim<'a> {
                                 tl_from: 0,
                                 frozen: false,
                                 visit: 0,
+                                class: 0,
+                                live: false,
                             });
                             self.flows.len() as u32 - 1
                         }
@@ -512,6 +589,10 @@ impl<'a> Sim<'a> {
                     f.reroutes = 0;
                     f.tl_left = bytes as f64;
                     f.tl_from = now;
+                    f.live = true;
+                    if let Some(c) = &self.classed {
+                        f.class = Classed::class_of(self.dag.tasks[t.0 as usize].class, c.data);
+                    }
                     for i in 0..self.path_buf.len() {
                         let l = self.path_buf[i].0;
                         self.on_link[l as usize].push(fid);
@@ -801,7 +882,7 @@ impl<'a> Sim<'a> {
     /// collective (chunk c+1 follows chunk c on the same queue pair) and skips the
     /// recomputation entirely (16,384-GPU hierarchical all-reduce: nearly every event).
     fn hand_over(&mut self, new_flows: &[u32], now: u64) {
-        if self.vacated.is_empty() || self.cfg.full_recompute {
+        if self.vacated.is_empty() || self.cfg.full_recompute || self.classed.is_some() {
             return;
         }
         // Candidates grouped by path key, each group in finishing order; a
@@ -915,6 +996,10 @@ impl<'a> Sim<'a> {
         if self.vacated.is_empty() && self.new_flows.is_empty() && self.forced.is_empty() {
             return;
         }
+        if self.classed.is_some() {
+            self.recompute_classes(now);
+            return;
+        }
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
             self.link_mark.iter_mut().for_each(|m| *m = 0);
@@ -998,7 +1083,48 @@ impl<'a> Sim<'a> {
                 break;
             }
         }
-        // Commit: link loads and completion events.
+        self.commit(now);
+    }
+
+    /// Every sending flow's rate shared among traffic classes
+    /// ([`super::class_share`]), recomputed as a whole.
+    fn recompute_classes(&mut self, now: u64) {
+        self.forced.clear();
+        self.new_flows.clear();
+        self.vacated.clear();
+        self.comp_flows.clear();
+        for (fid, f) in self.flows.iter_mut().enumerate() {
+            if !f.live {
+                continue;
+            }
+            f.remaining = (f.remaining - f.rate * (now - f.last) as f64).max(0.0);
+            f.last = now;
+            f.old_rate = f.rate;
+            self.comp_flows.push(fid as u32);
+        }
+        let Some(c) = self.classed.as_mut() else {
+            return;
+        };
+        let flows = &self.flows;
+        let paths: Vec<&[u32]> = self
+            .comp_flows
+            .iter()
+            .map(|&f| &flows[f as usize].path[..flows[f as usize].path_len as usize])
+            .collect();
+        let class: Vec<u8> = self
+            .comp_flows
+            .iter()
+            .map(|&f| flows[f as usize].class)
+            .collect();
+        let rates = c.share.solve(&self.cap, &paths, &class, &c.weights);
+        for (i, &fid) in self.comp_flows.iter().enumerate() {
+            self.flows[fid as usize].rate = rates[i];
+        }
+        self.commit(now);
+    }
+
+    /// Commits the new rates of `comp_flows`: link loads and completion events.
+    fn commit(&mut self, now: u64) {
         for i in 0..self.comp_flows.len() {
             let fid = self.comp_flows[i] as usize;
             let delta = self.flows[fid].rate - self.flows[fid].old_rate;

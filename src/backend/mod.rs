@@ -6,10 +6,11 @@
 //! | fidelity | module | models |
 //! |---|---|---|
 //! | analytical | [`analytical`] | α-β cost per transfer, no contention |
-//! | flow | [`flow`] | max-min fair sharing of links, events at flow start/end |
+//! | flow | [`flow`] | max-min fair sharing of links (by traffic class when transfers ride several: [`class_share`]), events at flow start/end |
 //! | packet | [`packet`] | MTU packets, queues, credits / PFC, ECN, DCQCN / DCTCP, retransmission |
 
 pub mod analytical;
+pub mod class_share;
 mod entry;
 pub mod flow;
 mod link_event;

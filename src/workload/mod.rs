@@ -304,6 +304,8 @@ pub fn evaluate(
         seed,
         link_events: faults.link_events.clone(),
         packet: packet.cloned(),
+        // a training step or inference batch rides one class: max-min
+        classes: None,
     };
     crate::backend::run(dag, topo, &cfg, &Observers::default())
 }

@@ -18,7 +18,9 @@
 //! show that TIMELY's fixed point is not unique, so equal flows may settle at
 //! unequal rates. Jain's index is printed.
 
-use fabricsim::config::{self, Fidelity};
+mod common;
+
+use fabricsim::config;
 use fabricsim::report::Report;
 use fabricsim::run::{run, RunOptions};
 
@@ -64,18 +66,7 @@ sample_interval = "10us"
 }
 
 fn run_text(text: &str) -> Report {
-    let s = config::parse("timely.toml", text).unwrap_or_else(|e| panic!("{e}"));
-    run(
-        &s,
-        &RunOptions {
-            fidelity: Some(Fidelity::Packet),
-            collect_links: true,
-            detail: true,
-            flow_records: true,
-            ..RunOptions::default()
-        },
-    )
-    .unwrap_or_else(|e| panic!("{e}"))
+    common::run_packet("timely.toml", text)
 }
 
 /// The receiver port's samples of series `kind` between `from` and `to` of
@@ -266,13 +257,7 @@ fn eight_flows_share_a_10g_port_and_their_rtts_stay_below_t_low() {
 #[test]
 fn timely_protects_the_victim_of_the_roce_incast_and_is_deterministic() {
     // The shipped example: the 16:1 incast of incast-roce-swift.toml.
-    let load = |f: &str| {
-        config::load(std::path::Path::new(&format!(
-            "{}/examples/{f}",
-            env!("CARGO_MANIFEST_DIR")
-        )))
-        .unwrap()
-    };
+    let load = |f: &str| config::load(&common::example_path(f)).unwrap();
     let s = load("incast-roce-timely.toml");
     let opts = RunOptions {
         flow_records: true,

@@ -407,34 +407,26 @@ fn workload_counts(
                 (AlgoChoice::Auto, _) => None,
             };
             for &size in &w.sizes {
-                // messages each rank sends per channel
-                let tree = 4.0 * (n.log2().ceil() + g);
-                // NVLink steps in the host, then the inter-host algorithm per rail
-                let log_hosts = hosts.log2().ceil().max(1.0);
-                let hierarchical = 2.0 * g
-                    + match w.inter_host {
-                        A::Tree => 4.0 * log_hosts,
-                        A::HalvingDoubling => 2.0 * log_hosts + 2.0,
-                        A::Sharp => 4.0,
-                        _ => 2.0 * hosts,
-                    };
+                // messages each rank sends per channel, as each algorithm's
+                // registration counts them
+                let shape = crate::collective::StepShape {
+                    ranks: n,
+                    gpus_per_host: g,
+                    hosts,
+                    inter_host: w.inter_host,
+                };
+                let steps_of = |a: A| (crate::collective::entry(a).budget_steps)(&shape);
                 let steps = match algo {
-                    Some(A::Ring) => 2.0 * n,
-                    Some(A::Direct) => n,
-                    Some(A::Tree) => tree,
-                    Some(A::HalvingDoubling) => 2.0 * n.log2().ceil() + 2.0,
-                    Some(A::Hierarchical | A::Nvls) => hierarchical,
-                    // chain up and down, a SHARP trip per channel
-                    Some(A::Sharp | A::CollnetChain) => 4.0 + 2.0 * g,
-                    None => tree.max(hierarchical),
+                    Some(a) => steps_of(a),
+                    None => steps_of(A::Tree).max(steps_of(A::Hierarchical)),
                 };
                 // every algorithm moves at most ~2 buffers per rank (NVLink included)
                 let moved = 2.0 * size as f64 * n;
                 let chunk = w.chunk_bytes.max(1) as f64;
                 // channels split a ring's buffer; hierarchical runs one ring per rail
                 let channels = match algo {
-                    Some(A::Hierarchical | A::Nvls) | None => 1.0,
-                    _ => channels,
+                    Some(a) if crate::collective::entry(a).splits_channels => channels,
+                    _ => 1.0,
                 };
                 // each queue pair of a connection is its own flow
                 let qps = f64::from(s.fabric.qps_per_connection.max(1));

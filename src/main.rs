@@ -74,8 +74,7 @@ struct BaseArgs {
     /// Fidelity: analytical, flow (default) or packet.
     #[arg(long, value_parser = parse_fidelity)]
     fidelity: Option<Fidelity>,
-    /// Algorithm: auto (default), ring, tree, halving_doubling, hierarchical, direct, sharp.
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", help = algo_help())]
     algo: String,
     /// Compare the in-place columns (default: out-of-place).
     #[arg(long)]
@@ -110,8 +109,7 @@ enum Command {
     Collective {
         /// allreduce, allgather, reducescatter, broadcast or alltoall.
         op: String,
-        /// ring, tree, halving_doubling, hierarchical, direct, sharp, nvls, collnet_chain or auto.
-        #[arg(long, default_value = "auto")]
+        #[arg(long, default_value = "auto", help = algo_help())]
         algo: String,
         /// Smallest size (nccl-tests -b), e.g. 8, 1K, 1M.
         #[arg(short = 'b', long = "minbytes", default_value = "1M")]
@@ -1258,4 +1256,12 @@ fn calibrate_cmd(
         None => out!("{toml}"),
     }
     ExitCode::SUCCESS
+}
+
+/// The `--algo` help: `auto` and every registered algorithm.
+fn algo_help() -> String {
+    format!(
+        "Algorithm: auto (default: NCCL's tuner) or one of {}",
+        fabricsim::collective::registry::names()
+    )
 }

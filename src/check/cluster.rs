@@ -188,7 +188,8 @@ pub fn algo_choice(algo: &str, op: CollectiveOp) -> Result<AlgoChoice, String> {
             crate::collective::supported_ops(a)
         )),
         None => Err(format!(
-            "unknown algorithm {algo:?}; expected auto, ring, tree, halving_doubling, hierarchical, direct, sharp or nvls"
+            "unknown algorithm {algo:?}; expected auto or one of {}",
+            crate::collective::registry::names()
         )),
     }
 }

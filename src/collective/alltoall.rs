@@ -303,6 +303,25 @@ pub fn traffic(spec: &CollectiveSpec, ranks: &[GpuId]) -> Result<u64, Collective
     Ok((ranks.len() as u64 - 1).saturating_mul(spec.bytes))
 }
 
+/// This algorithm's registration ([`super::REGISTRY`]). Point-to-point all-to-all: every rank sends to every other.
+pub(crate) const ENTRY: super::AlgorithmEntry = {
+    use super::CollectiveOp as O;
+    super::AlgorithmEntry {
+        algorithm: super::Algorithm::Direct,
+        name: "direct",
+        ops: &[O::AllToAll],
+        nccl: true,
+        uses_protocol: false,
+        splits_channels: true,
+        budget_steps: |s| s.ranks,
+        inter_host_steps: None,
+        available: super::registry::always,
+        emit: |s, r, t, em, a| Ok(emit(s, r, t, em, a)),
+        time: time,
+        traffic: |s, r, _| traffic(s, r),
+    }
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

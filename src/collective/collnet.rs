@@ -230,3 +230,22 @@ pub fn traffic(
     }
     Ok(total)
 }
+
+/// This algorithm's registration ([`super::REGISTRY`]). NCCL's CollNet chain: a chain in each node into the switches' reduction.
+pub(crate) const ENTRY: super::AlgorithmEntry = {
+    use super::CollectiveOp as O;
+    super::AlgorithmEntry {
+        algorithm: super::Algorithm::CollnetChain,
+        name: "collnet_chain",
+        ops: &[O::AllReduce],
+        nccl: true,
+        uses_protocol: false,
+        splits_channels: true,
+        budget_steps: |s| 4.0 + 2.0 * s.gpus_per_host,
+        inter_host_steps: None,
+        available: runs,
+        emit: emit,
+        time: time,
+        traffic: traffic,
+    }
+};

@@ -239,6 +239,25 @@ pub fn traffic(spec: &CollectiveSpec, ranks: &[GpuId]) -> Result<u64, Collective
     ))
 }
 
+/// This algorithm's registration ([`super::REGISTRY`]). Rabenseifner's recursive halving and doubling (MPI's; `auto` leaves it out).
+pub(crate) const ENTRY: super::AlgorithmEntry = {
+    use super::CollectiveOp as O;
+    super::AlgorithmEntry {
+        algorithm: super::Algorithm::HalvingDoubling,
+        name: "halving_doubling",
+        ops: &[O::AllReduce, O::AllGather, O::ReduceScatter],
+        nccl: false,
+        uses_protocol: false,
+        splits_channels: true,
+        budget_steps: |s| 2.0 * s.ranks.log2().ceil() + 2.0,
+        inter_host_steps: Some(|s| 2.0 * s.log_hosts() + 2.0),
+        available: super::registry::always,
+        emit: |s, r, _, em, a| emit(s, r, em, a),
+        time: time,
+        traffic: |s, r, _| traffic(s, r),
+    }
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

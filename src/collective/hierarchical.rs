@@ -747,6 +747,35 @@ pub fn traffic(
     ))
 }
 
+/// The budget's messages per rank of an algorithm that runs NVLink steps in
+/// the host and one inter-host algorithm per rail (hierarchical, NVLS): the
+/// NVLink steps plus the inter-host algorithm's own count over the hosts.
+pub(crate) fn steps_of_rails(s: &super::StepShape) -> f64 {
+    let inter = super::entry(s.inter_host)
+        .inter_host_steps
+        .map_or(2.0 * s.hosts, |f| f(s));
+    2.0 * s.gpus_per_host + inter
+}
+
+/// This algorithm's registration ([`super::REGISTRY`]). NVLink inside the host, one inter-host algorithm per rail (Horovod's; `auto` leaves it out).
+pub(crate) const ENTRY: super::AlgorithmEntry = {
+    use super::CollectiveOp as O;
+    super::AlgorithmEntry {
+        algorithm: super::Algorithm::Hierarchical,
+        name: "hierarchical",
+        ops: &[O::AllReduce, O::AllGather, O::ReduceScatter],
+        nccl: false,
+        uses_protocol: true,
+        splits_channels: false,
+        budget_steps: steps_of_rails,
+        inter_host_steps: None,
+        available: super::registry::always,
+        emit: emit,
+        time: time,
+        traffic: traffic,
+    }
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -50,6 +50,7 @@ pub mod critical_path;
 pub mod halving_doubling;
 pub mod hierarchical;
 pub mod nvls;
+pub mod registry;
 pub mod ring;
 pub mod sharp;
 pub mod tree;
@@ -57,6 +58,7 @@ pub mod tree;
 use crate::dag::{Dag, Dep, TaskId};
 use crate::topology::{GpuId, Topology};
 use crate::units::{Rate, SimTime};
+pub use registry::{entry, AlgorithmEntry, StepShape, REGISTRY};
 use std::collections::HashSet;
 
 /// A collective operation, as nccl-tests names them.
@@ -140,43 +142,18 @@ pub enum Algorithm {
 }
 
 impl Algorithm {
-    /// Every algorithm.
-    pub const ALL: [Algorithm; 8] = [
-        Algorithm::Ring,
-        Algorithm::Tree,
-        Algorithm::HalvingDoubling,
-        Algorithm::Hierarchical,
-        Algorithm::Direct,
-        Algorithm::Sharp,
-        Algorithm::Nvls,
-        Algorithm::CollnetChain,
-    ];
-    /// The algorithms NCCL itself runs, among which `auto` chooses as NCCL's
-    /// tuner does (ring, tree, NVLS and NVLS-tree, CollNet as in-network
-    /// SHARP and the CollNet chain, point-to-point all-to-all). Halving-doubling and the
-    /// hierarchical ring are MPI's and Horovod's: they run when named, and
-    /// `auto` leaves them out so that a simulated table stands beside a
-    /// measured nccl-tests one.
-    pub const NCCL: [Algorithm; 6] = [
-        Algorithm::Ring,
-        Algorithm::Tree,
-        Algorithm::Direct,
-        Algorithm::Sharp,
-        Algorithm::Nvls,
-        Algorithm::CollnetChain,
-    ];
+    /// Every algorithm, in the order of [`REGISTRY`].
+    pub const ALL: [Algorithm; REGISTRY.len()] = registry::ALL;
+    /// The algorithms NCCL itself runs (each file's [`AlgorithmEntry::nccl`]),
+    /// among which `auto` chooses as NCCL's tuner does (ring, tree, NVLS and
+    /// NVLS-tree, CollNet as in-network SHARP and the CollNet chain,
+    /// point-to-point all-to-all). Halving-doubling and the hierarchical ring
+    /// are MPI's and Horovod's: they run when named, and `auto` leaves them out
+    /// so that a simulated table stands beside a measured nccl-tests one.
+    pub const NCCL: [Algorithm; registry::NCCL.len()] = registry::NCCL;
     /// The name used in scenario files, the CLI and results.
     pub fn name(self) -> &'static str {
-        match self {
-            Algorithm::Ring => "ring",
-            Algorithm::Tree => "tree",
-            Algorithm::HalvingDoubling => "halving_doubling",
-            Algorithm::Hierarchical => "hierarchical",
-            Algorithm::Direct => "direct",
-            Algorithm::Sharp => "sharp",
-            Algorithm::Nvls => "nvls",
-            Algorithm::CollnetChain => "collnet_chain",
-        }
+        entry(self).name
     }
     /// Parses a name.
     pub fn parse(s: &str) -> Option<Algorithm> {
@@ -424,19 +401,8 @@ pub fn lower(
     dag: &mut Dag,
     after: &[Dep],
 ) -> Result<TaskId, CollectiveError> {
-    match spec.algorithm {
-        Algorithm::Ring => ring::lower(spec, ranks, topo, dag, after),
-        Algorithm::Tree => tree::lower(spec, ranks, topo, dag, after),
-        Algorithm::HalvingDoubling => halving_doubling::lower(spec, ranks, topo, dag, after),
-        Algorithm::Hierarchical => hierarchical::lower(spec, ranks, topo, dag, after),
-        Algorithm::Direct => alltoall::lower(spec, ranks, topo, dag, after),
-        Algorithm::Sharp => sharp::lower(spec, ranks, topo, dag, after),
-        Algorithm::Nvls => nvls::lower(spec, ranks, topo, dag, after),
-        Algorithm::CollnetChain => {
-            let mut em = Emitter::new(dag, topo);
-            lower_with(spec, ranks, topo, &mut em, after)
-        }
-    }
+    let mut em = Emitter::new(dag, topo);
+    lower_with(spec, ranks, topo, &mut em, after)
 }
 
 /// Like [`lower`], and also records in `trace` what every transfer carries (which
@@ -475,26 +441,14 @@ pub(crate) fn lower_with(
     em.qps = topo.qps_per_connection;
     em.proto = spec.proto;
     em.wire = uses_protocol(spec.algorithm);
-    let ends = match spec.algorithm {
-        Algorithm::Ring => ring::emit(spec, ranks, topo, em, after)?,
-        Algorithm::Tree => tree::emit(spec, ranks, topo, em, after)?,
-        Algorithm::HalvingDoubling => halving_doubling::emit(spec, ranks, em, after)?,
-        Algorithm::Hierarchical => hierarchical::emit(spec, ranks, topo, em, after)?,
-        Algorithm::Direct => alltoall::emit(spec, ranks, topo, em, after),
-        Algorithm::Sharp => sharp::emit(spec, ranks, topo, em, after)?,
-        Algorithm::Nvls => nvls::emit(spec, ranks, topo, em, after)?,
-        Algorithm::CollnetChain => collnet::emit(spec, ranks, topo, em, after)?,
-    };
+    let ends = (entry(spec.algorithm).emit)(spec, ranks, topo, em, after)?;
     Ok(em.dag.marker(&ends))
 }
 
 /// Whether `algo` runs NCCL's protocols ([`CollectiveSpec::proto`]): ring, tree
 /// and hierarchical (its rings); the others move bulk data without them.
 pub fn uses_protocol(algo: Algorithm) -> bool {
-    matches!(
-        algo,
-        Algorithm::Ring | Algorithm::Tree | Algorithm::Hierarchical
-    )
+    entry(algo).uses_protocol
 }
 
 /// What one transfer of a lowered collective carries; see [`lower_traced`].
@@ -890,28 +844,7 @@ pub fn analytical_time(
     ranks: &[GpuId],
     topo: &Topology,
 ) -> Result<SimTime, CollectiveError> {
-    match spec.algorithm {
-        Algorithm::Ring => ring::time(spec, ranks, topo),
-        Algorithm::Tree => {
-            let t = tree::time(spec, ranks, topo)?;
-            if spec.op == CollectiveOp::AllReduce {
-                if let Some(bound) = tree::node_load_bound(spec, ranks, topo)? {
-                    return Ok(t.max(bound));
-                }
-            }
-            Ok(t.max(tree::injection_bound(
-                spec.proto.protocol.wire_bytes(spec.bytes),
-                ranks,
-                topo,
-            )?))
-        }
-        Algorithm::HalvingDoubling => halving_doubling::time(spec, ranks, topo),
-        Algorithm::Hierarchical => hierarchical::time(spec, ranks, topo),
-        Algorithm::Direct => alltoall::time(spec, ranks, topo),
-        Algorithm::Sharp => sharp::time(spec, ranks, topo),
-        Algorithm::Nvls => nvls::time(spec, ranks, topo),
-        Algorithm::CollnetChain => collnet::time(spec, ranks, topo),
-    }
+    (entry(spec.algorithm).time)(spec, ranks, topo)
 }
 
 /// Payload bytes the algorithm moves across all links' sources in total (sum of
@@ -925,39 +858,12 @@ pub fn traffic_bytes(
     ranks: &[GpuId],
     topo: &Topology,
 ) -> Result<u64, CollectiveError> {
-    match spec.algorithm {
-        Algorithm::Ring => ring::traffic(spec, ranks),
-        Algorithm::Tree => tree::traffic(spec, ranks),
-        Algorithm::HalvingDoubling => halving_doubling::traffic(spec, ranks),
-        Algorithm::Hierarchical => hierarchical::traffic(spec, ranks, topo),
-        Algorithm::Direct => alltoall::traffic(spec, ranks),
-        Algorithm::Sharp => sharp::traffic(spec, ranks, topo),
-        Algorithm::Nvls => nvls::traffic(spec, ranks, topo),
-        Algorithm::CollnetChain => collnet::traffic(spec, ranks, topo),
-    }
+    (entry(spec.algorithm).traffic)(spec, ranks, topo)
 }
 
 /// Whether `algo` implements `op`.
 pub fn supports(algo: Algorithm, op: CollectiveOp) -> bool {
-    use Algorithm as A;
-    use CollectiveOp as O;
-    matches!(
-        (algo, op),
-        (
-            A::Ring,
-            O::AllReduce | O::AllGather | O::ReduceScatter | O::Broadcast
-        ) | (A::Tree, O::AllReduce | O::Broadcast)
-            | (
-                A::HalvingDoubling,
-                O::AllReduce | O::AllGather | O::ReduceScatter
-            )
-            | (
-                A::Hierarchical,
-                O::AllReduce | O::AllGather | O::ReduceScatter
-            )
-            | (A::Direct, O::AllToAll)
-            | (A::Sharp | A::Nvls | A::CollnetChain, O::AllReduce)
-    )
+    entry(algo).ops.contains(&op)
 }
 
 /// The operations `algo` implements, comma-separated (for error messages).
@@ -1024,11 +930,7 @@ pub fn tune(
         vec![spec.algorithm]
     };
     for algo in algos {
-        if !supports(algo, spec.op)
-            || (auto_algorithm && algo == Algorithm::Sharp && !sharp::available(topo))
-            || (auto_algorithm && algo == Algorithm::Nvls && !nvls::available(topo))
-            || (auto_algorithm && algo == Algorithm::CollnetChain && !collnet::runs(ranks, topo))
-        {
+        if !supports(algo, spec.op) || (auto_algorithm && !(entry(algo).available)(ranks, topo)) {
             continue;
         }
         let candidates: Vec<Protocol> = if uses_protocol(algo) {
@@ -1070,11 +972,7 @@ pub fn auto_select(
     let mut best: Option<(SimTime, Algorithm)> = None;
     let mut last_err = None;
     for algo in Algorithm::NCCL {
-        if !supports(algo, spec.op)
-            || (algo == Algorithm::Sharp && !sharp::available(topo))
-            || (algo == Algorithm::Nvls && !nvls::available(topo))
-            || (algo == Algorithm::CollnetChain && !collnet::runs(ranks, topo))
-        {
+        if !supports(algo, spec.op) || !(entry(algo).available)(ranks, topo) {
             continue;
         }
         let s = CollectiveSpec {

@@ -370,3 +370,22 @@ pub fn traffic(
         .sum();
     Ok(per_host.saturating_mul(h).saturating_add(rails))
 }
+
+/// This algorithm's registration ([`super::REGISTRY`]). NVLink SHARP in the host, a tree per rail across hosts.
+pub(crate) const ENTRY: super::AlgorithmEntry = {
+    use super::CollectiveOp as O;
+    super::AlgorithmEntry {
+        algorithm: super::Algorithm::Nvls,
+        name: "nvls",
+        ops: &[O::AllReduce],
+        nccl: true,
+        uses_protocol: false,
+        splits_channels: false,
+        budget_steps: super::hierarchical::steps_of_rails,
+        inter_host_steps: None,
+        available: |_, t| available(t),
+        emit: emit,
+        time: time,
+        traffic: traffic,
+    }
+};

@@ -845,6 +845,25 @@ pub(crate) fn traffic_of(op: CollectiveOp, bytes: u64, n: u64) -> u64 {
     }
 }
 
+/// This algorithm's registration ([`super::REGISTRY`]). Ring: every rank sends to its successor; 2N messages per all-reduce.
+pub(crate) const ENTRY: super::AlgorithmEntry = {
+    use super::CollectiveOp as O;
+    super::AlgorithmEntry {
+        algorithm: super::Algorithm::Ring,
+        name: "ring",
+        ops: &[O::AllReduce, O::AllGather, O::ReduceScatter, O::Broadcast],
+        nccl: true,
+        uses_protocol: true,
+        splits_channels: true,
+        budget_steps: |s| 2.0 * s.ranks,
+        inter_host_steps: Some(|s| 2.0 * s.hosts),
+        available: super::registry::always,
+        emit: emit,
+        time: time,
+        traffic: |s, r, _| traffic(s, r),
+    }
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -550,3 +550,22 @@ pub fn grant_trees(topo: &Topology, comms: &[Vec<GpuId>]) -> Result<Vec<bool>, C
     }
     Ok(out)
 }
+
+/// This algorithm's registration ([`super::REGISTRY`]). In-network reduction by the switches (one trip up and down per channel).
+pub(crate) const ENTRY: super::AlgorithmEntry = {
+    use super::CollectiveOp as O;
+    super::AlgorithmEntry {
+        algorithm: super::Algorithm::Sharp,
+        name: "sharp",
+        ops: &[O::AllReduce],
+        nccl: true,
+        uses_protocol: false,
+        splits_channels: true,
+        budget_steps: |s| 4.0 + 2.0 * s.gpus_per_host,
+        inter_host_steps: Some(|_| 4.0),
+        available: |_, t| available(t),
+        emit: emit,
+        time: time,
+        traffic: traffic,
+    }
+};

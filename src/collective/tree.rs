@@ -692,6 +692,49 @@ pub fn traffic(spec: &CollectiveSpec, ranks: &[GpuId]) -> Result<u64, Collective
     ))
 }
 
+/// [`time`] bounded below by what the hosts can inject: the node-load bound
+/// for all-reduce when it applies, else the injection bound of the wire bytes
+/// (the analytical fidelity's tree time).
+///
+/// # Errors
+/// See [`CollectiveError`].
+pub fn time_bounded(
+    spec: &CollectiveSpec,
+    ranks: &[GpuId],
+    topo: &Topology,
+) -> Result<SimTime, CollectiveError> {
+    let t = time(spec, ranks, topo)?;
+    if spec.op == CollectiveOp::AllReduce {
+        if let Some(bound) = node_load_bound(spec, ranks, topo)? {
+            return Ok(t.max(bound));
+        }
+    }
+    Ok(t.max(injection_bound(
+        spec.proto.protocol.wire_bytes(spec.bytes),
+        ranks,
+        topo,
+    )?))
+}
+
+/// This algorithm's registration ([`super::REGISTRY`]). NCCL's double binary tree: up and down both trees, a chain inside each host.
+pub(crate) const ENTRY: super::AlgorithmEntry = {
+    use super::CollectiveOp as O;
+    super::AlgorithmEntry {
+        algorithm: super::Algorithm::Tree,
+        name: "tree",
+        ops: &[O::AllReduce, O::Broadcast],
+        nccl: true,
+        uses_protocol: true,
+        splits_channels: true,
+        budget_steps: |s| 4.0 * (s.ranks.log2().ceil() + s.gpus_per_host),
+        inter_host_steps: Some(|s| 4.0 * s.log_hosts()),
+        available: super::registry::always,
+        emit: emit,
+        time: time_bounded,
+        traffic: |s, r, _| traffic(s, r),
+    }
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

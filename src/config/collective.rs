@@ -109,8 +109,7 @@ impl Validator<'_> {
                 }
             },
         };
-        let algo_names =
-            "auto, ring, tree, halving_doubling, hierarchical, direct, sharp, nvls, collnet_chain";
+        let algo_names = format!("auto, {}", crate::collective::registry::names());
         let algorithm = match w.algorithm.as_deref().unwrap_or("auto") {
             "auto" => Some(AlgoChoice::Auto),
             s => match Algorithm::parse(s) {
@@ -143,17 +142,12 @@ impl Validator<'_> {
         let inter_host = {
             let s = w.inter_host.as_deref().unwrap_or("ring");
             match Algorithm::parse(s) {
-                Some(
-                    a @ (Algorithm::Ring
-                    | Algorithm::Tree
-                    | Algorithm::HalvingDoubling
-                    | Algorithm::Sharp),
-                ) => Some(a),
+                Some(a) if crate::collective::entry(a).inter_host_steps.is_some() => Some(a),
                 _ => {
                     self.err(
                         "workload.inter_host",
                         format!("{s:?}"),
-                        "one of ring, tree, halving_doubling, sharp",
+                        format!("one of {}", crate::collective::registry::inter_host_names()),
                     );
                     None
                 }

@@ -368,7 +368,7 @@ pub fn read_collective_keys(
     fidelity: Fidelity,
     usage: &mut Usage,
 ) {
-    use crate::collective::{nvls, Algorithm as A, CollectiveOp};
+    use crate::collective::{Algorithm as A, CollectiveOp};
     usage.read_all(&[
         "workload.kind",
         "workload.preset",
@@ -383,14 +383,16 @@ pub fn read_collective_keys(
     crate::workload::faults::read_keys(&s.faults, fidelity, Some("a collective sweep"), usage);
     // what runs: NVLS and the CollNet chain lower to the ring when the switches
     // cannot do their part (SHARP's fallback is already in `spec`)
-    let runs = match spec.algorithm {
-        A::Nvls if !nvls::available(topo) => A::Ring,
-        A::CollnetChain if !collective::collnet::runs(ranks, topo) => A::Ring,
-        a => a,
+    // (SHARP is available here whenever it was chosen: `spec` fell back already)
+    let runs = if (collective::entry(spec.algorithm).available)(ranks, topo) {
+        spec.algorithm
+    } else {
+        A::Ring
     };
+    let entry = collective::entry(runs);
     // flat SHARP sends every GPU's data through its NIC to the switches: no
     // NVLink, no protocol steps (its latency is the in-network one)
-    if runs != A::Sharp {
+    if entry.uses_nvlink {
         read_nvlink_keys(s, usage);
         read_step_latencies(s, "workload.", usage);
     } else {
@@ -429,10 +431,20 @@ pub fn read_collective_keys(
     }
     usage.read_if(
         "workload.channels",
-        matches!(runs, A::Ring | A::Tree | A::CollnetChain) && spec.op != CollectiveOp::AllToAll,
+        entry.shaped_by_channels && spec.op != CollectiveOp::AllToAll,
         || {
+            let shaped: Vec<&str> = collective::REGISTRY
+                .iter()
+                .filter(|e| e.shaped_by_channels)
+                .map(|e| e.name)
+                .collect();
             format!(
-                "channels shape the ring, tree and collnet_chain algorithms only; this run uses {}",
+                "channels shape the {} algorithms only; this run uses {}",
+                match shaped.split_last() {
+                    Some((last, rest)) if !rest.is_empty() =>
+                        format!("{} and {last}", rest.join(", ")),
+                    _ => shaped.join(""),
+                },
                 runs.name()
             )
         },
@@ -479,7 +491,7 @@ pub fn read_collective_keys(
     usage.read_if("workload.root", spec.op == CollectiveOp::Broadcast, || {
         "a root applies to broadcast only".into()
     });
-    let reduces_in_switches = matches!(runs, A::Sharp | A::CollnetChain) || sharp_inter_host;
+    let reduces_in_switches = entry.reduces_in_switches || sharp_inter_host;
     if reduces_in_switches {
         // SHARP runs on InfiniBand only
         usage.read("fabric.kind");

@@ -313,11 +313,14 @@ pub(crate) const ENTRY: super::AlgorithmEntry = {
         nccl: true,
         uses_protocol: false,
         splits_channels: true,
+        shaped_by_channels: false,
+        uses_nvlink: true,
+        reduces_in_switches: false,
         budget_steps: |s| s.ranks,
         inter_host_steps: None,
         available: super::registry::always,
         emit: |s, r, t, em, a| Ok(emit(s, r, t, em, a)),
-        time: time,
+        time,
         traffic: |s, r, _| traffic(s, r),
     }
 };

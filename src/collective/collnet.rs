@@ -241,11 +241,14 @@ pub(crate) const ENTRY: super::AlgorithmEntry = {
         nccl: true,
         uses_protocol: false,
         splits_channels: true,
+        shaped_by_channels: true,
+        uses_nvlink: true,
+        reduces_in_switches: true,
         budget_steps: |s| 4.0 + 2.0 * s.gpus_per_host,
         inter_host_steps: None,
         available: runs,
-        emit: emit,
-        time: time,
-        traffic: traffic,
+        emit,
+        time,
+        traffic,
     }
 };

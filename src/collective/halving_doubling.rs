@@ -249,11 +249,14 @@ pub(crate) const ENTRY: super::AlgorithmEntry = {
         nccl: false,
         uses_protocol: false,
         splits_channels: true,
+        shaped_by_channels: false,
+        uses_nvlink: true,
+        reduces_in_switches: false,
         budget_steps: |s| 2.0 * s.ranks.log2().ceil() + 2.0,
         inter_host_steps: Some(|s| 2.0 * s.log_hosts() + 2.0),
         available: super::registry::always,
         emit: |s, r, _, em, a| emit(s, r, em, a),
-        time: time,
+        time,
         traffic: |s, r, _| traffic(s, r),
     }
 };

@@ -767,12 +767,15 @@ pub(crate) const ENTRY: super::AlgorithmEntry = {
         nccl: false,
         uses_protocol: true,
         splits_channels: false,
+        shaped_by_channels: false,
+        uses_nvlink: true,
+        reduces_in_switches: false,
         budget_steps: steps_of_rails,
         inter_host_steps: None,
         available: super::registry::always,
-        emit: emit,
-        time: time,
-        traffic: traffic,
+        emit,
+        time,
+        traffic,
     }
 };
 

@@ -381,11 +381,14 @@ pub(crate) const ENTRY: super::AlgorithmEntry = {
         nccl: true,
         uses_protocol: false,
         splits_channels: false,
+        shaped_by_channels: false,
+        uses_nvlink: true,
+        reduces_in_switches: false,
         budget_steps: super::hierarchical::steps_of_rails,
         inter_host_steps: None,
         available: |_, t| available(t),
-        emit: emit,
-        time: time,
-        traffic: traffic,
+        emit,
+        time,
+        traffic,
     }
 };

@@ -78,6 +78,14 @@ pub struct AlgorithmEntry {
     /// Several channels split its buffer (false when it already runs one
     /// ring per rail, as hierarchical and NVLS do).
     pub splits_channels: bool,
+    /// Its lowering follows `workload.channels` (ring, tree, CollNet chain).
+    pub shaped_by_channels: bool,
+    /// It moves data over NVLink inside the host (everything but flat SHARP,
+    /// which sends every GPU's data through its NIC to the switches).
+    pub uses_nvlink: bool,
+    /// The switches reduce its data (InfiniBand SHARP), so `fabric.sharp` and
+    /// `fabric.kind` shape it.
+    pub reduces_in_switches: bool,
     /// Messages one rank sends per channel in one collective, for the budget's
     /// estimate; an upper bound, never the lowering itself.
     pub budget_steps: fn(&StepShape) -> f64,

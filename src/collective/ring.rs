@@ -855,11 +855,14 @@ pub(crate) const ENTRY: super::AlgorithmEntry = {
         nccl: true,
         uses_protocol: true,
         splits_channels: true,
+        shaped_by_channels: true,
+        uses_nvlink: true,
+        reduces_in_switches: false,
         budget_steps: |s| 2.0 * s.ranks,
         inter_host_steps: Some(|s| 2.0 * s.hosts),
         available: super::registry::always,
-        emit: emit,
-        time: time,
+        emit,
+        time,
         traffic: |s, r, _| traffic(s, r),
     }
 };

@@ -561,11 +561,14 @@ pub(crate) const ENTRY: super::AlgorithmEntry = {
         nccl: true,
         uses_protocol: false,
         splits_channels: true,
+        shaped_by_channels: false,
+        uses_nvlink: false,
+        reduces_in_switches: true,
         budget_steps: |s| 4.0 + 2.0 * s.gpus_per_host,
         inter_host_steps: Some(|_| 4.0),
         available: |_, t| available(t),
-        emit: emit,
-        time: time,
-        traffic: traffic,
+        emit,
+        time,
+        traffic,
     }
 };

@@ -10,7 +10,7 @@ mod common;
 use common::example;
 
 use fabricsim::backend::packet::{
-    self, CongestionControl, DcqcnParams, Ecn, FlowControl, PacketConfig, PacketStats,
+    self, CongestionControl, DcqcnParams, DcqcnProfile, Ecn, FlowControl, PacketConfig, PacketStats,
 };
 use fabricsim::backend::RunOutput;
 use fabricsim::config;
@@ -71,6 +71,12 @@ fn mean_between(s: &[(f64, f64)], from: f64, to: f64) -> f64 {
 /// together at line rate. Flows long enough to overlap for > 10 ms (60 MB over
 /// the bottleneck). Returns the run and its statistics.
 fn flows_on_40g(n: u32) -> (RunOutput, PacketStats) {
+    flows_on_40g_with(n, DcqcnParams::paper(Rate::gbps(40)))
+}
+
+/// [`flows_on_40g`] with the DCQCN parameters `p`; the switch's RED
+/// settings stay the paper's whatever `p` is (one scenario, two NIC laws).
+fn flows_on_40g_with(n: u32, p: DcqcnParams) -> (RunOutput, PacketStats) {
     let line = Rate::gbps(40);
     let topo = single_switch(n + 1, line);
     let mut d = Dag::new();
@@ -93,7 +99,7 @@ fn flows_on_40g(n: u32) -> (RunOutput, PacketStats) {
             kmax: 200_000,
             pmax: 0.01,
         }),
-        cc: CongestionControl::Dcqcn(DcqcnParams::paper(line)),
+        cc: CongestionControl::Dcqcn(p),
         sample_interval: SimTime::from_us(50),
         series_ports: 1000,
         series_max_samples: 4096,
@@ -110,18 +116,28 @@ fn first_done(out: &RunOutput) -> f64 {
         .fold(f64::MAX, f64::min)
 }
 
-/// Asserts the issue's target for N flows of [`flows_on_40g`]: after 5 ms
-/// every flow within 10% of C/N and the bottleneck ≥ 90% busy.
-fn flows_on_40g_converge(n: u32) {
+/// Asserts the issue's target for N flows of [`flows_on_40g_with`] under
+/// each of `profiles`: after 5 ms every flow within 10% of C/N and the
+/// bottleneck ≥ 90% busy. All profiles run (and print their figures) before
+/// the first assertion.
+fn flows_on_40g_converge(n: u32, profiles: &[DcqcnProfile]) {
     // Expected (issue 13, after Zhu et al., SIGCOMM 2015, §6.1: DCQCN flows
     // sharing a 40 Gb/s bottleneck converge to equal shares with the link
     // fully used).
-    let (out, st) = flows_on_40g(n);
+    let checks: Vec<Box<dyn Fn()>> = profiles
+        .iter()
+        .map(|&p| flows_on_40g_measure(n, p))
+        .collect();
+    checks.iter().for_each(|check| check());
+}
+
+/// Runs [`flows_on_40g_with`] under `profile`, prints its figures and
+/// returns the check of the issue's target on them.
+fn flows_on_40g_measure(n: u32, profile: DcqcnProfile) -> Box<dyn Fn()> {
+    let (out, st) = flows_on_40g_with(n, DcqcnParams::profile(profile, Rate::gbps(40)));
+    let n_p = format!("N = {n}, {}", profile.name());
     let (from, to) = (5_000.0, first_done(&out));
-    assert!(
-        to > from + 2_000.0,
-        "N = {n}: flows overlap only to {to} us"
-    );
+    assert!(to > from + 2_000.0, "{n_p}: flows overlap only to {to} us");
     let shares: Vec<f64> = (1..=n)
         .map(|s| {
             mean_between(
@@ -132,34 +148,67 @@ fn flows_on_40g_converge(n: u32) {
         })
         .collect();
     let busy = mean_between(&series(&out, "utilization", "-> nic 0.0)"), from, to);
+    let q: Vec<f64> = series(&out, "queue_bytes", "-> nic 0.0)")
+        .into_iter()
+        .filter(|(t, _)| (from..=to).contains(t))
+        .map(|x| x.1)
+        .collect();
+    let above_kmax = q.iter().filter(|&&b| b > 200_000.0).count() as f64 / q.len() as f64;
     eprintln!(
-        "N = {n}: shares {shares:.3?} of 40G over [{from:.0}, {to:.0}] us, bottleneck busy {busy:.3}; CNPs {}, cuts {}, pauses {}",
-        st.cnps_sent, st.dcqcn_rate_cuts, st.pfc_pause_frames
+        "{n_p}: shares {shares:.3?} of 40G over [{from:.0}, {to:.0}] us, bottleneck busy {busy:.3}, queue mean {:.0} B, max {:.0} B, above Kmax in {above_kmax:.2} of the samples; CNPs {}, cuts {}, pauses {}",
+        q.iter().sum::<f64>() / q.len() as f64,
+        q.iter().cloned().fold(0.0, f64::max),
+        st.cnps_sent,
+        st.dcqcn_rate_cuts,
+        st.pfc_pause_frames
     );
-    assert!(st.cnps_sent > 0, "N = {n}: DCQCN never acted");
-    let fair = 1.0 / n as f64;
-    for (i, s) in shares.iter().enumerate() {
-        assert!(
-            (s - fair).abs() <= 0.1 * fair,
-            "N = {n}: flow {} at {s:.3} of the line, fair {fair:.3}",
-            i + 1
-        );
-    }
-    assert!(busy >= 0.9, "N = {n}: bottleneck busy {busy:.3}");
+    let cnps = st.cnps_sent;
+    Box::new(move || {
+        assert!(cnps > 0, "{n_p}: DCQCN never acted");
+        let fair = 1.0 / n as f64;
+        for (i, s) in shares.iter().enumerate() {
+            assert!(
+                (s - fair).abs() <= 0.1 * fair,
+                "{n_p}: flow {} at {s:.3} of the line, fair {fair:.3}",
+                i + 1
+            );
+        }
+        assert!(busy >= 0.9, "{n_p}: bottleneck busy {busy:.3}");
+    })
 }
 
 #[test]
 fn two_flows_on_40g_converge_to_fair_shares_and_keep_the_link_busy() {
-    // Measured: shares 0.468 / 0.523 of 40G over [5, 12] ms, busy 0.992, 32
-    // CNPs. Two start-up cuts at α = 1 (44 and 94 µs) leave R_T = 20 Gb/s =
-    // C/2, so fast recovery alone refills the link (0.96 busy at 300 µs).
-    flows_on_40g_converge(2);
+    // Both profiles meet the target, so the test checks the one NICs run
+    // (`mellanox`, the default: issue 13 asks for DCQCN "as NICs run it") and
+    // the paper's, on the same scenario. Measured: mellanox, shares 0.514 /
+    // 0.484 of 40G over [5, 11.6] ms, busy 1.000, queue mean 196 KB (above
+    // Kmax in 0.37 of the samples), 1,491 CNPs, no pause. Paper: 0.468 / 0.523
+    // over [5, 12] ms, busy 0.992, 32 CNPs; two start-up cuts at α = 1 (44 and
+    // 94 µs) leave R_T = 20 Gb/s = C/2, so fast recovery alone refills the
+    // link (0.96 busy at 300 µs).
+    flows_on_40g_converge(2, &[DcqcnProfile::Mellanox, DcqcnProfile::Paper]);
 }
 
 #[test]
-#[ignore = "target inconsistent with the paper's law from a synchronized line-rate start: busy 0.883 over [5, 16] ms, the law's closed form gives 0.88 (see the comment)"]
+#[ignore = "unmet with either profile: mellanox (the NICs') 0.820 busy, shares 0.110-0.283; paper 0.883 busy, the law's closed form from a synchronized line-rate start gives 0.88 (see the comment)"]
 fn four_flows_on_40g_converge_to_fair_shares_and_keep_the_link_busy() {
-    // Measured: shares 0.218 / 0.226 / 0.230 / 0.212 over [5, 16] ms, busy
+    // Mellanox (ConnectX defaults, what the issue asks the target of), same
+    // scenario and RED settings: shares 0.282 / 0.110 / 0.283 / 0.152 over
+    // [5, 12.1] ms, busy 0.820, queue mean 374 KB and max 1.51 MB with 0.57 of
+    // the 50 µs samples above Kmax (every packet marked there), 4,128 CNPs,
+    // 73 PAUSE frames. Not traced per queue pair yet. What the figures show:
+    // the queue swings far above the paper's Kmax (200 KB; Pmax 1% below it),
+    // where RED marks every packet, and down to an idle link. A reading to
+    // check by a trace, not a finding: the NIC law (a cut per 4 µs period, an
+    // increase event per 32 KB sent, R_T kept across back-to-back cuts) runs
+    // under RED settings chosen for the paper's law, and while every packet
+    // is marked each flow is cut at the same pace whatever its rate while the
+    // byte counter raises a fast flow more often than a slow one. Testing the
+    // NIC profile with other thresholds would change the scenario per
+    // profile, which this test does not do.
+    //
+    // Paper profile: shares 0.218 / 0.226 / 0.230 / 0.212 over [5, 16] ms, busy
     // 0.883, 52 CNPs. Why (traced per queue pair, rate and α at every cut):
     // the four flows start at 40 Gb/s together and the hot port's queue
     // reaches 550 KB by 100 µs, above Kmax (200 KB), so every packet is
@@ -178,7 +227,7 @@ fn four_flows_on_40g_converge_to_fair_shares_and_keep_the_link_busy() {
     // checks the ramp against the law); the issue's "after 5 ms" is shorter
     // than that law's recovery. The two-flow case passes because its
     // start-up queue (230 KB) costs two cuts, leaving R_T at C/2.
-    flows_on_40g_converge(4);
+    flows_on_40g_converge(4, &[DcqcnProfile::Mellanox, DcqcnProfile::Paper]);
 }
 
 #[test]
@@ -261,14 +310,26 @@ fn incast_16_to_1_under_pfc_and_dcqcn_keeps_85_percent_of_pfc_goodput_and_spares
     // parameters act as documented; the marking thresholds are what the run
     // turns on. Same run (`fabricsim run` on the example with only
     // `ecn_kmin`/`ecn_kmax`/`ecn_pmax` added under [fabric]): 150 KB / 1.5 MB
-    // / 1.0 (the RoCE marking NVIDIA's Cumulus Linux RoCE page lists for
-    // Spectrum switches, as read there) 1.532 ms, 0.89 of PFC alone, victim
+    // / 1.0 1.532 ms, 0.89 of PFC alone, victim
     // 1.11× its ideal; 100 KiB / 400 KiB / 0.2, 0.88, victim 1.12×; the HPCC
     // simulator's thresholds scaled to 400 Gb/s (run.py: 100 / 400 KB per
     // 25 Gb/s, Pmax 0.2) 1.6 MB / 6.4 MB never mark this 636 KiB queue, so
-    // DCQCN never acts (1.000, trivially). Turning the
-    // test on needs the `roce` ECN defaults (config/packet.rs) settled from a
-    // confirmed source: configuration outside this law, not a test knob.
+    // DCQCN never acts (1.000, trivially). The paper profile on the example
+    // (`[fabric.dcqcn] profile = "paper"`) does worse: 2.989 ms, 0.46, victim
+    // 3.88× (with 150 KB / 1.5 MB / 1.0: 0.64, victim 2.59×).
+    // Deployed thresholds, as far as a source says: NVIDIA Onyx's `show roce`
+    // (Onyx user manual, "RoCE Commands", v3.10.3004 and v3.10.4408 LTS) lists
+    // the lossless RoCE profile's "Port congestion-control: Mode: ecn,
+    // absolute; Min : 150; Max : 1500", in KB (the Onyx Ansible module's
+    // min/max_threshold are "in KBs"); Cumulus Linux 5.x's RoCE page gives
+    // the default "Port ECN absolute threshold" for traffic class 3 as
+    // "1501500 bytes" (read here as 150 and 1,500 KB run together). Neither gives the
+    // marking probability, and the run turns on it: 150 KB / 1.5 MB with the
+    // `roce` default Pmax 0.2, 1.000 of PFC alone but victim 12.10× (DCQCN
+    // too weak to spare it, 2,509 pauses); with Pmax 1.0, 0.89 and 1.11×.
+    // Turning the test on needs the `roce` ECN defaults (config/packet.rs)
+    // settled, probability included, from a confirmed source: configuration
+    // outside this law, not a test knob.
     let (dq, dq_st) = run_scenario(&example("incast-roce-pfc-dcqcn.toml"));
     let (pfc, _) = run_scenario(&example("incast-roce-pfc-only.toml"));
     let incast_bytes = 16.0 * 4.0 * 1048576.0;

@@ -10,7 +10,7 @@ mod common;
 use common::example;
 
 use fabricsim::backend::packet::{
-    self, CongestionControl, DcqcnParams, Ecn, FlowControl, PacketConfig, PacketStats,
+    self, CongestionControl, DcqcnParams, DcqcnProfile, Ecn, FlowControl, PacketConfig, PacketStats,
 };
 use fabricsim::backend::RunOutput;
 use fabricsim::config;
@@ -66,15 +66,17 @@ fn mean_between(s: &[(f64, f64)], from: f64, to: f64) -> f64 {
 }
 
 /// N long flows into one receiver over a 40 Gb/s single switch, under the
-/// paper's DCQCN parameters; asserts the shares and the busy fraction of the
-/// bottleneck after 5 ms.
-fn flows_on_40g_converge(n: u32) {
-    // Expected (Zhu et al., SIGCOMM 2015, §6.1: DCQCN flows sharing a 40 Gb/s
-    // bottleneck converge to equal shares with the link fully used): after
-    // 5 ms every flow within 10% of C/N and the bottleneck ≥ 90% busy. The
-    // paper's parameters ([`DcqcnParams::paper`]) and RED settings at 40 Gb/s
-    // (§6: Kmin 5 KB, Kmax 200 KB, Pmax 1%), PFC on. Flows long enough to
-    // overlap for > 10 ms (60 MB over the bottleneck).
+/// paper's DCQCN parameters and RED settings at 40 Gb/s (Zhu et al., SIGCOMM
+/// 2015, §6: Kmin 5 KB, Kmax 200 KB, Pmax 1%), PFC on, all flows starting
+/// together at line rate. Flows long enough to overlap for > 10 ms (60 MB over
+/// the bottleneck). Returns the run and its statistics.
+fn flows_on_40g(n: u32) -> (RunOutput, PacketStats) {
+    flows_on_40g_with(n, DcqcnParams::paper(Rate::gbps(40)))
+}
+
+/// [`flows_on_40g`] with the DCQCN parameters `p`; the switch's RED
+/// settings stay the paper's whatever `p` is (one scenario, two NIC laws).
+fn flows_on_40g_with(n: u32, p: DcqcnParams) -> (RunOutput, PacketStats) {
     let line = Rate::gbps(40);
     let topo = single_switch(n + 1, line);
     let mut d = Dag::new();
@@ -97,23 +99,45 @@ fn flows_on_40g_converge(n: u32) {
             kmax: 200_000,
             pmax: 0.01,
         }),
-        cc: CongestionControl::Dcqcn(DcqcnParams::paper(line)),
+        cc: CongestionControl::Dcqcn(p),
         sample_interval: SimTime::from_us(50),
         series_ports: 1000,
         series_max_samples: 4096,
         ..PacketConfig::default()
     };
-    let (out, st) = run(&d, &topo, &cfg);
-    let first_done = out
-        .transfer_fct
+    run(&d, &topo, &cfg)
+}
+
+/// When the first of the flows of `out` finished, µs.
+fn first_done(out: &RunOutput) -> f64 {
+    out.transfer_fct
         .iter()
         .map(|t| t.as_us())
-        .fold(f64::MAX, f64::min);
-    let (from, to) = (5_000.0, first_done);
-    assert!(
-        to > from + 2_000.0,
-        "N = {n}: flows overlap only to {to} us"
-    );
+        .fold(f64::MAX, f64::min)
+}
+
+/// Asserts the issue's target for N flows of [`flows_on_40g_with`] under
+/// each of `profiles`: after 5 ms every flow within 10% of C/N and the
+/// bottleneck ≥ 90% busy. All profiles run (and print their figures) before
+/// the first assertion.
+fn flows_on_40g_converge(n: u32, profiles: &[DcqcnProfile]) {
+    // Expected (issue 13, after Zhu et al., SIGCOMM 2015, §6.1: DCQCN flows
+    // sharing a 40 Gb/s bottleneck converge to equal shares with the link
+    // fully used).
+    let checks: Vec<Box<dyn Fn()>> = profiles
+        .iter()
+        .map(|&p| flows_on_40g_measure(n, p))
+        .collect();
+    checks.iter().for_each(|check| check());
+}
+
+/// Runs [`flows_on_40g_with`] under `profile`, prints its figures and
+/// returns the check of the issue's target on them.
+fn flows_on_40g_measure(n: u32, profile: DcqcnProfile) -> Box<dyn Fn()> {
+    let (out, st) = flows_on_40g_with(n, DcqcnParams::profile(profile, Rate::gbps(40)));
+    let n_p = format!("N = {n}, {}", profile.name());
+    let (from, to) = (5_000.0, first_done(&out));
+    assert!(to > from + 2_000.0, "{n_p}: flows overlap only to {to} us");
     let shares: Vec<f64> = (1..=n)
         .map(|s| {
             mean_between(
@@ -124,40 +148,128 @@ fn flows_on_40g_converge(n: u32) {
         })
         .collect();
     let busy = mean_between(&series(&out, "utilization", "-> nic 0.0)"), from, to);
+    let q: Vec<f64> = series(&out, "queue_bytes", "-> nic 0.0)")
+        .into_iter()
+        .filter(|(t, _)| (from..=to).contains(t))
+        .map(|x| x.1)
+        .collect();
+    let above_kmax = q.iter().filter(|&&b| b > 200_000.0).count() as f64 / q.len() as f64;
     eprintln!(
-        "N = {n}: shares {shares:.3?} of 40G over [{from:.0}, {to:.0}] us, bottleneck busy {busy:.3}; CNPs {}, cuts {}, pauses {}",
-        st.cnps_sent, st.dcqcn_rate_cuts, st.pfc_pause_frames
+        "{n_p}: shares {shares:.3?} of 40G over [{from:.0}, {to:.0}] us, bottleneck busy {busy:.3}, queue mean {:.0} B, max {:.0} B, above Kmax in {above_kmax:.2} of the samples; CNPs {}, cuts {}, pauses {}",
+        q.iter().sum::<f64>() / q.len() as f64,
+        q.iter().cloned().fold(0.0, f64::max),
+        st.cnps_sent,
+        st.dcqcn_rate_cuts,
+        st.pfc_pause_frames
     );
-    assert!(st.cnps_sent > 0, "N = {n}: DCQCN never acted");
-    let fair = 1.0 / n as f64;
-    for (i, s) in shares.iter().enumerate() {
-        assert!(
-            (s - fair).abs() <= 0.1 * fair,
-            "N = {n}: flow {} at {s:.3} of the line, fair {fair:.3}",
-            i + 1
-        );
-    }
-    assert!(busy >= 0.9, "N = {n}: bottleneck busy {busy:.3}");
+    let cnps = st.cnps_sent;
+    Box::new(move || {
+        assert!(cnps > 0, "{n_p}: DCQCN never acted");
+        let fair = 1.0 / n as f64;
+        for (i, s) in shares.iter().enumerate() {
+            assert!(
+                (s - fair).abs() <= 0.1 * fair,
+                "{n_p}: flow {} at {s:.3} of the line, fair {fair:.3}",
+                i + 1
+            );
+        }
+        assert!(busy >= 0.9, "{n_p}: bottleneck busy {busy:.3}");
+    })
 }
 
 #[test]
 fn two_flows_on_40g_converge_to_fair_shares_and_keep_the_link_busy() {
-    // Measured: shares 0.468 / 0.523 of 40G over [5, 12] ms, busy 0.992, 32 CNPs.
-    flows_on_40g_converge(2);
+    // Both profiles meet the target, so the test checks the one NICs run
+    // (`mellanox`, the default: issue 13 asks for DCQCN "as NICs run it") and
+    // the paper's, on the same scenario. Measured: mellanox, shares 0.514 /
+    // 0.484 of 40G over [5, 11.6] ms, busy 1.000, queue mean 196 KB (above
+    // Kmax in 0.37 of the samples), 1,491 CNPs, no pause. Paper: 0.468 / 0.523
+    // over [5, 12] ms, busy 0.992, 32 CNPs; two start-up cuts at α = 1 (44 and
+    // 94 µs) leave R_T = 20 Gb/s = C/2, so fast recovery alone refills the
+    // link (0.96 busy at 300 µs).
+    flows_on_40g_converge(2, &[DcqcnProfile::Mellanox, DcqcnProfile::Paper]);
 }
 
 #[test]
-#[ignore = "not reached: four flows share fairly (0.212-0.230) but the link is 88% busy, not 90% (see the comment)"]
+#[ignore = "unmet with either profile: mellanox (the NICs') 0.820 busy, shares 0.110-0.283; paper 0.883 busy, the law's closed form from a synchronized line-rate start gives 0.88 (see the comment)"]
 fn four_flows_on_40g_converge_to_fair_shares_and_keep_the_link_busy() {
-    // Measured: shares 0.218 / 0.226 / 0.230 / 0.212 over [5, 16] ms, busy
-    // 0.883, 52 CNPs: fair among themselves (Jain ≈ 1.0) but each 8–15%
-    // below C/4. Why: with g = 1/256 per 55 µs α decays slowly (≈ 0.7 after
-    // 5 ms), so each cut still takes ≈ 35% off one flow, and the paper's
-    // recovery (five 55 µs fast-recovery steps, then R_AI = 40 Mb/s per
-    // 55 µs; the 10 MB byte counter never fires at 10 Gb/s, so no hyper
-    // increase) refills it over ≈ 1 ms. With the ConnectX profile the same
-    // run is 82% busy and unfair (0.11–0.28): R_AI = 5 Mb/s per event.
-    flows_on_40g_converge(4);
+    // Mellanox (ConnectX defaults, what the issue asks the target of), same
+    // scenario and RED settings: shares 0.282 / 0.110 / 0.283 / 0.152 over
+    // [5, 12.1] ms, busy 0.820, queue mean 374 KB and max 1.51 MB with 0.57 of
+    // the 50 µs samples above Kmax (every packet marked there), 4,128 CNPs,
+    // 73 PAUSE frames. Not traced per queue pair yet. What the figures show:
+    // the queue swings far above the paper's Kmax (200 KB; Pmax 1% below it),
+    // where RED marks every packet, and down to an idle link. A reading to
+    // check by a trace, not a finding: the NIC law (a cut per 4 µs period, an
+    // increase event per 32 KB sent, R_T kept across back-to-back cuts) runs
+    // under RED settings chosen for the paper's law, and while every packet
+    // is marked each flow is cut at the same pace whatever its rate while the
+    // byte counter raises a fast flow more often than a slow one. Testing the
+    // NIC profile with other thresholds would change the scenario per
+    // profile, which this test does not do.
+    //
+    // Paper profile: shares 0.218 / 0.226 / 0.230 / 0.212 over [5, 16] ms, busy
+    // 0.883, 52 CNPs. Why (traced per queue pair, rate and α at every cut):
+    // the four flows start at 40 Gb/s together and the hot port's queue
+    // reaches 550 KB by 100 µs, above Kmax (200 KB), so every packet is
+    // marked; each flow gets a CNP every N = 50 µs and, α staying at 1 while
+    // CNPs keep coming (α ← (1 − g) α + g), is halved five times (at 18, 68,
+    // 118, 168 and 220 µs) with R_T ← R_C each time (the paper's cut): R_C =
+    // 1.25 Gb/s, R_T = 2.5 Gb/s, 5 Gb/s in all, queue empty from 300 µs.
+    // The law then recovers by five fast-recovery steps (275 µs) to R_T and
+    // R_AI = 40 Mb/s per T = 55 µs (the 10 MB byte counter fires every 8+ ms
+    // at these rates, so no hyper increase): back at C/4 at 0.5 ms + 7.5 /
+    // 0.727 ms = 10.8 ms (first cut after start-up: 11.47 ms). Over [5, 10.8]
+    // ms the link carries the ramp, 0.784 measured (closed form 0.79), and
+    // 1.000 over (10.8, 16] ms: 0.883 over the window (closed form 0.88).
+    // So the shortfall is the published law from a synchronized start, not
+    // the mechanics (`four_flows_on_40g_recover_at_the_papers_additive_rate`
+    // checks the ramp against the law); the issue's "after 5 ms" is shorter
+    // than that law's recovery. The two-flow case passes because its
+    // start-up queue (230 KB) costs two cuts, leaving R_T at C/2.
+    flows_on_40g_converge(4, &[DcqcnProfile::Mellanox, DcqcnProfile::Paper]);
+}
+
+#[test]
+fn four_flows_on_40g_recover_at_the_papers_additive_rate_then_fill_the_link() {
+    // Expected (the paper's law, Zhu et al. 2015 §3.1 and the parameters of
+    // [`DcqcnParams::paper`]): after their start-up cuts the four flows are
+    // in additive increase, each R_T growing by R_AI = 40 Mb/s every T = 55
+    // µs and R_C following it (R_C ← (R_T + R_C) / 2 keeps it R_AI behind),
+    // with no hyper increase (the 10 MB byte counter does not pass F = 5
+    // before 40 ms at these rates). With the queue empty the bottleneck's
+    // utilization is the sum of the rates, so it climbs at N · R_AI / T / C =
+    // 4 × 40 Mb/s / 55 µs / 40 Gb/s = 0.0727 per ms; fitted over [2, 9] ms
+    // (well inside the ramp, which the law ends at ≈ 10.8 ms), within 5%
+    // (the steps are 20 Mb/s per flow, 0.2% of the slope over 7 ms). Once the
+    // flows are back at C/4 (from 11.5 ms) the link is full: ≥ 0.99 busy.
+    // Measured: slope 0.0728 per ms, busy 1.000 over [11.5, 16] ms.
+    let (out, st) = flows_on_40g(4);
+    let u = series(&out, "utilization", "-> nic 0.0)");
+    let pts: Vec<(f64, f64)> = u
+        .iter()
+        .filter(|(t, _)| (2_000.0..=9_000.0).contains(t))
+        .map(|&(t, v)| (t / 1e3, v))
+        .collect();
+    let n = pts.len() as f64;
+    let (mx, my) = (
+        pts.iter().map(|p| p.0).sum::<f64>() / n,
+        pts.iter().map(|p| p.1).sum::<f64>() / n,
+    );
+    let slope = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>()
+        / pts.iter().map(|p| (p.0 - mx).powi(2)).sum::<f64>();
+    let p = DcqcnParams::paper(Rate::gbps(40));
+    let want = 4.0 * p.rate_ai.0 as f64 / (p.rate_increase_interval.0 as f64 / 1e9) / 40e9;
+    let busy = mean_between(&u, 11_500.0, first_done(&out));
+    eprintln!(
+        "ramp slope {slope:.4} per ms (law {want:.4}), busy after recovery {busy:.3}; CNPs {}",
+        st.cnps_sent
+    );
+    assert!(
+        (slope / want - 1.0).abs() <= 0.05,
+        "slope {slope:.4} per ms, law {want:.4}"
+    );
+    assert!(busy >= 0.99, "busy {busy:.3} after recovery");
 }
 
 /// Runs a traffic scenario at packet level as the CLI does.
@@ -174,28 +286,50 @@ fn run_scenario(text: &str) -> (RunOutput, PacketStats) {
 }
 
 #[test]
-#[ignore = "not reached: DCQCN moves 55% of PFC alone's goodput on this incast (see the comment)"]
+#[ignore = "not reached with the example's ECN thresholds (4 KiB / 32 KiB at 400 Gb/s): 55% of PFC alone's goodput (see the comment)"]
 fn incast_16_to_1_under_pfc_and_dcqcn_keeps_85_percent_of_pfc_goodput_and_spares_the_victim() {
     // Expected (issue 13; Zhu et al. 2015 §6: DCQCN keeps an incast's
     // throughput while cutting PFC pauses): the shipped 16:1 incast of 4 MiB
     // per sender at 400 Gb/s moves its 64 MiB at ≥ 85% of the goodput of PFC
     // alone, and the victim flow finishes within 2× of its ideal.
     // Measured with the ConnectX defaults and marking at dequeue: makespan
-    // 2.49 ms against 1.369 ms (55%; 2.20 ms, 62%, before PAUSE frames took
-    // reverse-link time and queued behind the frame on the wire), victim
-    // 25.8 µs of 23.6 µs ideal (1.09×).
-    // Why (traced): the hot port marks every packet it sends (599 per 50 µs)
-    // with ≈ 670 KB queued for the first 250+ µs: PFC lets its queue reach
-    // 16 ingress ports × XOFF while the example's ECN thresholds follow its
-    // 64 KiB per-port buffer (Kmin 4 KiB, Kmax 32 KiB). A sender's CNPs come
-    // only every ≈ 15 µs (its packets reach the receiver that rarely), so
-    // with α updated every 1 µs (g = 5/1024) α settles near g / (15 g) ≈
-    // 0.07 and each cut takes a few per cent: the senders still inject
-    // ≈ 1.4 Tb/s together over the first 250 µs, the PFC-held backlog grows
-    // by megabytes, and it keeps every packet marked while it drains, which
-    // walks each sender down to ≈ 1 Gb/s (fair share 25). They then recover
-    // slowly (T = 300 µs, F = 1, R_AI = 5 Mb/s) and in step, and the queue
-    // bursts again. With Kmin 100 KiB / Kmax 400 KiB the run reaches 84%.
+    // 2.494 ms against 1.369 ms (0.55; 215 against 392 Gb/s), victim 1.09×
+    // its ideal, 963 CNPs.
+    // Why (traced per queue pair, rate and α at every cut): the example's
+    // ECN thresholds are the `kind = "roce"` defaults, buffer/16 to buffer/2
+    // = 4 KiB to 32 KiB (Pmax 0.2), 8 packets at 400 Gb/s; PFC holds the hot
+    // port's queue at ≈ 636 KiB (15 ingress ports × XOFF) for as long as the
+    // fabric holds a backlog, so every packet it sends is marked. A sender
+    // gets a CNP every ≈ 14 µs (its packets reach the receiver in PFC-shaped
+    // bursts) and is cut at each: 30 cuts in its first 337 µs, α decaying
+    // from 1 to 0.26, R_C 400 → 1.8 Gb/s (fair share 25) with R_T kept at 22
+    // (ConnectX `clamp_tgt_rate = 0`, no increase between the cuts). The 16
+    // senders drop below 400 Gb/s together from ≈ 160 µs while the backlog
+    // built before keeps every packet marked for another 180 µs, and they
+    // recover at 5 Mb/s per byte-counter event. The law and the NIC's
+    // parameters act as documented; the marking thresholds are what the run
+    // turns on. Same run (`fabricsim run` on the example with only
+    // `ecn_kmin`/`ecn_kmax`/`ecn_pmax` added under [fabric]): 150 KB / 1.5 MB
+    // / 1.0 1.532 ms, 0.89 of PFC alone, victim
+    // 1.11× its ideal; 100 KiB / 400 KiB / 0.2, 0.88, victim 1.12×; the HPCC
+    // simulator's thresholds scaled to 400 Gb/s (run.py: 100 / 400 KB per
+    // 25 Gb/s, Pmax 0.2) 1.6 MB / 6.4 MB never mark this 636 KiB queue, so
+    // DCQCN never acts (1.000, trivially). The paper profile on the example
+    // (`[fabric.dcqcn] profile = "paper"`) does worse: 2.989 ms, 0.46, victim
+    // 3.88× (with 150 KB / 1.5 MB / 1.0: 0.64, victim 2.59×).
+    // Deployed thresholds, as far as a source says: NVIDIA Onyx's `show roce`
+    // (Onyx user manual, "RoCE Commands", v3.10.3004 and v3.10.4408 LTS) lists
+    // the lossless RoCE profile's "Port congestion-control: Mode: ecn,
+    // absolute; Min : 150; Max : 1500", in KB (the Onyx Ansible module's
+    // min/max_threshold are "in KBs"); Cumulus Linux 5.x's RoCE page gives
+    // the default "Port ECN absolute threshold" for traffic class 3 as
+    // "1501500 bytes" (read here as 150 and 1,500 KB run together). Neither gives the
+    // marking probability, and the run turns on it: 150 KB / 1.5 MB with the
+    // `roce` default Pmax 0.2, 1.000 of PFC alone but victim 12.10× (DCQCN
+    // too weak to spare it, 2,509 pauses); with Pmax 1.0, 0.89 and 1.11×.
+    // Turning the test on needs the `roce` ECN defaults (config/packet.rs)
+    // settled, probability included, from a confirmed source: configuration
+    // outside this law, not a test knob.
     let (dq, dq_st) = run_scenario(&example("incast-roce-pfc-dcqcn.toml"));
     let (pfc, _) = run_scenario(&example("incast-roce-pfc-only.toml"));
     let incast_bytes = 16.0 * 4.0 * 1048576.0;

@@ -136,7 +136,9 @@ impl CcLaw for DctcpState {
 
     #[inline]
     fn on_ack(&mut self, g: &f64, a: &AckInfo) -> AckReaction {
-        let cut = self.cut;
+        // A cut sets `cwr_end` past the ACK's `una`, so a reduction that ends
+        // and restarts on one ACK (leaving `cut` set) is a cut too.
+        let (was_cut, was_end) = (self.cut, self.cwr_end);
         let w = DctcpState::on_ack(
             self,
             *g,
@@ -149,7 +151,7 @@ impl CcLaw for DctcpState {
         );
         AckReaction {
             window: Some(w),
-            window_cut: !cut && self.cut,
+            window_cut: self.cut && (!was_cut || self.cwr_end != was_end),
         }
     }
 
@@ -218,5 +220,36 @@ mod tests {
         let before = d.cwnd;
         d.on_ack(g, 20, 1, 72, 100, 100, false);
         assert!(d.cwnd < before && d.cwr_end == 100);
+    }
+
+    #[test]
+    fn a_reduction_that_ends_and_restarts_on_one_ack_counts_as_a_cut() {
+        // The ACK that acknowledges the end of one reduction can carry marks
+        // for data sent after it: a new cut on that ACK leaves `cut` set, and
+        // the law must still report it (the run's `dctcp_window_cuts`).
+        let ack = |ce, una, nxt| AckInfo {
+            now: 0,
+            newly_acked: 10,
+            ce,
+            echo: Some(ce),
+            una,
+            nxt,
+            nack: false,
+            max_pkts: 100,
+            dupack: false,
+            loss: false,
+            in_recovery: false,
+            sack: false,
+        };
+        let g = 1.0 / 16.0;
+        let mut d = DctcpState::new(100);
+        d.cwnd = 40.0;
+        d.ssthresh = 40.0;
+        assert!(CcLaw::on_ack(&mut d, &g, &ack(1, 10, 50)).window_cut);
+        assert!(!CcLaw::on_ack(&mut d, &g, &ack(1, 20, 50)).window_cut);
+        // PSN 50 acknowledged, marked: the reduction ends and a new one starts
+        assert!(CcLaw::on_ack(&mut d, &g, &ack(1, 50, 80)).window_cut);
+        assert!(d.cut && d.cwr_end == 80);
+        assert!(!CcLaw::on_ack(&mut d, &g, &ack(0, 60, 80)).window_cut);
     }
 }

@@ -34,7 +34,10 @@ pub const DEFAULT_MAX_EVENTS: u64 = 36_000_000_000;
 pub const FALLBACK_MEMORY: u64 = 8 << 30;
 
 /// Bytes per DAG task held by the DAG and a backend's per-task state (the
-/// 131,072-GPU flow benchmark holds 67 M flows in 7.0 GiB, 112 B each).
+/// 131,072-GPU flow benchmark holds 67 M tasks in 5.7 GiB, 91 B each, down
+/// from 7.0 GiB once the flow level built its output in the run's place; the
+/// other backends hold 16 B per task more at their peak, see
+/// [`RUN_BYTES_PER_TASK`]).
 const BYTES_PER_TASK: f64 = 128.0;
 /// Bytes per node of the topology (node, adjacency, per-node backend state).
 const BYTES_PER_NODE: f64 = 96.0;

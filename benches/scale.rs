@@ -8,14 +8,16 @@
 //!   nodes, rail-optimized NDR) at flow level — target < 2 min and < 8 GiB;
 //! - `ana131k`: the same over 131,072 GPUs at the analytical level — target < 1 s;
 //! - `flow131k`: 131,072 GPUs (16,384 DGX H100 nodes), hierarchical with a tree
-//!   between nodes, 1 GiB in 4 MiB chunks, at flow level (67 M flows; about
-//!   5 minutes and 7 GiB here; by name only, not in the default list);
+//!   between nodes, 1 GiB in 4 MiB chunks, at flow level (67 M tasks; about
+//!   5.5 CPU-minutes and 5.7 GiB here; by name only, not in the default list);
 //! - `pkt1k`: hierarchical all-reduce of 256 MiB over 1,024 GPUs (128 nodes × 8,
 //!   rail-optimized, 400 Gb/s, 4 KiB MTU) at packet level — target < 60 s, < 4 GiB.
 //! - `report1k`: the cost of `--report` on a 1,024-GPU run (128 DGX H100 nodes, the
 //!   demo's sweep at flow level): simulation with and without the report's data
 //!   path (best of 6 each, interleaved), HTML rendering time and size — target
 //!   < 10% of the simulation and < 10 MB.
+//! - `classes`: 2,000 transfers in two weighted traffic classes at flow level
+//!   (128 hosts, non-blocking leaf-spine) and the same transfers in one class.
 
 use std::process::Command;
 use std::time::Instant;
@@ -107,7 +109,113 @@ fn report_overhead() {
     );
 }
 
+/// 2,000 transfers in two weighted classes (3:1) at flow level: random pairs of
+/// 128 hosts on a non-blocking leaf-spine (radix 16, 100G), 256 KiB..4 MiB, the
+/// i-th waiting for the (i−500)-th to be delivered (about 500 sending at once).
+/// Timed in two classes (every change re-solves every sending flow) and with
+/// the same transfers in one class (incremental max-min).
+fn classes_case() {
+    use fabricsim::backend::flow::{self, FlowConfig};
+    use fabricsim::dag::{Dag, Dep, TaskId};
+    use fabricsim::mechanism::{TrafficClass, TrafficClasses};
+    use fabricsim::topology::{build, ClusterSpec, FabricLinkSpec, GpuId, TopologySpec};
+    use fabricsim::units::{Rate, SimTime};
+    let cluster = ClusterSpec {
+        hosts: 128,
+        gpus_per_host: 1,
+        nics_per_host: 1,
+        nvlink_rate: Rate::gbps(3600),
+        nvlink_latency: SimTime::from_ns(10),
+        pcie_rate: Rate::gbps(512),
+        pcie_latency: SimTime::from_ns(100),
+    };
+    let fabric = FabricLinkSpec {
+        link_rate: Rate::gbps(100),
+        link_latency: SimTime::from_ns(100),
+        switch_latency: SimTime::from_ns(300),
+        ..Default::default()
+    };
+    let spec = TopologySpec::LeafSpine {
+        radix: 16,
+        oversubscription: 1.0,
+    };
+    let topo = build(&cluster, &fabric, &spec).unwrap_or_else(|e| panic!("{e}"));
+    let mut dag = Dag::new();
+    dag.begin_op("mixed");
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut ids: Vec<TaskId> = Vec::new();
+    for i in 0..2000usize {
+        let s = (next() % 128) as u32;
+        let d = ((s as u64 + 1 + next() % 127) % 128) as u32;
+        let bytes = (256u64 << 10) + next() % (4 << 20);
+        let deps: Vec<Dep> = if i >= 500 {
+            vec![Dep::Done(ids[i - 500])]
+        } else {
+            vec![]
+        };
+        let t = dag.transfer(GpuId(s), GpuId(d), bytes, &deps);
+        dag.set_class(t, (i % 2) as u8);
+        ids.push(t);
+    }
+    let class = |name: &str, w| TrafficClass {
+        name: name.into(),
+        priority: 0,
+        weight: Some(w),
+        lossless: true,
+        ecn: None,
+    };
+    let two = TrafficClasses {
+        classes: vec![class("gold", 3), class("bronze", 1)],
+        data: 0,
+        ack: None,
+        cnp: None,
+    };
+    let mut one_dag = dag.clone();
+    for t in &ids {
+        one_dag.set_class(*t, 0);
+    }
+    let runs: [(&str, &Dag, FlowConfig); 2] = [
+        (
+            "two classes (3:1)",
+            &dag,
+            FlowConfig {
+                classes: Some(two.clone()),
+                ..FlowConfig::default()
+            },
+        ),
+        (
+            "one class (max-min)",
+            &one_dag,
+            FlowConfig {
+                classes: Some(two),
+                ..FlowConfig::default()
+            },
+        ),
+    ];
+    for (label, d, cfg) in runs {
+        let (t, c) = (Instant::now(), cpu_secs());
+        let out = flow::run(d, &topo, &cfg).unwrap_or_else(|e| panic!("{e}"));
+        println!(
+            "classes       2,000 transfers, {label}: wall {:.3} s, {:.2} s CPU, {} events, makespan {:.3} us",
+            t.elapsed().as_secs_f64(),
+            cpu_secs() - c,
+            out.events,
+            out.makespan.ps() as f64 / 1e6
+        );
+    }
+}
+
 fn run_case(case: &str) {
+    if case == "classes" {
+        classes_case();
+        return;
+    }
     if case == "report1k" {
         report_overhead();
         return;
@@ -144,7 +252,7 @@ fn run_case(case: &str) {
             "1,024 GPUs, hierarchical (ring between nodes), 256 MiB, packet",
         ),
         other => {
-            eprintln!("unknown case {other}; cases: demo flow16k flow16k-tree flow16k-tree-4m flow131k ana131k pkt1k report1k");
+            eprintln!("unknown case {other}; cases: demo flow16k flow16k-tree flow16k-tree-4m flow131k ana131k pkt1k report1k classes");
             std::process::exit(2);
         }
     };

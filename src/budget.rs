@@ -34,7 +34,10 @@ pub const DEFAULT_MAX_EVENTS: u64 = 36_000_000_000;
 pub const FALLBACK_MEMORY: u64 = 8 << 30;
 
 /// Bytes per DAG task held by the DAG and a backend's per-task state (the
-/// 131,072-GPU flow benchmark holds 67 M flows in 7.0 GiB, 112 B each).
+/// 131,072-GPU flow benchmark holds 67 M tasks in 5.7 GiB, 91 B each, down
+/// from 7.0 GiB once the flow level built its output in the run's place; the
+/// other backends hold 16 B per task more at their peak, see
+/// [`RUN_BYTES_PER_TASK`]).
 const BYTES_PER_TASK: f64 = 128.0;
 /// Bytes per node of the topology (node, adjacency, per-node backend state).
 const BYTES_PER_NODE: f64 = 96.0;
@@ -129,6 +132,9 @@ pub struct Estimate {
     /// The scenario key that drives the workload's tasks (named when a built
     /// DAG is over the budget, [`check_dag`]).
     pub workload_driver: &'static str,
+    /// Whether the run is at the flow fidelity, whose backend holds less per
+    /// task ([`RUN_BYTES_PER_TASK_FLOW`]) than the others.
+    pub flow_level: bool,
 }
 
 /// The advice for a scenario too large because of `driver`.
@@ -352,6 +358,7 @@ pub fn run(s: &Scenario, topo: &Topology, fidelity: Fidelity) -> Estimate {
         _ => 1.0,
     };
     e.tasks = tasks;
+    e.flow_level = fidelity == Fidelity::Flow;
     e.flows = flows * reruns;
     e.workload_driver = driver;
     let topology_memory = e.memory;
@@ -590,11 +597,20 @@ impl Estimate {
 }
 
 /// Bytes per task a backend holds while it runs a DAG, beyond the DAG's own
-/// tables ([`crate::dag::Dag::heap_bytes`]): the runner's unmet count,
-/// successor start, operation (4 B each), state (1 B), start and done times
-/// (8 B each), the flow backend's ideal time (8 B) and a transfer's completion
-/// and ideal times in the output (8 B each).
+/// tables ([`crate::dag::Dag::heap_bytes`]), at its peak, for the backends
+/// other than the flow level's: the runner's unmet count, successor start,
+/// operation (4 B each; the operation is run-length encoded when a DAG's
+/// operations are contiguous, counted here at 4 B for those that interleave),
+/// state (1 B), start and done times (8 B each), the packet level's own done
+/// time (8 B) and a transfer's completion and ideal times in the output
+/// (8 B each), all held at once when the output is built.
 pub const RUN_BYTES_PER_TASK: f64 = 53.0;
+/// [`RUN_BYTES_PER_TASK`] at the flow level, whose peak is during the run:
+/// the runner's unmet count, successor start, operation (4 B each), state
+/// (1 B), start and done times and the ideal time (8 B each). Its output is
+/// built after the scheduling tables are freed, in the ideal times' place:
+/// start and done times, state, ideal and completion times, 33 B.
+pub const RUN_BYTES_PER_TASK_FLOW: f64 = 37.0;
 /// Bytes per dependency a backend holds while it runs a DAG: the runner's
 /// successor entry (the DAG's own entry is in [`crate::dag::Dag::heap_bytes`]).
 pub const RUN_BYTES_PER_EDGE: f64 = 4.0;
@@ -605,9 +621,17 @@ pub const RUN_BYTES_PER_EDGE: f64 = 4.0;
 /// dependencies grow faster than its tasks (a join of every task of every
 /// host) is caught where [`run`]'s estimate, which counts tasks only, is not.
 pub fn dag_memory(dag: &crate::dag::Dag) -> f64 {
-    dag.heap_bytes() as f64
-        + dag.len() as f64 * RUN_BYTES_PER_TASK
-        + dag.edges() as f64 * RUN_BYTES_PER_EDGE
+    dag_memory_at(dag, false)
+}
+
+/// [`dag_memory`] for a run at the flow level (`flow_level`) or another.
+pub fn dag_memory_at(dag: &crate::dag::Dag, flow_level: bool) -> f64 {
+    let per_task = if flow_level {
+        RUN_BYTES_PER_TASK_FLOW
+    } else {
+        RUN_BYTES_PER_TASK
+    };
+    dag.heap_bytes() as f64 + dag.len() as f64 * per_task + dag.edges() as f64 * RUN_BYTES_PER_EDGE
 }
 
 /// Refuses a built `dag` whose run would not fit `budget`, before a backend
@@ -624,7 +648,7 @@ pub fn check_dag(
     budget: &Budget,
 ) -> Result<(), OverBudget> {
     let rest = (estimate.memory - estimate.tasks * BYTES_PER_TASK).max(0.0);
-    let memory = rest + dag_memory(dag);
+    let memory = rest + dag_memory_at(dag, estimate.flow_level);
     if memory <= budget.max_memory as f64 {
         return Ok(());
     }

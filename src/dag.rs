@@ -419,7 +419,9 @@ pub struct DagRunner {
     pub op_timing: Vec<OpTiming>,
     op_seen: Vec<bool>,
     completed: usize,
-    ops_of: Vec<u32>,
+    /// Number of tasks (the tables below may be freed by [`DagRunner::free_schedule`]).
+    n: usize,
+    ops_of: OpsOf,
     /// Latest completion time reported so far, picoseconds.
     last_done: SimTime,
 }
@@ -462,7 +464,8 @@ impl DagRunner {
             op_timing: vec![OpTiming::default(); dag.ops.len().max(1)],
             op_seen: vec![false; dag.ops.len().max(1)],
             completed: 0,
-            ops_of: dag.tasks.iter().map(|t| t.op).collect(),
+            n,
+            ops_of: OpsOf::new(dag),
             last_done: SimTime::ZERO,
         }
     }
@@ -481,7 +484,7 @@ impl DagRunner {
 
     fn mark_started(&mut self, t: TaskId, now: SimTime) {
         self.started_at[t.0 as usize] = now;
-        let op = self.ops_of[t.0 as usize] as usize;
+        let op = self.ops_of.get(t.0) as usize;
         if !self.op_seen[op] {
             self.op_seen[op] = true;
             self.op_timing[op].start = now;
@@ -521,7 +524,7 @@ impl DagRunner {
         self.completed += 1;
         self.done_at[t.0 as usize] = now;
         self.last_done = self.last_done.max(now);
-        let op = self.ops_of[t.0 as usize] as usize;
+        let op = self.ops_of.get(t.0) as usize;
         if now > self.op_timing[op].end {
             self.op_timing[op].end = now;
         }
@@ -538,7 +541,7 @@ impl DagRunner {
     pub fn ops_in_flight(&self) -> Vec<u32> {
         let mut ops: Vec<u32> = (0..self.pending.len())
             .filter(|&t| self.pending[t] == 0 && self.state[t] != 2)
-            .map(|t| self.ops_of[t])
+            .map(|t| self.ops_of.get(t as u32))
             .collect();
         ops.sort_unstable();
         ops.dedup();
@@ -566,13 +569,59 @@ impl DagRunner {
 
     /// True when every task completed.
     pub fn finished(&self) -> bool {
-        self.completed == self.pending.len()
+        self.completed == self.n
+    }
+
+    /// Frees the tables that schedule tasks (unmet counts, successors): 8 B
+    /// per task and 4 B per dependency a backend need not hold while it builds
+    /// its output. Call it once the run is over: afterwards [`DagRunner::sent`],
+    /// [`DagRunner::done`] and [`DagRunner::ops_in_flight`] see no tasks.
+    pub fn free_schedule(&mut self) {
+        self.pending = Vec::new();
+        self.succ_start = Vec::new();
+        self.succ = Vec::new();
     }
     /// When the last task completed so far (zero before any): a run's makespan
     /// once [`DagRunner::finished`]. Backends report this, never the time of
     /// their last queued event, which may be stale or after the work (a fault).
     pub fn last_done(&self) -> SimTime {
         self.last_done
+    }
+}
+
+/// The operation of each task, run-length encoded when tasks of one
+/// operation are contiguous (a collective sweep: one run per operation, against
+/// 4 B per task), else one entry per task (a training step that interleaves them).
+enum OpsOf {
+    /// (first task, operation) at each change of operation, by task.
+    Runs(Vec<(u32, u32)>),
+    /// Per task.
+    Each(Vec<u32>),
+}
+
+impl OpsOf {
+    fn new(dag: &Dag) -> OpsOf {
+        let mut runs: Vec<(u32, u32)> = Vec::new();
+        for (i, t) in dag.tasks.iter().enumerate() {
+            if runs.last().is_none_or(|&(_, op)| op != t.op) {
+                if runs.len() >= dag.tasks.len() / 4 {
+                    return OpsOf::Each(dag.tasks.iter().map(|t| t.op).collect());
+                }
+                runs.push((i as u32, t.op));
+            }
+        }
+        OpsOf::Runs(runs)
+    }
+
+    #[inline]
+    fn get(&self, t: u32) -> u32 {
+        match self {
+            OpsOf::Runs(r) => {
+                let i = r.partition_point(|&(first, _)| first <= t);
+                r[i.saturating_sub(1)].1
+            }
+            OpsOf::Each(v) => v[t as usize],
+        }
     }
 }
 
@@ -609,5 +658,47 @@ mod tests {
                 end: SimTime(9)
             }
         );
+    }
+
+    /// Operation timing is the same whether the runner keeps operations
+    /// run-length encoded (contiguous) or per task (interleaved), and freeing
+    /// the scheduling tables keeps the finished state.
+    #[test]
+    fn op_timing_with_contiguous_and_interleaved_operations() {
+        for interleave in [false, true] {
+            let mut d = Dag::new();
+            let x = d.begin_op("x");
+            let y = d.begin_op("y");
+            let mut prev = None;
+            for i in 0..12u32 {
+                d.set_op(if interleave { i % 2 } else { i / 6 });
+                let deps: Vec<Dep> = prev.map(Dep::Done).into_iter().collect();
+                prev = Some(d.transfer(GpuId(0), GpuId(1), 10, &deps));
+            }
+            let mut r = DagRunner::new(&d);
+            assert_eq!(matches!(r.ops_of, OpsOf::Each(_)), interleave);
+            let mut ready = Vec::new();
+            r.start(&mut ready);
+            for i in 0..12u64 {
+                let t = ready.pop().expect("a chain: one ready at a time");
+                r.done(t, SimTime(10 * (i + 1)), &mut ready);
+            }
+            assert!(r.finished());
+            let (tx, ty) = (r.op_timing[x as usize], r.op_timing[y as usize]);
+            if interleave {
+                // x: tasks 0, 2, ..., 10 (done at 10, 30, ..., 110); y: 1, ..., 11
+                assert_eq!((tx.start, tx.end), (SimTime(0), SimTime(110)));
+                assert_eq!((ty.start, ty.end), (SimTime(10), SimTime(120)));
+            } else {
+                assert_eq!((tx.start, tx.end), (SimTime(0), SimTime(60)));
+                assert_eq!((ty.start, ty.end), (SimTime(60), SimTime(120)));
+            }
+            r.free_schedule();
+            assert!(r.finished());
+            assert_eq!(r.completed(), 12);
+            let (start, done) = r.take_spans();
+            assert_eq!(done[11], SimTime(120));
+            assert_eq!(start[11], SimTime(110));
+        }
     }
 }

@@ -1254,8 +1254,29 @@ impl<'a> Sim<'a> {
 
     fn output(mut self, makespan: u64) -> RunOutput {
         let delivered = self.delivered;
-        let (fct, ideal) = super::transfer_times(self.dag, &self.runner, &self.ideal);
+        // Memory: the output is built where the run's per-task tables were,
+        // not beside them: the scheduling tables are freed first, the start and
+        // done times moved out, and the ideal times compacted in place to the
+        // transfers'. What this backend holds per task peaks during the run
+        // (37 B, budget::RUN_BYTES_PER_TASK_FLOW), no longer here (53 B).
+        self.runner.free_schedule();
         let (task_start, task_done) = self.runner.take_spans();
+        let n = self
+            .dag
+            .tasks
+            .iter()
+            .filter(|t| t.kind.is_transfer())
+            .count();
+        let mut fct = Vec::with_capacity(n);
+        let mut ideal = std::mem::take(&mut self.ideal);
+        for (i, t) in self.dag.tasks.iter().enumerate() {
+            if t.kind.is_transfer() {
+                ideal[fct.len()] = ideal[i];
+                fct.push(task_done[i] - task_start[i]);
+            }
+        }
+        ideal.truncate(n);
+        ideal.shrink_to_fit();
         let links = self
             .link_bytes
             .iter()

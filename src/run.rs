@@ -1143,6 +1143,17 @@ pub fn packet_config_used(
     ] {
         usage.read_if(key, pfc_on, || PFC_OFF.into());
     }
+    usage.read_if(
+        "fabric.pfc_watchdog_restore",
+        pfc_on && p.pfc_watchdog > SimTime::ZERO,
+        || {
+            if pfc_on {
+                "the PFC watchdog is off (fabric.pfc_watchdog = 0): nothing to recover from".into()
+            } else {
+                PFC_OFF.into()
+            }
+        },
+    );
     usage.read_if("fabric.pfc_alpha", pfc_on && dynamic, || {
         if pfc_on {
             "the PFC threshold is static (fabric.pfc_threshold = \"static\"); alpha sets a dynamic XOFF".into()
@@ -1285,6 +1296,7 @@ pub fn packet_config_used(
         pfc_threshold: p.pfc_threshold,
         pfc_headroom_pool: p.pfc_headroom_pool,
         pfc_watchdog: p.pfc_watchdog,
+        pfc_watchdog_restore: p.pfc_watchdog_restore,
         ecn: p.ecn.map(|(kmin, kmax, pmax)| Ecn { kmin, kmax, pmax }),
         cc: p.cc,
         deadlock_timeout: p.deadlock_timeout,

@@ -569,7 +569,7 @@ fn read_backend_keys(
             });
             if s.fabric.routing.dragonfly() == crate::topology::DragonflyRouting::Shortest {
                 usage.void("fabric.routing", || {
-                    "α-β costs do not depend on which equal-cost path a transfer takes".into()
+                    "α-β costs take ECMP's expectation over the equal-cost paths (the one path's cost where they are alike); how adaptive, spraying or flowlet routing spread a transfer is modeled at the packet fidelity".into()
                 });
             } else {
                 // a dragonfly's group routing changes the paths' length and

@@ -529,6 +529,13 @@ fn a_deadlock_confined_to_three_groups_is_reported_with_its_cycle_while_other_fl
         "{:?}",
         stop.ops_in_flight
     );
+    // `--out DIR`'s pfc_cycles.csv: one row per link of each cycle, in order
+    let csv = fabricsim::report::csv::pfc_cycles(&r);
+    let links: usize = p.deadlock_cycles.iter().map(|c| c.cycle.len()).sum();
+    assert_eq!(csv.lines().count(), 1 + links, "{csv}");
+    let first: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    assert_eq!(first[0], "0");
+    assert_eq!(first[4], c.cycle[0].0.to_string(), "{csv}");
 }
 
 #[test]

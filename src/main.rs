@@ -900,6 +900,14 @@ fn write_outputs(dir: &Path, r: &Report) -> std::io::Result<()> {
     if !r.jobs.is_empty() {
         std::fs::write(dir.join("jobs.csv"), report::jobs::csv(r))?;
     }
+    if let Some(p) = &r.pfc {
+        if !p.watchdog_lanes.is_empty() {
+            std::fs::write(dir.join("pfc_watchdog.csv"), report::csv::pfc_watchdog(r))?;
+        }
+        if !p.deadlock_cycles.is_empty() {
+            std::fs::write(dir.join("pfc_cycles.csv"), report::csv::pfc_cycles(r))?;
+        }
+    }
     Ok(())
 }
 

@@ -581,7 +581,7 @@ fn read_backend_keys(
             });
             if s.fabric.routing.dragonfly() == crate::topology::DragonflyRouting::Shortest {
                 usage.void("fabric.routing", || {
-                    "α-β costs do not depend on which equal-cost path a transfer takes".into()
+                    "α-β costs take ECMP's expectation over the equal-cost paths (the one path's cost where they are alike); how adaptive, spraying or flowlet routing spread a transfer is modeled at the packet fidelity".into()
                 });
             } else {
                 // a dragonfly's group routing changes the paths' length and
@@ -1155,6 +1155,17 @@ pub fn packet_config_used(
     ] {
         usage.read_if(key, pfc_on, || PFC_OFF.into());
     }
+    usage.read_if(
+        "fabric.pfc_watchdog_restore",
+        pfc_on && p.pfc_watchdog > SimTime::ZERO,
+        || {
+            if pfc_on {
+                "the PFC watchdog is off (fabric.pfc_watchdog = 0): nothing to recover from".into()
+            } else {
+                PFC_OFF.into()
+            }
+        },
+    );
     usage.read_if("fabric.pfc_alpha", pfc_on && dynamic, || {
         if pfc_on {
             "the PFC threshold is static (fabric.pfc_threshold = \"static\"); alpha sets a dynamic XOFF".into()
@@ -1297,6 +1308,7 @@ pub fn packet_config_used(
         pfc_threshold: p.pfc_threshold,
         pfc_headroom_pool: p.pfc_headroom_pool,
         pfc_watchdog: p.pfc_watchdog,
+        pfc_watchdog_restore: p.pfc_watchdog_restore,
         ecn: p.ecn.map(|(kmin, kmax, pmax)| Ecn { kmin, kmax, pmax }),
         cc: p.cc,
         deadlock_timeout: p.deadlock_timeout,

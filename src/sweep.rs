@@ -449,7 +449,7 @@ fn workload_keys(runs: &[SweepRun]) -> Vec<usize> {
 }
 
 /// The fixed columns after the per-size ones.
-const TAIL_COLUMNS: [&str; 11] = [
+const TAIL_COLUMNS: [&str; 13] = [
     "mean_busbw_GBps",
     "flows",
     "fct_p50_us",
@@ -458,6 +458,8 @@ const TAIL_COLUMNS: [&str; 11] = [
     "ecn_marks",
     "pfc_pause_frames",
     "pfc_watchdog_triggers",
+    "pfc_watchdog_drops",
+    "pfc_headroom_drops",
     "pfc_deadlock_cycles",
     "events",
     "error",
@@ -514,7 +516,7 @@ fn csv_with(axes: &[Axis], runs: &[SweepRun], shard_total: Option<usize>) -> Str
                 }
                 let _ = writeln!(
                     s,
-                    ",{:.4},{},{:.4},{:.4},{},{},{},{},{},{},",
+                    ",{:.4},{},{:.4},{:.4},{},{},{},{},{},{},{},{},",
                     mean_busbw(rep),
                     rep.flows.count,
                     rep.flows.fct_us.p50,
@@ -523,6 +525,8 @@ fn csv_with(axes: &[Axis], runs: &[SweepRun], shard_total: Option<usize>) -> Str
                     cell(rep.fabric.ecn_marks),
                     cell(rep.fabric.pfc_pause_frames),
                     cell(rep.pfc_watchdog_triggers()),
+                    cell(rep.pfc_watchdog_drops()),
+                    cell(rep.pfc_headroom_drops()),
                     cell(rep.pfc_deadlock_cycles()),
                     rep.sim.events
                 );

@@ -130,6 +130,7 @@ const ALTERNATIVES: &[(&str, &[&str])] = &[
     ("fabric.pfc_alpha", &["0.125", "8.0"]),
     ("fabric.pfc_headroom_pool", &["\"4MiB\"", "\"64KiB\""]),
     ("fabric.pfc_watchdog", &["\"1us\"", "\"100us\""]),
+    ("fabric.pfc_watchdog_restore", &["\"1us\"", "\"1ms\""]),
     ("fabric.ecn", &["true", "false"]),
     ("fabric.ecn_kmin", &["\"1KiB\"", "\"200KiB\""]),
     ("fabric.ecn_kmax", &["\"4KiB\"", "\"400KiB\""]),

@@ -141,6 +141,7 @@ const KEYS: &[(&str, &[&str], &str)] = &[
             "pfc_alpha",
             "pfc_headroom_pool",
             "pfc_watchdog",
+            "pfc_watchdog_restore",
             "ecn_kmin",
             "ecn_kmax",
             "ecn_pmax",

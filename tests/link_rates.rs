@@ -781,3 +781,130 @@ fn every_malformed_htsim_topology_is_a_located_error() {
         t.notes
     );
 }
+
+/// Two leaves of 8 hosts each joined through two spines, one at 100G and one
+/// at 25G (host links 100G, 1 µs everywhere): every cross-leaf route has two
+/// equal-hop paths that differ fourfold in rate.
+const UNEQUAL_ECMP: &str = "switches = [\"l0\", \"l1\", \"fast\", \"slow\"]\n\
+hosts = [\"h0\", \"h1\", \"h2\", \"h3\", \"h4\", \"h5\", \"h6\", \"h7\", \"h8\", \"h9\", \"h10\", \"h11\", \"h12\", \"h13\", \"h14\", \"h15\"]\n\
+[defaults]\nrate = \"100Gbps\"\nlatency = \"1us\"\n";
+
+/// The scenario over [`UNEQUAL_ECMP`] (header overhead off, so a path carries
+/// its line rate) with `workload`, written with its topology file into a
+/// fresh directory named by `tag`.
+fn unequal_ecmp(workload: &str, fast: &str, slow: &str, tag: &str) -> Scenario {
+    let mut topo = UNEQUAL_ECMP.to_string();
+    for h in 0..16 {
+        let leaf = if h < 8 { "l0" } else { "l1" };
+        topo += &format!("[[links]]\na = \"h{h}\"\nb = \"{leaf}\"\n");
+    }
+    for (spine, rate) in [("fast", fast), ("slow", slow)] {
+        for leaf in ["l0", "l1"] {
+            topo += &format!("[[links]]\na = \"{leaf}\"\nb = \"{spine}\"\nrate = \"{rate}\"\n");
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("fabricsim-ecmp-{}-{tag}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("t.toml"), topo).unwrap();
+    let text = format!(
+        "[cluster]\nnodes = 16\ngpus_per_node = 1\nnics_per_node = 1\nnvlink_bandwidth = \"450GB/s\"\n\
+         pcie_bandwidth = \"256GB/s\"\npcie_latency = \"100ns\"\n\
+         [topology]\nkind = \"file\"\nfile = \"t.toml\"\n\
+         [fabric]\nkind = \"infiniband\"\nheader_bytes = 0\nswitch_latency = \"100ns\"\n{workload}"
+    );
+    let path = dir.join("s.toml");
+    std::fs::write(&path, &text).unwrap();
+    let s = config::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    s
+}
+
+#[test]
+fn unequal_ecmp_paths_cost_their_expectation_over_the_hash_not_the_first_path() {
+    // 128 transfers of 1 MiB one after another (no contention), every
+    // cross-leaf pair both ways. The flow fidelity routes each by its queue
+    // pair's hash: over the 100G spine it takes S/100G + α, over the 25G one
+    // S/25G + α (same hops, same α). ECMP picks either with probability 1/2,
+    // so a transfer's expected time is S·(½/100G + ½/25G) + α = S/40G + α
+    // (the harmonic mean of the path rates), which the analytical fidelity
+    // must charge each transfer; the first path alone would charge S/100G or
+    // S/25G to every one (off by 40% or 60% of the total).
+    const S: u64 = 1 << 20;
+    let mut flows = String::from("[workload]\nkind = \"flows\"\n");
+    let mut n = 0;
+    for a in 0..8u32 {
+        for b in 8..16u32 {
+            for (src, dst) in [(a, b), (b, a)] {
+                flows += &format!(
+                    "[[workload.flows]]\nid = {n}\nsrc = {src}\ndst = {dst}\nbytes = {S}\n"
+                );
+                if n > 0 {
+                    flows += &format!("after = [{}]\n", n - 1);
+                }
+                n += 1;
+            }
+        }
+    }
+    let s = unequal_ecmp(&flows, "100Gbps", "25Gbps", "chain");
+    let tx = |gbps: f64| S as f64 * 8.0 / (gbps * 1e3); // µs
+    let flow = at(&s, Fidelity::Flow);
+    let ana = at(&s, Fidelity::Analytical);
+    let fcts: Vec<f64> = flow.listed_flows.iter().map(|f| f.fct_us).collect();
+    assert_eq!(fcts.len(), n);
+    // every flow-level FCT is one of the two paths' costs
+    let alpha = fcts.iter().cloned().fold(f64::MAX, f64::min) - tx(100.0);
+    let slow = fcts
+        .iter()
+        .filter(|&&t| (t - (tx(25.0) + alpha)).abs() < 1e-3)
+        .count();
+    let fast = fcts
+        .iter()
+        .filter(|&&t| (t - (tx(100.0) + alpha)).abs() < 1e-3)
+        .count();
+    assert_eq!(slow + fast, n, "{fcts:?}");
+    // the hash spreads them: within 3σ of n/2 (Binomial(128, ½), σ = 5.7)
+    assert!(
+        (slow as f64 - n as f64 / 2.0).abs() <= 3.0 * (n as f64 / 4.0).sqrt(),
+        "{slow} of {n} slow"
+    );
+    // analytical: each transfer S/40G + the same α, to the nanosecond
+    for f in &ana.listed_flows {
+        assert!(
+            (f.fct_us - (tx(40.0) + alpha)).abs() < 1e-3,
+            "{f:?} vs {}",
+            tx(40.0) + alpha
+        );
+    }
+    // the makespans differ only by the hash's draw: (slow − n/2) × (S/25G − S/100G)
+    let draw = (slow as f64 - n as f64 / 2.0) * (tx(25.0) - tx(100.0));
+    println!(
+        "unequal ECMP chain: flow {:.3} us ({slow} of {n} on the 25G spine), analytical {:.3} us (each S/40G + α), difference {:.3} us = the draw {draw:.3} us",
+        flow.makespan_us, ana.makespan_us, flow.makespan_us - ana.makespan_us
+    );
+    assert!((flow.makespan_us - ana.makespan_us - draw).abs() < 1e-2 * n as f64);
+}
+
+#[test]
+fn a_collective_model_sees_unequal_ecmp_paths_as_their_harmonic_mean() {
+    // A ring all-reduce over the 16 hosts: the closed form costs each ring
+    // edge by ECMP's expectation, so 100G and 25G spines (harmonic mean 40G)
+    // cost exactly what two 40G spines cost (same hops, same latencies),
+    // and neither what two 100G nor two 25G spines cost.
+    let ring = "[workload]\nkind = \"collective\"\nop = \"all_reduce\"\nalgorithm = \"ring\"\nsizes = [\"64MiB\"]\n";
+    let time = |fast: &str, slow: &str, tag: &str| {
+        at(&unequal_ecmp(ring, fast, slow, tag), Fidelity::Analytical).collectives[0].time_us
+    };
+    let mixed = time("100Gbps", "25Gbps", "mixed");
+    let even = time("40Gbps", "40Gbps", "even");
+    let fastest = time("100Gbps", "100Gbps", "fastest");
+    let slowest = time("25Gbps", "25Gbps", "slowest");
+    println!("ring all-reduce 64 MiB, analytical: 100G+25G spines {mixed:.3} us, 40G+40G {even:.3}, 100G+100G {fastest:.3}, 25G+25G {slowest:.3}");
+    assert!((mixed - even).abs() <= 1e-3 * even, "{mixed} vs {even}");
+    assert!(fastest < mixed && mixed < slowest);
+    // the flow fidelity hashes each ring edge onto one spine: its time lies
+    // between the all-fast and the all-slow fabric's
+    let s = unequal_ecmp(ring, "100Gbps", "25Gbps", "flowring");
+    let flow = at(&s, Fidelity::Flow).collectives[0].time_us;
+    println!("  flow fidelity on 100G+25G: {flow:.3} us");
+    assert!(flow >= 0.99 * fastest && flow <= 1.01 * slowest);
+}

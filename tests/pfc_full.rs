@@ -6,6 +6,7 @@
 mod common;
 use common::example;
 
+use fabricsim::backend::packet::flow_control::WatchdogLane;
 use fabricsim::backend::packet::{
     self, Ecn, FlowControl, PacketConfig, PacketStats, PfcThreshold, PFC_FRAME_WIRE_BYTES,
 };
@@ -319,12 +320,159 @@ fn the_watchdog_breaks_the_shipped_dragonfly_deadlock_and_reports_its_drops() {
     // `compare` and sweep CSVs carry the findings too (not only the JSON)
     assert_eq!(r.pfc_watchdog_triggers(), Some(p.watchdog_triggers));
     let fires = p.watchdog_triggers.to_string();
-    let t = fabricsim::report::compare::table(&[r.clone(), r], &["a".into(), "b".into()]);
+    let t = fabricsim::report::compare::table(&[r.clone(), r.clone()], &["a".into(), "b".into()]);
     let row = t
         .lines()
         .find(|l| l.starts_with("# PFC watchdog fires "))
         .unwrap_or_else(|| panic!("no watchdog row in\n{t}"));
     assert!(row.contains(&fires), "{row}");
+    // … with what the watchdog dropped, and the headroom drops (none here)
+    let row_of = |name: &str| {
+        t.lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} row in\n{t}"))
+            .to_string()
+    };
+    let drops = row_of("# PFC watchdog drops ");
+    assert!(
+        drops.contains(&p.watchdog_packets_dropped.to_string()),
+        "{drops}"
+    );
+    let hdrm = row_of("# PFC headroom drops ");
+    assert_eq!(hdrm.split_whitespace().nth(4), Some("0"), "{hdrm}");
+    // `--out DIR`'s pfc_watchdog.csv: a row per lane, their drops add up
+    let csv = fabricsim::report::csv::pfc_watchdog(&r);
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(rows.len(), p.watchdog_lanes.len(), "{csv}");
+    let summed: u64 = rows.iter().map(|r| r[8].parse::<u64>().unwrap()).sum();
+    assert_eq!(summed, p.watchdog_packets_dropped, "{csv}");
+}
+
+#[test]
+fn a_headroom_pool_too_small_for_the_fan_in_drops_and_the_bytes_still_add_up() {
+    // 16 senders × 256 KiB into one 400G port, XOFF 128 KiB per ingress lane
+    // and a shared headroom pool of one link's `pfc_headroom_needed` (the
+    // least the configuration accepts): after XOFF each paused lane still
+    // receives up to that much before its PAUSE takes effect (the headroom
+    // rule: (2 × latency + pipeline) × rate + 3 packets + 84 B), so 16 lanes
+    // crossing XOFF together need up to 16 × it. A switch's MMU drops what
+    // its headroom cannot take; so must the model: drops of their own cause,
+    // every data packet accepted, counted dropped or a duplicate
+    // (conservation), and the transport resends what was dropped. With a
+    // pool of 16 × the need, nothing may be dropped (the same rule).
+    let topo = single_switch(17);
+    let dag = incast(16, 256 << 10);
+    for (pool, drops_expected) in [(HEADROOM, true), (16 * HEADROOM, false)] {
+        let cfg = PacketConfig {
+            pfc_headroom_pool: pool,
+            ..pfc()
+        };
+        let (out, st) = checked(&dag, &topo, &cfg);
+        let p = out.fabric.pfc.clone();
+        eprintln!(
+            "headroom pool {pool} B: {} headroom drops ({} retransmitted), {} PAUSE frames, most held on a lane {} B, makespan {:.2} us",
+            st.drops_headroom,
+            st.retransmitted_packets,
+            st.pfc_pause_frames,
+            st.pfc_max_ingress_bytes,
+            out.makespan.0 as f64 / 1e6
+        );
+        assert_eq!(st.pfc_headroom_overflows, st.drops_headroom);
+        assert_eq!(st.drops_total(), st.drops_headroom, "no other cause");
+        assert_eq!(p.headroom_packets_dropped, st.drops_headroom);
+        let per_link: u64 = out.links.iter().map(|l| l.drops).sum();
+        assert_eq!(per_link, st.drops_headroom);
+        if drops_expected {
+            assert!(st.drops_headroom > 0);
+            assert!(st.retransmitted_packets >= st.drops_headroom);
+            // a lane never holds more than XOFF + what the pool gave it
+            assert!(st.pfc_max_ingress_bytes <= (128 << 10) + pool);
+        } else {
+            assert_eq!(st.drops_headroom, 0);
+        }
+    }
+}
+
+/// The watchdog lanes of the shipped dragonfly deadlock under a 100 µs
+/// detection period and recovery period `restore` (`None`: the default).
+fn watchdog_lanes(restore: Option<&str>) -> (fabricsim::report::Report, Vec<WatchdogLane>) {
+    let mut keys = "cc = \"none\"\npfc_watchdog = \"100us\"".to_string();
+    if let Some(r) = restore {
+        keys += &format!("\npfc_watchdog_restore = \"{r}\"");
+    }
+    let text = example("pfc-deadlock-dragonfly.toml").replace("cc = \"none\"", &keys);
+    let r = packet_run(&text);
+    assert!(r.deadlock.is_none(), "{:?}", r.deadlock);
+    assert_eq!(r.fabric.bytes_delivered, r.fabric.bytes_sent);
+    let lanes = r.pfc.as_ref().expect("PFC findings").watchdog_lanes.clone();
+    (r, lanes)
+}
+
+#[test]
+fn the_watchdog_recovery_period_is_its_own_key() {
+    // SONiC's PFC watchdog (sonic-utilities pfcwd/main.py) has a detection
+    // time and a separate restoration time (`pfcwd start … --restoration-time`,
+    // `start_default` 200 ms / 200 ms); Arista's has a timeout and a recovery
+    // time. A lane the watchdog fired on drops (and ignores PAUSE) for the
+    // recovery period, then honours PAUSE again. So every drop of a lane
+    // falls within the recovery period after its last trigger, and a lane
+    // fires again no sooner than the recovery period plus a whole detection
+    // period paused after the trigger before: last − first ≥ (triggers − 1)
+    // × (restore + detect). On the shipped dragonfly deadlock the resends
+    // that reach a lane still in recovery are dropped too: a 1 ms recovery
+    // drops some later than the default's 100 µs window would.
+    let detect = 100_000_000u64; // 100 µs in ps
+    let mut latest = Vec::new();
+    let mut dropped = Vec::new();
+    for (restore, restore_ps) in [(None, detect), (Some("1ms"), 1_000_000_000u64)] {
+        let (r, lanes) = watchdog_lanes(restore);
+        let p = r.pfc.as_ref().unwrap();
+        let late = lanes
+            .iter()
+            .map(|w| w.last_drop_at_ps - w.last_at_ps)
+            .max()
+            .unwrap_or(0);
+        eprintln!(
+            "restore {restore:?}: {} triggers on {} lanes, {} packets dropped, latest drop {:.1} us after its trigger, makespan {:.1} us",
+            p.watchdog_triggers,
+            lanes.len(),
+            p.watchdog_packets_dropped,
+            late as f64 / 1e6,
+            r.makespan_us
+        );
+        for w in &lanes {
+            assert!(w.last_at_ps >= w.first_at_ps && w.last_drop_at_ps >= w.last_at_ps);
+            assert!(
+                w.last_drop_at_ps - w.last_at_ps <= restore_ps,
+                "{restore:?}: {w:?}"
+            );
+            assert!(
+                w.last_at_ps - w.first_at_ps >= (w.triggers - 1) * (restore_ps + detect),
+                "{restore:?}: {w:?}"
+            );
+        }
+        latest.push(late);
+        dropped.push(p.watchdog_packets_dropped);
+    }
+    // the longer recovery period dropped past the default's window, and more
+    assert!(latest[1] > detect, "{latest:?}");
+    assert!(dropped[1] > dropped[0], "{dropped:?}");
+    // a zero recovery period is refused at its line
+    let text = example("pfc-deadlock-dragonfly.toml").replace(
+        "cc = \"none\"",
+        "cc = \"none\"\npfc_watchdog = \"100us\"\npfc_watchdog_restore = 0",
+    );
+    let e = config::parse("pfc_full.toml", &text).unwrap_err();
+    let d = e
+        .diagnostics
+        .iter()
+        .find(|d| d.field == "fabric.pfc_watchdog_restore")
+        .unwrap_or_else(|| panic!("{e}"));
+    assert!(d.expected.contains("above zero"), "{d}");
 }
 
 #[test]
@@ -381,6 +529,13 @@ fn a_deadlock_confined_to_three_groups_is_reported_with_its_cycle_while_other_fl
         "{:?}",
         stop.ops_in_flight
     );
+    // `--out DIR`'s pfc_cycles.csv: one row per link of each cycle, in order
+    let csv = fabricsim::report::csv::pfc_cycles(&r);
+    let links: usize = p.deadlock_cycles.iter().map(|c| c.cycle.len()).sum();
+    assert_eq!(csv.lines().count(), 1 + links, "{csv}");
+    let first: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    assert_eq!(first[0], "0");
+    assert_eq!(first[4], c.cycle[0].0.to_string(), "{csv}");
 }
 
 #[test]

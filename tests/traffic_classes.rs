@@ -531,3 +531,45 @@ fn bad_class_tables_are_located_errors() {
         "{err}"
     );
 }
+
+#[test]
+fn a_class_s_ecn_thresholds_override_the_fabric_s() {
+    // Issue 14: ECN thresholds per class. Two 2 MiB flows from hosts 1 and 2
+    // into host 0 queue at the switch's port to host 0 (2:1, PFC, no CC, so
+    // marks change nothing else). The fabric marks everything above 8 KiB
+    // (a DCTCP step, Kmin = Kmax); a class of its own thresholds 1 GiB (a
+    // queue of at most XOFF + headroom per ingress never reaches it) marks
+    // nothing on the same traffic, and a class with the fabric's thresholds
+    // marks as the fabric does.
+    let topo = single_switch(3);
+    let step = |k: u64| Ecn {
+        kmin: k,
+        kmax: k,
+        pmax: 1.0,
+    };
+    let flows = [(1, 0, 2u64 << 20, 0), (2, 0, 2u64 << 20, 0)];
+    let marks = |ecn: Option<Ecn>| {
+        let cfg = PacketConfig {
+            ecn: Some(step(8 << 10)),
+            vls: 3,
+            classes: Some(TrafficClasses {
+                classes: vec![TrafficClass {
+                    ecn,
+                    ..class("data", 0, None)
+                }],
+                data: 0,
+                ack: None,
+                cnp: None,
+            }),
+            ..pfc_cfg()
+        };
+        fcts(&cfg, &topo, &flows).1.ecn_marks
+    };
+    let fabric = marks(None);
+    let own_high = marks(Some(step(1 << 30)));
+    let own_same = marks(Some(step(8 << 10)));
+    println!("ECN marks: fabric's 8 KiB step {fabric}, class's 1 GiB step {own_high}, class's 8 KiB step {own_same}");
+    assert!(fabric > 0);
+    assert_eq!(own_high, 0);
+    assert_eq!(own_same, fabric);
+}

@@ -277,6 +277,8 @@ fn sweep_and_csv_leave_unmodelled_cells_empty() {
         "ecn_marks",
         "pfc_pause_frames",
         "pfc_watchdog_triggers",
+        "pfc_watchdog_drops",
+        "pfc_headroom_drops",
         "pfc_deadlock_cycles",
     ] {
         assert_eq!(flow[col(name)], "", "flow {name}: {text}");

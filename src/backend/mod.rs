@@ -235,6 +235,9 @@ pub struct PfcFindings {
     pub watchdog_packets_dropped: u64,
     /// Wire bytes of those packets (their payload is in `bytes_dropped`).
     pub watchdog_wire_bytes_dropped: u64,
+    /// Packets dropped at a lossless ingress lane whose headroom (or the
+    /// switch's headroom pool) was full: PFC reacted too late (also in `drops`).
+    pub headroom_packets_dropped: u64,
     /// Per egress lane the watchdog fired on: when first, how often, what it dropped.
     pub watchdog_lanes: Vec<packet::flow_control::WatchdogLane>,
     /// Cycles of paused links (each link waiting on the next) found while the
@@ -245,7 +248,9 @@ pub struct PfcFindings {
 impl PfcFindings {
     /// Nothing found.
     pub fn is_empty(&self) -> bool {
-        self.watchdog_triggers == 0 && self.deadlock_cycles.is_empty()
+        self.watchdog_triggers == 0
+            && self.headroom_packets_dropped == 0
+            && self.deadlock_cycles.is_empty()
     }
 
     /// Adds the findings of another run (a sweep's next size, a step).
@@ -253,6 +258,7 @@ impl PfcFindings {
         self.watchdog_triggers += o.watchdog_triggers;
         self.watchdog_packets_dropped += o.watchdog_packets_dropped;
         self.watchdog_wire_bytes_dropped += o.watchdog_wire_bytes_dropped;
+        self.headroom_packets_dropped += o.headroom_packets_dropped;
         self.watchdog_lanes.extend(o.watchdog_lanes.iter().cloned());
         self.deadlock_cycles
             .extend(o.deadlock_cycles.iter().cloned());
@@ -268,7 +274,8 @@ pub struct LinkCounters {
     pub bytes: u64,
     /// Fraction of the run's makespan the link was busy.
     pub utilization: f64,
-    /// Packets dropped at this link's egress queue.
+    /// Packets dropped at this link's egress queue (and, under PFC, at its
+    /// receiver's full headroom).
     pub drops: u64,
     /// Largest egress queue, bytes.
     pub max_queue_bytes: u64,

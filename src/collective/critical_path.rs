@@ -3,8 +3,9 @@
 //! A transfer of `bytes` that starts at `t` (when all its dependencies are met) is
 //! **sent** at `t + bytes / B` (B = payload bottleneck rate of its route,
 //! [`crate::units::Rate::tx_time`], rounded up to the picosecond) and **done** at
-//! `sent + α` (α = [`Topology::path_latency`] of the route). The route is the one
-//! [`Topology::route`] picks with flow hash 0. There is no contention: every
+//! `sent + α` (α = [`Topology::path_latency`] of the route). Where equal-cost
+//! paths differ (a topology file), B and α are what ECMP gives in expectation
+//! over the flow hash ([`Topology::path_cost`]). There is no contention: every
 //! transfer sees the whole path. A compute task is sent and done `duration` after
 //! it starts; a marker is sent and done when it starts. A [`Dep::Sent`] is met at
 //! the predecessor's sent time, a [`Dep::Done`] at its done time. A transfer whose
@@ -67,11 +68,9 @@ pub(crate) fn schedule_over(
         let fabric = fabrics[epoch].1;
         let tt = match task.kind {
             TaskKind::Transfer { src, dst, bytes } => {
-                let c = *cost.entry((epoch, false, src.0, dst.0)).or_insert_with(|| {
-                    fabric
-                        .route(src, dst, 0, &mut path)
-                        .then(|| (fabric.path_latency(&path), fabric.path_bottleneck(&path)))
-                });
+                let c = *cost
+                    .entry((epoch, false, src.0, dst.0))
+                    .or_insert_with(|| fabric.path_cost(src, dst));
                 transfer_times(dag, id, start, bytes, c)
             }
             TaskKind::NetTransfer { src, dst, bytes } => {

@@ -514,7 +514,6 @@ fn channels_time(
     let mut load = vec![0f64; topo.links.len()];
     let mut slowest = SimTime::ZERO;
     let mut shortest = SimTime::MAX;
-    let mut path = Vec::new();
     let mut shares = Vec::new();
     for (c, ring) in rings.iter().enumerate() {
         let segs = channel_segments(spec.op, spec.bytes, ranks, ring, spec.channels, c as u32);
@@ -555,13 +554,14 @@ fn channels_time(
             let mut alpha = SimTime::ZERO;
             let mut edge_rate = crate::units::Rate(u64::MAX);
             for (j, &(a, b)) in legs.iter().enumerate() {
-                if !topo.route(a, b, 0, &mut path) {
+                // what ECMP gives in expectation where equal-cost paths differ
+                let Some((lat, bottleneck)) = topo.path_cost(a, b) else {
                     return Err(CollectiveError::Unreachable(a.0, b.0));
-                }
-                let r = spec.proto.payload_rate(topo.path_bottleneck(&path));
+                };
+                let r = spec.proto.payload_rate(bottleneck);
                 rate = rate.min(r);
                 edge_rate = edge_rate.min(r);
-                alpha += topo.path_latency(&path);
+                alpha += lat;
                 if j + 1 < legs.len() {
                     // the relay forwards a chunk once it has all arrived
                     alpha += r.tx_time(relay_chunk);

@@ -71,6 +71,9 @@ pub struct PacketSettings {
     pub pfc_headroom_pool: u64,
     /// PFC watchdog period ([`SimTime::ZERO`] = off).
     pub pfc_watchdog: SimTime,
+    /// PFC watchdog recovery (restoration) period: how long a lane it fired
+    /// on stays in drop mode; the detection period unless set.
+    pub pfc_watchdog_restore: SimTime,
     /// ECN marking (Kmin bytes, Kmax bytes, Pmax), or `None`.
     pub ecn: Option<(u64, u64, f64)>,
     /// Where switches mark CE: at dequeue (default) or enqueue.
@@ -339,6 +342,25 @@ impl Validator<'_> {
             0,
         );
         let pfc_watchdog = self.time("fabric.pfc_watchdog", f.pfc_watchdog.as_ref(), Some("0"));
+        // SONiC's `pfcwd start_default` (sonic-utilities pfcwd/main.py:
+        // DEFAULT_DETECTION_TIME = DEFAULT_RESTORATION_TIME = 200 ms) restores
+        // after as long as it took to detect: the default here too
+        let pfc_watchdog_restore = match (f.pfc_watchdog_restore.as_ref(), pfc_watchdog) {
+            (None, w) => w,
+            (Some(r), _) => {
+                let t = self.time("fabric.pfc_watchdog_restore", Some(r), None);
+                if t == Some(SimTime::ZERO) {
+                    self.err(
+                        "fabric.pfc_watchdog_restore",
+                        "0",
+                        "a recovery period above zero, such as \"200ms\" (SONiC's restoration_time)",
+                    );
+                    None
+                } else {
+                    t
+                }
+            }
+        };
         // checked even where it is not used: a bad value is a mistake either way
         let alpha = f.pfc_alpha.map_or(defaults::PFC_ALPHA, RawNumber::as_f64);
         if !(alpha.is_finite() && alpha > 0.0) {
@@ -428,6 +450,7 @@ impl Validator<'_> {
             pfc_threshold: pfc_threshold?,
             pfc_headroom_pool: pfc_headroom_pool?,
             pfc_watchdog: pfc_watchdog?,
+            pfc_watchdog_restore: pfc_watchdog_restore?,
             ecn,
             cc,
             buffer: buffer?,

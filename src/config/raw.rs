@@ -207,6 +207,9 @@ pub struct RawFabric {
     pub pfc_headroom_pool: Option<RawQuantity>,
     /// Packet level, PFC: watchdog period (a lane paused longer drops instead; 0 = off).
     pub pfc_watchdog: Option<RawQuantity>,
+    /// Packet level, PFC: how long a lane the watchdog fired on drops before
+    /// honouring PAUSE again (default `pfc_watchdog`).
+    pub pfc_watchdog_restore: Option<RawQuantity>,
     /// Packet level: ECN marking at switch egress queues. Default: on for `roce`.
     pub ecn: Option<bool>,
     /// Packet level, ECN: queue depth below which nothing is marked.

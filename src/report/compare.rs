@@ -183,6 +183,16 @@ pub fn table(reports: &[Report], labels: &[String]) -> String {
         0,
     );
     line(
+        "PFC watchdog drops",
+        &|r| r.pfc_watchdog_drops().map(|v| v as f64),
+        0,
+    );
+    line(
+        "PFC headroom drops",
+        &|r| r.pfc_headroom_drops().map(|v| v as f64),
+        0,
+    );
+    line(
         "PFC deadlock cycles",
         &|r| r.pfc_deadlock_cycles().map(|v| v as f64),
         0,

@@ -69,6 +69,48 @@ pub fn links(r: &Report) -> String {
     s
 }
 
+/// One row per egress lane the PFC watchdog fired on (`pfc_watchdog.csv`,
+/// packet level, when it fired): times in ps, drops in packets and wire bytes.
+pub fn pfc_watchdog(r: &Report) -> String {
+    let mut s = String::from(
+        "link,from,to,lane,first_at_ps,last_at_ps,last_drop_at_ps,triggers,packets_dropped,wire_bytes_dropped\n",
+    );
+    for w in r.pfc.iter().flat_map(|p| &p.watchdog_lanes) {
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{},{},{},{},{}",
+            w.link,
+            w.from,
+            w.to,
+            w.vl,
+            w.first_at_ps,
+            w.last_at_ps,
+            w.last_drop_at_ps,
+            w.triggers,
+            w.packets_dropped,
+            w.wire_bytes_dropped
+        );
+    }
+    s
+}
+
+/// One row per link of each cycle of paused links found (`pfc_cycles.csv`,
+/// packet level, when one was found): the cycle's index and when it was found
+/// (ps), then the link and its ends, in the cycle's order.
+pub fn pfc_cycles(r: &Report) -> String {
+    let mut s = String::from("cycle,detected_at_ps,paused_since_ps,position,link,from,to\n");
+    for (i, c) in r.pfc.iter().flat_map(|p| &p.deadlock_cycles).enumerate() {
+        for (k, (l, a, b)) in c.cycle.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "{i},{},{},{k},{l},{a},{b}",
+                c.detected_at_ps, c.paused_since_ps
+            );
+        }
+    }
+    s
+}
+
 /// One row per queue pair (`queue_pairs.csv`, with `--links`).
 pub fn queue_pairs(r: &Report) -> String {
     let mut s = String::from("src,dst,messages,bytes,retransmitted_packets,timeouts\n");

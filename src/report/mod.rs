@@ -640,6 +640,22 @@ impl Report {
             .map(|_| self.pfc.as_ref().map_or(0, |p| p.watchdog_triggers))
     }
 
+    /// Packets the PFC watchdog dropped: `None` below the packet level, as
+    /// [`Report::pfc_watchdog_triggers`].
+    pub fn pfc_watchdog_drops(&self) -> Option<u64> {
+        self.fabric
+            .pfc_pause_frames
+            .map(|_| self.pfc.as_ref().map_or(0, |p| p.watchdog_packets_dropped))
+    }
+
+    /// Packets dropped at a full PFC headroom (the PAUSE came too late):
+    /// `None` below the packet level, as [`Report::pfc_watchdog_triggers`].
+    pub fn pfc_headroom_drops(&self) -> Option<u64> {
+        self.fabric
+            .pfc_pause_frames
+            .map(|_| self.pfc.as_ref().map_or(0, |p| p.headroom_packets_dropped))
+    }
+
     /// Cycles of paused links found (PFC deadlocks, local or fabric-wide):
     /// `None` below the packet level, as [`Report::pfc_watchdog_triggers`].
     pub fn pfc_deadlock_cycles(&self) -> Option<u64> {

@@ -114,6 +114,13 @@ pub fn render(r: &Report) -> String {
         }
     }
     if let Some(p) = &r.pfc {
+        if p.headroom_packets_dropped > 0 {
+            let _ = writeln!(
+                s,
+                "# PFC headroom full: {} packets dropped (a PAUSE came too late for what was in flight; the transport resends them)",
+                p.headroom_packets_dropped
+            );
+        }
         for c in &p.deadlock_cycles {
             let cycle: Vec<String> = c
                 .cycle
@@ -140,12 +147,13 @@ pub fn render(r: &Report) -> String {
             for w in &p.watchdog_lanes {
                 let _ = writeln!(
                     s,
-                    "#   link {} (node {} -> {}) lane {}: first at {:.2} us, {} triggers, {} packets, {} bytes dropped",
+                    "#   link {} (node {} -> {}) lane {}: first at {:.2} us, last at {:.2} us, {} triggers, {} packets, {} bytes dropped",
                     w.link,
                     w.from,
                     w.to,
                     w.vl,
                     w.first_at_ps as f64 / 1e6,
+                    w.last_at_ps as f64 / 1e6,
                     w.triggers,
                     w.packets_dropped,
                     w.wire_bytes_dropped

@@ -975,19 +975,128 @@ impl Topology {
             .unwrap_or(Rate(u64::MAX))
     }
 
-    /// Latency and bottleneck rate of the (first ECMP) path between two GPUs;
-    /// `None` if unreachable. All equal-cost paths of the built shapes have the
-    /// same rates (every tier has one rate; a NIC override is on both ends'
-    /// every path) and, except under a dragonfly's group routings (whose paths
-    /// may differ by a local hop), the same length, so one path stands for all.
-    /// On a topology file equal-cost paths may differ in rate: the first one
-    /// (ECMP hash 0) stands for all there.
+    /// Latency and bottleneck rate of what ECMP does between two GPUs; `None`
+    /// if unreachable. A flow's hash picks one of the equal-cost next hops at
+    /// every switch with equal chance ([`Topology::route`]), so a transfer
+    /// of `b` bytes takes, in expectation over the hash, `Σ pᵢ·(αᵢ + b/Bᵢ)`
+    /// over the paths `i` it may take (`pᵢ` the product of `1/choices` along
+    /// the path, `αᵢ` its latency, `Bᵢ` its bottleneck): this returns
+    /// `(Σ pᵢ·αᵢ, 1/Σ(pᵢ/Bᵢ))` (the expected latency and the rate that gives
+    /// the expected transfer time, the paths' harmonic mean). Where every
+    /// path has the same latency and bottleneck (the built shapes: every tier
+    /// has one rate and a NIC override is on both ends' every path) that is
+    /// the one path's, to the picosecond. On a topology file, or with a link
+    /// degraded, equal-cost paths may differ in rate or latency. A dragonfly's
+    /// group routings (paths may differ by a local hop; Valiant detours by
+    /// hash) keep the path of hash 0.
     pub fn path_cost(&self, src: GpuId, dst: GpuId) -> Option<(SimTime, Rate)> {
         let mut p = Vec::with_capacity(8);
         if !self.route(src, dst, 0, &mut p) {
             return None;
         }
-        Some((self.path_latency(&p), self.path_bottleneck(&p)))
+        let first = (self.path_latency(&p), self.path_bottleneck(&p));
+        if self.dragonfly.is_some() {
+            return Some(first);
+        }
+        Some(self.ecmp_expectation(src, dst).unwrap_or(first))
+    }
+
+    /// [`Topology::path_cost`] over the ECMP path set from `src` to `dst`:
+    /// the paths walked together hop by hop, merged where they reach the same
+    /// node with the same bottleneck so far (a fat-tree's thousands of paths
+    /// collapse to a few entries per switch). `None` if a branch dead-ends.
+    fn ecmp_expectation(&self, src: GpuId, dst: GpuId) -> Option<(SimTime, Rate)> {
+        /// Paths that reached node `at` with bottleneck `rate` so far:
+        /// their probability `p`, their latency so far weighted by it
+        /// (`lat`), and its least and greatest value.
+        #[derive(Clone, Copy)]
+        struct Bundle {
+            at: NodeId,
+            rate: u64,
+            p: f64,
+            lat: f64,
+            lo: u64,
+            hi: u64,
+        }
+        let target = self.gpus[dst.0 as usize].node;
+        let mut front = vec![Bundle {
+            at: self.gpus[src.0 as usize].node,
+            rate: u64::MAX,
+            p: 1.0,
+            lat: 0.0,
+            lo: 0,
+            hi: 0,
+        }];
+        let mut next: Vec<Bundle> = Vec::new();
+        let mut arrived: Vec<Bundle> = Vec::new();
+        let mut cands = Vec::with_capacity(8);
+        let mut guard = 0;
+        while !front.is_empty() {
+            guard += 1;
+            if guard > 64 {
+                return None;
+            }
+            next.clear();
+            for e in &front {
+                cands.clear();
+                self.next_hops(e.at, dst, &mut cands);
+                if cands.is_empty() {
+                    return None;
+                }
+                let n = cands.len() as f64;
+                let share = e.p / n;
+                for &l in &cands {
+                    let link = &self.links[l.0 as usize];
+                    let to = link.to;
+                    let add = link.latency.0
+                        + if to == target {
+                            0
+                        } else {
+                            self.nodes[to.0 as usize].latency.0
+                        };
+                    let b = Bundle {
+                        at: to,
+                        rate: e.rate.min(self.effective_rate(l).0),
+                        p: share,
+                        lat: e.lat / n + share * add as f64,
+                        lo: e.lo + add,
+                        hi: e.hi + add,
+                    };
+                    if to == target {
+                        arrived.push(b);
+                    } else {
+                        next.push(b);
+                    }
+                }
+            }
+            next.sort_unstable_by_key(|b| (b.at.0, b.rate));
+            front.clear();
+            for b in next.drain(..) {
+                match front.last_mut() {
+                    Some(f) if f.at == b.at && f.rate == b.rate => {
+                        f.p += b.p;
+                        f.lat += b.lat;
+                        f.lo = f.lo.min(b.lo);
+                        f.hi = f.hi.max(b.hi);
+                    }
+                    _ => front.push(b),
+                }
+            }
+        }
+        let first = arrived.first()?;
+        if arrived
+            .iter()
+            .all(|b| b.rate == first.rate && b.lo == first.lo && b.hi == first.lo)
+        {
+            // every path alike: exactly its cost (no rounding)
+            return Some((SimTime(first.lo), Rate(first.rate)));
+        }
+        let lat: f64 = arrived.iter().map(|b| b.lat).sum();
+        let inv: f64 = arrived.iter().map(|b| b.p / b.rate as f64).sum();
+        Some((
+            SimTime(lat.round() as u64),
+            Rate((1.0 / inv).round() as u64),
+        ))
     }
 
     /// Recomputes the per-leaf hop distances over up links (BFS from each leaf).

@@ -371,9 +371,15 @@ pub struct PacketConfig {
     /// PFC only: the PFC watchdog (SONiC / Arista / Mellanox "drop" action):
     /// an egress lane paused continuously for longer than this stops honouring
     /// PAUSE and drops what it holds and what joins it, for the same period
-    /// again (SONiC's detection and restoration times default equal), ps;
+    /// again unless [`PacketConfig::pfc_watchdog_restore`] says otherwise, ps;
     /// [`SimTime::ZERO`] = off. Default off.
     pub pfc_watchdog: SimTime,
+    /// PFC only: the watchdog's recovery period (SONiC's `restoration_time`,
+    /// Arista's recovery time): a lane it fired on drops, and ignores PAUSE,
+    /// for this long, then honours PAUSE again, ps; [`SimTime::ZERO`] = the
+    /// detection period [`PacketConfig::pfc_watchdog`] (SONiC's
+    /// `pfcwd start_default`: 200 ms both). Default zero.
+    pub pfc_watchdog_restore: SimTime,
     /// Record every PFC frame put on the wire in [`PacketStats::pfc_frame_trace`]
     /// (a diagnostic, off by default: it allocates per frame).
     pub pfc_trace: bool,
@@ -441,6 +447,7 @@ impl Default for PacketConfig {
             pfc_threshold: PfcThreshold::Static,
             pfc_headroom_pool: 0,
             pfc_watchdog: SimTime::ZERO,
+            pfc_watchdog_restore: SimTime::ZERO,
             pfc_trace: false,
             ecn: None,
             ecn_mark_at: defaults::ECN_MARK_AT,

@@ -500,6 +500,7 @@ impl<'a> Sim<'a> {
                 .iter()
                 .map(|w| w.wire_bytes_dropped)
                 .sum(),
+            headroom_packets_dropped: stats.drops_headroom,
             watchdog_lanes: stats.pfc_watchdog_lanes.clone(),
             deadlock_cycles: stats.pfc_deadlock_cycles.clone(),
         };

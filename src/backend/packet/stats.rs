@@ -56,6 +56,9 @@ pub struct PacketStats {
     pub drops_unroutable: u64,
     /// Drops by the PFC watchdog (packets of a lane paused too long).
     pub drops_watchdog: u64,
+    /// Drops at a lossless ingress lane whose headroom (or the switch's
+    /// headroom pool) could not take the packet: PFC reacted too slowly.
+    pub drops_headroom: u64,
     /// Payload bytes in dropped data packets.
     pub payload_bytes_dropped: u64,
     /// Packets still alive when the run ended (0 after a drained run).
@@ -94,8 +97,10 @@ pub struct PacketStats {
     pub pfc_paused_ps: u64,
     /// PFC: most bytes held for one (ingress link, lane).
     pub pfc_max_ingress_bytes: u64,
-    /// PFC: arrivals that took an ingress count above XOFF + headroom (must be 0
-    /// when the headroom covers the link's bandwidth-delay product).
+    /// PFC: arrivals that the headroom of their ingress lane (or the switch's
+    /// headroom pool) could not take, dropped as a switch does
+    /// (= `drops_headroom`; 0 when per-port headroom covers the link's
+    /// bandwidth-delay product, which the configuration checks).
     pub pfc_headroom_overflows: u64,
     /// Flowlet routing: flowlets started, i.e. path decisions switches made
     /// for a flow idle longer than the flowlet gap (or new there).
@@ -127,6 +132,7 @@ impl PacketStats {
             + self.drops_link_down
             + self.drops_unroutable
             + self.drops_watchdog
+            + self.drops_headroom
     }
 
     /// Checks that every packet is accounted for: data sent = accepted +
@@ -369,6 +375,9 @@ pub enum DropCause {
     Unroutable,
     /// The PFC watchdog dropped the packets of a lane paused too long.
     Watchdog,
+    /// A lossless ingress lane's headroom (or the headroom pool) was full:
+    /// the PAUSE came too late for what was in flight.
+    Headroom,
 }
 
 /// The run's counters: the common [`FabricCounters`] and the packet-level
@@ -538,6 +547,7 @@ impl Counters {
             DropCause::LinkDown => s.drops_link_down += 1,
             DropCause::Unroutable => s.drops_unroutable += 1,
             DropCause::Watchdog => s.drops_watchdog += 1,
+            DropCause::Headroom => s.drops_headroom += 1,
         }
         if trimmed {
             s.trimmed_dropped += 1;
@@ -549,7 +559,8 @@ impl Counters {
             s.ctrl_dropped += 1;
         }
     }
-    /// PFC: an ingress lane now holds `bytes`; `overflow` if above XOFF + headroom.
+    /// PFC: an ingress lane now holds `bytes`; `overflow`: a packet its
+    /// headroom could not take was dropped instead.
     #[inline]
     pub fn pfc_held(&mut self, bytes: u64, overflow: bool) {
         let s = &mut self.stats;

@@ -899,9 +899,15 @@ impl Sim<'_> {
         }
         let in_port = &self.ports[in_link];
         if in_port.pfc && self.sched.lossless[k.vl as usize] {
-            // Lossless: never dropped; counted against the ingress lane it
-            // arrived on (before any lane escalation).
-            self.pfc_hold(in_link, k.vl, k.wire as u64);
+            // Lossless: counted against the ingress lane it arrived on
+            // (before any lane escalation); dropped only when that lane's
+            // headroom is full (the PAUSE came too late), counted at the link
+            // it arrived over.
+            if !self.pfc_hold(in_link, k.vl, k.wire as u64) {
+                self.ports[in_link].drops += 1;
+                self.drop_packet(pkt, DropCause::Headroom);
+                return;
+            }
             self.pkts[pkt].flags |= F_PFC_HELD;
         } else if !in_port.credit_fc {
             if !self.admit_lossy(out, qi, k.wire as u64) {

@@ -36,11 +36,15 @@
 //! while the lane is still above XON), with its bytes
 //! ([`PacketStats::pfc_frame_bytes`](crate::backend::packet::PacketStats::pfc_frame_bytes));
 //! a frame that went out is also received (the link may go down meanwhile,
-//! then it is lost). Nothing is ever dropped for buffer; an arrival that takes
-//! a lane's headroom (or the node's pool) past its size is counted
-//! ([`PacketStats::pfc_headroom_overflows`](crate::backend::packet::PacketStats::pfc_headroom_overflows)).
-//! The configuration is refused when the headroom is smaller than the link's
-//! [`pfc_headroom_needed`](crate::mechanism::pfc_headroom_needed).
+//! then it is lost). Nothing is dropped below XOFF; an arrival that its lane's
+//! headroom (or the node's pool) cannot take is dropped, as a switch's MMU
+//! drops what a PAUSE came too late to stop, with its own cause
+//! ([`DropCause::Headroom`], counted in
+//! [`PacketStats::pfc_headroom_overflows`](crate::backend::packet::PacketStats::pfc_headroom_overflows)
+//! too); the transport resends it. Per-port headroom smaller than the link's
+//! [`pfc_headroom_needed`](crate::mechanism::pfc_headroom_needed) is refused;
+//! a pool that covers one link but not every lane that fills at once is how
+//! it happens.
 //!
 //! PAUSE propagates: a paused egress fills, its node's ingress counters pass
 //! XOFF and pause their own upstream links, which may also carry flows that
@@ -97,6 +101,12 @@ pub struct WatchdogLane {
     pub to: u32,
     /// First time the watchdog fired on it, ps.
     pub first_at_ps: u64,
+    /// Last time it fired, ps (a lane fires again no sooner than the recovery
+    /// period plus a detection period after the time before).
+    pub last_at_ps: u64,
+    /// When it last dropped a packet, ps (within the recovery period after a
+    /// trigger: the queue flushed at the trigger, then what joined the lane).
+    pub last_drop_at_ps: u64,
     /// Times it fired.
     pub triggers: u64,
     /// Packets it dropped (queued when it fired, or joining during recovery).
@@ -265,11 +275,13 @@ impl Sim<'_> {
     }
 
     /// PFC: a packet of `wire` bytes that arrived over `link` on lane `vl` is now
-    /// held by the link's receiving node.
+    /// held by the link's receiving node; false when it goes to headroom and
+    /// the lane's headroom (or the node's pool) cannot take it: the caller
+    /// drops it ([`DropCause::Headroom`]), as a switch's MMU does.
     #[inline]
-    pub(in crate::backend::packet) fn pfc_hold(&mut self, link: PortId, vl: u8, wire: u64) {
+    pub(in crate::backend::packet) fn pfc_hold(&mut self, link: PortId, vl: u8, wire: u64) -> bool {
         let FlowControl::Pfc { xoff, headroom, .. } = self.cfg.flow_control else {
-            return;
+            return true;
         };
         let qi = link.lane(vl, self.vls);
         let node = self.ports[link].to as usize;
@@ -284,36 +296,55 @@ impl Sim<'_> {
         let to_headroom = st.hdrm[qi] > 0
             || below + wire > limit
             || (buf > 0 && st.shared_used[node] + wire > buf);
+        let overflow = to_headroom
+            && if pool > 0 {
+                st.pool_used[node] + wire > pool
+            } else {
+                st.hdrm[qi] + wire > headroom
+            };
+        if overflow {
+            // dropped, not held. The lane is past XOFF all the same: pause its
+            // sender, unless it holds nothing whose departure could resume it.
+            self.counters.pfc_held(st.ingress[qi], true);
+            if !st.sent[qi] && st.ingress[qi] > 0 {
+                st.sent[qi] = true;
+                self.request_pfc_frame(link, vl, false);
+                self.start_refresh(link, vl, qi);
+            }
+            return false;
+        }
         st.ingress[qi] += wire;
-        let overflow = if to_headroom {
+        if to_headroom {
             st.hdrm[qi] += wire;
             st.pool_used[node] += wire;
-            if pool > 0 {
-                st.pool_used[node] > pool
-            } else {
-                st.hdrm[qi] > headroom
-            }
         } else {
             st.shared_used[node] += wire;
-            false
-        };
-        self.counters.pfc_held(st.ingress[qi], overflow);
+        }
+        self.counters.pfc_held(st.ingress[qi], false);
         if to_headroom && !st.sent[qi] {
             st.sent[qi] = true;
             self.request_pfc_frame(link, vl, false);
-            let t = self.pause_time(link);
-            if t > 0 {
-                let at = self.now + (t / 2).max(1);
-                self.pfc.refresh_at[qi] = at;
-                self.q.push(
-                    at,
-                    Event::Pfc {
-                        link,
-                        vl,
-                        kind: kind::REFRESH,
-                    },
-                );
-            }
+            self.start_refresh(link, vl, qi);
+        }
+        true
+    }
+
+    /// With pause quanta, starts the refresh chain of a PAUSE just requested
+    /// for lane `vl` (index `qi`) of `link`.
+    #[inline]
+    fn start_refresh(&mut self, link: PortId, vl: u8, qi: LaneIdx) {
+        let t = self.pause_time(link);
+        if t > 0 {
+            let at = self.now + (t / 2).max(1);
+            self.pfc.refresh_at[qi] = at;
+            self.q.push(
+                at,
+                Event::Pfc {
+                    link,
+                    vl,
+                    kind: kind::REFRESH,
+                },
+            );
         }
     }
 
@@ -587,11 +618,15 @@ impl Sim<'_> {
 
     /// The PFC watchdog fires on egress lane `vl` of `link`: the lane stops
     /// honouring PAUSE and drops what it holds, and what joins it, for the
-    /// watchdog period.
+    /// recovery period (`pfc_watchdog_restore`, else the detection period).
     fn watchdog_fire(&mut self, link: PortId, vl: u8) {
         let qi = link.lane(vl, self.vls);
         let now = self.now;
-        let until = now.saturating_add(self.cfg.pfc_watchdog.0);
+        let restore = match self.cfg.pfc_watchdog_restore.0 {
+            0 => self.cfg.pfc_watchdog.0,
+            r => r,
+        };
+        let until = now.saturating_add(restore);
         self.pfc.wd_until[qi] = until;
         self.pfc.wd_any = true;
         self.q.push(
@@ -604,6 +639,7 @@ impl Sim<'_> {
         );
         let i = self.watchdog_lane(link, vl);
         self.pfc.watchdog[i].triggers += 1;
+        self.pfc.watchdog[i].last_at_ps = now;
         self.counters.pfc_watchdog_trigger();
         while let Some(pkt) = self.ports.head(qi) {
             let k = self.pkts[pkt];
@@ -660,6 +696,7 @@ impl Sim<'_> {
         let w = &mut self.pfc.watchdog[i];
         w.packets_dropped += 1;
         w.wire_bytes_dropped += wire;
+        w.last_drop_at_ps = self.now;
         self.ports[link].drops += 1;
         self.drop_packet(pkt, DropCause::Watchdog);
     }

@@ -8,6 +8,20 @@
 //! `cargo bench --bench packet -- WORD` runs only the cases whose name contains
 //! WORD (e.g. `ECMP`, `incast`, `htsim`).
 //!
+//! The `laws` table (issue 13: no congestion-control law may cost more than
+//! 30% of events per second against `cc = "none"`) runs one 32:1 incast of
+//! 4 MiB per sender at 400 Gb/s under every law, each against the `none` of
+//! its own fabric: RoCE (PFC, 256 KiB ports; DCQCN, HPCC, Swift, TIMELY),
+//! InfiniBand credits (IB CC) and lossy TCP (64 KiB ports, 100 ns of CPU
+//! per packet; NewReno, CUBIC, DCTCP with ECN at 20 packets; NewReno with
+//! `tcp_rack = false` for RACK-TLP's cost). TCP's `none` is a fixed 4 MiB
+//! window into 64 KiB ports: it loses much and spends its events on
+//! recovery, a poor yardstick (without RACK-TLP it backs off past the
+//! 60 s time limit). The cases are
+//! run alternately, one run of each per round, so that the load of a shared
+//! machine falls on all of them alike; the ratio is of medians of events per
+//! CPU-second of the bench thread. `cargo bench --bench packet -- laws`.
+//!
 //! The `htsim` cases are the scenarios of the side-by-side comparison with
 //! Broadcom's csg-htsim (issue 16): RoCE with PFC (XOFF 60,000 B, XON 48,000 B),
 //! no ECN or congestion control, 100 Gb/s links of 1 µs, MTU 4000 B + 64 B of
@@ -286,6 +300,7 @@ fn main() {
     .unwrap();
     bench("incast 8:1, 1 MiB, lossy SR + trimming", &inc8, &ss, &trim);
     htsim_cases();
+    laws();
     // Memory of the hot records: a packet lives in the slab as one of these while
     // in flight; a queue pair per communicating (source, destination) GPU pair.
     println!(
@@ -362,4 +377,202 @@ fn htsim_cases() {
         &k16,
         &cfg,
     );
+}
+
+/// One case of the `laws` table: a name, the `none` case it is compared
+/// with (its index), the configuration.
+struct LawCase {
+    name: &'static str,
+    base: usize,
+    cfg: PacketConfig,
+}
+
+/// Every congestion-control law on one 32:1 incast, run alternately (module
+/// doc): events per CPU-second and the ratio to `cc = "none"` on the same
+/// fabric.
+fn laws() {
+    if let Some(word) = std::env::args().skip(1).find(|a| !a.starts_with("--")) {
+        if !"laws".contains(word.as_str()) {
+            return;
+        }
+    }
+    use fabricsim::backend::packet::{
+        CongestionControl as Cc, DcqcnParams, Ecn, FlowControl, HpccParams, IbCcParams,
+        LossRecovery, SwiftParams, TimelyParams, Transport,
+    };
+    let line = Rate::gbps(400);
+    let ss = topo(33, TopologySpec::SingleSwitch);
+    let dag = generate(
+        &TrafficSpec::Incast {
+            senders: 32,
+            receiver: GpuId(0),
+            bytes: 4 << 20,
+        },
+        &ss,
+    )
+    .unwrap();
+    let ib = PacketConfig::default();
+    let roce = PacketConfig {
+        header_bytes: 78,
+        ack_bytes: 82,
+        port_buffer_bytes: 256 << 10,
+        flow_control: FlowControl::Pfc {
+            xoff: 128 << 10,
+            xon: 120 << 10,
+            headroom: 64 << 10,
+        },
+        ..PacketConfig::default()
+    };
+    let wire = (roce.mtu + roce.header_bytes) as u64;
+    let red = Some(Ecn {
+        kmin: 16 << 10,
+        kmax: 96 << 10,
+        pmax: 0.2,
+    });
+    let tcp = PacketConfig {
+        mtu: 1460,
+        header_bytes: 40,
+        ack_bytes: 64,
+        port_buffer_bytes: 64 << 10,
+        flow_control: FlowControl::Lossy,
+        transport: Transport::Tcp {
+            per_packet_overhead: SimTime::from_ns(100),
+            jitter: SimTime::ZERO,
+        },
+        window_bytes: 4 << 20,
+        loss_recovery: LossRecovery::Tcp,
+        ..PacketConfig::default()
+    };
+    let k = 20 * 1500;
+    let cases = vec![
+        LawCase {
+            name: "RoCE PFC, cc = none",
+            base: 0,
+            cfg: roce.clone(),
+        },
+        LawCase {
+            name: "RoCE PFC, DCQCN",
+            base: 0,
+            cfg: PacketConfig {
+                ecn: red,
+                cc: Cc::Dcqcn(DcqcnParams::for_line_rate(line)),
+                ..roce.clone()
+            },
+        },
+        LawCase {
+            name: "RoCE PFC, HPCC",
+            base: 0,
+            cfg: PacketConfig {
+                cc: Cc::Hpcc(HpccParams::new(wire)),
+                ..roce.clone()
+            },
+        },
+        LawCase {
+            name: "RoCE PFC, Swift",
+            base: 0,
+            cfg: PacketConfig {
+                cc: Cc::Swift(SwiftParams::for_line(line, wire, roce.port_buffer_bytes)),
+                ..roce.clone()
+            },
+        },
+        LawCase {
+            name: "RoCE PFC, TIMELY",
+            base: 0,
+            cfg: PacketConfig {
+                cc: Cc::Timely(TimelyParams::for_line(line)),
+                ..roce.clone()
+            },
+        },
+        LawCase {
+            name: "IB credits, cc = none",
+            base: 5,
+            cfg: ib.clone(),
+        },
+        LawCase {
+            name: "IB credits, IB CC",
+            base: 5,
+            cfg: PacketConfig {
+                cc: Cc::Ib(IbCcParams::for_buffer(ib.port_buffer_bytes)),
+                ..ib.clone()
+            },
+        },
+        LawCase {
+            name: "TCP lossy, cc = none",
+            base: 7,
+            cfg: tcp.clone(),
+        },
+        LawCase {
+            name: "TCP lossy, NewReno",
+            base: 7,
+            cfg: PacketConfig {
+                cc: Cc::NewReno { initial_window: 10 },
+                ..tcp.clone()
+            },
+        },
+        LawCase {
+            name: "TCP lossy, CUBIC",
+            base: 7,
+            cfg: PacketConfig {
+                cc: Cc::Cubic { initial_window: 10 },
+                ..tcp.clone()
+            },
+        },
+        LawCase {
+            name: "TCP lossy, NewReno, no RACK",
+            base: 7,
+            cfg: PacketConfig {
+                cc: Cc::NewReno { initial_window: 10 },
+                tcp_rack: false,
+                ..tcp.clone()
+            },
+        },
+        LawCase {
+            name: "TCP lossy, DCTCP",
+            base: 7,
+            cfg: PacketConfig {
+                ecn: Some(Ecn {
+                    kmin: k,
+                    kmax: k,
+                    pmax: 1.0,
+                }),
+                cc: Cc::Dctcp { g: 1.0 / 16.0 },
+                ..tcp.clone()
+            },
+        },
+    ];
+    let runs: usize = std::env::var("FABRICSIM_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
+    let mut rates: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
+    let mut events = vec![0u64; cases.len()];
+    for _ in 0..runs.max(1) {
+        for (i, c) in cases.iter().enumerate() {
+            let c0 = cpu_ns();
+            let (out, _) = packet::run_detailed(&dag, &ss, &c.cfg).expect("bench run completes");
+            if let (Some(a), Some(b)) = (c0, cpu_ns()) {
+                rates[i].push(out.events as f64 / ((b - a) as f64 * 1e-9) / 1e6);
+            }
+            events[i] = out.events;
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+    };
+    let med: Vec<f64> = rates.iter_mut().map(median).collect();
+    println!("laws: 32:1 incast, 4 MiB per sender, 400 Gb/s; {runs} alternating runs");
+    for (i, c) in cases.iter().enumerate() {
+        let (lo, hi) = (
+            rates[i].first().copied().unwrap_or(f64::NAN),
+            rates[i].last().copied().unwrap_or(f64::NAN),
+        );
+        println!(
+            "{:<28} {:>9} events  median {:6.2} M events per CPU-second (min {lo:.2}, max {hi:.2})  {:5.2} of cc = none",
+            c.name,
+            events[i],
+            med[i],
+            med[i] / med[c.base]
+        );
+    }
 }

@@ -1256,6 +1256,11 @@ pub fn packet_config_used(
         );
     }
     usage.read_if(
+        "fabric.tcp_rack",
+        p.loss_recovery == crate::mechanism::LossRecovery::Tcp && p.tcp_sack,
+        || "RACK-TLP (RFC 8985) runs on TCP's loss recovery with SACK only (fabric.loss_recovery = \"tcp\", fabric.tcp_sack = true): it needs the SACK scoreboard".into(),
+    );
+    usage.read_if(
         "fabric.tcp_initial_window",
         matches!(
             p.cc,
@@ -1335,6 +1340,7 @@ pub fn packet_config_used(
         tcp_tso_bytes: p.tcp_tso_bytes,
         tcp_delayed_ack: p.tcp_delayed_ack,
         tcp_sack: p.tcp_sack,
+        tcp_rack: p.tcp_rack,
         // only lossy queues trim (the key is listed otherwise)
         trimming: p.trimming && flow_control == FlowControl::Lossy,
         host_path: if s.gpu_direct {

@@ -53,6 +53,8 @@ pub struct PacketSettings {
     pub tcp_delayed_ack: SimTime,
     /// TCP loss recovery: SACK (RFC 2018) and RFC 6675 recovery.
     pub tcp_sack: bool,
+    /// TCP loss recovery with SACK: RACK-TLP (RFC 8985).
+    pub tcp_rack: bool,
     /// Switches trim packets a full lossy queue cannot take.
     pub trimming: bool,
     /// Sampling interval (0 = off).
@@ -473,6 +475,7 @@ impl Validator<'_> {
             tcp_max_rto: tcp_max_rto.filter(|&t| tcp_min_rto.is_none_or(|lo| t >= lo))?,
             tcp_delayed_ack: tcp_delayed_ack.filter(|t| *t < defaults::TCP_DELAYED_ACK_LIMIT)?,
             tcp_sack: f.tcp_sack.unwrap_or(defaults::TCP_SACK),
+            tcp_rack: f.tcp_rack.unwrap_or(defaults::TCP_RACK),
             trimming: f.trimming.unwrap_or(false),
             sample_interval: sample_interval?,
             time_limit: time_limit?,

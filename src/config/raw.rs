@@ -183,6 +183,8 @@ pub struct RawFabric {
     pub tcp_delayed_ack: Option<RawQuantity>,
     /// Packet level, TCP loss recovery: SACK blocks and RFC 6675 loss recovery. Default: true.
     pub tcp_sack: Option<bool>,
+    /// Packet level, TCP loss recovery with SACK: RACK-TLP (RFC 8985). Default: true.
+    pub tcp_rack: Option<bool>,
     /// Packet level, lossy links: trim a packet a full queue cannot take to its header.
     pub trimming: Option<bool>,
     /// Packet level: Priority Flow Control (lossless Ethernet). Default: on for `roce`.

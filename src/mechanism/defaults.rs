@@ -224,6 +224,11 @@ pub const TCP_DELAYED_ACK_LIMIT: SimTime = SimTime::from_us(500_000);
 /// Linux's `net.ipv4.tcp_sack` = 1 default. See `PacketConfig::tcp_sack`.
 pub const TCP_SACK: bool = true;
 
+/// RACK-TLP (RFC 8985) on the TCP path with SACK: on, as Linux's
+/// `net.ipv4.tcp_recovery` = 1 (RACK, the default since 4.18) and
+/// `net.ipv4.tcp_early_retrans` = 3 (TLP). See `PacketConfig::tcp_rack`.
+pub const TCP_RACK: bool = true;
+
 /// First congestion window of NewReno and CUBIC, segments: 10 (RFC 6928,
 /// Linux's `TCP_INIT_CWND`).
 pub const TCP_INITIAL_WINDOW: u32 = 10;

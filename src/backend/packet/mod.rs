@@ -311,6 +311,15 @@ pub struct PacketConfig {
     /// ([`defaults::TCP_SACK`]); off runs NewReno's recovery (RFC 6582).
     /// See [`recovery`]'s TCP law for what an ACK carries.
     pub tcp_sack: bool,
+    /// TCP loss recovery with SACK only: RACK-TLP (RFC 8985), time-based
+    /// loss detection (a segment sent before one delivered is lost once a
+    /// round trip and a reordering window have passed, which also finds
+    /// lost retransmissions) and the tail loss probe (the last segment
+    /// sent again 2 SRTT after the last ACK, so that a lost tail is
+    /// recovered by SACK instead of the RTO). Default on, as Linux
+    /// (`net.ipv4.tcp_recovery` = 1, `net.ipv4.tcp_early_retrans` = 3;
+    /// [`defaults::TCP_RACK`]).
+    pub tcp_rack: bool,
     /// TCP path: TSO/LRO segment size, payload bytes. The sender's CPU
     /// pays [`Transport::Tcp`]'s per-packet overhead (and jitter) once per
     /// segment of this many bytes (and at a message's end) instead of once
@@ -435,6 +444,7 @@ impl Default for PacketConfig {
             tcp_max_rto: defaults::TCP_MAX_RTO,
             tcp_delayed_ack: defaults::TCP_DELAYED_ACK,
             tcp_sack: defaults::TCP_SACK,
+            tcp_rack: defaults::TCP_RACK,
             tcp_tso_bytes: 0,
             trimming: false,
             host_path: HostPath::GpuDirect,

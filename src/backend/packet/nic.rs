@@ -31,7 +31,8 @@
 //! of a NACK and the sender fast-retransmits ([`super::recovery`]; with
 //! [`PacketConfig::tcp_sack`](super::PacketConfig::tcp_sack) an ACK of an
 //! out-of-order segment carries its SACK block in the packet's `sack_end` /
-//! `sack_len`); with [`PacketConfig::tcp_delayed_ack`](super::PacketConfig::tcp_delayed_ack)
+//! `sack_len`, and with [`PacketConfig::tcp_rack`](super::PacketConfig::tcp_rack)
+//! the timer also runs RACK's reordering timer and TLP's probe); with [`PacketConfig::tcp_delayed_ack`](super::PacketConfig::tcp_delayed_ack)
 //! the receiver ACKs every second segment or when its timer (a `DelAck`
 //! event per queue pair, stale ones ignored) fires; the CPU
 //! cost is paid per TSO segment ([`PacketConfig::tcp_tso_bytes`](super::PacketConfig::tcp_tso_bytes)).
@@ -318,6 +319,7 @@ impl Sim<'_> {
                         self.cfg.tcp_min_rto.0,
                         self.cfg.tcp_max_rto.0,
                         self.cfg.tcp_sack,
+                        self.cfg.tcp_rack,
                     )),
                 },
                 wnd: self.window_pkts,
@@ -937,6 +939,38 @@ impl Sim<'_> {
                 }
                 self.q.push(at, Event::Rto { qp: qpi });
                 self.seek_send_cursor(i);
+                self.activate(qpi);
+            }
+            TimerEffect::Resend { at, loss } => {
+                // TCP's RACK-TLP: lost PSNs or a probe to send; a recovery
+                // that started is a fast retransmit to the congestion control
+                if loss {
+                    self.counters.nack_rewind();
+                    if qp.cc_on {
+                        let info = AckInfo {
+                            now,
+                            newly_acked: 0,
+                            ce: 0,
+                            echo: None,
+                            una: qp.seq.una,
+                            nxt: qp.seq.nxt,
+                            nack: false,
+                            max_pkts: self.window_pkts,
+                            dupack: false,
+                            loss: true,
+                            in_recovery: true,
+                            sack: true,
+                        };
+                        let r = qp.cc.on_ack(&self.cfg.cc, &info);
+                        if let Some(w) = r.window {
+                            qp.wnd = w;
+                        }
+                        if r.window_cut {
+                            self.counters.window_cut();
+                        }
+                    }
+                }
+                self.q.push(at, Event::Rto { qp: qpi });
                 self.activate(qpi);
             }
         }

@@ -111,6 +111,16 @@ pub enum TimerEffect {
     Rearm(u64),
     /// A timeout: the sender was rewound; fire again at this time, ps.
     Fired(u64),
+    /// Not a timeout: the timer found something to send (TCP's RACK-TLP,
+    /// RFC 8985: losses the reordering timer marked, or a tail loss
+    /// probe); fire again at this time, ps. `loss`: a recovery started,
+    /// which the congestion control answers as a fast retransmit.
+    Resend {
+        /// Next timer event, ps.
+        at: u64,
+        /// A loss recovery started.
+        loss: bool,
+    },
 }
 
 /// What the receiver does with a data packet.
@@ -337,6 +347,27 @@ impl PsnBits {
             let bit = i % 64;
             let take = (64 - bit).min(hi - lo);
             let w = !self.0[(i / 64) as usize] >> bit;
+            let w = if take == 64 {
+                w
+            } else {
+                w & ((1u64 << take) - 1)
+            };
+            if w != 0 {
+                return Some(lo + w.trailing_zeros());
+            }
+            lo += take;
+        }
+        None
+    }
+
+    /// The lowest PSN of `[lo, hi)` held, if there is one.
+    pub fn first_set(&self, mut lo: u32, hi: u32) -> Option<u32> {
+        let cap = self.capacity();
+        while lo < hi {
+            let i = lo & (cap - 1);
+            let bit = i % 64;
+            let take = (64 - bit).min(hi - lo);
+            let w = self.0[(i / 64) as usize] >> bit;
             let w = if take == 64 {
                 w
             } else {

@@ -31,20 +31,41 @@
 //! scoreboard of SACKed PSNs above `una`. A duplicate ACK is one that SACKs
 //! something new (RFC 6675 §2); the third (or three SACKed PSNs above
 //! `una`: `IsLost(HighACK)`, §5 step 2) starts loss recovery with
-//! RecoveryPoint = the highest PSN sent and retransmits `una` at once
-//! (§5 step 4.3). In recovery a PSN is lost when three PSNs above it are
-//! SACKed (`IsLost`, DupThresh = 3 segments); `pipe` counts the PSNs
-//! outstanding neither SACKed nor lost plus those retransmitted (§4
-//! `SetPipe`), and the sender sends while `pipe` is below the window
-//! (the congestion control sets it to ssthresh, no inflation): the lowest
-//! lost PSN not yet retransmitted (NextSeg rule 1), else new data within
-//! the receive window (rule 2). NextSeg's rules 3 and 4 (MAY: a
-//! not-yet-lost hole, the rescue retransmission) are not modelled. Every
-//! loss of a window is thus retransmitted in the recovery's first round
-//! trip, where NewReno resends one hole per round trip. Recovery ends when
-//! the cumulative ACK reaches RecoveryPoint. A timeout turns off every
-//! SACKed bit (RFC 2018 §8: the receiver may have reneged) and goes back to
-//! `una` as without SACK.
+//! RecoveryPoint = the highest PSN sent and retransmits the first lost PSN
+//! at once (§5 step 4.3). A PSN is marked lost when three PSNs above it are
+//! SACKed (`IsLost`, DupThresh = 3 segments) and it was never sent twice;
+//! `pipe` counts the PSNs outstanding neither SACKed nor marked lost (a
+//! retransmission in its segment's place). The lowest lost PSN goes first
+//! (NextSeg rule 1), else new data within the receive window (rule 2);
+//! rules 3 and 4 (MAY: a not-yet-lost hole, the rescue retransmission) are
+//! not modelled. How many go out per ACK is PRR's (RFC 6937, Linux's):
+//! in proportion to what is delivered while `pipe` exceeds ssthresh (the
+//! window the congestion control sets), at most one more than delivered
+//! per ACK below it (PRR-SSRB), not RFC 6675's `cwnd − pipe` in one burst.
+//! Every loss of a window is thus retransmitted within the recovery's first
+//! round trips, where NewReno resends one hole per round trip. Recovery
+//! ends when the cumulative ACK reaches RecoveryPoint. A timeout turns off
+//! every SACKed bit (RFC 2018 §8: the receiver may have reneged) and goes
+//! back to `una` as without SACK.
+//!
+//! **RACK-TLP** (RFC 8985; `tcp_rack`, with SACK, on by default as Linux).
+//! The sender keeps each PSN's last send time. RACK: the most recently
+//! sent PSN delivered (ACKed or SACKed; a retransmission delivered sooner
+//! than min_RTT after it left is taken for its original, §6.2 step 2) sets
+//! RACK.xmit_ts and RACK.rtt; a PSN sent before it is lost once RACK.rtt +
+//! reo_wnd has passed since it left (§6.2 step 5), else the reordering
+//! timer fires when it will have; reo_wnd = min_RTT / 4 (at most SRTT), 0
+//! while no reordering was seen and the sender is in recovery or has
+//! DupThresh PSNs SACKed (step 4). A PSN so marked starts a recovery as
+//! the DupThresh rule does; it also finds a lost retransmission, which RFC
+//! 6675 leaves to the timer. TLP (§7): while data is outstanding, nothing is
+//! SACKed and no recovery runs, the probe timeout PTO = 2 SRTT (+ WCDelAckT
+//! = 200 ms when one PSN is outstanding, never past the RTO) is armed on
+//! every new PSN sent and every ACK of new data; when it fires, the highest
+//! PSN sent goes out again whatever the window (§7.3 prefers new data when
+//! some is waiting: not modelled), the RTO is armed anew, and no second
+//! probe goes out until the tail is acknowledged. §7.4's congestion
+//! response to a loss the probe alone repaired needs DSACK: not modelled.
 //!
 //! **Timer** (RFC 6298). The first round trip comes from the connection's
 //! handshake: SRTT = R, RTTVAR = R/2 with R the path's idle round trip (the
@@ -110,6 +131,14 @@ impl RttEstimator {
     }
 }
 
+/// No timer pending / no deadline, ps.
+const NEVER: u64 = u64::MAX;
+
+/// RACK-TLP's worst-case delayed-ACK time WCDelAckT, ps: a probe for a
+/// single outstanding segment waits this much longer, since a delayed-ACK
+/// receiver may hold its ACK (RFC 8985 §7.2: 200 ms).
+pub const TLP_WC_DEL_ACK: u64 = 200_000_000_000;
+
 /// TCP loss-recovery state of one connection, both ends.
 #[derive(Clone, Debug)]
 pub struct TcpRecovery {
@@ -117,8 +146,9 @@ pub struct TcpRecovery {
     pub est: RttEstimator,
     /// Retransmission deadline, ps.
     pub rto_deadline: u64,
-    /// An `Rto` event is pending.
-    pub rto_pending: bool,
+    /// Time of the earliest timer event pending, ps ([`u64::MAX`]: none);
+    /// an event that fires at another time is stale.
+    pub timer_at: u64,
     /// Consecutive timeouts without a valid sample since (backoff exponent).
     pub backoff: u32,
     /// The PSN being timed, if one is (`timed_at` its send time).
@@ -132,7 +162,8 @@ pub struct TcpRecovery {
     /// RFC 6582's `recover`: one past the highest PSN sent when the last
     /// recovery episode (or timeout) started.
     pub recover: u32,
-    /// A hole to resend before new data (fast retransmit, partial ACK).
+    /// A hole to resend before new data (fast retransmit, partial ACK; with
+    /// SACK the lowest PSN marked lost).
     pub retx: Option<u32>,
     /// Receiver: next expected PSN.
     pub epsn: u32,
@@ -142,48 +173,87 @@ pub struct TcpRecovery {
     pub ooo_held: u32,
     /// SACK and RFC 6675 loss recovery are on.
     pub sack: bool,
+    /// RACK-TLP (RFC 8985) is on (with SACK only).
+    pub rack: bool,
     /// Receive window, packets (what new data may run ahead of `una`).
     pub rwnd: u32,
     /// Sender (SACK): PSNs at or above `una` the receiver reported holding.
     pub sacked: PsnBits,
     /// Sender (SACK): SACKed PSNs in `[una, max)`.
     pub nsacked: u32,
-    /// Sender (SACK): one past the highest PSN retransmitted in this
-    /// recovery episode (RFC 6675's HighRxt + 1).
-    pub rxt_floor: u32,
+    /// Sender (SACK): PSNs marked lost and not yet sent again.
+    lost: PsnBits,
+    /// Sender (SACK): PSNs of `lost` in `[una, max)`.
+    nlost: u32,
+    /// Sender (SACK): PSNs sent more than once (RACK's
+    /// `Segment.retransmitted`; the DupThresh rule marks none of them lost
+    /// again, RFC 6675 leaves a lost retransmission to the timer).
+    rtx: PsnBits,
+    /// Sender (SACK): one past the highest PSN sent more than once.
+    rtx_high: u32,
+    /// Sender (SACK): PSNs below this one were looked at by the DupThresh rule.
+    dup_marked: u32,
     /// Sender (SACK): the first retransmission of the episode is pending; it
     /// goes out whatever `pipe` says (RFC 6675 §5 step 4.3).
     pub first_rtx: bool,
-    /// Sender (SACK): the retransmissions of this episode still unSACKed,
-    /// oldest first, each with `nxt` when it left (Linux's lost-
-    /// retransmission marker); at most [`RTX_LOG`], later ones are not
-    /// watched (the timer recovers them).
-    rtx_log: [(u32, u32); RTX_LOG],
-    /// Entries of `rtx_log` in use.
-    rtx_len: u8,
-    /// Sender (SACK): a retransmission found lost, to send again first.
-    rerxt: Option<u32>,
+    /// Sender (RACK): last transmission time of each PSN, ps (ring as `sacked`).
+    xmit: Vec<u64>,
+    /// RACK.xmit_ts: send time of the most recently sent segment delivered, ps.
+    rack_ts: u64,
+    /// RACK.end_seq: one past that segment.
+    rack_end: u32,
+    /// RACK.rtt: that segment's round trip, ps.
+    rack_rtt: u64,
+    /// RACK.min_RTT, ps.
+    min_rtt: u64,
+    /// RACK.reordering_seen: a segment never sent twice was delivered
+    /// below one delivered before it.
+    reord: bool,
+    /// One past the highest PSN delivered (RACK's reordering test).
+    fack: u32,
+    /// RACK's reordering timer, ps ([`u64::MAX`]: not armed).
+    rack_deadline: u64,
+    /// TLP's probe timeout, ps ([`u64::MAX`]: not armed).
+    tlp_deadline: u64,
+    /// TLP.end_seq: a probe is out for the tail ending here.
+    tlp_end: Option<u32>,
+    /// A tail loss probe to send (the highest PSN sent, again).
+    probe: Option<u32>,
+    /// PRR (RFC 6937): packets delivered (cumulatively ACKed or SACKed)
+    /// since the recovery started.
+    prr_delivered: u32,
+    /// PRR: packets sent since the recovery started.
+    prr_out: u32,
+    /// PRR: RecoverFS, the packets outstanding when the recovery started.
+    recover_fs: u32,
+    /// PRR: `prr_out` when the last ACK was processed.
+    prr_out_at_ack: u32,
+    /// PRR: DeliveredData of the last ACK, packets.
+    prr_last: u32,
+    /// PRR: `pipe` after the last ACK.
+    prr_pipe: u32,
 }
-
-/// Retransmissions a SACK sender watches for loss at once.
-const RTX_LOG: usize = 8;
 
 impl TcpRecovery {
     /// A connection whose window holds at most `window_pkts` packets, on a
     /// path whose idle round trip is `base_rtt` ps, with RTO bounds in ps.
-    /// With `sack`, SACK and RFC 6675's recovery; otherwise NewReno's.
+    /// With `sack`, SACK and RFC 6675's recovery, and with `rack` as well
+    /// RACK-TLP (RFC 8985); otherwise NewReno's.
     pub fn new(
         window_pkts: u32,
         base_rtt: u64,
         min_rto: u64,
         max_rto: u64,
         sack: bool,
+        rack: bool,
     ) -> TcpRecovery {
         let words = (window_pkts as usize).next_power_of_two().div_ceil(64);
+        let sw = if sack { words } else { 1 };
+        let rack = rack && sack;
         TcpRecovery {
             est: RttEstimator::new(base_rtt, min_rto, max_rto),
             rto_deadline: 0,
-            rto_pending: false,
+            timer_at: NEVER,
             backoff: 0,
             timed: None,
             timed_at: 0,
@@ -195,14 +265,33 @@ impl TcpRecovery {
             ooo_bits: PsnBits::new(words),
             ooo_held: 0,
             sack,
+            rack,
             rwnd: window_pkts.max(1),
-            sacked: PsnBits::new(if sack { words } else { 1 }),
+            sacked: PsnBits::new(sw),
             nsacked: 0,
-            rxt_floor: 0,
+            lost: PsnBits::new(sw),
+            nlost: 0,
+            rtx: PsnBits::new(sw),
+            rtx_high: 0,
+            dup_marked: 0,
             first_rtx: false,
-            rtx_log: [(0, 0); RTX_LOG],
-            rtx_len: 0,
-            rerxt: None,
+            xmit: if rack { vec![0; sw * 64] } else { Vec::new() },
+            rack_ts: 0,
+            rack_end: 0,
+            rack_rtt: 0,
+            min_rtt: NEVER,
+            reord: false,
+            fack: 0,
+            rack_deadline: NEVER,
+            tlp_deadline: NEVER,
+            tlp_end: None,
+            probe: None,
+            prr_delivered: 0,
+            prr_out: 0,
+            recover_fs: 1,
+            prr_out_at_ack: 0,
+            prr_last: 0,
+            prr_pipe: 0,
         }
     }
 
@@ -241,75 +330,132 @@ impl TcpRecovery {
             .unwrap_or(seq.una)
     }
 
-    /// Sender (SACK): RFC 6675's `pipe`, packets: PSNs in `[una, max)` not
-    /// SACKed that are not lost, plus those retransmitted in this episode.
+    /// Sender (SACK): the packets in the network, RFC 6675's `pipe`: PSNs
+    /// in `[una, max)` neither SACKed nor marked lost (a retransmission
+    /// counts once, in its segment's place).
     pub fn pipe(&self, seq: &SendSeq) -> u32 {
-        let t = self.lost_below(seq).max(seq.una);
-        let not_lost = (seq.max - t) - self.sacked.count(t, seq.max);
-        let f = self.rxt_floor.clamp(seq.una, seq.max);
-        let rxt = (f - seq.una) - self.sacked.count(seq.una, f);
-        not_lost + rxt
+        (seq.max - seq.una) - self.nsacked - self.nlost
     }
 
-    /// Sender (SACK): NextSeg rule 1, the lowest lost PSN not yet
-    /// retransmitted in this episode.
+    /// Sender (SACK): NextSeg rule 1, the lowest PSN marked lost.
     fn next_lost(&self, seq: &SendSeq) -> Option<u32> {
-        let t = self.lost_below(seq);
-        let from = self.rxt_floor.max(seq.una);
-        if from >= t {
+        if self.nlost == 0 {
             return None;
         }
-        self.sacked.first_clear(from, t)
+        self.lost.first_set(seq.una, seq.max)
     }
 
-    /// Sender (SACK): a retransmission of `psn` leaves while `nxt` is the
-    /// next new PSN.
-    fn log_rtx(&mut self, psn: u32, nxt: u32) {
-        if (self.rtx_len as usize) < RTX_LOG {
-            self.rtx_log[self.rtx_len as usize] = (psn, nxt);
-            self.rtx_len += 1;
+    /// Sender (SACK): marks `psn` lost (not SACKed, not already marked).
+    fn mark_lost(&mut self, psn: u32) {
+        if !self.sacked.get(psn) && !self.lost.get(psn) {
+            self.lost.set(psn, true);
+            self.nlost += 1;
         }
     }
 
-    /// Sender (SACK): drops from the log what is acknowledged or SACKed and
-    /// finds a lost retransmission: DupThresh PSNs SACKed among those first
-    /// sent after it left (they took the same path later, so it was dropped:
-    /// Linux's `tcp_mark_lost_retrans`, the idea RACK, RFC 8985, makes
-    /// general). RFC 6675 alone leaves a lost retransmission to the timer.
-    fn check_rtx(&mut self, seq: &SendSeq) {
-        let mut k = 0;
-        for i in 0..self.rtx_len as usize {
-            let (p, m) = self.rtx_log[i];
-            if p < seq.una || self.sacked.get(p) {
-                continue;
+    /// Sender (SACK): RFC 6675's `IsLost` applied: every PSN below the
+    /// third highest SACKed one, neither SACKed nor ever retransmitted, is
+    /// lost.
+    fn mark_dup_lost(&mut self, seq: &SendSeq) {
+        let t = self.lost_below(seq);
+        let mut p = self.dup_marked.max(seq.una);
+        while p < t {
+            if !self.rtx.get(p) {
+                self.mark_lost(p);
             }
-            if self.rerxt.is_none()
-                && m < seq.max
-                && self.sacked.count(m.max(seq.una), seq.max) >= DUP_THRESH
-            {
-                self.rerxt = Some(p);
-                continue;
-            }
-            self.rtx_log[k] = (p, m);
-            k += 1;
+            p += 1;
         }
-        self.rtx_len = k as u8;
+        self.dup_marked = self.dup_marked.max(t);
     }
 
-    /// Sender (SACK): forgets the episode's retransmissions.
-    fn clear_rtx(&mut self) {
-        self.rtx_len = 0;
-        self.rerxt = None;
+    /// Sender (RACK): PSN `p` was just delivered (cumulatively ACKed or
+    /// SACKed) at `now` (RFC 8985 §6.2 steps 1-2).
+    fn rack_delivered(&mut self, p: u32, now: u64) {
+        let x = self.xmit[(p & (self.xmit.len() as u32 - 1)) as usize];
+        let rtt = now.saturating_sub(x);
+        let again = self.rtx.get(p);
+        if again && rtt < self.min_rtt {
+            // possibly the original's delivery: no sample (step 2)
+            return;
+        }
+        self.min_rtt = self.min_rtt.min(rtt);
+        if !again && p + 1 < self.fack {
+            self.reord = true;
+        }
+        self.fack = self.fack.max(p + 1);
+        if x > self.rack_ts || (x == self.rack_ts && p + 1 > self.rack_end) {
+            self.rack_ts = x;
+            self.rack_end = p + 1;
+            self.rack_rtt = rtt;
+        }
+    }
+
+    /// RACK.reo_wnd, ps (RFC 8985 §6.2 step 4): none while no reordering
+    /// was seen and the sender is in recovery or DupThresh segments are
+    /// SACKed; else min_RTT / 4, at most SRTT.
+    fn reo_wnd(&self) -> u64 {
+        if !self.reord && (self.in_recovery || self.nsacked >= DUP_THRESH) {
+            return 0;
+        }
+        if self.min_rtt == NEVER {
+            return 0;
+        }
+        (self.min_rtt / 4).min(self.est.srtt as u64)
+    }
+
+    /// RACK's loss detection (RFC 8985 §6.2 step 5): a PSN sent before the
+    /// most recently sent delivered one is lost once RACK.rtt + reo_wnd has
+    /// passed since it left; the reordering timer is armed for the first
+    /// that is not yet.
+    fn rack_detect(&mut self, seq: &SendSeq, now: u64) {
+        self.rack_deadline = NEVER;
+        if self.rack_end == 0 {
+            return;
+        }
+        let reo = self.reo_wnd();
+        let mask = self.xmit.len() as u32 - 1;
+        let mut wait = 0u64;
+        for p in seq.una..seq.max {
+            if self.sacked.get(p) || self.lost.get(p) {
+                continue;
+            }
+            let x = self.xmit[(p & mask) as usize];
+            let before = x < self.rack_ts || (x == self.rack_ts && p + 1 < self.rack_end);
+            if !before {
+                // first transmissions leave in PSN order: none above this
+                // one, past every retransmission, left earlier
+                if p >= self.rtx_high && !self.rtx.get(p) {
+                    break;
+                }
+                continue;
+            }
+            let due = x.saturating_add(self.rack_rtt).saturating_add(reo);
+            if due <= now {
+                self.mark_lost(p);
+            } else {
+                wait = wait.max(due - now);
+            }
+        }
+        if wait > 0 {
+            self.rack_deadline = now + wait;
+        }
     }
 
     /// Sender (SACK): marks `[lo, hi)` SACKed (clipped to `[una, max)`);
     /// whether anything was new.
-    fn mark_sacked(&mut self, seq: &SendSeq, lo: u32, hi: u32) -> bool {
+    fn mark_sacked(&mut self, seq: &SendSeq, lo: u32, hi: u32, now: u64) -> bool {
         let mut new = false;
         for p in lo.max(seq.una)..hi.min(seq.max) {
             if !self.sacked.get(p) {
+                if self.rack {
+                    self.rack_delivered(p, now);
+                }
                 self.sacked.set(p, true);
                 self.nsacked += 1;
+                if self.lost.get(p) {
+                    self.lost.set(p, false);
+                    self.nlost -= 1;
+                }
                 new = true;
             }
         }
@@ -324,12 +470,118 @@ impl TcpRecovery {
             .unwrap_or(u64::MAX)
             .min(self.est.max_rto)
     }
+
+    /// The earliest of the connection's deadlines, ps.
+    fn due(&self) -> u64 {
+        self.rto_deadline
+            .min(self.rack_deadline)
+            .min(self.tlp_deadline)
+    }
+
+    /// A timer event to schedule at `at` unless one is pending at or before it.
+    fn arm(&mut self, at: u64) -> Option<u64> {
+        if at < self.timer_at {
+            self.timer_at = at;
+            Some(at)
+        } else {
+            None
+        }
+    }
+
+    /// TLP (RFC 8985 §7.2): the probe timeout is armed while data is
+    /// outstanding, nothing is SACKed, no recovery runs and no probe is out:
+    /// PTO = 2 SRTT (plus WCDelAckT for a single segment), never past the RTO.
+    fn arm_tlp(&mut self, seq: &SendSeq, now: u64) {
+        self.tlp_deadline = NEVER;
+        if !self.rack
+            || seq.una >= seq.max
+            || self.nsacked > 0
+            || self.nlost > 0
+            || self.in_recovery
+            || self.tlp_end.is_some()
+        {
+            return;
+        }
+        let mut pto = (2.0 * self.est.srtt) as u64;
+        if seq.max - seq.una == 1 {
+            pto = pto.saturating_add(TLP_WC_DEL_ACK);
+        }
+        self.tlp_deadline = now.saturating_add(pto).min(self.rto_deadline);
+    }
+
+    /// Sender (SACK): a recovery starts if a PSN is lost (RFC 6675 §5
+    /// steps 1-2 or RACK) unless one runs or the last one's `recover` is
+    /// not yet acknowledged (RFC 6582 §4); whether it started.
+    fn maybe_start(&mut self, seq: &SendSeq) -> bool {
+        if self.in_recovery || seq.una < self.recover || seq.una >= seq.max {
+            return false;
+        }
+        if self.nlost == 0 && self.dupacks < DUP_THRESH {
+            return false;
+        }
+        if self.nlost == 0 {
+            self.mark_lost(seq.una);
+        }
+        self.in_recovery = true;
+        self.recover = seq.max;
+        self.first_rtx = true;
+        self.tlp_deadline = NEVER;
+        self.prr_delivered = 0;
+        self.prr_out = 0;
+        self.prr_out_at_ack = 0;
+        self.prr_last = 0;
+        self.recover_fs = (seq.max - seq.una).max(1);
+        true
+    }
+
+    /// Sender (SACK, in recovery): how many packets PRR (RFC 6937 §3.1)
+    /// lets out now under `ssthresh` (the window the congestion control
+    /// set at the fast retransmit). While `pipe` exceeds ssthresh, the
+    /// proportional part: sndcnt = ⌈prr_delivered · ssthresh / RecoverFS⌉ −
+    /// prr_out, so the window falls to ssthresh in step with what is
+    /// delivered; below it, slow-start reduction bound (PRR-SSRB, Linux's):
+    /// sndcnt = min(ssthresh − pipe, max(prr_delivered − prr_out,
+    /// DeliveredData) + 1) per ACK, so a window of many losses is rebuilt
+    /// at most one packet more than delivered per ACK instead of in one
+    /// burst of retransmissions (RFC 6675's `cwnd − pipe` at once).
+    fn prr_allowed(&self, ssthresh: u32) -> i64 {
+        let ss = ssthresh as i64;
+        if self.prr_pipe as i64 > ss {
+            let num = self.prr_delivered as i64 * ss;
+            let fs = self.recover_fs as i64;
+            (num + fs - 1) / fs - self.prr_out as i64
+        } else {
+            let limit = (self.prr_delivered as i64 - self.prr_out_at_ack as i64)
+                .max(self.prr_last as i64)
+                + 1;
+            let sndcnt = (ss - self.prr_pipe as i64).min(limit);
+            sndcnt - (self.prr_out - self.prr_out_at_ack) as i64
+        }
+    }
+
+    /// Sender (SACK): after the scoreboard changed: the DupThresh rule,
+    /// RACK, a recovery's start, the next lost PSN, the probe timer.
+    /// Whether a recovery started.
+    fn sack_update(&mut self, seq: &SendSeq, now: u64, acked: bool) -> bool {
+        self.mark_dup_lost(seq);
+        if self.rack && (self.nsacked > 0 || self.in_recovery || seq.una < self.rtx_high) {
+            self.rack_detect(seq, now);
+        } else {
+            self.rack_deadline = NEVER;
+        }
+        let started = self.maybe_start(seq);
+        self.retx = self.next_lost(seq);
+        if acked || self.nsacked > 0 || self.in_recovery {
+            self.arm_tlp(seq, now);
+        }
+        started
+    }
 }
 
 impl RecoveryLaw for TcpRecovery {
     #[inline]
     fn next_psn(&self, seq: &SendSeq) -> u32 {
-        if let Some(p) = self.rerxt.filter(|&p| p >= seq.una && p < seq.nxt) {
+        if let Some(p) = self.probe.filter(|&p| p >= seq.una && p < seq.nxt) {
             return p;
         }
         match self.retx {
@@ -340,18 +592,34 @@ impl RecoveryLaw for TcpRecovery {
 
     #[inline]
     fn on_send(&mut self, seq: &SendSeq, psn: u32, now: u64, _rto: u64) -> Option<u64> {
-        if self.rerxt == Some(psn) {
-            self.rerxt = None;
-            self.log_rtx(psn, seq.nxt);
-        } else if self.retx == Some(psn) {
-            self.retx = None;
-            if self.sack && self.in_recovery {
-                self.log_rtx(psn, seq.nxt);
+        if self.probe == Some(psn) {
+            self.probe = None;
+        }
+        if self.sack {
+            if self.in_recovery {
+                self.prr_out += 1;
+            }
+            if psn < seq.max {
+                if self.lost.get(psn) {
+                    self.lost.set(psn, false);
+                    self.nlost -= 1;
+                }
+                self.rtx.set(psn, true);
+                self.rtx_high = self.rtx_high.max(psn + 1);
+                if self.first_rtx && self.retx == Some(psn) {
+                    self.first_rtx = false;
+                }
+            }
+            if self.rack {
+                let mask = self.xmit.len() as u32 - 1;
+                self.xmit[(psn & mask) as usize] = now;
+            }
+            if self.retx == Some(psn) {
                 // HighRxt = psn; the next lost PSN goes out next (NextSeg rule 1)
-                self.rxt_floor = psn + 1;
-                self.first_rtx = false;
                 self.retx = self.next_lost(seq);
             }
+        } else if self.retx == Some(psn) {
+            self.retx = None;
         }
         if psn < seq.max {
             // Karn: nothing sent twice is timed, and a retransmission
@@ -365,11 +633,16 @@ impl RecoveryLaw for TcpRecovery {
             // nothing outstanding: the timer starts with this packet
             self.rto_deadline = now.saturating_add(self.rto());
         }
-        if self.rto_pending {
-            return None;
+        if self.rack && psn >= seq.max {
+            // new data (re)arms the probe timer (RFC 8985 §7.2)
+            let after = SendSeq {
+                max: psn + 1,
+                ..*seq
+            };
+            self.arm_tlp(&after, now);
         }
-        self.rto_pending = true;
-        Some(self.rto_deadline.max(now))
+        let due = self.due().max(now);
+        self.arm(due)
     }
 
     #[inline]
@@ -386,6 +659,8 @@ impl RecoveryLaw for TcpRecovery {
             Feedback::AckBlock(lo, hi) if self.sack => Some((lo, hi)),
             _ => None,
         };
+        // una + SACKed grows by what this ACK delivers (PRR's DeliveredData)
+        let before = seq.una + self.nsacked;
         if a > seq.una {
             if self.timed.is_some_and(|t| a > t) {
                 self.est.sample(now.saturating_sub(self.timed_at));
@@ -398,7 +673,14 @@ impl RecoveryLaw for TcpRecovery {
                     if self.sacked.get(p) {
                         self.sacked.set(p, false);
                         self.nsacked -= 1;
+                    } else if self.rack {
+                        self.rack_delivered(p, now);
                     }
+                    if self.lost.get(p) {
+                        self.lost.set(p, false);
+                        self.nlost -= 1;
+                    }
+                    self.rtx.set(p, false);
                 }
             }
             seq.una = a;
@@ -409,15 +691,18 @@ impl RecoveryLaw for TcpRecovery {
             }
             self.rto_deadline = now.saturating_add(self.rto());
             self.dupacks = 0;
+            if self.tlp_end.is_some_and(|t| a >= t) {
+                // the probe's tail is acknowledged: the next tail may have one
+                self.tlp_end = None;
+            }
             if let Some((lo, hi)) = block {
-                self.mark_sacked(seq, lo, hi);
+                self.mark_sacked(seq, lo, hi, now);
             }
             if self.in_recovery {
                 if a >= self.recover {
                     self.in_recovery = false;
                     self.retx = None;
                     self.first_rtx = false;
-                    self.clear_rtx();
                 } else if !self.sack {
                     // partial ACK: the next hole goes out at once (RFC 6582 §3.2 step 3)
                     self.retx = Some(a);
@@ -429,61 +714,110 @@ impl RecoveryLaw for TcpRecovery {
             && seq.una < seq.max
         {
             // with SACK a duplicate ACK is one that SACKs new data (RFC 6675 §2)
-            let new = block.is_some_and(|(lo, hi)| self.mark_sacked(seq, lo, hi));
+            let new = block.is_some_and(|(lo, hi)| self.mark_sacked(seq, lo, hi, now));
             if !self.sack || new {
                 e.dupack = true;
                 self.dupacks += 1;
             }
-            let start = if self.sack {
-                // RFC 6675 §5 steps 1-2: DupThresh duplicates, or IsLost(HighACK)
-                self.dupacks >= DUP_THRESH || self.lost_below(seq) > seq.una
-            } else {
-                self.dupacks == DUP_THRESH
-            };
-            if start && !self.in_recovery && seq.una >= self.recover {
+            if !self.sack
+                && self.dupacks == DUP_THRESH
+                && !self.in_recovery
+                && seq.una >= self.recover
+            {
                 self.in_recovery = true;
                 self.recover = seq.max;
                 self.retx = Some(seq.una);
-                self.rxt_floor = seq.una;
-                self.first_rtx = self.sack;
                 e.nack_rewind = true;
                 e.loss = true;
             }
         }
+        if self.sack && self.sack_update(seq, now, e.advanced) {
+            e.nack_rewind = true;
+            e.loss = true;
+        }
         if self.sack && self.in_recovery {
-            // the first retransmission stays due until it leaves (§5 step
-            // 4.3), then every lost PSN in turn (NextSeg rule 1)
-            if !(self.first_rtx && self.retx.is_some_and(|p| p >= seq.una)) {
-                self.first_rtx = false;
-                self.retx = self.next_lost(seq);
-            }
-            self.check_rtx(seq);
+            let delivered = (seq.una + self.nsacked).saturating_sub(before);
+            self.prr_delivered += delivered;
+            self.prr_last = delivered;
+            self.prr_out_at_ack = self.prr_out;
+            self.prr_pipe = self.pipe(seq);
+        }
+        if self.sack {
+            e.timer = self.arm(self.due().max(now));
         }
         e.in_recovery = self.in_recovery;
         e
     }
 
     fn on_timeout(&mut self, seq: &mut SendSeq, now: u64, _rto: u64) -> TimerEffect {
-        self.rto_pending = false;
-        if seq.una >= seq.max {
+        if now != self.timer_at {
+            // another event was scheduled since: this one is stale
             return TimerEffect::Idle;
         }
-        self.rto_pending = true;
-        if now < self.rto_deadline {
-            return TimerEffect::Rearm(self.rto_deadline);
+        self.timer_at = NEVER;
+        if seq.una >= seq.max {
+            self.rack_deadline = NEVER;
+            self.tlp_deadline = NEVER;
+            return TimerEffect::Idle;
+        }
+        let due = self.due();
+        if now < due {
+            self.timer_at = due;
+            return TimerEffect::Rearm(due);
+        }
+        if self.rack_deadline <= now {
+            // RACK's reordering timer (RFC 8985 §6.3)
+            self.rack_detect(seq, now);
+            let loss = self.maybe_start(seq);
+            if loss {
+                // as Linux's RACK timer (`tcp_rack_reo_timeout`): the
+                // recovery starts as if one packet had been delivered
+                self.prr_delivered = 1;
+                self.prr_last = 1;
+                self.prr_pipe = self.pipe(seq);
+            }
+            self.retx = self.next_lost(seq);
+            if self.nlost > 0 {
+                let at = self.due();
+                self.timer_at = at;
+                return TimerEffect::Resend { at, loss };
+            }
+            let at = self.due();
+            if now < at {
+                self.timer_at = at;
+                return TimerEffect::Rearm(at);
+            }
+        }
+        if self.tlp_deadline <= now {
+            // a tail loss probe: the highest PSN sent, again, whatever the
+            // window; the RTO is armed anew (RFC 8985 §7.3)
+            self.tlp_deadline = NEVER;
+            self.probe = Some(seq.max - 1);
+            self.tlp_end = Some(seq.max);
+            self.rto_deadline = now.saturating_add(self.rto());
+            let at = self.due();
+            self.timer_at = at;
+            return TimerEffect::Resend { at, loss: false };
         }
         seq.nxt = seq.una;
         self.timed = None;
         self.retx = None;
         self.first_rtx = false;
-        self.clear_rtx();
+        self.probe = None;
+        self.tlp_end = None;
+        self.rack_deadline = NEVER;
+        self.tlp_deadline = NEVER;
         if self.sack {
             // RFC 2018 §8: after a timeout the sender SHOULD turn off every
             // SACKed bit (the receiver may have reneged)
             for p in seq.una..seq.max {
                 self.sacked.set(p, false);
+                self.lost.set(p, false);
+                self.rtx.set(p, false);
             }
             self.nsacked = 0;
+            self.nlost = 0;
+            self.dup_marked = seq.una;
         }
         self.dupacks = 0;
         self.in_recovery = false;
@@ -492,6 +826,7 @@ impl RecoveryLaw for TcpRecovery {
         self.recover = seq.max;
         self.backoff = (self.backoff + 1).min(63);
         self.rto_deadline = now.saturating_add(self.rto());
+        self.timer_at = self.rto_deadline;
         TimerEffect::Fired(self.rto_deadline)
     }
 
@@ -525,19 +860,26 @@ impl RecoveryLaw for TcpRecovery {
 
     #[inline]
     fn blocked(&self, seq: &SendSeq, psn: u32, wnd: u32) -> bool {
-        if !(self.sack && self.in_recovery) {
+        if self.probe == Some(psn) {
+            // a tail loss probe goes out whatever the window (RFC 8985 §7.3)
+            return false;
+        }
+        if !(self.sack && (self.in_recovery || self.nlost > 0)) {
             return psn == seq.nxt && seq.nxt.saturating_sub(seq.una) >= wnd;
         }
         if self.first_rtx && self.retx == Some(psn) {
             return false;
         }
-        if self.rerxt == Some(psn) {
-            // a lost retransmission left the network: it takes its own place
-            return self.pipe(seq) > wnd;
+        if psn == seq.nxt && seq.nxt - seq.una >= self.rwnd {
+            // new data within the receive window only
+            return true;
         }
-        // RFC 6675 §5 step (C): send while cwnd − pipe ≥ 1 segment, new
-        // data within the receive window
-        (psn == seq.nxt && seq.nxt - seq.una >= self.rwnd) || self.pipe(seq) >= wnd
+        if self.in_recovery {
+            // RFC 6937: what PRR allows since the last ACK
+            return self.prr_allowed(wnd) <= 0;
+        }
+        // RFC 6675 §5 step (C): send while cwnd − pipe ≥ 1 segment
+        self.pipe(seq) >= wnd
     }
 
     fn on_trimmed(&mut self, psn: u32) -> Option<Feedback> {
@@ -602,7 +944,7 @@ mod tests {
 
     #[test]
     fn three_duplicate_acks_resend_the_hole_once_and_partial_acks_the_next() {
-        let mut r = TcpRecovery::new(64, 10 * US, 200 * US, 1_000_000 * US, false);
+        let mut r = TcpRecovery::new(64, 10 * US, 200 * US, 1_000_000 * US, false, false);
         let mut s = SendSeq::default();
         sent(&mut r, &mut s, 10, 0);
         // PSNs 2 and 5 lost: ACK 2 (new), then three duplicates of 2
@@ -632,7 +974,7 @@ mod tests {
     #[test]
     fn karn_a_retransmitted_segment_gives_no_sample_and_the_timer_backs_off() {
         let min = 200 * US;
-        let mut r = TcpRecovery::new(64, 10 * US, min, 10_000 * US, false);
+        let mut r = TcpRecovery::new(64, 10 * US, min, 10_000 * US, false, false);
         let mut s = SendSeq::default();
         sent(&mut r, &mut s, 4, 0);
         assert_eq!(r.timed, Some(0));
@@ -663,7 +1005,7 @@ mod tests {
 
     #[test]
     fn receiver_buffers_beyond_a_gap_and_asks_for_duplicate_acks() {
-        let mut r = TcpRecovery::new(64, US, US, US, false);
+        let mut r = TcpRecovery::new(64, US, US, US, false, false);
         assert_eq!(r.on_data(0), RxVerdict::Accepted);
         assert_eq!(r.on_data(2), RxVerdict::AcceptedAck);
         assert_eq!(r.on_data(3), RxVerdict::AcceptedAck);
@@ -681,8 +1023,8 @@ mod tests {
     /// fires. Returns (round, PSN) of every retransmission and the round in
     /// which the last ACK arrives.
     fn toy(sack: bool, n: u32, w: u32, drop: &[u32]) -> (Vec<(u32, u32)>, u32) {
-        let mut snd = TcpRecovery::new(64, 10 * US, 1_000_000 * US, 1_000_000 * US, sack);
-        let mut rcv = TcpRecovery::new(64, 10 * US, 1_000_000 * US, 1_000_000 * US, sack);
+        let mut snd = TcpRecovery::new(64, 10 * US, 1_000_000 * US, 1_000_000 * US, sack, false);
+        let mut rcv = TcpRecovery::new(64, 10 * US, 1_000_000 * US, 1_000_000 * US, sack, false);
         let mut s = SendSeq::default();
         let mut lost: Vec<u32> = drop.to_vec();
         let mut wire: Vec<u32> = Vec::new();
@@ -751,6 +1093,127 @@ mod tests {
         let (sk, sk_done) = toy(true, 20, 20, &drop);
         assert_eq!(sk, vec![(1, 2), (1, 5), (1, 8), (1, 11)]);
         assert_eq!(sk_done, 2);
+    }
+
+    /// A RACK-TLP sender (SACK on) over an idle round trip of 100 µs that
+    /// has sent PSNs 0..4 at 0, 1, 2, 3 µs and got 0 and 1 ACKed one round
+    /// trip later (100, 101 µs): SRTT = min_RTT = 100 µs.
+    fn rack_after_two_acks() -> (TcpRecovery, SendSeq) {
+        let mut r = TcpRecovery::new(64, 100 * US, 200_000 * US, 1_000_000 * US, true, true);
+        let mut s = SendSeq::default();
+        for t in 0..4 {
+            sent(&mut r, &mut s, 1, t * US);
+        }
+        r.on_ack(&mut s, 1, Feedback::Ack, 100 * US, 0);
+        r.on_ack(&mut s, 2, Feedback::Ack, 101 * US, 0);
+        (r, s)
+    }
+
+    /// Fires the timer until it does something; (time, effect).
+    fn fire(r: &mut TcpRecovery, s: &mut SendSeq) -> (u64, TimerEffect) {
+        loop {
+            let t = r.timer_at;
+            match r.on_timeout(s, t, 0) {
+                TimerEffect::Rearm(_) => continue,
+                e => return (t, e),
+            }
+        }
+    }
+
+    #[test]
+    fn rack_marks_a_hole_lost_a_quarter_min_rtt_after_its_successor_without_the_rto() {
+        // PSN 2 lost, 3 SACKed at 103 µs: only one PSN above the hole is
+        // SACKed, fewer than DupThresh, so RFC 6675 alone waits for the RTO
+        // (200 ms). RACK (RFC 8985 §6.2): 3 left after 2 and was delivered
+        // with RACK.rtt = 100 µs; no reordering seen, not in recovery, fewer
+        // than DupThresh SACKed, so reo_wnd = min_RTT / 4 = 25 µs, and 2 is
+        // lost at its send time + RACK.rtt + reo_wnd = 2 + 100 + 25 = 127 µs:
+        // the reordering timer fires then and starts the recovery.
+        let (mut r, mut s) = rack_after_two_acks();
+        let e = r.on_ack(&mut s, 2, Feedback::AckBlock(3, 4), 103 * US, 0);
+        assert!(!e.loss && !e.in_recovery);
+        assert_eq!(e.timer, Some(127 * US));
+        assert_eq!(
+            fire(&mut r, &mut s),
+            (
+                127 * US,
+                TimerEffect::Resend {
+                    at: r.timer_at,
+                    loss: true
+                }
+            )
+        );
+        assert!(r.in_recovery);
+        assert_eq!(r.next_psn(&s), 2);
+        assert!(r.timer_at > 127 * US);
+        // without RACK the same ACK leaves only the RTO
+        let mut n = TcpRecovery::new(64, 100 * US, 200_000 * US, 1_000_000 * US, true, false);
+        let mut s = SendSeq::default();
+        for t in 0..4 {
+            sent(&mut n, &mut s, 1, t * US);
+        }
+        n.on_ack(&mut s, 1, Feedback::Ack, 100 * US, 0);
+        n.on_ack(&mut s, 2, Feedback::Ack, 101 * US, 0);
+        n.on_ack(&mut s, 2, Feedback::AckBlock(3, 4), 103 * US, 0);
+        let (t, e) = fire(&mut n, &mut s);
+        assert!(matches!(e, TimerEffect::Fired(_)));
+        assert_eq!(t, 101 * US + n.est.min_rto);
+    }
+
+    #[test]
+    fn a_lost_tail_is_probed_two_srtt_after_the_last_ack_and_then_recovered_by_rack() {
+        // PSNs 2 and 3, the tail, are lost: no ACK follows 101 µs. TLP (RFC
+        // 8985 §7.2): PTO = 2 SRTT = 200 µs after the ACK, so at 301 µs the
+        // last PSN (3) goes out again whatever the window; its SACK (one
+        // round trip later, 401 µs) makes RACK mark 2 lost at once (sent at
+        // 2 µs, long before the probe: 2 + 100 + 0 < 401) and the recovery
+        // starts on that ACK, 200 ms before the RTO.
+        let (mut r, mut s) = rack_after_two_acks();
+        assert_eq!(
+            fire(&mut r, &mut s),
+            (
+                301 * US,
+                TimerEffect::Resend {
+                    at: r.timer_at,
+                    loss: false
+                }
+            )
+        );
+        assert_eq!(r.next_psn(&s), 3);
+        assert!(!r.blocked(&s, 3, 1), "a probe ignores the window");
+        sent(&mut r, &mut s, 1, 301 * US);
+        assert_eq!(r.next_psn(&s), 4, "one probe per tail");
+        let e = r.on_ack(&mut s, 2, Feedback::AckBlock(3, 4), 401 * US, 0);
+        assert!(e.loss && e.in_recovery);
+        assert_eq!(r.next_psn(&s), 2);
+        assert!(r.rto_deadline > 200_000 * US);
+    }
+
+    #[test]
+    fn prr_rebuilds_a_window_of_many_losses_one_packet_beyond_what_is_delivered() {
+        // 20 outstanding, 0..=12 lost, 13..20 SACKed one per ACK. With
+        // ssthresh 10 (the congestion control's cut) and pipe = 20 − SACKed
+        // − lost far below it, RFC 6675 would send ssthresh − pipe
+        // retransmissions at once; PRR-SSRB (RFC 6937 §3.1) sends
+        // min(ssthresh − pipe, max(prr_delivered − prr_out, DeliveredData)
+        // + 1) per ACK: two on each ACK that delivers one, the ACK that
+        // starts the recovery included (its forced fast retransmit, RFC 6675
+        // §5 step 4.3, is one of the two), a slow start back to ssthresh.
+        let mut r = TcpRecovery::new(64, 100 * US, 200_000 * US, 1_000_000 * US, true, false);
+        let mut s = SendSeq::default();
+        sent(&mut r, &mut s, 20, 0);
+        let mut sends = Vec::new();
+        for p in 13..20 {
+            r.on_ack(&mut s, 0, Feedback::AckBlock(p, p + 1), 100 * US, 0);
+            let mut n = 0;
+            while r.next_psn(&s) < 13 && !r.blocked(&s, r.next_psn(&s), 10) {
+                sent(&mut r, &mut s, 1, 100 * US);
+                n += 1;
+            }
+            sends.push(n);
+        }
+        // the third SACK starts the recovery (IsLost: 13..=15 SACKed above 0..=12)
+        assert_eq!(sends, vec![0, 0, 2, 2, 2, 2, 2]);
     }
 
     #[test]

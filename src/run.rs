@@ -381,6 +381,24 @@ pub fn read_collective_keys(
         "workload.chunk",
     ]);
     crate::workload::faults::read_keys(&s.faults, fidelity, Some("a collective sweep"), usage);
+    // an all-to-allv's receive shares: only an all-to-all of two or more
+    // ranks sends pieces whose sizes they set
+    for key in ["workload.alltoall_skew", "workload.alltoall_load"] {
+        usage.read_if(
+            key,
+            spec.op == CollectiveOp::AllToAll && ranks.len() > 1,
+            || {
+                if spec.op == CollectiveOp::AllToAll {
+                    "one rank sends nothing to others".into()
+                } else {
+                    format!(
+                        "only an all-to-all sends uneven pieces; {} moves what its algorithm fixes",
+                        spec.op.name()
+                    )
+                }
+            },
+        );
+    }
     // what runs: NVLS and the CollNet chain lower to the ring when the switches
     // cannot do their part (SHARP's fallback is already in `spec`)
     // (SHARP is available here whenever it was chosen: `spec` fell back already)
@@ -644,6 +662,22 @@ fn read_chakra_keys(
     use crate::collective::Algorithm as A;
     use crate::workload::chakra::PlanOp;
     usage.read_all(&["workload.kind", "workload.traces"]);
+    // the GPU model times only the compute nodes given in num_ops, at bf16
+    for key in [
+        "workload.gpu.preset",
+        "workload.gpu.peak_tflops_bf16",
+        "workload.gpu.efficiency",
+        "workload.gpu.hbm_bandwidth",
+    ] {
+        usage.read_if(key, c.plan.ops_timed > 0, || {
+            "every compute node of the traces carries its duration (the GPU model times only num_ops nodes)".into()
+        });
+    }
+    for p in ["fp16", "fp8", "fp32"] {
+        usage.skip(&format!("workload.gpu.peak_tflops_{p}"), || {
+            "a trace's num_ops are charged at the bf16 peak (Chakra's num_ops carries no data type)".into()
+        });
+    }
     let mut ops: Vec<crate::collective::CollectiveOp> = c
         .plan
         .ops
@@ -961,7 +995,7 @@ fn run_collectives(
         let faulty = !exec.link_events.is_empty();
         let time = if exec.fidelity == Fidelity::Analytical && !faulty {
             // closed forms: no DAG, so 100k+ GPUs cost O(N)
-            let t = collective::analytical_time(&spec, &ranks, topo)?;
+            let t = closed_form_time(w, &spec, &ranks, topo)?;
             let moved = collective::traffic_bytes(&spec, &ranks, topo)?;
             let label = format!("{} {}", spec.op.name(), format_bytes(bytes));
             acc.add_closed_form(&label, moved, t);
@@ -969,11 +1003,11 @@ fn run_collectives(
         } else {
             let mut dag = Dag::new();
             dag.begin_op(spec.op.name());
-            collective::lower(&spec, &ranks, topo, &mut dag, &[])?;
+            lower_collective(w, &spec, &ranks, topo, &mut dag, &[])?;
             // the closed form is a cheap guess of the run's length for the timeline
             // (contention only stretches it, which the timeline absorbs by doubling)
             let horizon = if exec.opts.detail {
-                collective::analytical_time(&spec, &ranks, topo).unwrap_or_default()
+                closed_form_time(w, &spec, &ranks, topo).unwrap_or_default()
             } else {
                 SimTime::ZERO
             };
@@ -1006,6 +1040,52 @@ fn run_collectives(
         acc.push_row(row(w, &spec, n, time.as_secs_f64()));
     }
     Ok(())
+}
+
+/// The all-to-allv's receive shares when `w` asks for one and runs an
+/// all-to-all (`workload.alltoall_skew` / `alltoall_load`); `None` otherwise.
+fn alltoallv_split<'a>(
+    w: &'a CollectiveWorkload,
+    spec: &CollectiveSpec,
+) -> Option<collective::alltoall::Split<'a>> {
+    (spec.op == collective::CollectiveOp::AllToAll)
+        .then_some(w.alltoall_load.as_deref())
+        .flatten()
+        .map(collective::alltoall::Split::ToDestination)
+}
+
+/// Lowers one size of a collective workload: the all-to-allv
+/// ([`collective::alltoall::lower_v`]) when it has receive shares, else the
+/// collective's own lowering.
+///
+/// # Errors
+/// As the lowering.
+pub fn lower_collective(
+    w: &CollectiveWorkload,
+    spec: &CollectiveSpec,
+    ranks: &[GpuId],
+    topo: &Topology,
+    dag: &mut Dag,
+    after: &[crate::dag::Dep],
+) -> Result<crate::dag::TaskId, CollectiveError> {
+    match alltoallv_split(w, spec) {
+        Some(split) => collective::alltoall::lower_v(spec, split, ranks, topo, dag, after),
+        None => collective::lower(spec, ranks, topo, dag, after),
+    }
+}
+
+/// The closed-form time of one size of a collective workload (the
+/// all-to-allv's when it has receive shares).
+fn closed_form_time(
+    w: &CollectiveWorkload,
+    spec: &CollectiveSpec,
+    ranks: &[GpuId],
+    topo: &Topology,
+) -> Result<SimTime, CollectiveError> {
+    match alltoallv_split(w, spec) {
+        Some(split) => collective::alltoall::time_v(spec, split, ranks, topo),
+        None => collective::analytical_time(spec, ranks, topo),
+    }
 }
 
 fn run_traffic(
@@ -1517,14 +1597,20 @@ fn classes_used(
 }
 
 /// One nccl-tests row: algbw = S / t, busbw = algbw × factor (nccl-tests PERFORMANCE.md).
+/// An all-to-allv (receive shares set) is the row `alltoallv`, reported as
+/// nccl-tests reports its all-to-all: S is each rank's send buffer, algbw =
+/// S / t and busbw = algbw·(N−1)/N, the uniform exchange's bus bandwidth for
+/// the same buffer, so skew shows as lost busbw (1/(N·max w) of the uniform's
+/// on a non-blocking switch).
 pub fn row(w: &CollectiveWorkload, spec: &CollectiveSpec, n: u32, secs: f64) -> CollectiveRow {
     let algbw = if secs > 0.0 {
         spec.bytes as f64 / secs / 1e9
     } else {
         0.0
     };
+    let skewed = spec.op == collective::CollectiveOp::AllToAll && w.alltoall_load.is_some();
     CollectiveRow {
-        op: spec.op.name().to_string(),
+        op: if skewed { "alltoallv" } else { spec.op.name() }.to_string(),
         algorithm: spec.algorithm.name().to_string(),
         bytes: spec.bytes,
         count: spec.bytes / w.dtype.size,

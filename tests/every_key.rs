@@ -239,6 +239,15 @@ const ALTERNATIVES: &[(&str, &[&str])] = &[
     ("workload.protocol", &["\"ll\"", "\"simple\""]),
     ("workload.step_latency", &["\"50us\"", "\"0ns\""]),
     ("workload.nvlink_step_latency", &["\"50us\"", "\"0ns\""]),
+    ("workload.alltoall_skew", &["1.0", "2.0"]),
+    (
+        "workload.alltoall_load",
+        // one load per rank of the 32-host all-to-all example
+        &[
+            "[8, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]",
+            "[1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 8]",
+        ],
+    ),
     ("workload.pattern", &["\"alltoall\"", "\"permutation\""]),
     ("workload.bytes", &["\"4KiB\"", "\"8MiB\""]),
     ("workload.senders", &["2", "7"]),

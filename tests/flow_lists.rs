@@ -268,3 +268,87 @@ fn a_dag_whose_dependencies_outgrow_the_budget_is_refused_before_it_runs() {
     assert!(msg.contains("simulation.max_memory = 1MiB"), "{msg}");
     assert!(msg.contains("fewer flows or fewer dependencies"), "{msg}");
 }
+
+#[test]
+fn htsims_ring_allreduce_of_8_rings_of_16_random_hosts_runs_at_packet_level() {
+    // Issue 15's peer workload: 8 ring all-reduces of 250 KB, each over 16 of
+    // 128 hosts placed at random (a fixed shuffle), written as htsim chains
+    // them: 2(n−1) = 30 steps, each host sending S/n = 15,625 B to its
+    // successor when its predecessor's piece of the step before has arrived
+    // (recv_done_trigger -> trigger, one oneshot trigger per flow).
+    let (rings, n, s) = (8usize, 16usize, 250_000u64);
+    let mut hosts: Vec<usize> = (0..rings * n).collect();
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    for i in (1..hosts.len()).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        hosts.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+    let steps = 2 * (n - 1);
+    let id = |k: usize, step: usize, i: usize| 1 + (k * steps + step) * n + i;
+    let mut lines = Vec::new();
+    let mut triggers = Vec::new();
+    for k in 0..rings {
+        let ring = &hosts[k * n..(k + 1) * n];
+        for step in 0..steps {
+            for i in 0..n {
+                let (src, dst) = (ring[i], ring[(i + 1) % n]);
+                let me = id(k, step, i);
+                let mut l = format!("{src}->{dst} id {me} size {}", s / n as u64);
+                if step == 0 {
+                    l += " start 0";
+                } else {
+                    // the piece host i received in the step before
+                    l += &format!(" trigger {}", id(k, step - 1, (i + n - 1) % n));
+                }
+                if step + 1 < steps {
+                    l += &format!(" recv_done_trigger {me}");
+                    triggers.push(format!("trigger id {me} oneshot"));
+                }
+                lines.push(l);
+            }
+        }
+    }
+    let cm = format!(
+        "Nodes {}\nConnections {}\nTriggers {}\n{}\n{}\n",
+        rings * n,
+        lines.len(),
+        triggers.len(),
+        lines.join("\n"),
+        triggers.join("\n")
+    );
+    let imported = import_htsim_cm(&cm).unwrap();
+    assert_eq!(imported.flows.len(), rings * n * steps);
+    let text = cm_scenario(&imported, "allreduce-8x16.cm");
+    let sc = config::parse("allreduce-8x16.toml", &text).unwrap_or_else(|e| panic!("{e}"));
+    let r = run_at(&sc, Fidelity::Packet);
+    assert_eq!(r.listed_flows.len(), 3840);
+    // every flow carries S/n: at least its serialization at 400 Gb/s
+    let piece_us = (s / n as u64) as f64 * 8.0 / 400e3;
+    assert!(r.listed_flows.iter().all(|f| f.fct_us >= piece_us));
+    // every step starts the moment the piece it waits for has arrived
+    let by_id: std::collections::HashMap<&str, (f64, f64)> = r
+        .listed_flows
+        .iter()
+        .map(|f| (f.id.as_str(), (f.start_us, f.end_us)))
+        .collect();
+    for k in 0..rings {
+        for step in 1..steps {
+            for i in 0..n {
+                let me = by_id[id(k, step, i).to_string().as_str()];
+                let before = by_id[id(k, step - 1, (i + n - 1) % n).to_string().as_str()];
+                assert_eq!(me.0, before.1, "ring {k} step {step} host {i}");
+            }
+        }
+    }
+    // each ring's last piece lands after 30 chained steps and no sooner:
+    // the makespan is at least 30 serializations of a piece
+    let end = r.listed_flows.iter().map(|f| f.end_us).fold(0.0, f64::max);
+    println!(
+        "htsim ring all-reduce 8 x 16 hosts, 250 KB: 3,840 flows, packet makespan {end:.3} us, \
+         flow FCT p50 {:.3} us",
+        r.flows.fct_us.p50
+    );
+    assert!(end >= steps as f64 * piece_us, "{end}");
+}

@@ -237,6 +237,11 @@ const KEYS: &[(&str, &[&str], &str)] = &[
         "allreduce-leaf-spine.toml",
     ),
     ("workload", &["sizes"], "hierarchical-rail.toml"),
+    (
+        "workload",
+        &["alltoall_skew"],
+        "alltoall-oversubscribed.toml",
+    ),
     ("workload", &["traces", "algorithm"], "training-chakra.toml"),
     (
         "workload",

@@ -154,6 +154,7 @@ pub fn set_collective(
         sizes,
         dtype,
         root: 0,
+        alltoall_load: None,
         ..base
     });
     s.keys_set.retain(|k| !k.starts_with("workload."));

@@ -154,27 +154,140 @@ pub fn lower_v(
     em.qps = topo.qps_per_connection;
     em.proto = spec.proto;
     em.wire = false;
-    // rank j's share of S (dispatch: what every rank sends j; combine: what
-    // j returns to each rank), and where each share starts in a sender's buffer
-    let cut = split_bytes(spec.bytes, w);
-    let start: Vec<u64> = cut
-        .iter()
-        .scan(0u64, |at, &b| {
-            let o = *at;
-            *at += b;
-            Some(o)
-        })
-        .collect();
-    let to_destination = matches!(split, Split::ToDestination(_));
-    let piece_of = |r: usize, j: usize| {
-        if to_destination {
-            (start[j], cut[j])
-        } else {
-            (j as u64 * cut[r], cut[r])
-        }
-    };
+    let pieces = Pieces::new(spec.bytes, split);
+    let piece_of = |r: usize, j: usize| pieces.of(r, j);
     let ends = emit_split(spec, ranks, topo, &mut em, after, &piece_of);
     Ok(em.dag.marker(&ends))
+}
+
+/// The pieces of an all-to-allv: the byte cut of S by the weights, one
+/// share per rank, and where each share starts in a sender's buffer.
+struct Pieces {
+    cut: Vec<u64>,
+    start: Vec<u64>,
+    to_destination: bool,
+}
+
+impl Pieces {
+    fn new(bytes: u64, split: Split<'_>) -> Pieces {
+        let (w, to_destination) = match split {
+            Split::ToDestination(w) => (w, true),
+            Split::FromSource(w) => (w, false),
+        };
+        // rank j's share of S (dispatch: what every rank sends j; combine:
+        // what j returns to each rank)
+        let cut = split_bytes(bytes, w);
+        let start = cut
+            .iter()
+            .scan(0u64, |at, &b| {
+                let o = *at;
+                *at += b;
+                Some(o)
+            })
+            .collect();
+        Pieces {
+            cut,
+            start,
+            to_destination,
+        }
+    }
+
+    /// (offset, bytes) of the piece rank `r` sends rank `j`.
+    fn of(&self, r: usize, j: usize) -> (u64, u64) {
+        if self.to_destination {
+            (self.start[j], self.cut[j])
+        } else {
+            (j as u64 * self.cut[r], self.cut[r])
+        }
+    }
+}
+
+/// Closed-form time of an all-to-allv ([`lower_v`]) on an idle fabric, the
+/// uneven form of [`time`]: the busiest sender's injection or the busiest
+/// receiver's drain, whichever is longer (Σ of its pieces' chunk times at
+/// the worst edge's rate), plus α and the software step; never less than the
+/// busiest link's load when every piece spreads evenly over its equal-cost
+/// paths ([`super::busiest_link_time`], up to 2,048 ranks). On a
+/// non-blocking switch with one GPU per NIC a dispatch takes
+/// (N−1)·S·max w / B + α: N·max w times the uniform exchange.
+///
+/// # Errors
+/// Bad communicator, unreachable ranks, or a weight per rank missing.
+pub fn time_v(
+    spec: &CollectiveSpec,
+    split: Split<'_>,
+    ranks: &[GpuId],
+    topo: &Topology,
+) -> Result<SimTime, CollectiveError> {
+    let n = ranks.len();
+    let w = match split {
+        Split::ToDestination(w) | Split::FromSource(w) => w,
+    };
+    if w.len() != n {
+        return Err(CollectiveError::BadCommunicator(format!(
+            "an all-to-allv over {n} ranks needs {n} weights, found {}",
+            w.len()
+        )));
+    }
+    precheck(spec, ranks, Some(topo))?;
+    if n <= 1 || spec.bytes == 0 {
+        return Ok(SimTime::ZERO);
+    }
+    let pieces = Pieces::new(spec.bytes, split);
+    let pairs = (1..n)
+        .map(|j| (ranks[0], ranks[j]))
+        .chain((0..n).map(|r| (ranks[r], ranks[(r + n - 1) % n])));
+    let cost = super::worst_cost(topo, pairs)?;
+    let software = if (1..n).any(|j| topo.host_of(ranks[0]) != topo.host_of(ranks[j])) {
+        spec.proto.inter
+    } else {
+        spec.proto.intra
+    };
+    let chunks = |b: u64| ChunkTimes::new(b, spec.chunk_bytes, cost.rate);
+    // per rank: the chunk times it sends and receives; the longest piece's last chunk
+    let mut send = vec![SimTime::ZERO; n];
+    let mut recv = vec![SimTime::ZERO; n];
+    let mut last = SimTime::ZERO;
+    for (r, sent) in send.iter_mut().enumerate() {
+        for j in (0..n).filter(|&j| j != r) {
+            let (_, b) = pieces.of(r, j);
+            if b == 0 {
+                continue;
+            }
+            let ct = chunks(b);
+            *sent = sent.saturating_add(ct.sum);
+            recv[j] = recv[j].saturating_add(ct.sum);
+            last = last.max(ct.max);
+        }
+    }
+    let busiest = send
+        .iter()
+        .chain(recv.iter())
+        .copied()
+        .max()
+        .unwrap_or_default();
+    let endpoint = busiest.saturating_add(cost.alpha);
+    let bound = if n.saturating_mul(n) > super::LOAD_BOUND_PAIRS {
+        SimTime::ZERO
+    } else {
+        let whole = spec.pxn && super::hierarchical::hosts_of(ranks, topo).is_ok();
+        let mut flows = Vec::with_capacity(2 * n * n);
+        for i in 0..n {
+            for j in (0..n).filter(|&j| j != i) {
+                let (a, b) = (ranks[i], ranks[j]);
+                let bytes = pieces.of(i, j).1;
+                match if whole { pxn_relay(a, b, topo) } else { None } {
+                    Some(x) => {
+                        flows.push((a, x, bytes));
+                        flows.push((x, b, bytes));
+                    }
+                    None => flows.push((a, b, bytes)),
+                }
+            }
+        }
+        super::busiest_link_time(topo, flows.into_iter())?.max(cost.alpha.saturating_add(last))
+    };
+    Ok(endpoint.max(bound).saturating_add(software))
 }
 
 /// [`emit`] with the piece (offset, bytes) rank `r` sends rank `j` given by `piece_of`.

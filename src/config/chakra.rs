@@ -26,7 +26,8 @@ impl Validator<'_> {
         );
         let traffic = w.traffic_keys();
         self.refuse_workload_keys(&traffic, "chakra", "it only with kind = \"traffic\"");
-        let model = w.model_keys();
+        // [workload.gpu] is the GPU model of num_ops compute nodes
+        let model: Vec<&str> = w.model_keys().into_iter().filter(|k| *k != "gpu").collect();
         self.refuse_workload_keys(
             &model,
             "chakra",
@@ -121,7 +122,11 @@ impl Validator<'_> {
                 .map_err(|e| e.to_string())?;
             Ok(bytes)
         };
-        let plan = match chakra::load(&files, read) {
+        // the training workload's GPU model (H100 SXM at 50% of peak unless
+        // [workload.gpu] says otherwise) times compute nodes given in num_ops
+        let gpu = self.gpu_spec(&w.gpu.clone().unwrap_or_default(), None)?;
+        let roofline = chakra::Roofline::of(&gpu);
+        let plan = match chakra::load_with(&files, read, Some(roofline)) {
             Ok(p) => p,
             Err(e) => {
                 // the trace's own location first: file, node, field
@@ -138,6 +143,7 @@ impl Validator<'_> {
             files,
             plan: std::sync::Arc::new(plan),
             algorithm: algorithm?,
+            gpu,
         })))
     }
 }

@@ -64,6 +64,11 @@ pub struct CollectiveWorkload {
     pub step_latency: Option<SimTime>,
     /// Per-step software latency over NVLink; `None`: the protocol's.
     pub nvlink_step_latency: Option<SimTime>,
+    /// All-to-allv: the share of every rank's buffer each rank receives
+    /// (one per rank of the communicator, summing to 1), from
+    /// `workload.alltoall_skew` (Zipf) or `workload.alltoall_load`; `None`:
+    /// the uniform all-to-all. Read only when `op` is all-to-all.
+    pub alltoall_load: Option<Vec<f64>>,
 }
 
 /// Most sizes in one collective workload: each is one simulation (a
@@ -279,6 +284,15 @@ impl Validator<'_> {
                 .time("workload.nvlink_step_latency", v.as_ref(), None)
                 .map(Some),
         };
+        // an all-to-allv's receive shares, one per rank (the validator's rule
+        // for MoE expert loads: a Zipf exponent or a measured load)
+        let alltoall_load = self.load_shares(
+            ("workload.alltoall_skew", "workload.alltoall_load"),
+            "rank",
+            w.alltoall_skew,
+            w.alltoall_load.as_ref(),
+            total_gpus,
+        );
         Some(WorkloadSpec::Collective(CollectiveWorkload {
             op: op?,
             algorithm: algorithm?,
@@ -292,6 +306,7 @@ impl Validator<'_> {
             protocol: protocol?,
             step_latency: step_latency?,
             nvlink_step_latency: nvlink_step_latency?,
+            alltoall_load: alltoall_load?,
         }))
     }
 }

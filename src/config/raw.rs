@@ -420,6 +420,10 @@ pub struct RawWorkload {
     pub step_latency: Option<RawQuantity>,
     /// Software latency of a ring or tree step over NVLink (default: the protocol's).
     pub nvlink_step_latency: Option<RawQuantity>,
+    /// All-to-all: Zipf exponent of the per-rank receive shares (an all-to-allv).
+    pub alltoall_skew: Option<f64>,
+    /// All-to-all: a measured load per rank (an all-to-allv), normalized to shares.
+    pub alltoall_load: Option<Vec<f64>>,
     /// Traffic: `incast`, `permutation`, `alltoall` or `random`.
     pub pattern: Option<String>,
     /// Traffic: bytes per flow (incast, permutation, all-to-all).
@@ -613,6 +617,8 @@ impl RawWorkload {
             ("protocol", self.protocol.is_some()),
             ("step_latency", self.step_latency.is_some()),
             ("nvlink_step_latency", self.nvlink_step_latency.is_some()),
+            ("alltoall_skew", self.alltoall_skew.is_some()),
+            ("alltoall_load", self.alltoall_load.is_some()),
         ]
         .into_iter()
         .filter_map(|(k, set)| set.then_some(k))

@@ -942,57 +942,7 @@ impl Validator<'_> {
 
         // gpu
         let g = w.gpu.clone().unwrap_or_default();
-        let gname = g
-            .preset
-            .clone()
-            .or(preset.map(|p| p.gpu.to_string()))
-            .unwrap_or_else(|| "h100-sxm".into());
-        let gp = match gpu_preset(&gname) {
-            Some(x) => Some(x),
-            None => {
-                self.err(
-                    "workload.gpu.preset",
-                    format!("{gname:?}"),
-                    format!("one of {}", names(&GPU_PRESETS, |p| p.name)),
-                );
-                None
-            }
-        };
-        let keys = [
-            ("peak_tflops_bf16", g.peak_tflops_bf16),
-            ("peak_tflops_fp16", g.peak_tflops_fp16),
-            ("peak_tflops_fp8", g.peak_tflops_fp8),
-            ("peak_tflops_fp32", g.peak_tflops_fp32),
-        ];
-        let mut peak = [0.0; 4];
-        let mut peak_ok = true;
-        for (i, (k, v)) in keys.into_iter().enumerate() {
-            match self.float(
-                &format!("workload.gpu.{k}"),
-                v,
-                gp.map(|p| p.tflops[i]),
-                |x| x > 0.0,
-                "a peak above zero, in TFLOP/s",
-            ) {
-                Some(x) => peak[i] = x * 1e12,
-                None => peak_ok = false,
-            }
-        }
-        let efficiency = self.float(
-            "workload.gpu.efficiency",
-            g.efficiency,
-            Some(0.5),
-            |x| x > 0.0 && x <= 1.0,
-            "a fraction of peak in (0, 1]",
-        );
-        let hbm = self.rate(
-            "workload.gpu.hbm_bandwidth",
-            g.hbm_bandwidth.as_ref(),
-            gp.map(|p| p.hbm),
-        );
-        if !peak_ok {
-            return None;
-        }
+        let gpu = self.gpu_spec(&g, preset.map(|p| p.gpu));
         let model = ModelSpec {
             layers: layers?,
             hidden: hidden?,
@@ -1037,20 +987,10 @@ impl Validator<'_> {
             replicas: replicas?,
             step_latency: (nvlink_step?, net_step?),
         };
-        let gpu = GpuSpec {
-            name: if g.peak_tflops_bf16.is_some() && g.preset.is_none() {
-                "custom".into()
-            } else {
-                gname
-            },
-            peak_flops: peak,
-            efficiency: efficiency?,
-            hbm_bytes_per_s: hbm?.bps() as f64 / 8.0,
-        };
         Some(Common {
             model,
             plan,
-            gpu,
+            gpu: gpu?,
             global_batch: global_batch?,
             micro_batch: micro_batch?,
         })
@@ -1322,34 +1262,127 @@ pub fn switch_links(index: u32, topo: &Topology) -> Vec<crate::topology::LinkId>
     }
 }
 
-/// Largest `workload.model.expert_skew`: at 16 the first expert already takes
+/// Largest `workload.model.expert_skew` (and `workload.alltoall_skew`): at 16 the first expert already takes
 /// all but 2^−16 of the load; larger exponents only lose precision.
 const MAX_EXPERT_SKEW: f64 = 16.0;
 
 impl Validator<'_> {
+    /// `[workload.gpu]` as a GPU model (a preset, default `default_gpu` or
+    /// H100 SXM, with its peaks, efficiency and HBM bandwidth overridden
+    /// key by key): what training, inference and a Chakra trace's
+    /// `num_ops` nodes compute with. `None` after an error.
+    pub(super) fn gpu_spec(&mut self, g: &RawGpu, default_gpu: Option<&str>) -> Option<GpuSpec> {
+        let gname = g
+            .preset
+            .clone()
+            .or(default_gpu.map(str::to_string))
+            .unwrap_or_else(|| "h100-sxm".into());
+        let gp = match gpu_preset(&gname) {
+            Some(x) => Some(x),
+            None => {
+                self.err(
+                    "workload.gpu.preset",
+                    format!("{gname:?}"),
+                    format!("one of {}", names(&GPU_PRESETS, |p| p.name)),
+                );
+                None
+            }
+        };
+        let keys = [
+            ("peak_tflops_bf16", g.peak_tflops_bf16),
+            ("peak_tflops_fp16", g.peak_tflops_fp16),
+            ("peak_tflops_fp8", g.peak_tflops_fp8),
+            ("peak_tflops_fp32", g.peak_tflops_fp32),
+        ];
+        let mut peak = [0.0; 4];
+        let mut peak_ok = true;
+        for (i, (k, v)) in keys.into_iter().enumerate() {
+            match self.float(
+                &format!("workload.gpu.{k}"),
+                v,
+                gp.map(|p| p.tflops[i]),
+                |x| x > 0.0,
+                "a peak above zero, in TFLOP/s",
+            ) {
+                Some(x) => peak[i] = x * 1e12,
+                None => peak_ok = false,
+            }
+        }
+        let efficiency = self.float(
+            "workload.gpu.efficiency",
+            g.efficiency,
+            Some(0.5),
+            |x| x > 0.0 && x <= 1.0,
+            "a fraction of peak in (0, 1]",
+        );
+        let hbm = self.rate(
+            "workload.gpu.hbm_bandwidth",
+            g.hbm_bandwidth.as_ref(),
+            gp.map(|p| p.hbm),
+        );
+        if !peak_ok {
+            return None;
+        }
+        Some(GpuSpec {
+            name: if g.peak_tflops_bf16.is_some() && g.preset.is_none() {
+                "custom".into()
+            } else {
+                gname
+            },
+            peak_flops: peak,
+            efficiency: efficiency?,
+            hbm_bytes_per_s: hbm?.bps() as f64 / 8.0,
+        })
+    }
+
     /// `expert_skew` or `expert_load` as per-expert shares: `Some(None)` for
     /// uniform, `None` after an error.
     fn expert_load(&mut self, m: &RawModel, experts: Option<u64>) -> Option<Option<Vec<f64>>> {
-        match (m.expert_skew, &m.expert_load) {
+        self.load_shares(
+            ("workload.model.expert_skew", "workload.model.expert_load"),
+            "expert",
+            m.expert_skew,
+            m.expert_load.as_ref(),
+            experts,
+        )
+    }
+
+    /// A Zipf exponent (`keys.0`) or a measured load per `unit` (`keys.1`) as
+    /// `n` shares summing to 1 (Zipf: share of the k-th ∝ k^−s): `Some(None)`
+    /// for uniform (neither set, exponent 0, or `n` ≤ 1), `None` after an
+    /// error or when `n` is unknown. Shared by MoE experts and the
+    /// collective all-to-allv, so both read their keys by one rule.
+    pub(super) fn load_shares(
+        &mut self,
+        keys: (&str, &str),
+        unit: &str,
+        skew: Option<f64>,
+        load: Option<&Vec<f64>>,
+        n: Option<u64>,
+    ) -> Option<Option<Vec<f64>>> {
+        let (skew_key, load_key) = keys;
+        let skew_name = skew_key.rsplit('.').next().unwrap_or(skew_key);
+        let load_name = load_key.rsplit('.').next().unwrap_or(load_key);
+        match (skew, load) {
             (None, None) => Some(None),
             (Some(_), Some(_)) => {
                 self.err(
-                    "workload.model.expert_load",
-                    "both expert_skew and expert_load",
-                    "one of them: a Zipf exponent or a measured load per expert",
+                    load_key,
+                    format!("both {skew_name} and {load_name}"),
+                    format!("one of them: a Zipf exponent or a measured load per {unit}"),
                 );
                 None
             }
             (Some(s), None) => {
                 if !(s.is_finite() && (0.0..=MAX_EXPERT_SKEW).contains(&s)) {
                     self.err(
-                        "workload.model.expert_skew",
+                        skew_key,
                         s.to_string(),
                         format!("a Zipf exponent from 0 (uniform) to {MAX_EXPERT_SKEW}"),
                     );
                     return None;
                 }
-                let e = experts?;
+                let e = n?;
                 Some((s > 0.0 && e > 1).then(|| zipf_shares(e, s)))
             }
             (None, Some(load)) => {
@@ -1359,27 +1392,27 @@ impl Validator<'_> {
                     .find(|(_, w)| !(w.is_finite() && **w >= 0.0 && **w <= 1e15))
                 {
                     self.err(
-                        &format!("workload.model.expert_load.{i}"),
+                        &format!("{load_key}.{i}"),
                         w.to_string(),
                         "a load (tokens routed, or a share) from 0 to 1e15",
                     );
                     return None;
                 }
-                let e = experts?;
+                let e = n?;
                 if e > 1 && load.len() as u64 != e {
                     self.err(
-                        "workload.model.expert_load",
+                        load_key,
                         format!("{} entries", load.len()),
-                        format!("one load per expert ({e} experts)"),
+                        format!("one load per {unit} ({e} {unit}s)"),
                     );
                     return None;
                 }
                 let sum: f64 = load.iter().sum();
                 if e > 1 && sum <= 0.0 {
                     self.err(
-                        "workload.model.expert_load",
+                        load_key,
                         "loads that are all zero",
-                        "at least one expert with a load above zero",
+                        format!("at least one {unit} with a load above zero"),
                     );
                     return None;
                 }

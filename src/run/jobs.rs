@@ -106,7 +106,7 @@ fn plan_job(
                 let spec = spec_for(w, bytes, &ranks, topo)?;
                 read_collective_keys(&js, w, &spec, &ranks, topo, fidelity, &mut view);
                 let op = dag.begin_op(format!("{} {}", spec.op.name(), format_bytes(bytes)));
-                let done = collective::lower(&spec, &ranks, topo, &mut dag, &gate)?;
+                let done = crate::run::lower_collective(w, &spec, &ranks, topo, &mut dag, &gate)?;
                 gate = vec![Dep::Done(done)];
                 sizes.push(SizeOp { op, spec });
             }

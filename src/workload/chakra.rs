@@ -15,9 +15,14 @@
 //! - `COMP_NODE`: a compute task of the node's duration on its rank's GPU:
 //!   the attribute `duration_ps` (a fabricsim extension, picoseconds, written
 //!   by [`export_training`] so that a round trip is exact) when present, else
-//!   `duration_micros` (whole microseconds, what ASTRA-sim replays). A
-//!   compute node with neither (e.g. only `num_ops`, which needs a roofline)
-//!   is refused. Compute nodes of one rank run one at a time (one compute
+//!   `duration_micros` (whole microseconds, what ASTRA-sim replays), else
+//!   `num_ops` (FLOPs, with the optional `tensor_size` bytes) on the
+//!   scenario's GPU model, `[workload.gpu]` as the training workload reads
+//!   it: max(num_ops / (bf16 peak · efficiency), tensor_size / HBM
+//!   bandwidth), ASTRA-sim's roofline derated as fabricsim's kernels are
+//!   ([`Roofline`]). A compute node with none of the three (duration_micros
+//!   0, no duration_ps, no num_ops) is refused; `duration_ps = 0` says a
+//!   node takes no time. Compute nodes of one rank run one at a time (one compute
 //!   stream, as ASTRA-sim's hardware resource issues one GPU kernel at a
 //!   time), in dependency order, file order among the ready ones.
 //! - `COMM_COLL_NODE`: attributes `comm_type` (`ALL_REDUCE`, `ALL_GATHER`,
@@ -67,6 +72,40 @@ use crate::topology::{GpuId, Topology};
 use crate::units::SimTime;
 
 use super::Comm;
+
+/// The GPU model a compute node with `num_ops` (and no duration) runs on:
+/// the training workload's ([`crate::workload::compute_time`]), so a
+/// trace's FLOPs cost what the built-in training step charges for them.
+/// Time = max(num_ops / (peak · efficiency), tensor_size / HBM bandwidth):
+/// ASTRA-sim's roofline (operational intensity num_ops / tensor_size, perf
+/// min(peak, bandwidth × intensity)) with the peak derated by the
+/// efficiency, as fabricsim's kernels are.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Roofline {
+    /// FLOP/s the kernels reach: dense bf16 peak × `workload.gpu.efficiency`
+    /// (Chakra's `num_ops` carries no data type; bf16 is the training default).
+    pub flops_per_s: f64,
+    /// HBM bandwidth, bytes per second.
+    pub hbm_bytes_per_s: f64,
+}
+
+impl Roofline {
+    /// The roofline of a GPU model at bf16.
+    pub fn of(gpu: &crate::config::workload::GpuSpec) -> Roofline {
+        Roofline {
+            flops_per_s: gpu.peak(crate::config::workload::Precision::Bf16) * gpu.efficiency,
+            hbm_bytes_per_s: gpu.hbm_bytes_per_s,
+        }
+    }
+
+    /// Time of `ops` operations touching `bytes` of memory (picoseconds,
+    /// rounded as [`SimTime::from_secs_f64`] rounds).
+    pub fn time(&self, ops: u64, bytes: u64) -> SimTime {
+        let f = ops as f64 / self.flops_per_s;
+        let m = bytes as f64 / self.hbm_bytes_per_s;
+        SimTime::from_secs_f64(f.max(m))
+    }
+}
 
 /// Largest trace file read, bytes (64 MiB, as other input files).
 pub const MAX_FILE_BYTES: u64 = crate::budget::MAX_INPUT_BYTES;
@@ -515,6 +554,8 @@ pub struct RankTrace {
     pub file: String,
     /// Its nodes, in file order.
     pub nodes: Vec<TraceNode>,
+    /// Compute nodes timed from `num_ops` by the GPU model ([`Roofline`]).
+    pub ops_timed: usize,
 }
 
 /// One operation of a trace set once matched across ranks.
@@ -562,6 +603,9 @@ pub struct ChakraPlan {
     pub labels: Vec<String>,
     /// Nodes read over all ranks.
     pub nodes: usize,
+    /// Compute nodes over all ranks timed from `num_ops` by the GPU model
+    /// (what makes `[workload.gpu]` matter to a trace).
+    pub ops_timed: usize,
 }
 
 fn err(file: &str, node: Option<u64>, field: &str, found: String, expected: &str) -> ChakraError {
@@ -698,6 +742,7 @@ pub fn read_rank(
     bytes: &[u8],
     rank: u32,
     ranks: usize,
+    roofline: Option<Roofline>,
 ) -> Result<RankTrace, ChakraError> {
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(err(
@@ -770,7 +815,7 @@ pub fn read_rank(
     }
     let mut nodes = Vec::with_capacity(raw.len());
     for n in &raw {
-        let work = node_work(file, n, rank, ranks)?;
+        let work = node_work(file, n, rank, ranks, roofline)?;
         let mut deps = Vec::with_capacity(n.ctrl_deps.len() + n.data_deps.len());
         for (field, list) in [("ctrl_deps", &n.ctrl_deps), ("data_deps", &n.data_deps)] {
             for d in list {
@@ -806,9 +851,19 @@ pub fn read_rank(
             deps,
         });
     }
+    let ops_timed = raw
+        .iter()
+        .filter(|n| {
+            n.r#type == node_type::COMP
+                && n.duration_micros == 0
+                && attr(n, "duration_ps").is_none()
+                && attr(n, "num_ops").is_some()
+        })
+        .count();
     Ok(RankTrace {
         file: file.to_string(),
         nodes,
+        ops_timed,
     })
 }
 
@@ -817,6 +872,7 @@ fn node_work(
     n: &proto::Node,
     rank: u32,
     ranks: usize,
+    roofline: Option<Roofline>,
 ) -> Result<NodeWork, ChakraError> {
     Ok(match n.r#type {
         node_type::INVALID | node_type::METADATA | node_type::MEM_LOAD | node_type::MEM_STORE => {
@@ -844,16 +900,44 @@ fn node_work(
                         "at most one simulated day (86,400,000,000 us)",
                     ))
                 }
-                None if n.duration_micros == 0 && attr(n, "num_ops").is_some() => {
-                    return Err(err(
-                        file,
-                        Some(n.id),
-                        "duration_micros",
-                        "0 with num_ops only".into(),
-                        "a duration (duration_micros or duration_ps): num_ops alone needs a roofline model, which is not modelled",
-                    ))
+                None if n.duration_micros > 0 => SimTime::from_us(n.duration_micros),
+                None => {
+                    let ops = uint_attr(file, n, "num_ops")?;
+                    match (ops, roofline) {
+                        (Some(ops), Some(g)) => {
+                            let bytes = uint_attr(file, n, "tensor_size")?.unwrap_or(0);
+                            let d = g.time(ops, bytes);
+                            if d > SimTime::from_us(MAX_DURATION_US) {
+                                return Err(err(
+                                    file,
+                                    Some(n.id),
+                                    "num_ops",
+                                    format!("{ops} operations ({} on the GPU model)", d),
+                                    "at most one simulated day of work",
+                                ));
+                            }
+                            d
+                        }
+                        (Some(_), None) => {
+                            return Err(err(
+                                file,
+                                Some(n.id),
+                                "duration_micros",
+                                "0 with num_ops only".into(),
+                                "a duration (duration_micros or duration_ps), or a GPU model to turn num_ops into time ([workload.gpu] of the scenario)",
+                            ))
+                        }
+                        (None, _) => {
+                            return Err(err(
+                                file,
+                                Some(n.id),
+                                "duration_micros",
+                                "0, and neither duration_ps nor num_ops".into(),
+                                "a compute node's time: duration_micros > 0, the attribute duration_ps (picoseconds; 0 for a node of no time), or num_ops (FLOPs, with tensor_size bytes for the memory roof)",
+                            ))
+                        }
+                    }
                 }
-                None => SimTime::from_us(n.duration_micros),
             };
             NodeWork::Compute(d)
         }
@@ -1295,6 +1379,7 @@ pub fn plan(ranks: &[RankTrace]) -> Result<ChakraPlan, ChakraError> {
             .collect(),
         labels: order.iter().map(|&o| labels[o as usize].clone()).collect(),
         nodes: total,
+        ops_timed: ranks.iter().map(|r| r.ops_timed).sum(),
     })
 }
 
@@ -1412,6 +1497,19 @@ pub fn load(
     files: &[String],
     read: impl Fn(&str) -> Result<Vec<u8>, String>,
 ) -> Result<ChakraPlan, ChakraError> {
+    load_with(files, read, None)
+}
+
+/// [`load`] with a GPU model for compute nodes that carry `num_ops` instead
+/// of a duration (see [`Roofline`]); without one such a node is an error.
+///
+/// # Errors
+/// As [`load`].
+pub fn load_with(
+    files: &[String],
+    read: impl Fn(&str) -> Result<Vec<u8>, String>,
+    roofline: Option<Roofline>,
+) -> Result<ChakraPlan, ChakraError> {
     if files.len() > MAX_RANKS {
         return Err(err(
             "",
@@ -1433,7 +1531,7 @@ pub fn load(
                 "a readable Chakra trace (.et) of at most 64 MiB",
             )
         })?;
-        let t = read_rank(f, &bytes, r as u32, files.len())?;
+        let t = read_rank(f, &bytes, r as u32, files.len(), roofline)?;
         total += t.nodes.len();
         if total > MAX_NODES {
             return Err(err(
@@ -1762,6 +1860,9 @@ pub struct ChakraSpec {
     pub plan: std::sync::Arc<ChakraPlan>,
     /// `workload.algorithm` for every collective.
     pub algorithm: AlgoChoice,
+    /// `[workload.gpu]`: the GPU model that timed the `num_ops` compute
+    /// nodes (already applied to the plan; kept for the report).
+    pub gpu: crate::config::workload::GpuSpec,
 }
 
 impl ChakraSpec {

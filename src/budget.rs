@@ -224,62 +224,13 @@ pub fn topology_ports(
     // per host: an NVSwitch, the NICs, the GPUs; per GPU a duplex NVLink and PCIe link
     let host_nodes = h + nics + gpus;
     let host_links = 4.0 * gpus;
-    // (switches, duplex switch-to-switch links, leaves) of the shape
-    let (switches, fabric_links, leaves) = match *spec {
-        TopologySpec::SingleSwitch => (1.0, 0.0, 1.0),
-        TopologySpec::LeafSpine {
-            radix,
-            oversubscription,
-        } => {
-            let r = f64::from(radix.max(2));
-            let o = if oversubscription.is_finite() && oversubscription > 0.0 {
-                oversubscription
-            } else {
-                1.0
-            };
-            let down = (r * o / (1.0 + o)).round().clamp(1.0, r - 1.0);
-            let up = r - down;
-            let leaves = (nics / down).ceil().max(1.0);
-            (leaves + up, leaves * up, leaves)
-        }
-        TopologySpec::FatTree { k } => {
-            let k = f64::from(k.max(2));
-            (1.25 * k * k, k * k * k / 2.0, k * k / 2.0)
-        }
-        TopologySpec::RailOptimized { radix, .. } => {
-            let half = f64::from((radix / 2).max(1));
-            let rails = f64::from(nics_per_host.max(1));
-            let leaves = rails * (h / half).ceil().max(1.0);
-            (leaves + half, leaves * half, leaves)
-        }
-        TopologySpec::Dragonfly {
-            groups,
-            routers_per_group,
-            global_links_per_router,
-            ..
-        } => {
-            let (g, a, gl) = (
-                f64::from(groups),
-                f64::from(routers_per_group),
-                f64::from(global_links_per_router),
-            );
-            let routers = g * a;
-            (
-                routers,
-                routers * (a - 1.0).max(0.0) / 2.0 + routers * gl / 2.0,
-                routers,
-            )
-        }
-        TopologySpec::File(ref f) => {
-            let leaves = f.switch_tiers().iter().filter(|&&t| t == 0).count();
-            (
-                f.switches.len() as f64,
-                f.switch_links() as f64,
-                leaves.max(1) as f64,
-            )
-        }
-    };
-    let (switches, fabric_links, leaves) = (switches * scale, fabric_links * scale, leaves * scale);
+    // (switches, duplex switch-to-switch links, leaves) of one plane of the shape
+    let shape = spec.counts(h, nics, nics_per_host);
+    let (switches, fabric_links, leaves) = (
+        shape.switches * scale,
+        shape.fabric_links * scale,
+        shape.leaves * scale,
+    );
     let ports = nics * scale;
     let links = host_links + 2.0 * ports + 2.0 * fabric_links;
     // routing: one byte of distance per (switch, leaf)
@@ -288,19 +239,7 @@ pub fn topology_ports(
         switches * BYTES_PER_NODE + 2.0 * fabric_links * BYTES_PER_LINK + switches * leaves;
     // blame the shape's own parameter when the switches cost more than the hosts
     let driver = if fabric_memory > host_memory {
-        match *spec {
-            // leaves grow with the hosts; the radix is to blame only when it
-            // dwarfs the cluster
-            TopologySpec::LeafSpine { radix, .. } | TopologySpec::RailOptimized { radix, .. }
-                if f64::from(radix) > nics =>
-            {
-                "topology.radix"
-            }
-            TopologySpec::FatTree { .. } => "topology.k",
-            TopologySpec::Dragonfly { .. } => "topology.groups",
-            TopologySpec::File(_) => "topology.file",
-            _ => "cluster.nodes",
-        }
+        spec.size_key(nics)
     } else if gpus_per_host > hosts {
         "cluster.gpus_per_node"
     } else {
@@ -314,28 +253,6 @@ pub fn topology_ports(
         memory: host_memory + fabric_memory,
         driver,
         ..Estimate::default()
-    }
-}
-
-/// Links on the longest GPU-to-GPU path of a shape (PCIe and network links).
-fn path_links(spec: &TopologySpec) -> f64 {
-    match spec {
-        TopologySpec::SingleSwitch => 4.0,
-        TopologySpec::LeafSpine { .. } | TopologySpec::RailOptimized { .. } => 6.0,
-        TopologySpec::FatTree { .. } => 8.0,
-        TopologySpec::Dragonfly { .. } => 7.0,
-        // up to the highest tier and down again, plus a hop across it (a
-        // file's tiers count hops from the edge; a flat mesh of edge switches
-        // is costed like a leaf-spine)
-        TopologySpec::File(f) => {
-            let top = f
-                .switch_tiers()
-                .into_iter()
-                .filter(|&t| t < u8::MAX)
-                .max()
-                .unwrap_or(0);
-            6.0 + 2.0 * f64::from(top)
-        }
     }
 }
 
@@ -365,7 +282,7 @@ pub fn run(s: &Scenario, topo: &Topology, fidelity: Fidelity) -> Estimate {
     let mut memory = e.memory + tasks * BYTES_PER_TASK;
     if fidelity == Fidelity::Packet {
         let packets = bytes * reruns / mtu;
-        e.packet_events = packets * path_links(&s.topology) * EVENTS_PER_PACKET_LINK;
+        e.packet_events = packets * s.topology.path_links() * EVENTS_PER_PACKET_LINK;
         // queues hold at most a buffer of packets per link and lane
         let per_link = (s.packet.buffer as f64 / mtu).ceil() * f64::from(s.packet.virtual_lanes);
         memory += e.links * per_link.min(packets) * BYTES_PER_PACKET;

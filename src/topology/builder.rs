@@ -2,8 +2,8 @@
 //! duplex links, and the final routing tables.
 
 use super::{
-    dragonfly, fat_tree, leaf_spine, rail, GpuId, GpuPorts, Link, LinkId, LinkKind, NicPorts, Node,
-    NodeId, NodeKind, Topology,
+    dragonfly, fat_tree, file, leaf_spine, rail, single_switch, GpuId, GpuPorts, Link, LinkId,
+    LinkKind, NicPorts, Node, NodeId, NodeKind, Topology,
 };
 use crate::units::{Rate, SimTime};
 
@@ -182,6 +182,128 @@ impl TopologySpec {
             TopologySpec::File(_) => "file",
         }
     }
+
+    /// Whether the shape takes `topology.planes` and `topology.dual_tor`.
+    pub(crate) fn multipath(&self) -> Multipath {
+        match self {
+            TopologySpec::SingleSwitch => single_switch::MULTIPATH,
+            TopologySpec::LeafSpine { .. } => leaf_spine::MULTIPATH,
+            TopologySpec::FatTree { .. } => fat_tree::MULTIPATH,
+            TopologySpec::RailOptimized { .. } => rail::MULTIPATH,
+            TopologySpec::Dragonfly { .. } => dragonfly::MULTIPATH,
+            TopologySpec::File(_) => file::MULTIPATH,
+        }
+    }
+
+    /// Switches, switch-to-switch links and leaves of one plane, before it is
+    /// built, for `hosts` hosts of `nics_per_host` NICs (`nics` in all, as
+    /// `f64` since the estimate runs before any overflow check).
+    pub(crate) fn counts(&self, hosts: f64, nics: f64, nics_per_host: u32) -> ShapeCounts {
+        match *self {
+            TopologySpec::SingleSwitch => single_switch::counts(),
+            TopologySpec::LeafSpine {
+                radix,
+                oversubscription,
+            } => leaf_spine::counts(radix, oversubscription, nics),
+            TopologySpec::FatTree { k } => fat_tree::counts(k),
+            TopologySpec::RailOptimized { radix, .. } => rail::counts(radix, hosts, nics_per_host),
+            TopologySpec::Dragonfly {
+                groups,
+                routers_per_group,
+                global_links_per_router,
+                ..
+            } => dragonfly::counts(groups, routers_per_group, global_links_per_router),
+            TopologySpec::File(ref f) => file::counts(f),
+        }
+    }
+
+    /// Links (PCIe and network) on the longest GPU-to-GPU path.
+    pub(crate) fn path_links(&self) -> f64 {
+        match self {
+            TopologySpec::SingleSwitch => single_switch::PATH_LINKS,
+            TopologySpec::LeafSpine { .. } => leaf_spine::PATH_LINKS,
+            TopologySpec::FatTree { .. } => fat_tree::PATH_LINKS,
+            TopologySpec::RailOptimized { .. } => rail::PATH_LINKS,
+            TopologySpec::Dragonfly { .. } => dragonfly::PATH_LINKS,
+            TopologySpec::File(f) => file::path_links(f),
+        }
+    }
+
+    /// The scenario key to blame when the switch fabric costs more memory
+    /// than the hosts of a cluster of `nics` NICs.
+    pub(crate) fn size_key(&self, nics: f64) -> &'static str {
+        match *self {
+            TopologySpec::SingleSwitch => single_switch::size_key(),
+            TopologySpec::LeafSpine { radix, .. } => leaf_spine::size_key(radix, nics),
+            TopologySpec::FatTree { .. } => fat_tree::size_key(),
+            TopologySpec::RailOptimized { radix, .. } => rail::size_key(radix, nics),
+            TopologySpec::Dragonfly { .. } => dragonfly::size_key(),
+            TopologySpec::File(_) => file::size_key(),
+        }
+    }
+
+    /// Cables one plane of the shape's switch fabric to `nics` (host-major,
+    /// `nics_per_host` per host; each NIC twice, on an edge pair, with
+    /// `dual_tor`, which only shapes whose [`TopologySpec::multipath`] allows
+    /// it are asked for).
+    fn cable(
+        &self,
+        b: &mut TopologyBuilder,
+        nics: &[NodeId],
+        nics_per_host: u32,
+        dual_tor: bool,
+    ) -> Result<(), TopologyError> {
+        match *self {
+            TopologySpec::SingleSwitch => {
+                single_switch::build(b, nics);
+                Ok(())
+            }
+            TopologySpec::LeafSpine {
+                radix,
+                oversubscription,
+            } => leaf_spine::cable(b, nics, radix, oversubscription, dual_tor),
+            TopologySpec::FatTree { k } => fat_tree::cable(b, nics, k, dual_tor),
+            TopologySpec::RailOptimized { radix, spine_radix } => {
+                rail::build(b, nics, nics_per_host, radix, spine_radix)
+            }
+            TopologySpec::Dragonfly {
+                groups,
+                routers_per_group,
+                hosts_per_router,
+                global_links_per_router,
+            } => dragonfly::build(
+                b,
+                nics,
+                groups,
+                routers_per_group,
+                hosts_per_router,
+                global_links_per_router,
+            ),
+            TopologySpec::File(ref file) => file::build(b, nics, nics_per_host, file),
+        }
+    }
+}
+
+/// What a shape's switch fabric holds before it is built, per plane (the
+/// resource estimate's inputs; `f64` because they are estimated before any
+/// overflow check).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct ShapeCounts {
+    /// Switches (routers).
+    pub switches: f64,
+    /// Duplex switch-to-switch links.
+    pub fabric_links: f64,
+    /// Edge switches, the routing tables' destinations.
+    pub leaves: f64,
+}
+
+/// Which multi-port NIC cablings a shape supports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Multipath {
+    /// `topology.planes` above 1: copies of the switch fabric.
+    pub planes: bool,
+    /// `topology.dual_tor`: every NIC port on two edge switches.
+    pub dual_tor: bool,
 }
 
 /// Why a topology cannot be built for a cluster.
@@ -491,24 +613,22 @@ pub fn build(
             ));
         }
     }
-    let multi = f.planes() > 1 || f.dual_tor;
-    match spec {
-        TopologySpec::LeafSpine { .. } | TopologySpec::FatTree { .. } => {}
-        TopologySpec::RailOptimized { .. } if !f.dual_tor => {}
-        _ if multi => {
-            return Err(TopologyError::new(
-                if f.dual_tor {
-                    "topology.dual_tor"
-                } else {
-                    "topology.planes"
-                },
-                format!(
-                    "a {} has one plane of single-homed NICs; planes apply to leaf_spine, fat_tree and rail_optimized, dual_tor to leaf_spine and fat_tree",
-                    spec.name()
-                ),
-            ))
-        }
-        _ => {}
+    let multi = spec.multipath();
+    let refused = if f.dual_tor && !multi.dual_tor {
+        Some("topology.dual_tor")
+    } else if f.planes() > 1 && !multi.planes {
+        Some("topology.planes")
+    } else {
+        None
+    };
+    if let Some(field) = refused {
+        return Err(TopologyError::new(
+            field,
+            format!(
+                "a {} has one plane of single-homed NICs; planes apply to leaf_spine, fat_tree and rail_optimized, dual_tor to leaf_spine and fat_tree",
+                spec.name()
+            ),
+        ));
     }
     if f.planes() > MAX_PLANES {
         return Err(TopologyError::new(
@@ -521,45 +641,15 @@ pub fn build(
     }
     let mut b = TopologyBuilder::new(spec.name(), f);
     let nics = b.add_hosts(c);
-    if multi {
-        build_planes(&mut b, &nics, c.nics_per_host, f, spec)?;
-        let mut t = b.finish();
-        for o in &f.nic_overrides {
-            for &h in &o.hosts {
-                t.set_host_nic_rate(h, o.rate);
-            }
+    for plane in 0..f.planes() {
+        if plane == 1 {
+            // every plane is a copy of the first: refuse before building more
+            check_link_budget(
+                "topology.planes",
+                (b.links.len() as u64 / 2).saturating_mul(u64::from(f.planes())),
+            )?;
         }
-        return Ok(t);
-    }
-    match *spec {
-        TopologySpec::SingleSwitch => {
-            let sw = b.add_switch(0);
-            for &n in &nics {
-                b.attach_nic(n, sw);
-            }
-        }
-        TopologySpec::LeafSpine {
-            radix,
-            oversubscription,
-        } => leaf_spine::build(&mut b, &nics, radix, oversubscription)?,
-        TopologySpec::FatTree { k } => fat_tree::build(&mut b, &nics, k)?,
-        TopologySpec::RailOptimized { radix, spine_radix } => {
-            rail::build(&mut b, &nics, c.nics_per_host, radix, spine_radix)?
-        }
-        TopologySpec::Dragonfly {
-            groups,
-            routers_per_group,
-            hosts_per_router,
-            global_links_per_router,
-        } => dragonfly::build(
-            &mut b,
-            &nics,
-            groups,
-            routers_per_group,
-            hosts_per_router,
-            global_links_per_router,
-        )?,
-        TopologySpec::File(ref file) => super::file::build(&mut b, &nics, c.nics_per_host, file)?,
+        spec.cable(&mut b, &nics, c.nics_per_host, f.dual_tor)?;
     }
     let mut t = b.finish();
     for o in &f.nic_overrides {
@@ -578,7 +668,7 @@ pub const MAX_PLANES: u32 = 16;
 /// `per_edge` NICs, each group's first ports (`per_edge` slots, padded with
 /// `None`) then their second ports, so the group's ports fill an edge pair
 /// (edges `2j` and `2j+1`); the trailing padding is cut.
-fn dual_slots(nics: &[NodeId], per_edge: usize) -> Vec<Option<NodeId>> {
+pub(crate) fn dual_slots(nics: &[NodeId], per_edge: usize) -> Vec<Option<NodeId>> {
     let per_edge = per_edge.max(1);
     let mut slots = Vec::with_capacity(nics.len() * 2 + 2 * per_edge);
     for group in nics.chunks(per_edge) {
@@ -595,59 +685,11 @@ fn dual_slots(nics: &[NodeId], per_edge: usize) -> Vec<Option<NodeId>> {
 
 /// A shape's error on a dual-ToR fabric, saying that its NIC counts are
 /// ports (two per NIC, on two edge switches).
-fn dual_note(mut e: TopologyError) -> TopologyError {
+pub(crate) fn dual_note(mut e: TopologyError) -> TopologyError {
     e.message.push_str(
         " (with topology.dual_tor every NIC takes a port on each of two edge switches: count two NICs per node's NIC)",
     );
     e
-}
-
-/// Cables `planes` copies of the switch fabric of `spec`, every NIC with a
-/// port in each (two with `dual_tor`, on an edge pair).
-fn build_planes(
-    b: &mut TopologyBuilder,
-    nics: &[NodeId],
-    nics_per_host: u32,
-    f: &FabricLinkSpec,
-    spec: &TopologySpec,
-) -> Result<(), TopologyError> {
-    for plane in 0..f.planes() {
-        if plane == 1 {
-            // every plane is a copy of the first: refuse before building more
-            check_link_budget(
-                "topology.planes",
-                (b.links.len() as u64 / 2).saturating_mul(u64::from(f.planes())),
-            )?;
-        }
-        match *spec {
-            TopologySpec::LeafSpine {
-                radix,
-                oversubscription,
-            } => {
-                if f.dual_tor {
-                    let (down, _) = leaf_spine::port_split(radix.max(2), oversubscription);
-                    let slots = dual_slots(nics, down as usize);
-                    leaf_spine::build_slots(b, &slots, radix, oversubscription)
-                        .map_err(dual_note)?;
-                } else {
-                    leaf_spine::build(b, nics, radix, oversubscription)?;
-                }
-            }
-            TopologySpec::FatTree { k } => {
-                if f.dual_tor {
-                    let slots = dual_slots(nics, (k / 2) as usize);
-                    fat_tree::build_slots(b, &slots, k).map_err(dual_note)?;
-                } else {
-                    fat_tree::build(b, nics, k)?;
-                }
-            }
-            TopologySpec::RailOptimized { radix, spine_radix } => {
-                rail::build(b, nics, nics_per_host, radix, spine_radix)?
-            }
-            _ => {}
-        }
-    }
-    Ok(())
 }
 
 /// Cluster and link figures shared by unit tests that build their own
@@ -695,4 +737,87 @@ pub(crate) fn small_single_switch(hosts: u32, gpus: u32) -> Topology {
         ..Default::default()
     };
     build(&c, &f, &TopologySpec::SingleSwitch).expect("reference fabric builds")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Switches, duplex switch-to-switch links and edge switches of a built topology.
+    fn built_counts(t: &Topology) -> (usize, usize, usize) {
+        let is_switch = |n: NodeId| matches!(t.nodes[n.0 as usize].kind, NodeKind::Switch { .. });
+        let fabric = t
+            .links
+            .iter()
+            .filter(|l| is_switch(l.from) && is_switch(l.to))
+            .count();
+        (t.n_switches, fabric / 2, t.leaves.len())
+    }
+
+    /// A shape's pre-build `counts` (what the resource estimate charges) are
+    /// the built graph's, on fabrics the NICs fill exactly, and match the
+    /// closed forms: a k-ary fat-tree has 5k²/4 switches, k³/4 edge–agg plus
+    /// k³/4 agg–core links and k²/2 edge switches (Al-Fares et al., SIGCOMM
+    /// 2008, §3: k = 4 gives 20 switches, 32 links, 8 edges); a leaf-spine of
+    /// radix 8 at 1:1 has 4 down and 4 up ports per leaf, so 16 NICs need 4
+    /// leaves and 4 spines with 16 links; a dragonfly of g groups of a routers
+    /// with h global ports each has g·a·(a−1)/2 local and g·a·h/2 global links
+    /// (Kim et al., ISCA 2008).
+    #[test]
+    fn counts_match_the_built_graph() {
+        // (hosts, NICs per host, shape, (switches, switch links, leaves))
+        type Case = (u32, u32, TopologySpec, (usize, usize, usize));
+        let cases: Vec<Case> = vec![
+            (4, 1, TopologySpec::SingleSwitch, (1, 0, 1)),
+            (
+                16,
+                1,
+                TopologySpec::LeafSpine {
+                    radix: 8,
+                    oversubscription: 1.0,
+                },
+                (8, 16, 4),
+            ),
+            (16, 1, TopologySpec::FatTree { k: 4 }, (20, 32, 8)),
+            (
+                4,
+                2,
+                TopologySpec::RailOptimized {
+                    radix: 4,
+                    spine_radix: 4,
+                },
+                // 2 rails of ⌈4 / 2⌉ leaves, 2 spines each linked to all 4 leaves
+                (6, 8, 4),
+            ),
+            (
+                12,
+                1,
+                TopologySpec::Dragonfly {
+                    groups: 3,
+                    routers_per_group: 2,
+                    hosts_per_router: 2,
+                    global_links_per_router: 1,
+                },
+                // 6 routers; 3·2·1/2 = 3 local and 3·2·1/2 = 3 global links
+                (6, 6, 6),
+            ),
+        ];
+        for (hosts, nics_per_host, spec, want) in cases {
+            let (mut c, f) = test_specs(hosts, nics_per_host);
+            c.nics_per_host = nics_per_host;
+            let t = build(&c, &f, &spec).expect("the test fabric builds");
+            assert_eq!(built_counts(&t), want, "{} built", spec.name());
+            let est = spec.counts(
+                f64::from(hosts),
+                f64::from(hosts * nics_per_host),
+                nics_per_host,
+            );
+            let est = (
+                est.switches as usize,
+                est.fabric_links as usize,
+                est.leaves as usize,
+            );
+            assert_eq!(est, want, "{} estimated", spec.name());
+        }
+    }
 }

@@ -55,7 +55,7 @@
 //! global, local, local, global, local — and the ACK lane); a scenario without
 //! them is refused before it runs.
 
-use super::builder::check_link_budget;
+use super::builder::{check_link_budget, Multipath, ShapeCounts};
 use super::{LinkId, NodeId, Topology, TopologyBuilder, TopologyError};
 
 /// The group structure of a built dragonfly, as its group-aware routings
@@ -406,6 +406,42 @@ pub fn build(
     }
     b.set_dragonfly(routers, a);
     Ok(())
+}
+
+/// Planes and dual ToR: a dragonfly has one plane of single-homed NICs.
+pub(crate) const MULTIPATH: Multipath = Multipath {
+    planes: false,
+    dual_tor: false,
+};
+
+/// Links on the longest minimal GPU-to-GPU path: PCIe, NIC → router, local,
+/// global, local, router → NIC, PCIe.
+pub(crate) const PATH_LINKS: f64 = 7.0;
+
+/// Routers (every one a leaf) and router-to-router links: `a − 1` local
+/// links and `global_links_per_router` global links per router, each shared
+/// by two routers.
+pub(crate) fn counts(
+    groups: u32,
+    routers_per_group: u32,
+    global_links_per_router: u32,
+) -> ShapeCounts {
+    let (g, a, gl) = (
+        f64::from(groups),
+        f64::from(routers_per_group),
+        f64::from(global_links_per_router),
+    );
+    let routers = g * a;
+    ShapeCounts {
+        switches: routers,
+        fabric_links: routers * (a - 1.0).max(0.0) / 2.0 + routers * gl / 2.0,
+        leaves: routers,
+    }
+}
+
+/// The key to blame when the routers cost more than the hosts.
+pub(crate) fn size_key() -> &'static str {
+    "topology.groups"
 }
 
 #[cfg(test)]

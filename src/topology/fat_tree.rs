@@ -27,7 +27,7 @@
 //! Counts: `5k²/4` switches, `k³/4` NIC ports, `k³/4` edge–agg and `k³/4` agg–core
 //! duplex links; the bisection is `k³/8` links (full bisection bandwidth).
 
-use super::builder::check_link_budget;
+use super::builder::{check_link_budget, dual_note, dual_slots, Multipath, ShapeCounts};
 use super::{NodeId, TopologyBuilder, TopologyError};
 
 /// The smallest even `k ≥ 2` whose fat-tree holds `nics` NICs (`k³/4 ≥ nics`).
@@ -122,6 +122,52 @@ pub fn build_slots(
         }
     }
     Ok(())
+}
+
+/// Planes and dual ToR: a fat-tree takes both.
+pub(crate) const MULTIPATH: Multipath = Multipath {
+    planes: true,
+    dual_tor: true,
+};
+
+/// Links on the longest GPU-to-GPU path: PCIe, NIC → edge → aggregation →
+/// core → aggregation → edge → NIC, PCIe.
+pub(crate) const PATH_LINKS: f64 = 8.0;
+
+/// Switches (`5k²/4`), switch-to-switch links (`k³/2`) and edge switches
+/// (`k²/2`) of one plane: the whole tree is built whatever the NIC count (a
+/// `k` below 2 counts as 2).
+pub(crate) fn counts(k: u32) -> ShapeCounts {
+    let k = f64::from(k.max(2));
+    ShapeCounts {
+        switches: 1.25 * k * k,
+        fabric_links: k * k * k / 2.0,
+        leaves: k * k / 2.0,
+    }
+}
+
+/// The key to blame when the switches cost more than the hosts.
+pub(crate) fn size_key() -> &'static str {
+    "topology.k"
+}
+
+/// Cables one plane: [`build`], or with `dual_tor` every NIC's two ports on
+/// an edge pair.
+///
+/// # Errors
+/// As [`build`]; on a dual-ToR fabric the message says NIC counts are ports.
+pub(crate) fn cable(
+    b: &mut TopologyBuilder,
+    nics: &[NodeId],
+    k: u32,
+    dual_tor: bool,
+) -> Result<(), TopologyError> {
+    if dual_tor {
+        let slots = dual_slots(nics, (k / 2) as usize);
+        build_slots(b, &slots, k).map_err(dual_note)
+    } else {
+        build(b, nics, k)
+    }
 }
 
 #[cfg(test)]

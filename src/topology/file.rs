@@ -16,6 +16,7 @@
 
 use std::collections::VecDeque;
 
+use super::builder::{Multipath, ShapeCounts};
 use super::{NodeId, TopologyBuilder, TopologyError};
 use crate::units::{Rate, SimTime};
 
@@ -175,4 +176,39 @@ pub fn build(
         }
     }
     Ok(())
+}
+
+/// Planes and dual ToR: a file gives every link itself, one plane.
+pub(crate) const MULTIPATH: Multipath = Multipath {
+    planes: false,
+    dual_tor: false,
+};
+
+/// The file's switches, switch-to-switch links and edge switches (tier 0,
+/// at least one).
+pub(crate) fn counts(f: &FileTopology) -> ShapeCounts {
+    let leaves = f.switch_tiers().iter().filter(|&&t| t == 0).count();
+    ShapeCounts {
+        switches: f.switches.len() as f64,
+        fabric_links: f.switch_links() as f64,
+        leaves: leaves.max(1) as f64,
+    }
+}
+
+/// Links on the longest GPU-to-GPU path: up to the highest tier and down
+/// again, plus a hop across it (a file's tiers count hops from the edge; a
+/// flat mesh of edge switches is costed like a leaf-spine).
+pub(crate) fn path_links(f: &FileTopology) -> f64 {
+    let top = f
+        .switch_tiers()
+        .into_iter()
+        .filter(|&t| t < u8::MAX)
+        .max()
+        .unwrap_or(0);
+    6.0 + 2.0 * f64::from(top)
+}
+
+/// The key to blame when the switches cost more than the hosts.
+pub(crate) fn size_key() -> &'static str {
+    "topology.file"
 }

@@ -1,6 +1,6 @@
 //! Two-tier leaf-spine (folded Clos) with an oversubscription ratio at the leaf.
 
-use super::builder::check_link_budget;
+use super::builder::{check_link_budget, dual_note, dual_slots, Multipath, ShapeCounts};
 use super::{NodeId, TopologyBuilder, TopologyError};
 
 /// Splits `radix` leaf ports into (down, up) with down:up as close to `oversub`:1 as ports allow.
@@ -81,6 +81,66 @@ pub fn build_slots(
         }
     }
     Ok(())
+}
+
+/// Planes and dual ToR: a leaf-spine takes both.
+pub(crate) const MULTIPATH: Multipath = Multipath {
+    planes: true,
+    dual_tor: true,
+};
+
+/// Links on the longest GPU-to-GPU path: PCIe, NIC → leaf → spine → leaf → NIC, PCIe.
+pub(crate) const PATH_LINKS: f64 = 6.0;
+
+/// Switches, leaf ↔ spine links and leaves of one plane for `nics` NIC ports,
+/// before the builder checks the parameters (a radix below 2 counts as 2, a
+/// ratio that is not positive as 1).
+pub(crate) fn counts(radix: u32, oversubscription: f64, nics: f64) -> ShapeCounts {
+    let r = f64::from(radix.max(2));
+    let o = if oversubscription.is_finite() && oversubscription > 0.0 {
+        oversubscription
+    } else {
+        1.0
+    };
+    let down = (r * o / (1.0 + o)).round().clamp(1.0, r - 1.0);
+    let up = r - down;
+    let leaves = (nics / down).ceil().max(1.0);
+    ShapeCounts {
+        switches: leaves + up,
+        fabric_links: leaves * up,
+        leaves,
+    }
+}
+
+/// The key to blame when the switches cost more than the hosts: leaves grow
+/// with the NICs, so the radix only when it dwarfs the cluster's `nics`.
+pub(crate) fn size_key(radix: u32, nics: f64) -> &'static str {
+    if f64::from(radix) > nics {
+        "topology.radix"
+    } else {
+        "cluster.nodes"
+    }
+}
+
+/// Cables one plane: [`build`], or with `dual_tor` every NIC's two ports on
+/// a leaf pair.
+///
+/// # Errors
+/// As [`build`]; on a dual-ToR fabric the message says NIC counts are ports.
+pub(crate) fn cable(
+    b: &mut TopologyBuilder,
+    nics: &[NodeId],
+    radix: u32,
+    oversubscription: f64,
+    dual_tor: bool,
+) -> Result<(), TopologyError> {
+    if dual_tor {
+        let (down, _) = port_split(radix.max(2), oversubscription);
+        let slots = dual_slots(nics, down as usize);
+        build_slots(b, &slots, radix, oversubscription).map_err(dual_note)
+    } else {
+        build(b, nics, radix, oversubscription)
+    }
 }
 
 #[cfg(test)]

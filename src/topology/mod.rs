@@ -25,6 +25,7 @@ pub mod file;
 pub mod import;
 pub mod leaf_spine;
 pub mod rail;
+pub mod single_switch;
 
 pub use builder::{
     build, ClusterSpec, FabricLinkSpec, NicOverride, TopologyBuilder, TopologyError, TopologySpec,

@@ -23,7 +23,7 @@
 //! With an even number of leaves per rail and full leaves the fabric is non-blocking:
 //! its bisection is `N·B/2` for `N` NICs of rate `B`.
 
-use super::builder::check_link_budget;
+use super::builder::{check_link_budget, Multipath, ShapeCounts};
 use super::{NodeId, TopologyBuilder, TopologyError};
 
 /// Leaves each rail needs: `⌈hosts / (radix/2)⌉` (`radix` even and at least 2).
@@ -97,6 +97,39 @@ pub fn build(
         }
     }
     Ok(())
+}
+
+/// Planes and dual ToR: a rail-optimized fabric takes planes; its NICs are
+/// single-homed (a rail is already one leaf per NIC).
+pub(crate) const MULTIPATH: Multipath = Multipath {
+    planes: true,
+    dual_tor: false,
+};
+
+/// Links on the longest GPU-to-GPU path: PCIe, NIC → leaf → spine → leaf → NIC, PCIe.
+pub(crate) const PATH_LINKS: f64 = 6.0;
+
+/// Switches, leaf ↔ spine links and leaves of one plane for `hosts` hosts
+/// of `rails` NICs (a radix below 2 counts as 2, no rails as one).
+pub(crate) fn counts(radix: u32, hosts: f64, rails: u32) -> ShapeCounts {
+    let half = f64::from((radix / 2).max(1));
+    let rails = f64::from(rails.max(1));
+    let leaves = rails * (hosts / half).ceil().max(1.0);
+    ShapeCounts {
+        switches: leaves + half,
+        fabric_links: leaves * half,
+        leaves,
+    }
+}
+
+/// The key to blame when the switches cost more than the hosts: leaves grow
+/// with the hosts, so the radix only when it dwarfs the cluster's `nics`.
+pub(crate) fn size_key(radix: u32, nics: f64) -> &'static str {
+    if f64::from(radix) > nics {
+        "topology.radix"
+    } else {
+        "cluster.nodes"
+    }
 }
 
 #[cfg(test)]

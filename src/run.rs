@@ -1278,11 +1278,31 @@ pub fn packet_config_used(
         matches!(p.cc, CongestionControl::Swift(_)),
         || "the congestion control is not Swift (fabric.cc)".into(),
     );
-    usage.read_if(
-        "fabric.timely",
-        matches!(p.cc, CongestionControl::Timely(_)),
-        || "the congestion control is not TIMELY (fabric.cc)".into(),
-    );
+    match p.cc {
+        CongestionControl::Timely(t) if t.update == crate::mechanism::TimelyUpdate::Rtt => {
+            // once per round trip, the completion event sets nothing
+            usage.skip("fabric.timely.seg_bytes", || {
+                "TIMELY updates once per round trip (fabric.timely.update = \"rtt\"), not per completed segment".into()
+            });
+            for k in [
+                "t_low",
+                "t_high",
+                "min_rtt",
+                "alpha",
+                "beta",
+                "delta",
+                "hai_threshold",
+                "update",
+            ] {
+                usage.read(&format!("fabric.timely.{k}"));
+            }
+        }
+        _ => usage.read_if(
+            "fabric.timely",
+            matches!(p.cc, CongestionControl::Timely(_)),
+            || "the congestion control is not TIMELY (fabric.cc)".into(),
+        ),
+    }
     usage.read_if(
         "fabric.hpcc",
         matches!(p.cc, CongestionControl::Hpcc(_)),

@@ -172,6 +172,7 @@ const ALTERNATIVES: &[(&str, &[&str])] = &[
     ("fabric.timely.delta", &["\"1Mbps\"", "\"1Gbps\""]),
     ("fabric.timely.hai_threshold", &["1", "50"]),
     ("fabric.timely.seg_bytes", &["\"4KiB\"", "\"256KiB\""]),
+    ("fabric.timely.update", &["\"rtt\"", "\"completion\""]),
     ("fabric.hpcc.eta", &["0.5", "1"]),
     ("fabric.hpcc.max_stage", &["0", "50"]),
     ("fabric.hpcc.w_ai", &["\"1B\"", "\"64KiB\""]),

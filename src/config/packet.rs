@@ -956,7 +956,7 @@ impl Validator<'_> {
         raw: Option<&RawTimely>,
         line: Rate,
     ) -> Option<crate::mechanism::TimelyParams> {
-        use crate::mechanism::{MinRtt, TimelyParams};
+        use crate::mechanism::{MinRtt, TimelyParams, TimelyUpdate};
         let empty = RawTimely::default();
         let r = raw.unwrap_or(&empty);
         let d = TimelyParams::for_line(line);
@@ -999,6 +999,19 @@ impl Validator<'_> {
                 None
             }
         };
+        let update = match r.update.as_deref() {
+            None => Some(d.update),
+            Some("completion") => Some(TimelyUpdate::Completion),
+            Some("rtt") => Some(TimelyUpdate::Rtt),
+            Some(other) => {
+                self.err(
+                    "fabric.timely.update",
+                    format!("{other:?}"),
+                    "\"completion\" (Algorithm 1 per segment of seg_bytes, the paper) or \"rtt\" (once per round trip, the HPCC simulator)",
+                );
+                None
+            }
+        };
         let p = TimelyParams {
             t_low: t_low?,
             t_high: t_high?,
@@ -1008,6 +1021,7 @@ impl Validator<'_> {
             delta: delta?,
             hai_threshold: hai_threshold?,
             seg_bytes: seg_bytes?,
+            update: update?,
         };
         if let Some((key, rule)) = p.problem() {
             let found = match key {

@@ -283,6 +283,9 @@ pub struct RawTimely {
     pub hai_threshold: Option<RawNumber>,
     /// Completion event (segment), a size.
     pub seg_bytes: Option<RawQuantity>,
+    /// When the rate is updated: `"completion"` (per segment, the paper) or
+    /// `"rtt"` (once per round trip, the HPCC simulator).
+    pub update: Option<String>,
 }
 
 /// `[fabric.hpcc]` as written (Li et al. 2019 names).

@@ -539,6 +539,20 @@ pub enum MinRtt {
     Path,
 }
 
+/// When TIMELY runs Algorithm 1 (`fabric.timely.update`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimelyUpdate {
+    /// Once per completion event, every `seg_bytes` acknowledged: the
+    /// paper's §3.1 and Algorithm 1 as written.
+    Completion,
+    /// Once per round trip, as the HPCC simulator's `rdma-hw.cc` runs its
+    /// TIMELY mode: an ACK updates the rate when it acknowledges past the
+    /// `snd_nxt` the previous update saw, so every sample reflects the
+    /// previous update's rate; the ACKs between are ignored (its per-ACK
+    /// `FastReactTimely` is empty). `seg_bytes` then plays no part.
+    Rtt,
+}
+
 /// TIMELY's constants (Mittal et al., "TIMELY: RTT-based Congestion Control
 /// for the Datacenter", SIGCOMM 2015, §4 and Algorithm 1; defaults and their
 /// sources in [`super::defaults`]).
@@ -569,6 +583,8 @@ pub struct TimelyParams {
     pub hai_threshold: u32,
     /// Completion event (segment), payload bytes.
     pub seg_bytes: u64,
+    /// When Algorithm 1 runs: per completion or once per round trip.
+    pub update: TimelyUpdate,
 }
 
 impl Default for TimelyParams {
@@ -595,6 +611,7 @@ impl TimelyParams {
             delta: Rate(delta.max(1)),
             hai_threshold: d::TIMELY_HAI_THRESHOLD,
             seg_bytes: d::TIMELY_SEG_BYTES,
+            update: d::TIMELY_UPDATE,
         }
     }
 

@@ -281,6 +281,11 @@ pub const TIMELY_HAI_STEPS: f64 = 5.0;
 /// update per segment (§3.1: segments of 16–64 KB; §6: "segment size of
 /// 16 KB").
 pub const TIMELY_SEG_BYTES: u64 = 16 << 10;
+/// When TIMELY updates its rate (`fabric.timely.update`); see
+/// `TimelyUpdate` for the two cadences and `tests/timely.rs` for the
+/// two-flow 10G start that decided the default.
+pub const TIMELY_UPDATE: crate::mechanism::TimelyUpdate =
+    crate::mechanism::TimelyUpdate::Completion;
 /// TIMELY's lowest rate, bits/s: the paper states none; the HPCC
 /// simulator's `MinRate` (100 Mb/s) floors every rate law it runs.
 pub const TIMELY_MIN_RATE: Rate = Rate(100_000_000);

@@ -13,7 +13,7 @@ pub mod recovery;
 
 pub use cc::{
     alpha_in_range, gain_in_range, pmax_in_range, CongestionControl, DcqcnParams, DcqcnProfile,
-    Ecn, EcnMarkAt, HpccParams, IbCcParams, MinRtt, SwiftParams, TimelyParams,
+    Ecn, EcnMarkAt, HpccParams, IbCcParams, MinRtt, SwiftParams, TimelyParams, TimelyUpdate,
 };
 pub use classes::{TrafficClass, TrafficClasses, MAX_CLASS_PRIORITY, MAX_CLASS_WEIGHT};
 pub use flow_control::{

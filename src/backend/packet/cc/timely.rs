@@ -22,6 +22,16 @@
 //! between [`TIMELY_MIN_RATE`] and the NIC's line rate (where it starts, as
 //! in the HPCC simulator); the NIC paces each packet at it.
 //!
+//! **Once per round trip** (`update = "rtt"`, [`TimelyUpdate::Rtt`]): the
+//! HPCC simulator's `rdma-hw.cc` runs Algorithm 1 only when an ACK
+//! acknowledges past the `snd_nxt` recorded at the previous update, so each
+//! sample answers the previous update's rate and the ACKs between change
+//! nothing (its per-ACK fast react for TIMELY is empty). Per completion, the
+//! first round trip's samples all report the same rising queue and stack
+//! cuts. The cadence only: the rule applied is Algorithm 1 as above (the HPCC
+//! simulator also counts any increase, below T_low too, towards its
+//! hyper-active step; this law keeps the paper's gradient-band count).
+//!
 //! **δ** defaults to the paper's 10 Mb/s per 10 Gb/s of line rate: below
 //! T_low a flow gains δ per completion only (hyper-active increase is for the
 //! gradient band), so after a cut that empties the queue it climbs back at
@@ -39,7 +49,7 @@
 
 use super::{AckInfo, AckReaction, CcLaw, QpStart};
 use crate::mechanism::defaults::{TIMELY_HAI_STEPS, TIMELY_MIN_RATE};
-use crate::mechanism::{MinRtt, TimelyParams};
+use crate::mechanism::{MinRtt, TimelyParams, TimelyUpdate};
 
 use super::swift::stamp_of;
 
@@ -73,6 +83,9 @@ pub struct TimelyState {
     pub cuts: u32,
     /// Last completion's round trip, ps.
     pub last_rtt: u64,
+    /// `update = "rtt"`: the next PSN the sender would have sent at the
+    /// last update; an ACK past it starts the next update (0: no update yet).
+    pub mark: u32,
 }
 
 impl TimelyState {
@@ -170,6 +183,22 @@ impl CcLaw for TimelyState {
         let Some(stamp) = ack.echo else {
             return AckReaction::default();
         };
+        if p.update == TimelyUpdate::Rtt {
+            // the HPCC simulator's HandleAckTimely: update when the ACK
+            // acknowledges a packet sent after the previous update (its
+            // `ack_seq > m_lastUpdateSeq`, `m_lastUpdateSeq = snd_nxt`), so
+            // the sample reflects that update's rate; the first ACK only
+            // records its round trip and the mark
+            if self.completions > 0 && ack.una <= self.mark {
+                return AckReaction::default();
+            }
+            self.mark = self.mark.max(ack.nxt);
+            let rtt_ns = stamp_of(ack.now).wrapping_sub(stamp) as u64;
+            return AckReaction {
+                window: None,
+                window_cut: self.on_rtt(p, rtt_ns * 1000),
+            };
+        }
         self.acked = self.acked.saturating_add(ack.newly_acked);
         if self.acked < self.seg_pkts {
             return AckReaction::default();
@@ -333,6 +362,44 @@ mod tests {
         assert_eq!(<TimelyState as CcLaw>::new(&path, &start).min_rtt, 4e6);
         let fixed = <TimelyState as CcLaw>::new(&p, &start).min_rtt;
         assert_eq!(fixed, SimTime::from_us(20).0 as f64);
+    }
+
+    #[test]
+    fn once_per_rtt_an_ack_updates_only_past_the_previous_updates_snd_nxt() {
+        let p = TimelyParams {
+            update: TimelyUpdate::Rtt,
+            ..params()
+        };
+        let mut s = TimelyState::with(G10, 20_000_000, 4);
+        let ack = |now: u64, sent: u64, una: u32, nxt: u32| AckInfo {
+            now,
+            newly_acked: 1,
+            ce: 0,
+            echo: Some(stamp_of(sent)),
+            una,
+            nxt,
+            nack: false,
+            max_pkts: 1000,
+            dupack: false,
+            loss: false,
+            in_recovery: false,
+            sack: false,
+        };
+        // the first ACK records its round trip (100 µs) and the mark, PSN 20
+        CcLaw::on_ack(&mut s, &p, &ack(100_000_000, 0, 1, 20));
+        assert_eq!((s.completions, s.prev_rtt, s.mark), (1, 100_000_000, 20));
+        // ACKs up to the mark (una ≤ 20) change nothing, however many
+        for una in 2..=20 {
+            CcLaw::on_ack(&mut s, &p, &ack(150_000_000, 0, una, 30));
+        }
+        assert_eq!((s.completions, s.rate), (1, G10));
+        // the first past it updates: prev 100 µs, now 105 µs, rtt_diff 0.875 ×
+        // 5 µs, gradient 0.21875, rate × 0.825 (as the per-completion test
+        // above); the mark moves to the snd_nxt it saw
+        let cut = CcLaw::on_ack(&mut s, &p, &ack(205_000_000, 100_000_000, 21, 40));
+        assert!(cut.window_cut);
+        assert_eq!((s.completions, s.mark), (2, 40));
+        assert!((s.rate - 0.825 * G10).abs() < 1.0, "{}", s.rate);
     }
 
     #[test]

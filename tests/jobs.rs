@@ -720,3 +720,98 @@ fn the_training_example_reports_each_jobs_own_figures_in_every_output() {
     assert!(s6[..2].iter().all(|c| c.is_empty()), "{s6:?}");
     assert!(s6[2..].iter().all(|c| !c.is_empty()), "{s6:?}");
 }
+
+#[test]
+fn each_fault_alone_is_reported_per_job_and_spares_the_job_it_does_not_touch() {
+    // Disjoint halves of the k = 4 fat-tree (as above): job a on nodes 0-7,
+    // job b on nodes 8-15. NIC 0's cable at 25G touches only job a, NIC 12's
+    // at 50G only job b. Each fault alone must leave the other job exactly at
+    // its healthy makespan (flow level: no link carries both jobs), and slow
+    // its own job within the ring's bounds: the slowed NIC must send (and
+    // receive) 2(N-1)·S/N, so the makespan is at least 2(N-1)·(S/N)/B_slow
+    // (587.2 µs at 25G, 293.6 µs at 50G; N = 8, S = 1 MiB), and it grows by at
+    // most 2(N-1)·(S/N)·(1/B_slow - 1/B) over the healthy run (440.4 / 146.8
+    // µs: only the bandwidth term scales; a pipelined step hides part of its
+    // latency under the slower transfer, so the growth is below it).
+    let faults = r#"
+[[faults]]
+name = "nic 0 at 25G"
+kind = "link_degraded"
+nic = 0
+rate = "25Gbps"
+
+[[faults]]
+name = "nic 12 at 50G"
+kind = "link_degraded"
+nic = 12
+rate = "50Gbps"
+"#;
+    let text = scenario(
+        16,
+        FAT_TREE,
+        &(allreduce("a", "nodes = 8") + &allreduce("b", "nodes = 8") + faults),
+    );
+    let r = run_at(&text, Fidelity::Flow);
+    let (a, b) = (job(&r, "a"), job(&r, "b"));
+    assert_eq!(a.faults.len(), 2);
+    assert_eq!(b.faults.len(), 2);
+    let (a0, a12, b0, b12) = (&a.faults[0], &a.faults[1], &b.faults[0], &b.faults[1]);
+    assert_eq!(
+        (a0.name.as_str(), a0.kind.as_str()),
+        ("nic 0 at 25G", "link_degraded")
+    );
+    assert!(
+        (a12.slowdown - 1.0).abs() < 1e-9 && (b0.slowdown - 1.0).abs() < 1e-9,
+        "untouched jobs: a under nic 12 {}, b under nic 0 {}",
+        a12.slowdown,
+        b0.slowdown
+    );
+    let extra = |slow_gbps: f64| 14.0 * 1_048_576.0 * (1.0 / (slow_gbps * 1e9) - 1.0 / 100e9);
+    let floor = |slow_gbps: f64| 14.0 * 1_048_576.0 / (slow_gbps * 1e9);
+    for (f, slow) in [(a0, 25.0), (b12, 50.0)] {
+        let added = f.step_time_s - f.healthy_step_time_s;
+        println!(
+            "{}: {:.2} us vs {:.2} us healthy ({:.3}x); added {:.2} us (at most {:.2}); floor {:.2} us",
+            f.name,
+            f.step_time_s * 1e6,
+            f.healthy_step_time_s * 1e6,
+            f.slowdown,
+            added * 1e6,
+            extra(slow) * 1e6,
+            floor(slow) * 1e6
+        );
+        assert!(
+            f.step_time_s >= floor(slow) && added > 0.0 && added <= extra(slow) * (1.0 + 1e-9),
+            "{}: {} s, added {added} s; expected at least {} s and an addition in (0, {}] s",
+            f.name,
+            f.step_time_s,
+            floor(slow),
+            extra(slow)
+        );
+    }
+    // the healthy baseline is the same for both faults; and since the other
+    // fault does not touch a job, its makespan with every fault (the shared
+    // run) equals its figure under its own fault alone
+    assert_eq!(a0.healthy_step_time_s, a12.healthy_step_time_s);
+    assert!((a.makespan_us - a0.step_time_s * 1e6).abs() < 1e-6);
+    assert!((b.makespan_us - b12.step_time_s * 1e6).abs() < 1e-6);
+    // every output carries it
+    let table = fabricsim::report::table::render(&r);
+    assert!(table.contains("job a: fault \"nic 0 at 25G\""), "{table}");
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["jobs"][0]["faults"].as_array().unwrap().len(), 2);
+    let html = fabricsim::report::html::render(&r, None);
+    assert!(html.contains("id=\"jobs-faults\""));
+    // without faults the field is absent
+    let healthy = run_at(
+        &scenario(
+            16,
+            FAT_TREE,
+            &(allreduce("a", "nodes = 8") + &allreduce("b", "nodes = 8")),
+        ),
+        Fidelity::Flow,
+    );
+    assert!(healthy.jobs.iter().all(|j| j.faults.is_empty()));
+    let json = serde_json::to_value(&healthy).unwrap();
+    assert!(json["jobs"][0].get("faults").is_none());
+}

@@ -92,6 +92,26 @@ fn jobs_section(b: &mut String, r: &Report) {
         }
         b.push_str("</table><p class=\"note\">Training jobs: the step's time and MFU; inference jobs: the batch's prefill (time to first token) and median time per output token; n/a where the job's kind does not report the figure.</p>\n");
     }
+    // each fault alone, per job, in the shared run
+    if r.jobs.iter().any(|j| !j.faults.is_empty()) {
+        b.push_str("<table id=\"jobs-faults\"><tr><th>job</th><th>fault (alone)</th><th>kind</th><th>at</th><th>makespan</th><th>healthy</th><th>slowdown</th></tr>\n");
+        for j in &r.jobs {
+            for f in &j.faults {
+                let _ = writeln!(
+                    b,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{} µs</td><td>{}</td><td>{}</td><td>{:.3}×</td></tr>",
+                    esc(&j.name),
+                    esc(&f.name),
+                    esc(&f.kind),
+                    fmt_num(f.at_us),
+                    esc(&secs(f.step_time_s)),
+                    esc(&secs(f.healthy_step_time_s)),
+                    f.slowdown
+                );
+            }
+        }
+        b.push_str("</table><p class=\"note\">Each fault alone, with every job sharing the fabric: the job's makespan against the shared run on the healthy fabric.</p>\n");
+    }
     b.push_str("</section>\n");
 }
 

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use super::csv::csv_field;
-use super::workload::{InferenceReport, TrainingReport};
+use super::workload::{FaultEffect, InferenceReport, TrainingReport};
 use super::{CollectiveRow, Report};
 
 /// One job of a `[[jobs]]` scenario.
@@ -46,8 +46,9 @@ pub struct JobResult {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub alone_collectives: Vec<CollectiveRow>,
     /// Training jobs: the step in the shared run (step time, breakdown, MFU),
-    /// as a `[workload]` training scenario reports it (without its fault
-    /// table: the faults apply to every job's run, never one at a time).
+    /// as a `[workload]` training scenario reports it (its own fault table
+    /// stays empty: each job's faults are in [`JobResult::faults`], measured
+    /// in the shared run).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub training: Option<TrainingReport>,
     /// Training jobs: the same step with the job alone.
@@ -59,6 +60,11 @@ pub struct JobResult {
     /// Inference jobs: the same batch with the job alone.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alone_inference: Option<InferenceReport>,
+    /// With `[[faults]]`: what each fault alone does to this job in the shared
+    /// run — its makespan (`step_time_s`, seconds) with that fault only against
+    /// the shared run on the healthy fabric. Empty without faults.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<FaultEffect>,
 }
 
 /// The jobs' section of the terminal table.
@@ -86,6 +92,21 @@ pub fn render(r: &Report) -> String {
             j.slowdown,
             nodes_text(&j.nodes)
         );
+    }
+    for j in &r.jobs {
+        for f in &j.faults {
+            let _ = writeln!(
+                s,
+                "#   job {}: fault {:?} ({} at {:.1} us) alone: makespan {:.2} us vs {:.2} us healthy ({:.3}x)",
+                j.name,
+                f.name,
+                f.kind,
+                f.at_us,
+                f.step_time_s * 1e6,
+                f.healthy_step_time_s * 1e6,
+                f.slowdown
+            );
+        }
     }
     for j in &r.jobs {
         if let (Some(t), Some(a)) = (&j.training, &j.alone_training) {

@@ -18,6 +18,7 @@ use super::*;
 use crate::config::jobs::JobSpec;
 use crate::dag::Dep;
 use crate::report::jobs::JobResult;
+use crate::report::workload::FaultEffect;
 
 /// The job's GPUs in rank order: every GPU of its first node, then of the next.
 pub fn job_ranks(j: &JobSpec, topo: &Topology) -> Vec<GpuId> {
@@ -371,8 +372,83 @@ pub(super) fn run_jobs(
             alone_training,
             inference,
             alone_inference,
+            faults: Vec::new(),
         });
+    }
+    let effects = job_fault_effects(jobs, exec, &shared, acc)?;
+    for (r, e) in results.iter_mut().zip(effects) {
+        r.faults = e;
     }
     acc.set_jobs(results);
     Ok(())
+}
+
+/// Each fault of the scenario alone, with every job sharing the fabric: per
+/// job, its makespan with that fault only against the shared run on the
+/// healthy fabric (`shared`: each job's (first, end) in the run with every
+/// fault, reused when there is only one). One extra shared run per fault, and
+/// one healthy; the jobs are planned again for each, since a slow GPU stretches
+/// a job's own compute from its start.
+fn job_fault_effects(
+    jobs: &[JobSpec],
+    exec: &Executor<'_>,
+    shared: &[(SimTime, SimTime)],
+    acc: &mut Accumulated,
+) -> Result<Vec<Vec<FaultEffect>>, RunError> {
+    let (s, topo) = (exec.scenario, exec.topo);
+    let mut out = vec![Vec::new(); jobs.len()];
+    if s.faults.is_empty() {
+        return Ok(out);
+    }
+    let makespans = |ends: &mut dyn Iterator<Item = SimTime>| -> Vec<SimTime> {
+        ends.zip(jobs)
+            .map(|(end, j)| SimTime(end.0.saturating_sub(j.start.0)))
+            .collect()
+    };
+    let run_with = |chosen: &[usize], acc: &mut Accumulated| -> Result<Vec<SimTime>, RunError> {
+        let sc = Scenario {
+            faults: chosen.iter().map(|&i| s.faults[i].clone()).collect(),
+            ..s.clone()
+        };
+        // the ledger was written by the run with every fault
+        let mut scratch = Usage::new(&[]);
+        let mut all = Dag::new();
+        let mut ranges = Vec::with_capacity(jobs.len());
+        for (i, j) in jobs.iter().enumerate() {
+            let p = plan_job(&sc, i, j, topo, exec.fidelity, exec.seed, &mut scratch)?;
+            ranges.push(add_job(&mut all, j, &p.dag, topo));
+        }
+        let applied = crate::workload::faults::Applied::new(&sc.faults, topo);
+        let run = Executor {
+            link_events: &applied.link_events,
+            ..*exec
+        };
+        let o = run.run_faulty(&all, SimTime::ZERO)?;
+        acc.add_events(o.events);
+        Ok(makespans(
+            &mut ranges.iter().map(|r| span(&all, &o, r.clone()).1),
+        ))
+    };
+    let healthy =
+        run_with(&[], acc).map_err(|e| e.during(|| "the jobs on the healthy fabric".into()))?;
+    for (i, f) in s.faults.iter().enumerate() {
+        let alone = if s.faults.len() == 1 {
+            makespans(&mut shared.iter().map(|&(_, end)| end))
+        } else {
+            run_with(&[i], acc)
+                .map_err(|e| e.during(|| format!("the jobs with fault {:?} alone", f.name)))?
+        };
+        for (k, (t, h)) in alone.iter().zip(&healthy).enumerate() {
+            let (t, h) = (t.as_secs_f64(), h.as_secs_f64());
+            out[k].push(FaultEffect {
+                name: f.name.clone(),
+                kind: fault_kind_name(&f.kind).into(),
+                at_us: f.at.as_us(),
+                step_time_s: t,
+                healthy_step_time_s: h,
+                slowdown: if h > 0.0 { t / h } else { 0.0 },
+            });
+        }
+    }
+    Ok(out)
 }

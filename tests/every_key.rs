@@ -635,36 +635,6 @@ const KNOWN_GAPS: &[(&str, Fidelity, &str, &str)] = &[
         "lossless links (credits) and no fault: nothing is lost and no retransmission timer fires, so every recovery law sends the same packets; selective repeat's one-window bound (512 KiB) does not bind these flows",
     ),
     (
-        "incast-infiniband.toml",
-        Fidelity::Packet,
-        "fabric.loss_recovery",
-        "lossless links (credits) and no fault: nothing is lost and no retransmission timer fires, so every recovery law sends the same packets; selective repeat's one-window bound (512 KiB) does not bind these flows",
-    ),
-    (
-        "incast-infiniband-cc.toml",
-        Fidelity::Packet,
-        "fabric.loss_recovery",
-        "lossless links (credits) and no fault: nothing is lost and no retransmission timer fires, so every recovery law sends the same packets; with credits and CCTI pacing a sender's unacknowledged data stays far below selective repeat's one-window bound (512 KiB)",
-    ),
-    (
-        "two-jobs-leaf-spine.toml",
-        Fidelity::Packet,
-        "fabric.loss_recovery",
-        "lossless links (PFC) and no fault: nothing is lost and no retransmission timer fires, so every recovery law sends the same packets; selective repeat's one-window bound (512 KiB) does not bind these flows",
-    ),
-    (
-        "incast-roce-pfc-only.toml",
-        Fidelity::Packet,
-        "fabric.loss_recovery",
-        "lossless links (PFC) and no fault: nothing is lost and no retransmission timer fires, so every recovery law sends the same packets; selective repeat's one-window bound (512 KiB) does not bind these flows",
-    ),
-    (
-        "incast-roce-hpcc.toml",
-        Fidelity::Packet,
-        "fabric.loss_recovery",
-        "lossless links (PFC) and no fault: nothing is lost and no retransmission timer fires, so every recovery law sends the same packets; HPCC's window (about one B·T) stays far below selective repeat's one-window bound",
-    ),
-    (
         "incast-roce-hpcc.toml",
         Fidelity::Packet,
         "fabric.rto",
@@ -675,12 +645,6 @@ const KNOWN_GAPS: &[(&str, Fidelity, &str, &str)] = &[
         Fidelity::Packet,
         "fabric.virtual_lanes",
         "HPCC sends no CNPs, and the ACKs travel against the incast where no data queues: with one lane or four they wait behind nothing",
-    ),
-    (
-        "incast-roce-timely.toml",
-        Fidelity::Packet,
-        "fabric.loss_recovery",
-        "lossless links (PFC) and no fault: nothing is lost and no retransmission timer fires, so every recovery law sends the same packets; TIMELY paces each sender at its rate, which keeps its unacknowledged data below selective repeat's one-window bound",
     ),
     (
         "incast-roce-timely.toml",

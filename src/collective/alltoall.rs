@@ -89,6 +89,21 @@ pub enum Split<'a> {
     FromSource(&'a [f64]),
 }
 
+impl<'a> Split<'a> {
+    /// The per-rank weights, checked to be one per rank of an `n`-rank
+    /// communicator.
+    fn weights(self, n: usize) -> Result<&'a [f64], CollectiveError> {
+        let (Split::ToDestination(w) | Split::FromSource(w)) = self;
+        if w.len() != n {
+            return Err(CollectiveError::BadCommunicator(format!(
+                "an all-to-allv over {n} ranks needs {n} weights, found {}",
+                w.len()
+            )));
+        }
+        Ok(w)
+    }
+}
+
 /// `total` bytes cut in proportion to `weights` (non-negative, not all zero),
 /// in whole bytes that sum to `total` exactly (largest remainder; ties to the
 /// lower index, so the cut is deterministic).
@@ -139,15 +154,7 @@ pub fn lower_v(
     after: &[Dep],
 ) -> Result<TaskId, CollectiveError> {
     let n = ranks.len();
-    let w = match split {
-        Split::ToDestination(w) | Split::FromSource(w) => w,
-    };
-    if w.len() != n {
-        return Err(CollectiveError::BadCommunicator(format!(
-            "an all-to-allv over {n} ranks needs {n} weights, found {}",
-            w.len()
-        )));
-    }
+    split.weights(n)?;
     super::check_ranks(ranks, Some(topo))?;
     let mut em = Emitter::new(dag, topo);
     em.gpus_per_host = topo.gpus_per_host;
@@ -220,15 +227,7 @@ pub fn time_v(
     topo: &Topology,
 ) -> Result<SimTime, CollectiveError> {
     let n = ranks.len();
-    let w = match split {
-        Split::ToDestination(w) | Split::FromSource(w) => w,
-    };
-    if w.len() != n {
-        return Err(CollectiveError::BadCommunicator(format!(
-            "an all-to-allv over {n} ranks needs {n} weights, found {}",
-            w.len()
-        )));
-    }
+    split.weights(n)?;
     precheck(spec, ranks, Some(topo))?;
     if n <= 1 || spec.bytes == 0 {
         return Ok(SimTime::ZERO);

@@ -340,34 +340,25 @@ impl PsnBits {
     }
 
     /// The lowest PSN of `[lo, hi)` not held, if there is one.
-    pub fn first_clear(&self, mut lo: u32, hi: u32) -> Option<u32> {
-        let cap = self.capacity();
-        while lo < hi {
-            let i = lo & (cap - 1);
-            let bit = i % 64;
-            let take = (64 - bit).min(hi - lo);
-            let w = !self.0[(i / 64) as usize] >> bit;
-            let w = if take == 64 {
-                w
-            } else {
-                w & ((1u64 << take) - 1)
-            };
-            if w != 0 {
-                return Some(lo + w.trailing_zeros());
-            }
-            lo += take;
-        }
-        None
+    pub fn first_clear(&self, lo: u32, hi: u32) -> Option<u32> {
+        self.first_where(lo, hi, true)
     }
 
     /// The lowest PSN of `[lo, hi)` held, if there is one.
-    pub fn first_set(&self, mut lo: u32, hi: u32) -> Option<u32> {
+    pub fn first_set(&self, lo: u32, hi: u32) -> Option<u32> {
+        self.first_where(lo, hi, false)
+    }
+
+    /// The lowest PSN of `[lo, hi)` whose bit is set (`clear`: not set), a
+    /// word of 64 PSNs at a time.
+    fn first_where(&self, mut lo: u32, hi: u32, clear: bool) -> Option<u32> {
         let cap = self.capacity();
         while lo < hi {
             let i = lo & (cap - 1);
             let bit = i % 64;
             let take = (64 - bit).min(hi - lo);
-            let w = self.0[(i / 64) as usize] >> bit;
+            let word = self.0[(i / 64) as usize];
+            let w = if clear { !word } else { word } >> bit;
             let w = if take == 64 {
                 w
             } else {

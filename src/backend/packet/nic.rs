@@ -56,6 +56,7 @@ use super::cc::{AckInfo, CcState, QpStart};
 use std::collections::HashMap;
 
 use super::engine::Event;
+use super::flow_control::Gate;
 use super::ids::{IdVec, PktIdx, PortId, QpId};
 use super::recovery::{
     Feedback, GoBack0, GoBackN, Recovery, RxVerdict, SelectiveRepeat, SendSeq, TcpRecovery,
@@ -462,9 +463,19 @@ impl Sim<'_> {
                 continue;
             }
             let wire = (payload + self.cfg.header_bytes as u64) as u32;
-            if self.ports[p].credit_fc
-                && !self.has_credits(p, p.lane(lane, self.vls), self.blk(wire))
-            {
+            let law = self.ports[p].fc;
+            let gate = self.fc_gate(p, p.lane(lane, self.vls), law, |_| wire);
+            if gate == Gate::Paused {
+                // (a GPU on a PFC link, which no built topology has): the
+                // RESUME kicks the port
+                if !self.sched.on {
+                    self.ports[p].ring.push_front(qpi);
+                    return Pull::Nothing;
+                }
+                self.ports[p].ring.push_back(qpi);
+                continue;
+            }
+            if gate == Gate::Starved {
                 if !self.sched.on {
                     self.ports[p].ring.push_front(qpi);
                     return Pull::NoCredit(1);

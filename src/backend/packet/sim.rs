@@ -9,7 +9,7 @@ use rand_core::{Rng, SeedableRng};
 use super::classes::ClassSched;
 use super::engine::{Event, EventQueue};
 use super::flow_control::pfc::kind as pfc_kind;
-use super::flow_control::{Credits, PfcState, SharedBuffers};
+use super::flow_control::{Credits, LinkLaw, PfcState, SharedBuffers};
 use super::ids::{IdVec, PortId};
 use super::nic::QueuePairs;
 use super::slab::{prefetch, Slab, NONE};
@@ -126,9 +126,16 @@ impl<'a> Sim<'a> {
                 // A GPU's memory absorbs at line rate: a link into a GPU never
                 // waits for credits, so it keeps none (and returns none).
                 let into_gpu = gpu_of_node[l.to.0 as usize] != NONE;
-                let credit_fc = !into_gpu && (!net || cfg.flow_control == FlowControl::Credit);
-                let mut p = Port::new(l, topo.nodes[l.to.0 as usize].latency, credit_fc);
-                p.pfc = net && matches!(cfg.flow_control, FlowControl::Pfc { .. });
+                // (a network link into a GPU on a PFC fabric is tagged PFC:
+                // nothing there ever pauses it, a GPU sends no PAUSE)
+                let law = match cfg.flow_control {
+                    FlowControl::Pfc { .. } if net => LinkLaw::Pfc,
+                    _ if into_gpu => LinkLaw::Lossy,
+                    FlowControl::Credit => LinkLaw::Credit,
+                    _ if !net => LinkLaw::Credit,
+                    _ => LinkLaw::Lossy,
+                };
+                let mut p = Port::new(l, topo.nodes[l.to.0 as usize].latency, law);
                 // Switches mark; a NIC's own uplink queue (fed faster over
                 // PCIe than it drains) is the host's, not congestion.
                 // InfiniBand CC's FECN marking uses the same flag.
@@ -517,7 +524,10 @@ impl<'a> Sim<'a> {
         stats.packets_alive_at_end = self.pkts.live() as u64;
         stats.slab_high_water = self.pkts.capacity_used() as u64;
         stats.event_queue_high_water = self.q.high_water() as u64;
-        let credit_ports = self.ports.iter_ids().filter(|(_, p)| p.credit_fc);
+        let credit_ports = self
+            .ports
+            .iter_ids()
+            .filter(|(_, p)| p.fc == LinkLaw::Credit);
         stats.credit_leaks = self.credits.leaks(credit_ports.map(|(id, _)| id), self.vls);
         let mut fct = Vec::new();
         let mut ideal = Vec::new();

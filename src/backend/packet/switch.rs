@@ -12,6 +12,7 @@ use std::collections::VecDeque;
 use super::cc::{int_stamp, int_update, IntPort};
 use super::classes::ClassSched;
 use super::engine::Event;
+use super::flow_control::{arrival_lane, Gate, LinkLaw};
 use super::ids::{IdVec, LaneIdx, PktIdx, PortId, QpId};
 use super::nic::Pull;
 use super::sim::Sim;
@@ -38,11 +39,10 @@ pub struct Port {
     pub busy: bool,
     /// Link usable.
     pub up: bool,
-    /// The sender of this link obeys credits (else arrivals are drop-tail admitted).
-    pub credit_fc: bool,
-    /// The receiver of this link runs PFC (lossless Ethernet): arrivals are
-    /// counted per ingress lane and may pause this port's lanes.
-    pub pfc: bool,
+    /// The flow-control law the link obeys: credits at its sender, drop-tail
+    /// or PFC at its receiver (every check goes through the `fc_*` hooks of
+    /// `flow_control`, which match on it).
+    pub fc: LinkLaw,
     /// A switch's network port: data packets joining its queues may be ECN-marked.
     pub ecn: bool,
     /// Bit `vl` set: lane `vl` has queued packets (empty lanes are not looked at).
@@ -119,7 +119,7 @@ pub struct Port {
 
 impl Port {
     /// A port for `link`, whose receiver forwards in `fwd_latency`.
-    pub fn new(link: &Link, fwd_latency: SimTime, credit_fc: bool) -> Port {
+    pub fn new(link: &Link, fwd_latency: SimTime, fc: LinkLaw) -> Port {
         let mut p = Port {
             from: link.from.0,
             to: link.to.0,
@@ -131,8 +131,7 @@ impl Port {
             sw2sw: false,
             up: true,
             epoch: 0,
-            credit_fc,
-            pfc: false,
+            fc,
             ecn: false,
             lanes_queued: 0,
             ctrl_pending: 0,
@@ -546,17 +545,15 @@ impl Sim<'_> {
         }
         // PFC frames go first: ahead of queued data, after the frame that was
         // in serialization (which `busy` waited for above)
-        if port.ctrl_pending != 0 && self.start_pfc_frame(p) {
+        if port.ctrl_pending != 0 && self.fc_frame(p) {
             return;
         }
-        let port = &self.ports[p];
-        let credit_fc = port.credit_fc;
-        let pfc = port.pfc;
+        let law = self.ports[p].fc;
         // Lanes that lack credits for their head packet: the wake-up, if any, is
         // for their credits.
         let mut starved_lanes = 0u32;
         if self.sched.on {
-            match self.pick_class_lane(p, credit_fc, pfc) {
+            match self.pick_class_lane(p, law) {
                 Ok(vl) => {
                     let qi = self.ports.lane(p, vl);
                     let pkt = self.ports.head(qi).expect("lane marked as queued");
@@ -578,14 +575,15 @@ impl Sim<'_> {
             lanes &= !(1 << vl);
             let qi = self.ports.lane(p, vl as u8);
             let pkt = self.ports.head(qi).expect("lane marked as queued");
-            if pfc && self.pfc.is_paused(qi, now) {
-                continue;
+            match self.fc_gate(p, qi, law, |s| s.pkts[pkt].wire) {
+                Gate::Go => {}
+                Gate::Paused => continue,
+                Gate::Starved => {
+                    starved_lanes |= 1 << vl;
+                    continue;
+                }
             }
             let wire = self.pkts[pkt].wire;
-            if credit_fc && !self.has_credits(p, qi, self.blk(wire)) {
-                starved_lanes |= 1 << vl;
-                continue;
-            }
             self.ports.pop(p, vl as u8, wire as u64, now);
             self.start_tx(p, pkt, NONE);
             return;
@@ -601,19 +599,7 @@ impl Sim<'_> {
             }
         }
         if starved_lanes != 0 {
-            let port = &mut self.ports[p];
-            if port.stall_since == NEVER {
-                port.stall_since = self.now;
-            }
-            let mut next_credit = NEVER;
-            for vl in 0..self.vls {
-                if starved_lanes & (1 << vl) != 0 {
-                    next_credit = next_credit.min(self.next_credit_at(p.lane(vl as u8, self.vls)));
-                }
-            }
-            if next_credit != NEVER {
-                self.schedule_credit_wake(p, next_credit);
-            }
+            self.fc_starved(p, starved_lanes);
         }
     }
 
@@ -621,8 +607,7 @@ impl Sim<'_> {
     /// (highest first) and DWRR among a level's weighted lanes
     /// ([`super::classes`]); or the lanes that lack credits for their head
     /// packet when none may go.
-    fn pick_class_lane(&mut self, p: PortId, credit_fc: bool, pfc: bool) -> Result<u8, u32> {
-        let now = self.now;
+    fn pick_class_lane(&mut self, p: PortId, law: LinkLaw) -> Result<u8, u32> {
         let queued = self.ports[p].lanes_queued;
         let mut starved = 0u32;
         for g in 0..self.sched.ngroups {
@@ -643,15 +628,15 @@ impl Sim<'_> {
                 let vl = m.trailing_zeros() as u8;
                 m &= m - 1;
                 let qi = self.ports.lane(p, vl);
-                if pfc && self.pfc.is_paused(qi, now) {
-                    continue;
+                let head = |s: &Self| {
+                    let pkt = s.ports.head(qi).expect("lane marked as queued");
+                    s.pkts[pkt].wire
+                };
+                match self.fc_gate(p, qi, law, head) {
+                    Gate::Go => ready |= 1 << vl,
+                    Gate::Paused => {}
+                    Gate::Starved => starved |= 1 << vl,
                 }
-                let pkt = self.ports.head(qi).expect("lane marked as queued");
-                if credit_fc && !self.has_credits(p, qi, self.blk(self.pkts[pkt].wire)) {
-                    starved |= 1 << vl;
-                    continue;
-                }
-                ready |= 1 << vl;
             }
             if ready == 0 {
                 continue;
@@ -730,26 +715,21 @@ impl Sim<'_> {
             }
         }
         // The packet leaves this node's buffer: free what it held upstream (on
-        // the lane it arrived on); PFC's hold is released at the end.
-        if in_link.is_some() && flags & F_PFC_HELD == 0 {
-            if flags & F_LOSSY_HELD != 0 {
-                let node = self.ports[p].from;
-                self.shared.release(node, wire as u64);
-            } else {
-                let in_vl = vl - u8::from(flags & F_VL_RAISED != 0);
-                self.return_credit(in_link, in_vl, self.blk(wire));
-            }
+        // the lane it arrived on), now or, for a law that must, at the end.
+        let hold = LinkLaw::holding(flags);
+        let node = self.ports[p].from;
+        let in_vl = arrival_lane(vl, flags);
+        if in_link.is_some() && !hold.releases_after_tx() {
+            self.fc_release(hold, in_link, in_vl, wire, node);
         }
         let ber = self.ports[p].ber;
         let corrupt = ber > 0.0 && {
             let pc = 1.0 - (1.0 - ber).powf(wire as f64 * 8.0);
             self.rand_f64() < pc
         };
-        let nblk = self.blk(wire);
+        let law = self.ports[p].fc;
+        self.fc_on_tx(p.lane(vl, vls), law, wire);
         let port = &mut self.ports[p];
-        if port.credit_fc {
-            self.credits.consume(p.lane(vl, vls), nblk);
-        }
         if port.stall_since != NEVER {
             port.stall_ps += now - port.stall_since;
             port.stall_since = NEVER;
@@ -792,12 +772,10 @@ impl Sim<'_> {
             self.q.push(now + tx, Event::TxDone { port: p });
         }
         self.q.push(arrive, Event::Arrive { pkt, link: p });
-        // PFC: the packet leaves this node's buffer. Released after the port
-        // is marked busy: the RESUME this may send can ask for this very
-        // port's wire (a packet leaving the way it came).
-        if in_link.is_some() && flags & F_PFC_HELD != 0 {
-            let in_vl = vl - u8::from(flags & F_VL_RAISED != 0);
-            self.pfc_release(in_link, in_vl, wire as u64);
+        // A release after the port is marked busy (PFC's: the RESUME it may
+        // send can ask for this very port's wire).
+        if in_link.is_some() && hold.releases_after_tx() {
+            self.fc_release(hold, in_link, in_vl, wire, node);
         }
     }
 
@@ -829,21 +807,14 @@ impl Sim<'_> {
         let port = &self.ports[link];
         let k = self.pkts[pkt];
         if k.epoch != port.epoch || !port.up {
-            // Lost on a link that went down; the receiver never held it, so the
-            // sender's credits come back at once.
-            let credit_fc = port.credit_fc;
+            // Lost on a link that went down; the receiver never held it.
             self.ports[link].drops += 1;
             self.drop_packet(pkt, DropCause::LinkDown);
-            if credit_fc {
-                let blocks = self.blk(k.wire);
-                self.credits.refund(link.lane(k.vl, self.vls), blocks);
-                // The link may be up again and starved for exactly these credits.
-                self.try_send(link);
-            }
+            self.fc_lost(link, k.vl, k.wire);
             return;
         }
         if k.flags & F_CORRUPT != 0 {
-            self.return_credit(link, k.vl, self.blk(k.wire));
+            self.fc_freed(link, k.vl, k.wire);
             self.ports[link].drops += 1;
             self.drop_packet(pkt, DropCause::Corrupt);
             return;
@@ -854,7 +825,7 @@ impl Sim<'_> {
                 self.gpu_of_node[node as usize], k.dst,
                 "delivered to the wrong GPU"
             );
-            self.return_credit(link, k.vl, self.blk(k.wire));
+            self.fc_freed(link, k.vl, k.wire);
             self.deliver(pkt);
             return;
         }
@@ -863,14 +834,14 @@ impl Sim<'_> {
 
     /// Routes `pkt` (arrived at `node` over `in_link`) to an egress queue.
     fn forward(&mut self, node: u32, pkt: PktIdx, in_link: PortId) {
-        let mut k = self.pkts[pkt];
+        let k = self.pkts[pkt];
         let out = if self.df_non_minimal && k.kind == PktKind::Data && !self.ports[in_link].sw2sw {
             self.source_route(node, pkt)
         } else {
             self.pick_next_hop(node, &k, pkt)
         };
         let Some(out) = out else {
-            self.return_credit(in_link, k.vl, self.blk(k.wire));
+            self.fc_freed(in_link, k.vl, k.wire);
             self.drop_packet(pkt, DropCause::Unroutable);
             return;
         };
@@ -888,76 +859,19 @@ impl Sim<'_> {
             kp.vl = vl;
             kp.flags |= F_VL_RAISED;
         }
-        let mut qi = out.lane(vl, self.vls);
-        if self.pfc.dropping(qi, self.now) && self.ports[out].pfc {
-            // the PFC watchdog's recovery: this egress lane drops what joins it
-            if self.ports[in_link].credit_fc {
-                self.return_credit(in_link, k.vl, self.blk(k.wire));
-            }
-            self.watchdog_dropped(out, vl, pkt);
+        let Some(vl) = self.fc_admit(node, in_link, k.vl, out, vl, pkt) else {
             return;
-        }
-        let in_port = &self.ports[in_link];
-        if in_port.pfc && self.sched.lossless[k.vl as usize] {
-            // Lossless: counted against the ingress lane it arrived on
-            // (before any lane escalation); dropped only when that lane's
-            // headroom is full (the PAUSE came too late), counted at the link
-            // it arrived over.
-            if !self.pfc_hold(in_link, k.vl, k.wire as u64) {
-                self.ports[in_link].drops += 1;
-                self.drop_packet(pkt, DropCause::Headroom);
-                return;
-            }
-            self.pkts[pkt].flags |= F_PFC_HELD;
-        } else if !in_port.credit_fc {
-            if !self.admit_lossy(out, qi, k.wire as u64) {
-                match self.trim(out, pkt) {
-                    Some(high) => {
-                        vl = high;
-                        qi = out.lane(vl, self.vls);
-                        k = self.pkts[pkt];
-                    }
-                    None => {
-                        self.ports[out].drops += 1;
-                        self.drop_packet(pkt, DropCause::Buffer);
-                        return;
-                    }
-                }
-            }
-            self.shared.hold(node, k.wire as u64);
-            self.pkts[pkt].flags |= F_LOSSY_HELD;
-        }
+        };
+        let qi = out.lane(vl, self.vls);
+        // trimming may have cut it to its header
+        let wire = self.pkts[pkt].wire;
         if k.kind == PktKind::Data
             && self.ports[out].ecn
             && self.cfg.ecn_mark_at == EcnMarkAt::Enqueue
         {
             self.ecn_mark(out, pkt, vl, self.ports.queued_bytes(qi));
         }
-        self.enqueue(out, vl, pkt, k.wire as u64);
-    }
-
-    /// Packet trimming (NDP, Handley et al., SIGCOMM 2017; Ultra Ethernet):
-    /// data packet `pkt`, which the lossy queue of `out` cannot take, loses
-    /// its payload and goes on as its header on the highest lane, ahead of
-    /// data, if that lane can take the header. Returns that lane, or `None`
-    /// (not trimming, not a full data packet, or no room even for the
-    /// header): the caller drops it.
-    fn trim(&mut self, out: PortId, pkt: PktIdx) -> Option<u8> {
-        let k = self.pkts[pkt];
-        if !self.cfg.trimming || k.kind != PktKind::Data || k.flags & F_TRIMMED != 0 {
-            return None;
-        }
-        let high = (self.vls - 1) as u8;
-        let header = self.cfg.header_bytes;
-        if !self.admit_lossy(out, out.lane(high, self.vls), header as u64) {
-            return None;
-        }
-        self.counters.trimmed((k.wire - header) as u64);
-        let kp = &mut self.pkts[pkt];
-        kp.wire = header;
-        kp.vl = high;
-        kp.flags = (kp.flags | F_TRIMMED) & !F_VL_RAISED;
-        Some(high)
+        self.enqueue(out, vl, pkt, wire as u64);
     }
 
     /// RED marking of data packet `pkt` at egress `port`, lane `vl`, against a
@@ -993,7 +907,7 @@ impl Sim<'_> {
         if port.stall_since != NEVER {
             return;
         }
-        if port.credit_fc {
+        if port.fc == LinkLaw::Credit {
             // credits for this packet but not for the next one: the port
             // sends as fast as credits trickle back, a victim
             let vl = self.pkts[pkt].vl;
@@ -1338,16 +1252,9 @@ impl Sim<'_> {
                 let k = self.pkts[pkt];
                 self.ports.pop(p, vl, k.wire as u64, self.now);
                 if k.link.is_some() {
-                    if k.flags & F_PFC_HELD != 0 {
-                        let in_vl = k.vl - u8::from(k.flags & F_VL_RAISED != 0);
-                        self.pfc_release(k.link, in_vl, k.wire as u64);
-                    } else if k.flags & F_LOSSY_HELD != 0 {
-                        let node = self.ports[p].from;
-                        self.shared.release(node, k.wire as u64);
-                    } else {
-                        let in_vl = k.vl - u8::from(k.flags & F_VL_RAISED != 0);
-                        self.return_credit(k.link, in_vl, self.blk(k.wire));
-                    }
+                    let node = self.ports[p].from;
+                    let in_vl = arrival_lane(k.vl, k.flags);
+                    self.fc_release(LinkLaw::holding(k.flags), k.link, in_vl, k.wire, node);
                 }
                 self.ports[p].drops += 1;
                 self.drop_packet(pkt, DropCause::LinkDown);
@@ -1356,6 +1263,6 @@ impl Sim<'_> {
         let port = &mut self.ports[p];
         port.lanes_queued = 0;
         port.stall_since = NEVER;
-        self.drop_pfc_frames(p);
+        self.fc_port_down(p);
     }
 }

@@ -134,8 +134,9 @@ impl Sim<'_> {
         }
     }
 
-    /// Returns `blocks` credits on `vl` to the sender of `link` after the link's
-    /// latency (the receiver freed them now).
+    /// Returns `blocks` credits on `vl` to the sender of credit-controlled
+    /// `link` after the link's latency (the receiver freed them now; callers
+    /// go through [`Sim::fc_freed`], which checks the link's law).
     ///
     /// Credits of one link and lane arrive in the order they were returned (the
     /// latency is constant), so they wait in a FIFO of (arrival time, blocks).
@@ -147,9 +148,6 @@ impl Sim<'_> {
     #[inline]
     pub(in crate::backend::packet) fn return_credit(&mut self, link: PortId, vl: u8, blocks: u32) {
         let p = &self.ports[link];
-        if !p.credit_fc {
-            return;
-        }
         let at = self.now + p.latency;
         let starved = p.stall_since != NEVER;
         let now = self.now;
@@ -214,6 +212,34 @@ impl Sim<'_> {
             .in_flight
             .front()
             .map_or(NEVER, |&(t, _)| t)
+    }
+
+    /// Port `p` waits for credits on the lanes of bitmask `lanes` (nothing
+    /// else could go): its credit stall begins, and it is woken when the
+    /// earliest credit on its way to one of them arrives.
+    pub(in crate::backend::packet) fn credit_starved(&mut self, p: PortId, lanes: u32) {
+        let port = &mut self.ports[p];
+        if port.stall_since == NEVER {
+            port.stall_since = self.now;
+        }
+        let mut next_credit = NEVER;
+        for vl in 0..self.vls {
+            if lanes & (1 << vl) != 0 {
+                next_credit = next_credit.min(self.next_credit_at(p.lane(vl as u8, self.vls)));
+            }
+        }
+        if next_credit != NEVER {
+            self.schedule_credit_wake(p, next_credit);
+        }
+    }
+
+    /// A packet of `wire` bytes sent on lane `vl` of `link` was lost on the
+    /// wire: its blocks come straight back to the sender, which may be
+    /// starved for exactly these (the link may be up again).
+    pub(in crate::backend::packet) fn credit_lost(&mut self, link: PortId, vl: u8, wire: u32) {
+        let blocks = self.blk(wire);
+        self.credits.refund(link.lane(vl, self.vls), blocks);
+        self.try_send(link);
     }
 
     /// The credit wake-up of port `link` fired.

@@ -2,12 +2,13 @@
 //! admitted to its egress queue only if the queue (per port and lane) stays
 //! within [`PacketConfig::port_buffer_bytes`](crate::backend::packet::PacketConfig::port_buffer_bytes),
 //! or, with a shared buffer, within α × the node's free shared bytes; otherwise
-//! it is dropped (drop-tail). PCIe and NVLink links stay credit-controlled in
-//! both modes.
-//!
+//! it is dropped (drop-tail), or with trimming cut to its header. PCIe and
+//! NVLink links stay credit-controlled in both modes.
 
-use crate::backend::packet::ids::{LaneIdx, PortId};
+use crate::backend::packet::ids::{LaneIdx, PktIdx, PortId};
 use crate::backend::packet::sim::Sim;
+use crate::backend::packet::slab::{PktKind, F_LOSSY_HELD, F_TRIMMED, F_VL_RAISED};
+use crate::backend::packet::stats::DropCause;
 
 /// Shared-buffer occupancy of every forwarding node (lossy Ethernet with
 /// `shared_buffer_bytes` set), bytes.
@@ -52,5 +53,59 @@ impl Sim<'_> {
         let node = self.ports[port].from as usize;
         let free = self.cfg.shared_buffer_bytes - self.shared.used[node];
         wire <= free && (q + wire) as f64 <= self.cfg.shared_buffer_alpha * free as f64
+    }
+
+    /// Drop-tail admission of packet `pkt`, arrived at `node`, to lane `vl`
+    /// of egress `out`: the lane it joins (the highest if trimmed), its bytes
+    /// now held in the node's shared count; or `None`, dropped
+    /// ([`DropCause::Buffer`], counted at the egress).
+    #[inline]
+    pub(in crate::backend::packet) fn lossy_admit(
+        &mut self,
+        node: u32,
+        out: PortId,
+        pkt: PktIdx,
+        mut vl: u8,
+    ) -> Option<u8> {
+        let qi = out.lane(vl, self.vls);
+        if !self.admit_lossy(out, qi, self.pkts[pkt].wire as u64) {
+            match self.trim(out, pkt) {
+                Some(high) => vl = high,
+                None => {
+                    self.ports[out].drops += 1;
+                    self.drop_packet(pkt, DropCause::Buffer);
+                    return None;
+                }
+            }
+        }
+        let k = &mut self.pkts[pkt];
+        let wire = k.wire as u64;
+        k.flags |= F_LOSSY_HELD;
+        self.shared.hold(node, wire);
+        Some(vl)
+    }
+
+    /// Packet trimming (NDP, Handley et al., SIGCOMM 2017; Ultra Ethernet):
+    /// data packet `pkt`, which the lossy queue of `out` cannot take, loses
+    /// its payload and goes on as its header on the highest lane, ahead of
+    /// data, if that lane can take the header. Returns that lane, or `None`
+    /// (not trimming, not a full data packet, or no room even for the
+    /// header): the caller drops it.
+    fn trim(&mut self, out: PortId, pkt: PktIdx) -> Option<u8> {
+        let k = self.pkts[pkt];
+        if !self.cfg.trimming || k.kind != PktKind::Data || k.flags & F_TRIMMED != 0 {
+            return None;
+        }
+        let high = (self.vls - 1) as u8;
+        let header = self.cfg.header_bytes;
+        if !self.admit_lossy(out, out.lane(high, self.vls), header as u64) {
+            return None;
+        }
+        self.counters.trimmed((k.wire - header) as u64);
+        let kp = &mut self.pkts[pkt];
+        kp.wire = header;
+        kp.vl = high;
+        kp.flags = (kp.flags | F_TRIMMED) & !F_VL_RAISED;
+        Some(high)
     }
 }

@@ -1,14 +1,36 @@
 //! Link-level flow control: InfiniBand credits, lossy drop-tail, or PFC.
 //!
 //! **Credits** (InfiniBand, and every PCIe and NVLink link) are in
-//! [`credit`], **lossy** drop-tail admission in [`lossy`], **PFC** in [`pfc`].
-//! Each file holds its law's state (an owned part of the simulator:
-//! [`Credits`], [`SharedBuffers`], [`PfcState`]) and the simulator's handlers
-//! for it. A port's flags (`credit_fc`, `pfc`) say which law its link obeys:
-//! host links are credit-controlled whatever [`FlowControl`] the network runs.
-//! A new law (e.g. credit-based Ethernet) is a file here with its state part,
-//! an arm in [`FlowControl`] (in [`crate::mechanism::flow_control`]) and a port
-//! flag where `switch.rs` admits and schedules packets.
+//! [`credit`], **lossy** drop-tail admission (and trimming) in [`lossy`],
+//! **PFC** in [`pfc`]. Each file holds its law's state (an owned part of the
+//! simulator: [`Credits`], [`SharedBuffers`], [`PfcState`]) and the
+//! simulator's handlers for it.
+//!
+//! **One interface.** Every port carries the law its link obeys as a one-byte
+//! tag, [`LinkLaw`] (host links are credit-controlled whatever
+//! [`FlowControl`] the network runs), and `switch.rs` and `nic.rs` call only
+//! the hooks below, each a `match` on that tag (enum dispatch: no indirect
+//! call, no allocation per packet):
+//!
+//! | hook | when | credit | lossy | PFC |
+//! |---|---|---|---|---|
+//! | [`Sim::fc_admit`] | a packet joins an egress queue | accept | drop-tail / trim | hold per ingress lane, pause; watchdog drop |
+//! | [`Sim::fc_gate`] | may a lane's head packet go now | blocks held? | yes | lane not paused |
+//! | [`Sim::fc_on_tx`] | a packet goes on the wire | take blocks | – | – |
+//! | [`Sim::fc_starved`] | lanes said [`Gate::Starved`] | credit wake-up | – | – |
+//! | [`Sim::fc_release`] | a queued packet leaves its node's buffer | return blocks | free shared bytes | release, maybe RESUME |
+//! | [`Sim::fc_freed`] | a packet is consumed or discarded on arrival | return blocks | – | – |
+//! | [`Sim::fc_lost`] | a packet is lost on the wire | refund blocks | – | – |
+//! | [`Sim::fc_frame`] | a free port has control frames pending | – | – | PAUSE / RESUME |
+//! | [`Sim::fc_port_down`] | a port's link went down | – | – | pending frames lost |
+//!
+//! A law's own timers and frames are events of its own (`Event::Credit` to
+//! `Sim::on_credit`, `Event::Pfc` to `Sim::on_pfc`).
+//!
+//! A new law (e.g. credit-based Ethernet) is a file here with its state part
+//! and its handlers, one [`LinkLaw`] arm (with its arm in each hook's
+//! `match`, which the compiler asks for), and a [`FlowControl`] arm in
+//! [`crate::mechanism::flow_control`] that `Sim::new` maps to the tag.
 
 pub mod credit;
 pub mod lossy;
@@ -19,7 +41,218 @@ pub use credit::{blocks, CreditLane, Credits};
 pub use lossy::SharedBuffers;
 pub use pfc::{DeadlockCycle, PfcFrameRecord, PfcState, WatchdogLane};
 
-impl super::sim::Sim<'_> {
+use super::ids::{LaneIdx, PktIdx, PortId};
+use super::sim::Sim;
+use super::slab::{F_LOSSY_HELD, F_PFC_HELD, F_VL_RAISED};
+
+/// The flow-control law one directed link obeys (a port's tag, one byte).
+///
+/// As a holder of buffer space it also names which law a queued packet's
+/// bytes are counted by ([`LinkLaw::holding`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum LinkLaw {
+    /// Credits (IBA vol. 1 §7.9): the sender holds blocks of the receiver's
+    /// buffer; every PCIe and NVLink link, and network links of an
+    /// InfiniBand fabric.
+    Credit,
+    /// Drop-tail admission at the receiver: network links of lossy Ethernet,
+    /// and links into a GPU (whose memory absorbs at line rate).
+    Lossy,
+    /// PFC (IEEE 802.1Qbb): the receiver counts bytes per ingress lane and
+    /// pauses the sender's lane; network links of lossless Ethernet.
+    Pfc,
+}
+
+impl LinkLaw {
+    /// The law whose count holds a queued packet with `flags` (set at
+    /// admission): PFC's ingress lanes, a lossy node's shared buffer, or
+    /// else the credits of the link it arrived over.
+    #[inline]
+    pub fn holding(flags: u8) -> LinkLaw {
+        if flags & F_PFC_HELD != 0 {
+            LinkLaw::Pfc
+        } else if flags & F_LOSSY_HELD != 0 {
+            LinkLaw::Lossy
+        } else {
+            LinkLaw::Credit
+        }
+    }
+
+    /// Whether a departing packet held by this law is released only after
+    /// its egress port is marked busy: a PFC release may send a RESUME on
+    /// that very port (a packet leaving the way it came), which must then
+    /// wait for the wire.
+    #[inline]
+    pub fn releases_after_tx(self) -> bool {
+        self == LinkLaw::Pfc
+    }
+}
+
+/// The lane a packet now on lane `vl` with `flags` arrived on at its current
+/// node: one below if this node escalated it.
+#[inline]
+pub fn arrival_lane(vl: u8, flags: u8) -> u8 {
+    vl - u8::from(flags & F_VL_RAISED != 0)
+}
+
+/// What a lane's law says about sending its head packet now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(in crate::backend::packet) enum Gate {
+    /// It may go.
+    Go,
+    /// The lane is paused (PFC): skipped; the RESUME or the pause's expiry
+    /// kicks the port.
+    Paused,
+    /// The lane waits for the law to give something back (credits): the
+    /// port's stall begins and [`Sim::fc_starved`] arranges the wake-up.
+    Starved,
+}
+
+impl Sim<'_> {
+    /// Admission of packet `pkt`, which arrived at `node` over `in_link` on
+    /// lane `in_vl`, to lane `vl` of egress `out` (`vl` > `in_vl` after lane
+    /// escalation): the lane it joins (trimming moves it to
+    /// the highest), with its bytes now held by the law of the link it
+    /// arrived over; or `None` when a law dropped it (counted and freed).
+    ///
+    /// The PFC watchdog's recovery on the egress lane comes first (it drops
+    /// whatever joins it); then the ingress link's law: PFC for a lossless
+    /// class, credits (the buffer is the sender's credits, always room), or
+    /// drop-tail (lossy links, and a lossy class on a PFC link).
+    #[inline]
+    pub(in crate::backend::packet) fn fc_admit(
+        &mut self,
+        node: u32,
+        in_link: PortId,
+        in_vl: u8,
+        out: PortId,
+        vl: u8,
+        pkt: PktIdx,
+    ) -> Option<u8> {
+        if self.ports[out].fc == LinkLaw::Pfc
+            && self.pfc_watchdog_takes(in_link, in_vl, out, vl, pkt)
+        {
+            return None;
+        }
+        match self.ports[in_link].fc {
+            LinkLaw::Pfc if self.sched.lossless[in_vl as usize] => {
+                self.pfc_admit(in_link, in_vl, pkt).then_some(vl)
+            }
+            LinkLaw::Credit => Some(vl),
+            LinkLaw::Pfc | LinkLaw::Lossy => self.lossy_admit(node, out, pkt, vl),
+        }
+    }
+
+    /// Whether lane `qi` of port `p`, whose link obeys `law`, may send its
+    /// head packet now; `wire` gives that packet's wire bytes, read only by
+    /// a law that needs them (credits), so other laws skip the load.
+    #[inline]
+    pub(in crate::backend::packet) fn fc_gate(
+        &mut self,
+        p: PortId,
+        qi: LaneIdx,
+        law: LinkLaw,
+        wire: impl FnOnce(&Self) -> u32,
+    ) -> Gate {
+        match law {
+            LinkLaw::Credit => {
+                let need = self.blk(wire(self));
+                if self.has_credits(p, qi, need) {
+                    Gate::Go
+                } else {
+                    Gate::Starved
+                }
+            }
+            LinkLaw::Lossy => Gate::Go,
+            LinkLaw::Pfc => {
+                if self.pfc.is_paused(qi, self.now) {
+                    Gate::Paused
+                } else {
+                    Gate::Go
+                }
+            }
+        }
+    }
+
+    /// A packet of `wire` bytes goes on the wire from lane `qi` of a port
+    /// whose link obeys `law` (its gate said [`Gate::Go`]).
+    #[inline]
+    pub(in crate::backend::packet) fn fc_on_tx(&mut self, qi: LaneIdx, law: LinkLaw, wire: u32) {
+        if law == LinkLaw::Credit {
+            let nblk = self.blk(wire);
+            self.credits.consume(qi, nblk);
+        }
+    }
+
+    /// Port `p` has packets but every lane in bitmask `lanes` said
+    /// [`Gate::Starved`] and nothing else could go: its stall begins and its
+    /// law wakes it when the lanes may go again.
+    #[inline]
+    pub(in crate::backend::packet) fn fc_starved(&mut self, p: PortId, lanes: u32) {
+        match self.ports[p].fc {
+            LinkLaw::Credit => self.credit_starved(p, lanes),
+            LinkLaw::Lossy | LinkLaw::Pfc => {}
+        }
+    }
+
+    /// A queued packet of `wire` bytes, held by `hold` (its
+    /// [`LinkLaw::holding`]) since it arrived at `node` over `in_link` on lane
+    /// `in_vl` ([`arrival_lane`]), leaves the node's buffer (starts
+    /// transmission onward, or is flushed or dropped from its queue).
+    #[inline]
+    pub(in crate::backend::packet) fn fc_release(
+        &mut self,
+        hold: LinkLaw,
+        in_link: PortId,
+        in_vl: u8,
+        wire: u32,
+        node: u32,
+    ) {
+        match hold {
+            LinkLaw::Pfc => self.pfc_release(in_link, in_vl, wire as u64),
+            LinkLaw::Lossy => self.shared.release(node, wire as u64),
+            LinkLaw::Credit => self.fc_freed(in_link, in_vl, wire),
+        }
+    }
+
+    /// The receiver of `link` frees a packet of `wire` bytes that arrived on
+    /// lane `vl` and was never queued onward (consumed by a GPU, corrupt,
+    /// unroutable, or dropped by a watchdog).
+    #[inline]
+    pub(in crate::backend::packet) fn fc_freed(&mut self, link: PortId, vl: u8, wire: u32) {
+        match self.ports[link].fc {
+            LinkLaw::Credit => {
+                let b = self.blk(wire);
+                self.return_credit(link, vl, b);
+            }
+            LinkLaw::Lossy | LinkLaw::Pfc => {}
+        }
+    }
+
+    /// A packet of `wire` bytes sent on lane `vl` of `link` was lost on the
+    /// wire (the link went down): the receiver never held it.
+    #[inline]
+    pub(in crate::backend::packet) fn fc_lost(&mut self, link: PortId, vl: u8, wire: u32) {
+        match self.ports[link].fc {
+            LinkLaw::Credit => self.credit_lost(link, vl, wire),
+            LinkLaw::Lossy | LinkLaw::Pfc => {}
+        }
+    }
+
+    /// Port `p` is free and has control frames pending (`ctrl_pending`):
+    /// puts one on the wire; false if none had anything to say. Only PFC
+    /// sends frames (on the reverse of the link it pauses).
+    #[inline]
+    pub(in crate::backend::packet) fn fc_frame(&mut self, p: PortId) -> bool {
+        self.start_pfc_frame(p)
+    }
+
+    /// Port `p`'s link went down: the control frames it had pending are lost.
+    pub(in crate::backend::packet) fn fc_port_down(&mut self, p: PortId) {
+        self.drop_pfc_frames(p);
+    }
+
     /// A cycle of blocked links each waiting on the next, as (link id, sending
     /// node, receiving node): link `a` waits on link `b` when both are
     /// `blocked` (paused by PFC, or out of credits), `b` leaves the node `a`
@@ -32,7 +265,6 @@ impl super::sim::Sim<'_> {
         &self,
         blocked: impl Fn(usize) -> bool,
     ) -> Vec<(u32, u32, u32)> {
-        use super::ids::PortId;
         let n = self.ports.len();
         let vls = self.vls;
         let mut out_of: Vec<Vec<u32>> = vec![Vec::new(); self.topo.nodes.len()];

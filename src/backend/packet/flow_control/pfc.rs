@@ -61,11 +61,11 @@
 //! ([`PacketConfig::pfc_watchdog`](crate::backend::packet::PacketConfig::pfc_watchdog))
 //! breaks such a wait by dropping.
 
-use super::FlowControl;
+use super::{arrival_lane, FlowControl, LinkLaw};
 use crate::backend::packet::engine::Event;
-use crate::backend::packet::ids::{IdVec, LaneIdx, PortId};
+use crate::backend::packet::ids::{IdVec, LaneIdx, PktIdx, PortId};
 use crate::backend::packet::sim::Sim;
-use crate::backend::packet::slab::{F_LOSSY_HELD, F_PFC_HELD, F_VL_RAISED};
+use crate::backend::packet::slab::F_PFC_HELD;
 use crate::backend::packet::stats::DropCause;
 use crate::backend::packet::switch::NEVER;
 use crate::mechanism::{PfcThreshold, PFC_FRAME_WIRE_BYTES};
@@ -329,6 +329,48 @@ impl Sim<'_> {
         true
     }
 
+    /// PFC admission of packet `pkt`, which arrived over `link` on lane `vl`
+    /// of a lossless class: held against that ingress lane (true), or dropped
+    /// because its headroom is full, the PAUSE came too late (false: counted
+    /// at the link it arrived over, [`DropCause::Headroom`], and freed).
+    #[inline]
+    pub(in crate::backend::packet) fn pfc_admit(
+        &mut self,
+        link: PortId,
+        vl: u8,
+        pkt: PktIdx,
+    ) -> bool {
+        let wire = self.pkts[pkt].wire as u64;
+        if !self.pfc_hold(link, vl, wire) {
+            self.ports[link].drops += 1;
+            self.drop_packet(pkt, DropCause::Headroom);
+            return false;
+        }
+        self.pkts[pkt].flags |= F_PFC_HELD;
+        true
+    }
+
+    /// The PFC watchdog's recovery: if egress lane `vl` of `out` is in drop
+    /// mode, it takes packet `pkt` (arrived over `in_link` on lane `in_vl`),
+    /// which the receiver frees and the watchdog drops: true.
+    #[inline]
+    pub(in crate::backend::packet) fn pfc_watchdog_takes(
+        &mut self,
+        in_link: PortId,
+        in_vl: u8,
+        out: PortId,
+        vl: u8,
+        pkt: PktIdx,
+    ) -> bool {
+        if !self.pfc.dropping(out.lane(vl, self.vls), self.now) {
+            return false;
+        }
+        let wire = self.pkts[pkt].wire;
+        self.fc_freed(in_link, in_vl, wire);
+        self.watchdog_dropped(out, vl, pkt);
+        true
+    }
+
     /// With pause quanta, starts the refresh chain of a PAUSE just requested
     /// for lane `vl` (index `qi`) of `link`.
     #[inline]
@@ -563,17 +605,8 @@ impl Sim<'_> {
                 // one refresh chain per pause: a timer of an earlier pause is stale
                 if self.pfc.refresh_at[qi] == now && self.pfc.sent[qi] {
                     self.request_pfc_frame(l, vl, true);
-                    let t = self.pause_time(l);
-                    let at = now + (t / 2).max(1);
-                    self.pfc.refresh_at[qi] = at;
-                    self.q.push(
-                        at,
-                        Event::Pfc {
-                            link,
-                            vl,
-                            kind: kind::REFRESH,
-                        },
-                    );
+                    // the chain's next link (a refresh only runs with quanta)
+                    self.start_refresh(l, vl, qi);
                 }
             }
             kind::EXPIRY => {
@@ -645,15 +678,9 @@ impl Sim<'_> {
             let k = self.pkts[pkt];
             self.ports.pop(link, vl, k.wire as u64, now);
             if k.link.is_some() {
-                let in_vl = k.vl - u8::from(k.flags & F_VL_RAISED != 0);
-                if k.flags & F_PFC_HELD != 0 {
-                    self.pfc_release(k.link, in_vl, k.wire as u64);
-                } else if k.flags & F_LOSSY_HELD != 0 {
-                    let node = self.ports[link].from;
-                    self.shared.release(node, k.wire as u64);
-                } else {
-                    self.return_credit(k.link, in_vl, self.blk(k.wire));
-                }
+                let node = self.ports[link].from;
+                let in_vl = arrival_lane(k.vl, k.flags);
+                self.fc_release(LinkLaw::holding(k.flags), k.link, in_vl, k.wire, node);
             }
             self.watchdog_dropped(link, vl, pkt);
         }
@@ -689,7 +716,7 @@ impl Sim<'_> {
         &mut self,
         link: PortId,
         vl: u8,
-        pkt: crate::backend::packet::ids::PktIdx,
+        pkt: PktIdx,
     ) {
         let wire = u64::from(self.pkts[pkt].wire);
         let i = self.watchdog_lane(link, vl);

@@ -575,7 +575,9 @@ impl Sim<'_> {
             lanes &= !(1 << vl);
             let qi = self.ports.lane(p, vl as u8);
             let pkt = self.ports.head(qi).expect("lane marked as queued");
-            match self.fc_gate(p, qi, law, |s| s.pkts[pkt].wire) {
+            // read once: the gate (credits) and the pop both need it
+            let wire = self.pkts[pkt].wire;
+            match self.fc_gate(p, qi, law, |_| wire) {
                 Gate::Go => {}
                 Gate::Paused => continue,
                 Gate::Starved => {
@@ -583,7 +585,6 @@ impl Sim<'_> {
                     continue;
                 }
             }
-            let wire = self.pkts[pkt].wire;
             self.ports.pop(p, vl as u8, wire as u64, now);
             self.start_tx(p, pkt, NONE);
             return;
@@ -717,19 +718,18 @@ impl Sim<'_> {
         // The packet leaves this node's buffer: free what it held upstream (on
         // the lane it arrived on), now or, for a law that must, at the end.
         let hold = LinkLaw::holding(flags);
-        let node = self.ports[p].from;
         let in_vl = arrival_lane(vl, flags);
         if in_link.is_some() && !hold.releases_after_tx() {
-            self.fc_release(hold, in_link, in_vl, wire, node);
+            self.fc_release(hold, in_link, in_vl, wire, p);
         }
         let ber = self.ports[p].ber;
         let corrupt = ber > 0.0 && {
             let pc = 1.0 - (1.0 - ber).powf(wire as f64 * 8.0);
             self.rand_f64() < pc
         };
-        let law = self.ports[p].fc;
-        self.fc_on_tx(p.lane(vl, vls), law, wire);
+        let nblk = self.blk(wire);
         let port = &mut self.ports[p];
+        port.fc.on_tx(&mut self.credits, p.lane(vl, vls), nblk);
         if port.stall_since != NEVER {
             port.stall_ps += now - port.stall_since;
             port.stall_since = NEVER;
@@ -775,7 +775,7 @@ impl Sim<'_> {
         // A release after the port is marked busy (PFC's: the RESUME it may
         // send can ask for this very port's wire).
         if in_link.is_some() && hold.releases_after_tx() {
-            self.fc_release(hold, in_link, in_vl, wire, node);
+            self.fc_release(hold, in_link, in_vl, wire, p);
         }
     }
 
@@ -859,12 +859,10 @@ impl Sim<'_> {
             kp.vl = vl;
             kp.flags |= F_VL_RAISED;
         }
-        let Some(vl) = self.fc_admit(node, in_link, k.vl, out, vl, pkt) else {
+        let Some((vl, wire)) = self.fc_admit(node, in_link, k.vl, out, vl, pkt, k.wire) else {
             return;
         };
         let qi = out.lane(vl, self.vls);
-        // trimming may have cut it to its header
-        let wire = self.pkts[pkt].wire;
         if k.kind == PktKind::Data
             && self.ports[out].ecn
             && self.cfg.ecn_mark_at == EcnMarkAt::Enqueue
@@ -1252,9 +1250,8 @@ impl Sim<'_> {
                 let k = self.pkts[pkt];
                 self.ports.pop(p, vl, k.wire as u64, self.now);
                 if k.link.is_some() {
-                    let node = self.ports[p].from;
                     let in_vl = arrival_lane(k.vl, k.flags);
-                    self.fc_release(LinkLaw::holding(k.flags), k.link, in_vl, k.wire, node);
+                    self.fc_release(LinkLaw::holding(k.flags), k.link, in_vl, k.wire, p);
                 }
                 self.ports[p].drops += 1;
                 self.drop_packet(pkt, DropCause::LinkDown);

@@ -55,10 +55,11 @@ impl Sim<'_> {
         wire <= free && (q + wire) as f64 <= self.cfg.shared_buffer_alpha * free as f64
     }
 
-    /// Drop-tail admission of packet `pkt`, arrived at `node`, to lane `vl`
-    /// of egress `out`: the lane it joins (the highest if trimmed), its bytes
-    /// now held in the node's shared count; or `None`, dropped
-    /// ([`DropCause::Buffer`], counted at the egress).
+    /// Drop-tail admission of packet `pkt` of `wire` bytes, arrived at
+    /// `node`, to lane `vl` of egress `out`: the lane it joins and its wire
+    /// bytes (the highest lane and its header if trimmed), now held in the
+    /// node's shared count; or `None`, dropped ([`DropCause::Buffer`],
+    /// counted at the egress).
     #[inline]
     pub(in crate::backend::packet) fn lossy_admit(
         &mut self,
@@ -66,11 +67,15 @@ impl Sim<'_> {
         out: PortId,
         pkt: PktIdx,
         mut vl: u8,
-    ) -> Option<u8> {
+        mut wire: u32,
+    ) -> Option<(u8, u32)> {
         let qi = out.lane(vl, self.vls);
-        if !self.admit_lossy(out, qi, self.pkts[pkt].wire as u64) {
+        if !self.admit_lossy(out, qi, wire as u64) {
             match self.trim(out, pkt) {
-                Some(high) => vl = high,
+                Some(high) => {
+                    vl = high;
+                    wire = self.cfg.header_bytes;
+                }
                 None => {
                     self.ports[out].drops += 1;
                     self.drop_packet(pkt, DropCause::Buffer);
@@ -78,11 +83,9 @@ impl Sim<'_> {
                 }
             }
         }
-        let k = &mut self.pkts[pkt];
-        let wire = k.wire as u64;
-        k.flags |= F_LOSSY_HELD;
-        self.shared.hold(node, wire);
-        Some(vl)
+        self.pkts[pkt].flags |= F_LOSSY_HELD;
+        self.shared.hold(node, wire as u64);
+        Some((vl, wire))
     }
 
     /// Packet trimming (NDP, Handley et al., SIGCOMM 2017; Ultra Ethernet):

@@ -16,7 +16,7 @@
 //! |---|---|---|---|---|
 //! | [`Sim::fc_admit`] | a packet joins an egress queue | accept | drop-tail / trim | hold per ingress lane, pause; watchdog drop |
 //! | [`Sim::fc_gate`] | may a lane's head packet go now | blocks held? | yes | lane not paused |
-//! | [`Sim::fc_on_tx`] | a packet goes on the wire | take blocks | – | – |
+//! | [`LinkLaw::on_tx`] | a packet goes on the wire | take blocks | – | – |
 //! | [`Sim::fc_starved`] | lanes said [`Gate::Starved`] | credit wake-up | – | – |
 //! | [`Sim::fc_release`] | a queued packet leaves its node's buffer | return blocks | free shared bytes | release, maybe RESUME |
 //! | [`Sim::fc_freed`] | a packet is consumed or discarded on arrival | return blocks | – | – |
@@ -87,6 +87,17 @@ impl LinkLaw {
     pub fn releases_after_tx(self) -> bool {
         self == LinkLaw::Pfc
     }
+
+    /// A packet of `blocks` credit blocks goes on the wire from lane `qi` of
+    /// a port whose link obeys this law (its gate said [`Gate::Go`]). On the
+    /// parts, not the simulator, so that the caller keeps its borrow of the
+    /// port (this runs once per packet hop).
+    #[inline]
+    pub fn on_tx(self, credits: &mut Credits, qi: LaneIdx, blocks: u32) {
+        if self == LinkLaw::Credit {
+            credits.consume(qi, blocks);
+        }
+    }
 }
 
 /// The lane a packet now on lane `vl` with `flags` arrived on at its current
@@ -110,16 +121,18 @@ pub(in crate::backend::packet) enum Gate {
 }
 
 impl Sim<'_> {
-    /// Admission of packet `pkt`, which arrived at `node` over `in_link` on
-    /// lane `in_vl`, to lane `vl` of egress `out` (`vl` > `in_vl` after lane
-    /// escalation): the lane it joins (trimming moves it to
-    /// the highest), with its bytes now held by the law of the link it
-    /// arrived over; or `None` when a law dropped it (counted and freed).
+    /// Admission of packet `pkt` of `wire` bytes, which arrived at `node`
+    /// over `in_link` on lane `in_vl`, to lane `vl` of egress `out` (`vl` >
+    /// `in_vl` after lane escalation): the lane it joins and its wire bytes
+    /// (trimming cuts it to its header on the highest lane), with its bytes
+    /// now held by the law of the link it arrived over; or `None` when a law
+    /// dropped it (counted and freed).
     ///
     /// The PFC watchdog's recovery on the egress lane comes first (it drops
     /// whatever joins it); then the ingress link's law: PFC for a lossless
     /// class, credits (the buffer is the sender's credits, always room), or
     /// drop-tail (lossy links, and a lossy class on a PFC link).
+    #[allow(clippy::too_many_arguments)]
     #[inline]
     pub(in crate::backend::packet) fn fc_admit(
         &mut self,
@@ -129,18 +142,17 @@ impl Sim<'_> {
         out: PortId,
         vl: u8,
         pkt: PktIdx,
-    ) -> Option<u8> {
-        if self.ports[out].fc == LinkLaw::Pfc
-            && self.pfc_watchdog_takes(in_link, in_vl, out, vl, pkt)
-        {
+        wire: u32,
+    ) -> Option<(u8, u32)> {
+        if self.pfc_watchdog_takes(in_link, in_vl, out, vl, pkt, wire) {
             return None;
         }
         match self.ports[in_link].fc {
-            LinkLaw::Pfc if self.sched.lossless[in_vl as usize] => {
-                self.pfc_admit(in_link, in_vl, pkt).then_some(vl)
-            }
-            LinkLaw::Credit => Some(vl),
-            LinkLaw::Pfc | LinkLaw::Lossy => self.lossy_admit(node, out, pkt, vl),
+            LinkLaw::Pfc if self.sched.lossless[in_vl as usize] => self
+                .pfc_admit(in_link, in_vl, pkt, wire)
+                .then_some((vl, wire)),
+            LinkLaw::Credit => Some((vl, wire)),
+            LinkLaw::Pfc | LinkLaw::Lossy => self.lossy_admit(node, out, pkt, vl, wire),
         }
     }
 
@@ -175,16 +187,6 @@ impl Sim<'_> {
         }
     }
 
-    /// A packet of `wire` bytes goes on the wire from lane `qi` of a port
-    /// whose link obeys `law` (its gate said [`Gate::Go`]).
-    #[inline]
-    pub(in crate::backend::packet) fn fc_on_tx(&mut self, qi: LaneIdx, law: LinkLaw, wire: u32) {
-        if law == LinkLaw::Credit {
-            let nblk = self.blk(wire);
-            self.credits.consume(qi, nblk);
-        }
-    }
-
     /// Port `p` has packets but every lane in bitmask `lanes` said
     /// [`Gate::Starved`] and nothing else could go: its stall begins and its
     /// law wakes it when the lanes may go again.
@@ -197,9 +199,10 @@ impl Sim<'_> {
     }
 
     /// A queued packet of `wire` bytes, held by `hold` (its
-    /// [`LinkLaw::holding`]) since it arrived at `node` over `in_link` on lane
-    /// `in_vl` ([`arrival_lane`]), leaves the node's buffer (starts
-    /// transmission onward, or is flushed or dropped from its queue).
+    /// [`LinkLaw::holding`]) since it arrived over `in_link` on lane `in_vl`
+    /// ([`arrival_lane`]) at the node of egress `out`, leaves the node's
+    /// buffer (starts transmission on `out`, or is flushed or dropped from
+    /// its queue).
     #[inline]
     pub(in crate::backend::packet) fn fc_release(
         &mut self,
@@ -207,11 +210,14 @@ impl Sim<'_> {
         in_link: PortId,
         in_vl: u8,
         wire: u32,
-        node: u32,
+        out: PortId,
     ) {
         match hold {
             LinkLaw::Pfc => self.pfc_release(in_link, in_vl, wire as u64),
-            LinkLaw::Lossy => self.shared.release(node, wire as u64),
+            LinkLaw::Lossy => {
+                let node = self.ports[out].from;
+                self.shared.release(node, wire as u64);
+            }
             LinkLaw::Credit => self.fc_freed(in_link, in_vl, wire),
         }
     }

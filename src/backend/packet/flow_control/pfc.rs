@@ -329,19 +329,20 @@ impl Sim<'_> {
         true
     }
 
-    /// PFC admission of packet `pkt`, which arrived over `link` on lane `vl`
-    /// of a lossless class: held against that ingress lane (true), or dropped
-    /// because its headroom is full, the PAUSE came too late (false: counted
-    /// at the link it arrived over, [`DropCause::Headroom`], and freed).
+    /// PFC admission of packet `pkt` of `wire` bytes, which arrived over
+    /// `link` on lane `vl` of a lossless class: held against that ingress
+    /// lane (true), or dropped because its headroom is full, the PAUSE came
+    /// too late (false: counted at the link it arrived over,
+    /// [`DropCause::Headroom`], and freed).
     #[inline]
     pub(in crate::backend::packet) fn pfc_admit(
         &mut self,
         link: PortId,
         vl: u8,
         pkt: PktIdx,
+        wire: u32,
     ) -> bool {
-        let wire = self.pkts[pkt].wire as u64;
-        if !self.pfc_hold(link, vl, wire) {
+        if !self.pfc_hold(link, vl, wire as u64) {
             self.ports[link].drops += 1;
             self.drop_packet(pkt, DropCause::Headroom);
             return false;
@@ -350,9 +351,11 @@ impl Sim<'_> {
         true
     }
 
-    /// The PFC watchdog's recovery: if egress lane `vl` of `out` is in drop
-    /// mode, it takes packet `pkt` (arrived over `in_link` on lane `in_vl`),
-    /// which the receiver frees and the watchdog drops: true.
+    /// The PFC watchdog's recovery: if egress lane `vl` of `out` (a PFC
+    /// link) is in drop mode, it takes packet `pkt` of `wire` bytes (arrived
+    /// over `in_link` on lane `in_vl`), which the receiver frees and the
+    /// watchdog drops: true. The run-wide `wd_any` is tested first, so runs
+    /// without a watchdog pay one load per hop.
     #[inline]
     pub(in crate::backend::packet) fn pfc_watchdog_takes(
         &mut self,
@@ -361,11 +364,13 @@ impl Sim<'_> {
         out: PortId,
         vl: u8,
         pkt: PktIdx,
+        wire: u32,
     ) -> bool {
-        if !self.pfc.dropping(out.lane(vl, self.vls), self.now) {
+        if !self.pfc.dropping(out.lane(vl, self.vls), self.now)
+            || self.ports[out].fc != LinkLaw::Pfc
+        {
             return false;
         }
-        let wire = self.pkts[pkt].wire;
         self.fc_freed(in_link, in_vl, wire);
         self.watchdog_dropped(out, vl, pkt);
         true
@@ -678,9 +683,8 @@ impl Sim<'_> {
             let k = self.pkts[pkt];
             self.ports.pop(link, vl, k.wire as u64, now);
             if k.link.is_some() {
-                let node = self.ports[link].from;
                 let in_vl = arrival_lane(k.vl, k.flags);
-                self.fc_release(LinkLaw::holding(k.flags), k.link, in_vl, k.wire, node);
+                self.fc_release(LinkLaw::holding(k.flags), k.link, in_vl, k.wire, link);
             }
             self.watchdog_dropped(link, vl, pkt);
         }

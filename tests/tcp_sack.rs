@@ -206,6 +206,43 @@ fn a_lone_segment_is_acked_when_the_timer_fires_exactly_the_delay_later() {
 }
 
 #[test]
+fn quick_ack_mode_comes_back_after_an_idle_gap_longer_than_the_rto() {
+    // Linux's `tcp_event_data_recv`: in-order data arriving more than the
+    // RTO after the last (m > icsk_rto) re-enters quick-ACK mode
+    // (`tcp_incr_quickack`). A window of one segment, as above (2 quick
+    // ACKs, then every ACK held D = 40 ms): a message of 3 segments, a
+    // pause, 3 more on the same connection; RTO = 200 ms (Linux's floor,
+    // SRTT ≈ 100 µs). After a pause of 300 ms > RTO the second message's
+    // first two ACKs are quick again (its third segment is the last), so
+    // the run takes exactly as long as with an ACK per segment; after
+    // 100 ms < RTO they are held, and the run takes exactly 2 D longer.
+    let t = fabric(2, 10);
+    let two = |pause_ms: u64, delack| {
+        let mut d = Dag::new();
+        d.begin_op("two messages");
+        let a = d.transfer(GpuId(1), GpuId(0), 3 * PAYLOAD as u64, &[]);
+        let p = d.compute(GpuId(1), SimTime::from_us(pause_ms * 1000), &[Dep::Done(a)]);
+        d.transfer(GpuId(1), GpuId(0), 3 * PAYLOAD as u64, &[Dep::Done(p)]);
+        let mut c = tcp(CongestionControl::None, true, delack, 200_000);
+        c.window_bytes = PAYLOAD as u64;
+        c.ack_every = 1;
+        run(&d, &t, &c)
+    };
+    for (pause_ms, wait) in [(300, 0), (100, 2 * DELACK.0)] {
+        let (plain, sp) = two(pause_ms, SimTime::ZERO);
+        let (delayed, sd) = two(pause_ms, DELACK);
+        eprintln!(
+            "3 + 3 segments, {pause_ms} ms apart, window 1: {plain:.3} us, with a 40 ms delayed ACK {delayed:.3} us"
+        );
+        assert_eq!(sp.timeouts + sd.timeouts, 0);
+        assert_eq!(
+            (delayed * 1e6).round() as u64 - (plain * 1e6).round() as u64,
+            wait
+        );
+    }
+}
+
+#[test]
 fn quick_acks_spare_slow_start_the_delayed_ack_timer() {
     // A first window of one segment (`tcp_initial_window = 1`, RFC 5681
     // §3.1's floor) and a 40 ms delayed-ACK timer: a receiver that delays

@@ -877,10 +877,10 @@ impl Sim<'_> {
         sack: (u16, u8),
     ) {
         let qp = &mut self.qps.pairs[qpi];
-        if kind == PktKind::Ack {
+        if kind == PktKind::Ack && qp.quick_acks > 0 {
             // every ACK sent uses up one of quick-ACK mode's (Linux's
-            // `tcp_dec_quickack_mode`)
-            qp.quick_acks = qp.quick_acks.saturating_sub(1);
+            // `tcp_dec_quickack_mode`); no store on the other laws' ACKs
+            qp.quick_acks -= 1;
         }
         let qp = &self.qps.pairs[qpi];
         let port = qp.ack_port;

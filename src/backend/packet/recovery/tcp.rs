@@ -59,9 +59,9 @@
 //! or has DupThresh PSNs SACKed (step 4). reo_wnd_mult starts at 1 and grows
 //! by one per round trip that brings a D-SACK (a segment delivered twice: a
 //! retransmission was spurious, the window too short), and goes back to 1
-//! after 16 recoveries without one (step 4's `reo_wnd_persist`). A PSN so marked starts a recovery as
-//! the DupThresh rule does; it also finds a lost retransmission, which RFC
-//! 6675 leaves to the timer. TLP (§7): while data is outstanding, nothing is
+//! after 16 recoveries without one (step 4's `reo_wnd_persist`). A PSN so
+//! marked starts a recovery as the DupThresh rule does; it also finds a lost
+//! retransmission, which RFC 6675 leaves to the timer. TLP (§7): while data is outstanding, nothing is
 //! SACKed and no recovery runs, the probe timeout PTO = 2 SRTT (+ WCDelAckT
 //! = 200 ms when one PSN is outstanding, never past the RTO) is armed on
 //! every new PSN sent and every ACK of new data; when it fires, one probe

@@ -1361,6 +1361,11 @@ pub fn packet_config_used(
         || "RACK-TLP (RFC 8985) runs on TCP's loss recovery with SACK only (fabric.loss_recovery = \"tcp\", fabric.tcp_sack = true): it needs the SACK scoreboard".into(),
     );
     usage.read_if(
+        "fabric.tcp_dsack",
+        p.loss_recovery == crate::mechanism::LossRecovery::Tcp && p.tcp_sack,
+        || "D-SACK (RFC 2883) runs on TCP's loss recovery with SACK only (fabric.loss_recovery = \"tcp\", fabric.tcp_sack = true): its block rides the SACK option".into(),
+    );
+    usage.read_if(
         "fabric.tcp_initial_window",
         matches!(
             p.cc,
@@ -1441,6 +1446,7 @@ pub fn packet_config_used(
         tcp_delayed_ack: p.tcp_delayed_ack,
         tcp_sack: p.tcp_sack,
         tcp_rack: p.tcp_rack,
+        tcp_dsack: p.tcp_dsack,
         // only lossy queues trim (the key is listed otherwise)
         trimming: p.trimming && flow_control == FlowControl::Lossy,
         host_path: if s.gpu_direct {

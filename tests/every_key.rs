@@ -119,6 +119,7 @@ const ALTERNATIVES: &[(&str, &[&str])] = &[
     ("fabric.tcp_delayed_ack", &["\"40ms\"", "\"0\""]),
     ("fabric.tcp_sack", &["false", "true"]),
     ("fabric.tcp_rack", &["false", "true"]),
+    ("fabric.tcp_dsack", &["false", "true"]),
     ("fabric.trimming", &["true", "false"]),
     ("fabric.pfc", &["true", "false"]),
     ("fabric.sharp", &["true", "false"]),

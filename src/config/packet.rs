@@ -55,6 +55,8 @@ pub struct PacketSettings {
     pub tcp_sack: bool,
     /// TCP loss recovery with SACK: RACK-TLP (RFC 8985).
     pub tcp_rack: bool,
+    /// TCP loss recovery with SACK: D-SACK (RFC 2883).
+    pub tcp_dsack: bool,
     /// Switches trim packets a full lossy queue cannot take.
     pub trimming: bool,
     /// Sampling interval (0 = off).
@@ -476,6 +478,7 @@ impl Validator<'_> {
             tcp_delayed_ack: tcp_delayed_ack.filter(|t| *t < defaults::TCP_DELAYED_ACK_LIMIT)?,
             tcp_sack: f.tcp_sack.unwrap_or(defaults::TCP_SACK),
             tcp_rack: f.tcp_rack.unwrap_or(defaults::TCP_RACK),
+            tcp_dsack: f.tcp_dsack.unwrap_or(defaults::TCP_DSACK),
             trimming: f.trimming.unwrap_or(false),
             sample_interval: sample_interval?,
             time_limit: time_limit?,

@@ -185,6 +185,8 @@ pub struct RawFabric {
     pub tcp_sack: Option<bool>,
     /// Packet level, TCP loss recovery with SACK: RACK-TLP (RFC 8985). Default: true.
     pub tcp_rack: Option<bool>,
+    /// Packet level, TCP loss recovery with SACK: D-SACK blocks (RFC 2883). Default: true.
+    pub tcp_dsack: Option<bool>,
     /// Packet level, lossy links: trim a packet a full queue cannot take to its header.
     pub trimming: Option<bool>,
     /// Packet level: Priority Flow Control (lossless Ethernet). Default: on for `roce`.

@@ -229,6 +229,10 @@ pub const TCP_SACK: bool = true;
 /// `net.ipv4.tcp_early_retrans` = 3 (TLP). See `PacketConfig::tcp_rack`.
 pub const TCP_RACK: bool = true;
 
+/// D-SACK (RFC 2883) on the TCP path with SACK: on, as Linux's
+/// `net.ipv4.tcp_dsack` = 1. See `PacketConfig::tcp_dsack`.
+pub const TCP_DSACK: bool = true;
+
 /// First congestion window of NewReno and CUBIC, segments: 10 (RFC 6928,
 /// Linux's `TCP_INIT_CWND`).
 pub const TCP_INITIAL_WINDOW: u32 = 10;

@@ -320,6 +320,13 @@ pub struct PacketConfig {
     /// (`net.ipv4.tcp_recovery` = 1, `net.ipv4.tcp_early_retrans` = 3;
     /// [`defaults::TCP_RACK`]).
     pub tcp_rack: bool,
+    /// TCP loss recovery with SACK only: D-SACK (RFC 2883). A receiver
+    /// that gets a segment again ACKs it with a block naming the
+    /// duplicate, and RACK widens its reordering window by min_RTT / 4 per
+    /// round trip that brings one (RFC 8985 §6.2 step 4), so that a
+    /// spurious retransmission is not repeated. Default on, as Linux's
+    /// `net.ipv4.tcp_dsack` ([`defaults::TCP_DSACK`]).
+    pub tcp_dsack: bool,
     /// TCP path: TSO/LRO segment size, payload bytes. The sender's CPU
     /// pays [`Transport::Tcp`]'s per-packet overhead (and jitter) once per
     /// segment of this many bytes (and at a message's end) instead of once
@@ -445,6 +452,7 @@ impl Default for PacketConfig {
             tcp_delayed_ack: defaults::TCP_DELAYED_ACK,
             tcp_sack: defaults::TCP_SACK,
             tcp_rack: defaults::TCP_RACK,
+            tcp_dsack: defaults::TCP_DSACK,
             tcp_tso_bytes: 0,
             trimming: false,
             host_path: HostPath::GpuDirect,

@@ -34,7 +34,14 @@
 //! `sack_len`, and with [`PacketConfig::tcp_rack`](super::PacketConfig::tcp_rack)
 //! the timer also runs RACK's reordering timer and TLP's probe); with [`PacketConfig::tcp_delayed_ack`](super::PacketConfig::tcp_delayed_ack)
 //! the receiver ACKs every second segment or when its timer (a `DelAck`
-//! event per queue pair, stale ones ignored) fires; the CPU
+//! event per queue pair, stale ones ignored) fires, except in Linux's
+//! quick-ACK mode, where it ACKs every segment at once: the first
+//! [`TCP_MAX_QUICKACKS`] ACKs of a connection (`tcp_incr_quickack`: rcv_wnd
+//! / 2 MSS of them, at most 16, at least 2), again after an idle gap longer
+//! than the RTO (`tcp_event_data_recv`) and after a duplicate segment
+//! (`tcp_data_queue`: `tcp_enter_quickack_mode`), each ACK sent using one
+//! up; with [`PacketConfig::tcp_dsack`](super::PacketConfig::tcp_dsack)
+//! a duplicate segment's ACK carries a D-SACK block (RFC 2883). The CPU
 //! cost is paid per TSO segment ([`PacketConfig::tcp_tso_bytes`](super::PacketConfig::tcp_tso_bytes)).
 //!
 //! **Receiver** (go-back-N; selective repeat, TCP and trimmed headers: see
@@ -60,10 +67,10 @@ use super::flow_control::Gate;
 use super::ids::{IdVec, PktIdx, PortId, QpId};
 use super::recovery::{
     Feedback, GoBack0, GoBackN, Recovery, RxVerdict, SelectiveRepeat, SendSeq, TcpRecovery,
-    TimerEffect,
+    TimerEffect, TCP_MAX_QUICKACKS,
 };
 use super::sim::Sim;
-use super::slab::{Packet, PktKind, F_ECN, F_SACK, F_TRIMMED, NONE};
+use super::slab::{Packet, PktKind, F_DSACK, F_ECN, F_SACK, F_TRIMMED, NONE};
 use super::switch::NEVER;
 use super::{HostPath, LossRecovery, PacketError, Routing, Transport};
 use crate::topology::{GpuId, LinkId, LinkKind};
@@ -134,6 +141,12 @@ pub struct Qp {
     /// Receiver: the last data packet carried a CE mark (DCTCP's ECN echo
     /// under delayed ACK, RFC 8257 §3.2).
     pub last_ce: bool,
+    /// Receiver (TCP under delayed ACK): ACKs left to send at once, Linux's
+    /// quick-ACK mode (`icsk_ack.quick`).
+    pub quick_acks: u32,
+    /// Receiver: when the last in-order data packet arrived, ps ([`NEVER`]:
+    /// none yet; Linux's `icsk_ack.lrcvtime`).
+    pub last_rcv: u64,
     /// Loss-recovery state of the configured law, both ends.
     pub rec: Recovery,
     /// Window of outstanding packets (the configured window, or DCTCP's cwnd).
@@ -234,6 +247,7 @@ impl Sim<'_> {
         });
         qp.msgs.push(m);
         qp.posted_psn += npkts;
+        qp.seq.posted = qp.posted_psn;
         qp.bytes_posted += bytes;
         if idle {
             // The cursor may have run past the end; point it at the new message.
@@ -304,6 +318,8 @@ impl Sim<'_> {
                 since_ack: 0,
                 delack_at: NEVER,
                 last_ce: false,
+                quick_acks: 0,
+                last_rcv: NEVER,
                 rec: match self.cfg.loss_recovery {
                     LossRecovery::GoBackN => {
                         Recovery::GoBackN(GoBackN::new(self.window_pkts, self.ooo))
@@ -314,14 +330,18 @@ impl Sim<'_> {
                     LossRecovery::GoBack0 => {
                         Recovery::GoBack0(GoBack0::new(self.window_pkts, self.ooo))
                     }
-                    LossRecovery::Tcp => Recovery::Tcp(TcpRecovery::new(
-                        self.window_pkts,
-                        base_rtt,
-                        self.cfg.tcp_min_rto.0,
-                        self.cfg.tcp_max_rto.0,
-                        self.cfg.tcp_sack,
-                        self.cfg.tcp_rack,
-                    )),
+                    LossRecovery::Tcp => {
+                        let mut t = TcpRecovery::new(
+                            self.window_pkts,
+                            base_rtt,
+                            self.cfg.tcp_min_rto.0,
+                            self.cfg.tcp_max_rto.0,
+                            self.cfg.tcp_sack,
+                            self.cfg.tcp_rack,
+                        );
+                        t.dsack = self.cfg.tcp_sack && self.cfg.tcp_dsack;
+                        Recovery::Tcp(t)
+                    }
                 },
                 wnd: self.window_pkts,
                 cc_on: false,
@@ -581,6 +601,11 @@ impl Sim<'_> {
                 // a selective or trimmed NACK carries a PSN where others
                 // carry DCTCP's CE count
                 let (fb, ce) = match k.kind {
+                    PktKind::Ack if k.flags & F_DSACK != 0 => {
+                        // the block's end, signed from the cumulative PSN
+                        let hi = k.psn.wrapping_add(k.sack_end as i16 as i32 as u32);
+                        (Feedback::Dsack(hi - k.sack_len as u32, hi), k.hash)
+                    }
                     PktKind::Ack if k.sack_len > 0 => {
                         let hi = k.psn + k.sack_end as u32;
                         (Feedback::AckBlock(hi - k.sack_len as u32, hi), k.hash)
@@ -617,10 +642,13 @@ impl Sim<'_> {
             self.receive_trimmed(k);
             return;
         }
+        let delack = self.delayed_ack();
+        let now = self.now;
         let qp = &mut self.qps.pairs[qpi];
         qp.cc.on_data(k.hash);
         let epsn_before = qp.rec.expected();
         let mut ack_now = false;
+        let mut in_order = false;
         // DCTCP under delayed ACK: a change of the CE state is ACKed at once
         // (RFC 8257 §3.2), so the echo stays exact per segment run
         let ce = k.flags & F_ECN != 0;
@@ -630,7 +658,10 @@ impl Sim<'_> {
         // fills all or part of it at once (RFC 5681 §4.2)
         let had_gap = matches!(&qp.rec, Recovery::Tcp(t) if t.ooo_held > 0);
         let accepted = match qp.rec.on_data(k.psn) {
-            RxVerdict::Accepted => true,
+            RxVerdict::Accepted => {
+                in_order = true;
+                true
+            }
             RxVerdict::AcceptedAck => {
                 ack_now = true;
                 true
@@ -667,6 +698,30 @@ impl Sim<'_> {
             self.counters
                 .data_accepted((k.wire - self.cfg.header_bytes) as u64, k.vl);
         }
+        if delack > 0 {
+            // Linux's quick-ACK mode: the first data of a connection (slow
+            // start grows the window per ACK: a held ACK holds it) and data
+            // after an idle gap longer than the RTO (`tcp_event_data_recv`:
+            // the sender may be restarting its window), and a duplicate
+            // segment (`tcp_data_queue`: the sender is retransmitting) grant
+            // up to 16 ACKs sent at once (`tcp_incr_quickack`: rcv_wnd /
+            // 2 MSS of them, at least 2)
+            let qp = &mut self.qps.pairs[qpi];
+            if let Recovery::Tcp(t) = &qp.rec {
+                let dup = ack_now && !accepted;
+                let idle = qp.last_rcv == NEVER || now.saturating_sub(qp.last_rcv) > t.est.rto();
+                if dup || (in_order && idle) {
+                    let grant = match t.rwnd / 2 {
+                        0 => 2,
+                        q => q,
+                    };
+                    qp.quick_acks = qp.quick_acks.max(grant.min(TCP_MAX_QUICKACKS));
+                }
+                if in_order {
+                    qp.last_rcv = now;
+                }
+            }
+        }
         self.qps.pairs[qpi].since_ack += 1;
         let mut completed = false;
         loop {
@@ -691,7 +746,6 @@ impl Sim<'_> {
                 self.task_done(m.task);
             }
         }
-        let delack = self.delayed_ack();
         let every = if delack > 0 {
             // RFC 5681 §4.2: an ACK for at least every second full-sized segment
             2
@@ -699,7 +753,6 @@ impl Sim<'_> {
             CcState::ack_every(&self.cfg.cc, self.cfg.ack_every)
         };
         let dctcp = matches!(self.cfg.cc, super::CongestionControl::Dctcp { .. });
-        let now = self.now;
         let qp = &mut self.qps.pairs[qpi];
         // A packet that fills a gap (the expected PSN jumps past packets that
         // arrived early) is ACKed at once, as TCP does (RFC 5681 §4.2): the
@@ -714,6 +767,7 @@ impl Sim<'_> {
             || (had_gap && accepted)
             || ack_now
             || (dctcp && delack > 0 && ce_changed)
+            || (delack > 0 && qp.quick_acks > 0)
             || qp.since_ack >= every
         {
             qp.since_ack = 0;
@@ -721,14 +775,25 @@ impl Sim<'_> {
             let e = qp.rec.expected();
             let ce = qp.cc.take_ce_echo();
             // SACK (RFC 2018): an ACK of an out-of-order segment carries the
-            // block that holds it, as offsets from the cumulative PSN
-            let block = match &qp.rec {
-                Recovery::Tcp(t) if self.cfg.tcp_sack && ack_now && accepted => t
-                    .sack_block(k.psn)
-                    .map_or((0, 0), |(lo, hi)| ((hi - e) as u16, (hi - lo) as u8)),
-                _ => (0, 0),
+            // block that holds it, as offsets from the cumulative PSN; that
+            // of a duplicate its D-SACK block (RFC 2883), whose end may lie
+            // below the cumulative PSN (a signed offset)
+            let (block, flags) = match &qp.rec {
+                Recovery::Tcp(t) if self.cfg.tcp_sack && ack_now && accepted => (
+                    t.sack_block(k.psn)
+                        .map_or((0, 0), |(lo, hi)| ((hi - e) as u16, (hi - lo) as u8)),
+                    0,
+                ),
+                Recovery::Tcp(t) if ack_now && !accepted => t
+                    .dsack_block(k.psn)
+                    .and_then(|(lo, hi)| {
+                        let off = i16::try_from(i64::from(hi) - i64::from(e)).ok()?;
+                        Some(((off as u16, (hi - lo) as u8), F_DSACK))
+                    })
+                    .unwrap_or(((0, 0), 0)),
+                _ => ((0, 0), 0),
             };
-            self.send_ctrl_sack(k.qp, PktKind::Ack, e, ce, 0, block);
+            self.send_ctrl_sack(k.qp, PktKind::Ack, e, ce, flags, block);
         } else if delack > 0 && qp.delack_at == NEVER {
             // the first segment left unacknowledged starts the timer
             qp.delack_at = now + delack;
@@ -822,6 +887,12 @@ impl Sim<'_> {
         flags: u8,
         sack: (u16, u8),
     ) {
+        let qp = &mut self.qps.pairs[qpi];
+        if kind == PktKind::Ack && qp.quick_acks > 0 {
+            // every ACK sent uses up one of quick-ACK mode's (Linux's
+            // `tcp_dec_quickack_mode`); no store on the other laws' ACKs
+            qp.quick_acks -= 1;
+        }
         let qp = &self.qps.pairs[qpi];
         let port = qp.ack_port;
         let vl = if kind == PktKind::Cnp {
@@ -877,8 +948,11 @@ impl Sim<'_> {
             newly_acked: a.saturating_sub(qp.seq.una),
             ce,
             // a selective or trimmed NACK's field holds a PSN, not an echo
-            echo: matches!(fb, Feedback::Ack | Feedback::AckBlock(..) | Feedback::Nack)
-                .then_some(ce),
+            echo: matches!(
+                fb,
+                Feedback::Ack | Feedback::AckBlock(..) | Feedback::Dsack(..) | Feedback::Nack
+            )
+            .then_some(ce),
             una: a.max(qp.seq.una),
             nxt: qp.seq.nxt,
             nack,

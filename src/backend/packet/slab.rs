@@ -40,6 +40,10 @@ pub const F_LOSSY_HELD: u8 = 4;
 pub const F_TRIMMED: u8 = 32;
 /// Flag: a selective NACK (IRN); `hash` is the PSN the receiver got beyond its gap.
 pub const F_SACK: u8 = 64;
+/// Flag: a TCP ACK whose SACK block is a D-SACK (RFC 2883): `sack_end` is
+/// then the block's end as a signed (`i16`) offset from `psn`, since a
+/// duplicate may lie below the cumulative ACK.
+pub const F_DSACK: u8 = 128;
 /// Flag: the packet's lane was raised at this node; it arrived (and holds
 /// credits) on lane `vl − 1`.
 pub const F_VL_RAISED: u8 = 8;

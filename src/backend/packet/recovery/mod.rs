@@ -37,7 +37,7 @@ mod tcp;
 pub use go_back_0::GoBack0;
 pub use go_back_n::GoBackN;
 pub use selective::SelectiveRepeat;
-pub use tcp::{RttEstimator, TcpRecovery, CLOCK_G, DUP_THRESH};
+pub use tcp::{RttEstimator, TcpRecovery, CLOCK_G, DUP_THRESH, TCP_MAX_QUICKACKS};
 
 /// The sender's sequence space of one queue pair, PSNs (32-bit, never wrap
 /// within a run).
@@ -52,6 +52,10 @@ pub struct SendSeq {
     /// First PSN of the message holding `una` (kept by the transport; what
     /// go-back-0 restarts from).
     pub msg_start: u32,
+    /// One past the last PSN posted (kept by the transport): PSNs from
+    /// `max` up to it are data waiting to be sent for the first time (TCP's
+    /// tail loss probe sends one when there is, RFC 8985 §7.3).
+    pub posted: u32,
 }
 
 /// What an ACK or NACK tells the sender besides its cumulative PSN.
@@ -67,6 +71,9 @@ pub enum Feedback {
     /// A cumulative ACK carrying a TCP SACK block (RFC 2018): the receiver
     /// holds PSNs `[.0, .1)` beyond the cumulative one.
     AckBlock(u32, u32),
+    /// A cumulative ACK whose block is a D-SACK (RFC 2883 §4): the receiver
+    /// got PSNs `[.0, .1)` again, below the cumulative PSN or already held.
+    Dsack(u32, u32),
     /// A trimmed header of this PSN reached the receiver: its payload was cut
     /// by a full switch queue and must be sent again.
     Trimmed(u32),
@@ -76,7 +83,10 @@ impl Feedback {
     /// Anything but a plain cumulative ACK.
     #[inline]
     pub fn is_nack(self) -> bool {
-        !matches!(self, Feedback::Ack | Feedback::AckBlock(..))
+        !matches!(
+            self,
+            Feedback::Ack | Feedback::AckBlock(..) | Feedback::Dsack(..)
+        )
     }
 }
 

@@ -54,18 +54,29 @@
 //! than min_RTT after it left is taken for its original, §6.2 step 2) sets
 //! RACK.xmit_ts and RACK.rtt; a PSN sent before it is lost once RACK.rtt +
 //! reo_wnd has passed since it left (§6.2 step 5), else the reordering
-//! timer fires when it will have; reo_wnd = min_RTT / 4 (at most SRTT), 0
-//! while no reordering was seen and the sender is in recovery or has
-//! DupThresh PSNs SACKed (step 4). A PSN so marked starts a recovery as
-//! the DupThresh rule does; it also finds a lost retransmission, which RFC
-//! 6675 leaves to the timer. TLP (§7): while data is outstanding, nothing is
+//! timer fires when it will have; reo_wnd = reo_wnd_mult · min_RTT / 4 (at
+//! most SRTT), 0 while no reordering was seen and the sender is in recovery
+//! or has DupThresh PSNs SACKed (step 4). reo_wnd_mult starts at 1 and grows
+//! by one per round trip that brings a D-SACK (a segment delivered twice: a
+//! retransmission was spurious, the window too short), and goes back to 1
+//! after 16 recoveries without one (step 4's `reo_wnd_persist`). A PSN so
+//! marked starts a recovery as the DupThresh rule does; it also finds a lost
+//! retransmission, which RFC 6675 leaves to the timer. TLP (§7): while data is outstanding, nothing is
 //! SACKed and no recovery runs, the probe timeout PTO = 2 SRTT (+ WCDelAckT
 //! = 200 ms when one PSN is outstanding, never past the RTO) is armed on
-//! every new PSN sent and every ACK of new data; when it fires, the highest
-//! PSN sent goes out again whatever the window (§7.3 prefers new data when
-//! some is waiting: not modelled), the RTO is armed anew, and no second
+//! every new PSN sent and every ACK of new data; when it fires, one probe
+//! goes out whatever the congestion window (§7.3's `TLP_send_probe`): the
+//! first unsent PSN if data is waiting and the receive window allows it,
+//! else the highest PSN sent, again; the RTO is armed anew, and no second
 //! probe goes out until the tail is acknowledged. §7.4's congestion
-//! response to a loss the probe alone repaired needs DSACK: not modelled.
+//! response to a loss the probe alone repaired is not modelled.
+//!
+//! **D-SACK** (RFC 2883; `tcp_dsack`, with SACK, on by default as Linux's
+//! `net.ipv4.tcp_dsack`). A receiver that gets a segment it already has
+//! (below the cumulative ACK, or held beyond a gap) ACKs it at once with a
+//! block naming that segment (§4: the D-SACK comes first; the ACK carries it
+//! alone here). The sender's RACK widens its reordering window on it
+//! (above); it counts as no duplicate ACK (it SACKs nothing new).
 //!
 //! **Timer** (RFC 6298). The first round trip comes from the connection's
 //! handshake: SRTT = R, RTTVAR = R/2 with R the path's idle round trip (the
@@ -92,6 +103,11 @@ pub const DUP_THRESH: u32 = 3;
 
 /// Longest SACK block an ACK carries, PSNs (its length field is one byte).
 pub const SACK_BLOCK_MAX: u32 = 255;
+
+/// Most ACKs a receiver sends at once in quick-ACK mode before it delays
+/// them again (Linux's `TCP_MAX_QUICKACKS`, 16; `tcp_incr_quickack` grants
+/// rcv_wnd / (2 MSS) of them, at least 2, at most this).
+pub const TCP_MAX_QUICKACKS: u32 = 16;
 
 /// An RFC 6298 round-trip estimator (times in ps).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -232,7 +248,29 @@ pub struct TcpRecovery {
     prr_last: u32,
     /// PRR: `pipe` after the last ACK.
     prr_pipe: u32,
+    /// Receiver: a duplicate segment is reported in a D-SACK block (RFC
+    /// 2883; Linux's `net.ipv4.tcp_dsack`). On with SACK by default.
+    pub dsack: bool,
+    /// Sender (RACK): RACK.reo_wnd_mult, reo_wnd in quarters of min_RTT
+    /// (RFC 8985 §6.2 step 4; Linux's `reo_wnd_steps`, at most 255). One
+    /// byte, as Linux's: the state stays small (clippy's enum-size bound).
+    reo_wnd_mult: u8,
+    /// Sender (RACK): RACK.reo_wnd_persist, recoveries left before
+    /// `reo_wnd_mult` goes back to 1 (at most [`REO_WND_PERSIST`]).
+    reo_wnd_persist: u8,
+    /// Sender (RACK): RACK.dsack_round, one past the highest PSN sent when
+    /// a D-SACK last grew `reo_wnd_mult`: no other D-SACK grows it until
+    /// `una` passes this (one step per round trip). 0: none (a D-SACK
+    /// comes after something was sent, so a round ends at 1 or later).
+    dsack_round: u32,
+    /// Sender: recovering from a timeout until `una` reaches `recover`
+    /// (RFC 8985's "RTO recovery", whose end counts for `reo_wnd_persist`).
+    rto_recovery: bool,
 }
+
+/// RFC 8985 §6.2 step 4: recoveries without a D-SACK after which
+/// `reo_wnd_mult` goes back to 1 (Linux's `TCP_RACK_RECOVERY_THRESH`).
+pub const REO_WND_PERSIST: u8 = 16;
 
 impl TcpRecovery {
     /// A connection whose window holds at most `window_pkts` packets, on a
@@ -292,6 +330,55 @@ impl TcpRecovery {
             prr_out_at_ack: 0,
             prr_last: 0,
             prr_pipe: 0,
+            dsack: sack,
+            reo_wnd_mult: 1,
+            reo_wnd_persist: 0,
+            dsack_round: 0,
+            rto_recovery: false,
+        }
+    }
+
+    /// Receiver: the D-SACK block (RFC 2883 §4) for PSN `psn`, which just
+    /// arrived and was refused ([`RxVerdict::DuplicateAck`]): `[psn, psn +
+    /// 1)` if the receiver already had it (below the expected PSN, or held
+    /// beyond a gap); `None` for a segment beyond the receive window, or
+    /// with D-SACK off.
+    pub fn dsack_block(&self, psn: u32) -> Option<(u32, u32)> {
+        if !self.dsack {
+            return None;
+        }
+        let had = psn < self.epsn
+            || (psn - self.epsn < self.ooo_bits.capacity() && self.ooo_bits.get(psn));
+        had.then_some((psn, psn + 1))
+    }
+
+    /// Sender (RACK): the current reordering-window multiplier
+    /// (RACK.reo_wnd_mult, RFC 8985 §6.2 step 4).
+    pub fn reo_wnd_mult(&self) -> u32 {
+        u32::from(self.reo_wnd_mult)
+    }
+
+    /// Sender: RFC 8985 §6.2 step 4 on an ACK (after `una` moved): the
+    /// D-SACK round ends once `una` passes it; a D-SACK outside one starts
+    /// one, grows `reo_wnd_mult` by one and keeps it for
+    /// [`REO_WND_PERSIST`] recoveries.
+    fn on_dsack(&mut self, seq: &SendSeq, fb: Feedback) {
+        if self.dsack_round != 0 && seq.una >= self.dsack_round {
+            self.dsack_round = 0;
+        }
+        if matches!(fb, Feedback::Dsack(..)) && self.dsack_round == 0 {
+            self.dsack_round = seq.max.max(1);
+            self.reo_wnd_mult = self.reo_wnd_mult.saturating_add(1);
+            self.reo_wnd_persist = REO_WND_PERSIST;
+        }
+    }
+
+    /// Sender: a fast or RTO recovery ended (RFC 8985 §6.2 step 4): one
+    /// fewer recovery before `reo_wnd_mult` goes back to 1.
+    fn recovery_ended(&mut self) {
+        self.reo_wnd_persist = self.reo_wnd_persist.saturating_sub(1);
+        if self.reo_wnd_persist == 0 {
+            self.reo_wnd_mult = 1;
         }
     }
 
@@ -392,15 +479,17 @@ impl TcpRecovery {
 
     /// RACK.reo_wnd, ps (RFC 8985 §6.2 step 4): none while no reordering
     /// was seen and the sender is in recovery or DupThresh segments are
-    /// SACKed; else min_RTT / 4, at most SRTT.
-    fn reo_wnd(&self) -> u64 {
+    /// SACKed; else reo_wnd_mult · min_RTT / 4, at most SRTT.
+    pub fn reo_wnd(&self) -> u64 {
         if !self.reord && (self.in_recovery || self.nsacked >= DUP_THRESH) {
             return 0;
         }
         if self.min_rtt == NEVER {
             return 0;
         }
-        (self.min_rtt / 4).min(self.est.srtt as u64)
+        (self.min_rtt / 4)
+            .saturating_mul(u64::from(self.reo_wnd_mult))
+            .min(self.est.srtt as u64)
     }
 
     /// RACK's loss detection (RFC 8985 §6.2 step 5): a PSN sent before the
@@ -581,6 +670,7 @@ impl TcpRecovery {
 impl RecoveryLaw for TcpRecovery {
     #[inline]
     fn next_psn(&self, seq: &SendSeq) -> u32 {
+        // (a probe of new data is `nxt` itself)
         if let Some(p) = self.probe.filter(|&p| p >= seq.una && p < seq.nxt) {
             return p;
         }
@@ -698,19 +788,26 @@ impl RecoveryLaw for TcpRecovery {
             if let Some((lo, hi)) = block {
                 self.mark_sacked(seq, lo, hi, now);
             }
+            if self.rto_recovery && a >= self.recover {
+                self.rto_recovery = false;
+                self.recovery_ended();
+            }
             if self.in_recovery {
                 if a >= self.recover {
                     self.in_recovery = false;
                     self.retx = None;
                     self.first_rtx = false;
+                    self.recovery_ended();
                 } else if !self.sack {
                     // partial ACK: the next hole goes out at once (RFC 6582 §3.2 step 3)
                     self.retx = Some(a);
                     e.nack_rewind = true;
                 }
             }
-        } else if matches!(fb, Feedback::Ack | Feedback::AckBlock(..))
-            && a == seq.una
+        } else if matches!(
+            fb,
+            Feedback::Ack | Feedback::AckBlock(..) | Feedback::Dsack(..)
+        ) && a == seq.una
             && seq.una < seq.max
         {
             // with SACK a duplicate ACK is one that SACKs new data (RFC 6675 §2)
@@ -730,6 +827,9 @@ impl RecoveryLaw for TcpRecovery {
                 e.nack_rewind = true;
                 e.loss = true;
             }
+        }
+        if self.sack {
+            self.on_dsack(seq, fb);
         }
         if self.sack && self.sack_update(seq, now, e.advanced) {
             e.nack_rewind = true;
@@ -789,11 +889,15 @@ impl RecoveryLaw for TcpRecovery {
             }
         }
         if self.tlp_deadline <= now {
-            // a tail loss probe: the highest PSN sent, again, whatever the
-            // window; the RTO is armed anew (RFC 8985 §7.3)
+            // a tail loss probe, whatever the congestion window (RFC 8985
+            // §7.3, `TLP_send_probe`): the first unsent PSN if one is
+            // waiting and the receive window allows it, else the highest
+            // PSN sent, again; the RTO is armed anew
             self.tlp_deadline = NEVER;
-            self.probe = Some(seq.max - 1);
-            self.tlp_end = Some(seq.max);
+            let new = seq.nxt == seq.max && seq.max < seq.posted && seq.max - seq.una < self.rwnd;
+            let p = if new { seq.max } else { seq.max - 1 };
+            self.probe = Some(p);
+            self.tlp_end = Some(p + 1);
             self.rto_deadline = now.saturating_add(self.rto());
             let at = self.due();
             self.timer_at = at;
@@ -824,6 +928,7 @@ impl RecoveryLaw for TcpRecovery {
         // duplicate ACKs of what was sent before the timeout start no
         // recovery (RFC 6582 §4)
         self.recover = seq.max;
+        self.rto_recovery = true;
         self.backoff = (self.backoff + 1).min(63);
         self.rto_deadline = now.saturating_add(self.rto());
         self.timer_at = self.rto_deadline;
@@ -861,7 +966,8 @@ impl RecoveryLaw for TcpRecovery {
     #[inline]
     fn blocked(&self, seq: &SendSeq, psn: u32, wnd: u32) -> bool {
         if self.probe == Some(psn) {
-            // a tail loss probe goes out whatever the window (RFC 8985 §7.3)
+            // a tail loss probe goes out whatever the congestion window (RFC
+            // 8985 §7.3; new data was checked against the receive window)
             return false;
         }
         if !(self.sack && (self.in_recovery || self.nlost > 0)) {
@@ -1099,7 +1205,12 @@ mod tests {
     /// has sent PSNs 0..4 at 0, 1, 2, 3 µs and got 0 and 1 ACKed one round
     /// trip later (100, 101 µs): SRTT = min_RTT = 100 µs.
     fn rack_after_two_acks() -> (TcpRecovery, SendSeq) {
-        let mut r = TcpRecovery::new(64, 100 * US, 200_000 * US, 1_000_000 * US, true, true);
+        rack_after_two_acks_in(64)
+    }
+
+    /// [`rack_after_two_acks`] with a receive window of `rwnd` packets.
+    fn rack_after_two_acks_in(rwnd: u32) -> (TcpRecovery, SendSeq) {
+        let mut r = TcpRecovery::new(rwnd, 100 * US, 200_000 * US, 1_000_000 * US, true, true);
         let mut s = SendSeq::default();
         for t in 0..4 {
             sent(&mut r, &mut s, 1, t * US);
@@ -1187,6 +1298,104 @@ mod tests {
         assert!(e.loss && e.in_recovery);
         assert_eq!(r.next_psn(&s), 2);
         assert!(r.rto_deadline > 200_000 * US);
+    }
+
+    #[test]
+    fn a_tail_loss_probe_sends_new_data_when_some_waits_and_the_receive_window_allows() {
+        // RFC 8985 §7.3 (`TLP_send_probe`): "If Segment exists and fits the
+        // peer receive window limit: transmit the lowest-sequence unsent
+        // Segment", whatever the congestion window; "Else: retransmit the
+        // highest-sequence Segment sent". PSNs 2 and 3 are outstanding,
+        // 0..4 sent, 6 more posted (PSNs 4..10), cwnd 2 (full). The PTO
+        // fires 2 SRTT = 200 µs after the last ACK (301 µs, as for the
+        // tail without new data) and PSN 4, new, goes out past the full
+        // cwnd; then no second probe (cwnd blocks PSN 5) until the tail is
+        // acknowledged (TLP.end_seq = 5).
+        let (mut r, mut s) = rack_after_two_acks();
+        s.posted = 10;
+        assert_eq!(
+            fire(&mut r, &mut s),
+            (
+                301 * US,
+                TimerEffect::Resend {
+                    at: r.timer_at,
+                    loss: false
+                }
+            )
+        );
+        assert_eq!(r.next_psn(&s), 4, "the first unsent PSN");
+        assert!(!r.blocked(&s, 4, 2), "whatever the congestion window");
+        sent(&mut r, &mut s, 1, 301 * US);
+        assert_eq!((s.nxt, s.max), (5, 5));
+        assert!(r.blocked(&s, 5, 2), "one probe per tail");
+        assert_eq!(r.tlp_end, Some(5));
+        // the receive window (2 packets) is full with 2 and 3 outstanding:
+        // the highest PSN sent goes out again
+        let (mut r, mut s) = rack_after_two_acks_in(2);
+        s.posted = 10;
+        fire(&mut r, &mut s);
+        assert_eq!(r.next_psn(&s), 3);
+        assert_eq!(r.tlp_end, Some(4));
+    }
+
+    #[test]
+    fn a_spurious_retransmission_draws_a_dsack_that_doubles_rack_reo_wnd() {
+        // The receiver (RFC 2883 §4): a segment it already has, below the
+        // cumulative ACK or held beyond a gap, is reported in a D-SACK
+        // block of that one segment; one beyond the receive window is not.
+        let mut rcv = TcpRecovery::new(64, 100 * US, 200_000 * US, 1_000_000 * US, true, true);
+        assert_eq!(rcv.on_data(0), RxVerdict::Accepted);
+        assert_eq!(rcv.on_data(0), RxVerdict::DuplicateAck);
+        assert_eq!(rcv.dsack_block(0), Some((0, 1)));
+        assert_eq!(rcv.on_data(3), RxVerdict::AcceptedAck);
+        assert_eq!(rcv.on_data(3), RxVerdict::DuplicateAck);
+        assert_eq!(rcv.dsack_block(3), Some((3, 4)));
+        assert_eq!(rcv.on_data(1 + 64), RxVerdict::DuplicateAck);
+        assert_eq!(
+            rcv.dsack_block(1 + 64),
+            None,
+            "beyond the window, not a duplicate"
+        );
+        rcv.dsack = false;
+        assert_eq!(rcv.dsack_block(0), None);
+        // The sender (RFC 8985 §6.2 step 4): PSN 2 is only delayed; 3 is
+        // SACKed at 103 µs, RACK marks 2 lost at 2 + 100 + 25 = 127 µs
+        // (reo_wnd = min_RTT / 4 = 25 µs) and resends it: spurious. The
+        // original arrives (cumulative ACK 4 at 130 µs, no RTT sample:
+        // sooner than min_RTT after the retransmission, step 2), then the
+        // retransmission does, and its ACK carries the D-SACK (2, 3):
+        // reo_wnd_mult 1 → 2, reo_wnd = 2 · 100 / 4 = 50 µs (< SRTT).
+        let (mut r, mut s) = rack_after_two_acks();
+        assert_eq!(r.reo_wnd(), 25 * US);
+        r.on_ack(&mut s, 2, Feedback::AckBlock(3, 4), 103 * US, 0);
+        fire(&mut r, &mut s);
+        assert_eq!(r.next_psn(&s), 2);
+        sent(&mut r, &mut s, 1, 127 * US);
+        let e = r.on_ack(&mut s, 4, Feedback::Ack, 130 * US, 0);
+        assert!(e.advanced && !e.in_recovery);
+        let e = r.on_ack(&mut s, 4, Feedback::Dsack(2, 3), 227 * US, 0);
+        assert!(!e.dupack, "a D-SACK SACKs nothing new: no duplicate ACK");
+        assert_eq!(r.reo_wnd_mult(), 2);
+        assert_eq!(r.reo_wnd(), 50 * US);
+        // The next time a PSN (6) is overtaken by a later one (7, SACKed
+        // at 403 µs with RACK.rtt = 100 µs), RACK waits the wider window:
+        // lost at 302 + 100 + 50 = 452 µs instead of 427.
+        for t in 300..304 {
+            sent(&mut r, &mut s, 1, t * US);
+        }
+        r.on_ack(&mut s, 5, Feedback::Ack, 400 * US, 0);
+        r.on_ack(&mut s, 6, Feedback::Ack, 401 * US, 0);
+        let e = r.on_ack(&mut s, 6, Feedback::AckBlock(7, 8), 403 * US, 0);
+        assert_eq!(e.timer, Some(452 * US));
+        // reo_wnd_mult stays for 16 recoveries without a D-SACK, then
+        // goes back to 1 (RACK.reo_wnd_persist, Linux's
+        // TCP_RACK_RECOVERY_THRESH)
+        for _ in 1..REO_WND_PERSIST {
+            r.recovery_ended();
+        }
+        assert_eq!(r.reo_wnd_mult(), 2);
+        r.recovery_ended();
+        assert_eq!(r.reo_wnd_mult(), 1);
     }
 
     #[test]

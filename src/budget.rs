@@ -59,6 +59,10 @@ pub struct Budget {
     pub memory_is_default: bool,
     /// Most packet events a packet-level run may simulate (`simulation.max_events`).
     pub max_events: u64,
+    /// Most worker threads for a scenario's independent simulations
+    /// (`simulation.threads`; `None`: the machine's cores). Each thread runs
+    /// one whole simulation, so memory is checked per thread.
+    pub threads: Option<u32>,
 }
 
 impl Default for Budget {
@@ -67,6 +71,7 @@ impl Default for Budget {
             max_memory: default_max_memory(),
             memory_is_default: true,
             max_events: DEFAULT_MAX_EVENTS,
+            threads: None,
         }
     }
 }
@@ -541,6 +546,13 @@ pub fn dag_memory(dag: &crate::dag::Dag) -> f64 {
     dag_memory_at(dag, false)
 }
 
+/// Memory one run of the built `dag` needs, bytes: the scenario's `estimate`
+/// with its guessed DAG replaced by the built one.
+pub fn run_memory(dag: &crate::dag::Dag, estimate: &Estimate) -> f64 {
+    let rest = (estimate.memory - estimate.tasks * BYTES_PER_TASK).max(0.0);
+    rest + dag_memory_at(dag, estimate.flow_level)
+}
+
 /// [`dag_memory`] for a run at the flow level (`flow_level`) or another.
 pub fn dag_memory_at(dag: &crate::dag::Dag, flow_level: bool) -> f64 {
     let per_task = if flow_level {
@@ -564,8 +576,7 @@ pub fn check_dag(
     estimate: &Estimate,
     budget: &Budget,
 ) -> Result<(), OverBudget> {
-    let rest = (estimate.memory - estimate.tasks * BYTES_PER_TASK).max(0.0);
-    let memory = rest + dag_memory_at(dag, estimate.flow_level);
+    let memory = run_memory(dag, estimate);
     if memory <= budget.max_memory as f64 {
         return Ok(());
     }
@@ -681,6 +692,7 @@ mod tests {
                 max_memory: 8 << 30,
                 memory_is_default: false,
                 max_events: DEFAULT_MAX_EVENTS,
+                threads: None,
             })
             .unwrap_err();
         assert_eq!(err.field, "cluster.nodes");

@@ -54,6 +54,9 @@ struct Output {
     /// Write the run as a timeline (Chrome trace-event JSON: GPUs' compute and sends, operations) to open in Perfetto (ui.perfetto.dev).
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
+    /// Worker threads for the scenario's independent simulations (each job alone, each fault alone), instead of simulation.threads; the results are the same for every count.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(fabricsim::config::MAX_THREADS)))]
+    threads: Option<u32>,
     /// No progress bar on stderr.
     #[arg(long, short = 'q')]
     quiet: bool,
@@ -818,6 +821,7 @@ fn execute(s: &Scenario, out: &Output) -> ExitCode {
         flow_records: out.out.is_some(),
         trace: out.trace.is_some(),
         progress: progress.clone(),
+        threads: out.threads.map(|t| t as usize),
     };
     let result = run::run(s, &opts);
     progress_done(&progress);

@@ -54,6 +54,10 @@ pub struct RunOptions {
     /// Called every few tens of thousands of backend events (never per event),
     /// at every fidelity and for every workload kind ([`backend::Observers::progress`]).
     pub progress: Option<ProgressHook>,
+    /// Worker threads for the scenario's independent simulations instead of
+    /// `simulation.threads` (each job alone, each fault alone); the results
+    /// are the same for every count.
+    pub threads: Option<usize>,
 }
 
 impl fmt::Debug for RunOptions {
@@ -66,6 +70,7 @@ impl fmt::Debug for RunOptions {
             .field("flow_records", &self.flow_records)
             .field("trace", &self.trace)
             .field("progress", &self.progress.is_some())
+            .field("threads", &self.threads)
             .finish()
     }
 }
@@ -570,6 +575,9 @@ fn read_backend_keys(
         "simulation.fidelity",
         "simulation.max_memory",
     ]);
+    usage.read_if("simulation.threads", independent_runs(s) > 1, || {
+        "worker threads run a scenario's independent simulations side by side (each job alone, the healthy fabric and each fault alone when there are several); this scenario has one simulation to run, and the engine itself runs on one thread".into()
+    });
     usage.read_if(
         "simulation.max_events",
         fidelity == Fidelity::Packet,
@@ -961,6 +969,85 @@ impl Executor<'_> {
 /// dependencies, [`crate::budget::check_dag`]) before the backend allocates
 /// anything: the scenario's estimate counts tasks only, and a workload whose
 /// dependencies grow faster would otherwise meet the OOM killer instead.
+/// The most simulations of scenario `s` that run independently of each
+/// other, which `simulation.threads` spreads over worker threads: each job
+/// alone, and with several faults the healthy fabric and each fault alone
+/// (training, inference and jobs).
+fn independent_runs(s: &Scenario) -> usize {
+    let faults = if s.faults.len() > 1 {
+        1 + s.faults.len()
+    } else {
+        1
+    };
+    match &s.workload {
+        WorkloadSpec::Jobs(jobs) => jobs.len().max(faults),
+        WorkloadSpec::Training(_) | WorkloadSpec::Inference(_) => faults,
+        _ => 1,
+    }
+}
+
+/// Worker threads for `runs` independent simulations each about the size of
+/// `dag`: `--threads`, else `simulation.threads`, else the machine's cores; at
+/// most one per run, and no more than the memory budget holds at once (each
+/// thread runs one whole simulation).
+fn workers(exec: &Executor<'_>, runs: usize, dag: &Dag) -> usize {
+    let asked = exec
+        .opts
+        .threads
+        .or(exec.scenario.budget.threads.map(|t| t as usize))
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+    let estimate = crate::budget::run(exec.scenario, exec.topo, exec.fidelity);
+    let per_run = crate::budget::run_memory(dag, &estimate).max(1.0);
+    let fit = (exec.scenario.budget.max_memory as f64 / per_run).floor() as usize;
+    asked.min(runs).min(fit).max(1)
+}
+
+/// Runs the `n` independent simulations `run(0..n)` on up to `workers`
+/// threads and returns their results in index order, so the output is the
+/// same whatever the thread count; the first error by index is the one
+/// reported.
+fn run_parallel<T: Send>(
+    workers: usize,
+    n: usize,
+    run: impl Fn(usize) -> Result<T, RunError> + Sync,
+) -> Result<Vec<T>, RunError> {
+    if workers <= 1 || n <= 1 {
+        return (0..n).map(run).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut slots: Vec<Option<Result<T, RunError>>> = (0..n).map(|_| None).collect();
+    let done = std::sync::Mutex::new(Vec::with_capacity(n));
+    std::thread::scope(|scope| {
+        for _ in 0..workers.min(n) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= n {
+                    break;
+                }
+                let r = run(i);
+                // a poisoned lock means another worker panicked: the scope
+                // re-raises that panic when it joins
+                if let Ok(mut d) = done.lock() {
+                    d.push((i, r));
+                }
+            });
+        }
+    });
+    for (i, r) in done.into_inner().unwrap_or_default() {
+        slots[i] = Some(r);
+    }
+    slots
+        .into_iter()
+        .map(|r| {
+            r.unwrap_or_else(|| {
+                Err(RunError::Unsupported(
+                    "a worker thread stopped before its run".into(),
+                ))
+            })
+        })
+        .collect()
+}
+
 fn check_dag_budget(
     scenario: &Scenario,
     topo: &Topology,
@@ -1858,16 +1945,26 @@ fn fault_effects(
     if scenario.faults.is_empty() {
         return Ok(out);
     }
-    let (_, healthy) = run_dag_with(exec, dag, &[])?;
-    acc.add_events(healthy.events);
-    let h = healthy.makespan.as_secs_f64();
+    // run 0 is the healthy fabric, run i + 1 fault i alone (when there are
+    // several: one fault alone is the run with every fault)
+    let n = if scenario.faults.len() == 1 {
+        1
+    } else {
+        1 + scenario.faults.len()
+    };
+    let runs = run_parallel(workers(exec, n, dag), n, |r| {
+        let which: &[usize] = if r == 0 { &[] } else { &[r - 1] };
+        run_dag_with(exec, dag, which).map(|(_, o)| (o.makespan, o.events))
+    })?;
+    for &(_, events) in &runs {
+        acc.add_events(events);
+    }
+    let h = runs[0].0.as_secs_f64();
     for (i, f) in scenario.faults.iter().enumerate() {
         let alone = if scenario.faults.len() == 1 {
             with_all
         } else {
-            let (_, o) = run_dag_with(exec, dag, &[i])?;
-            acc.add_events(o.events);
-            o.makespan
+            runs[i + 1].0
         };
         out.push(FaultEffect {
             name: f.name.clone(),

@@ -342,6 +342,13 @@ pub fn run_shard(
             ));
         }
     }
+    let workers = threads(jobs, scenarios.len());
+    // the sweep's runs already fill the cores: each runs its own independent
+    // simulations one after another unless told otherwise
+    let opts = &run::RunOptions {
+        threads: opts.threads.or((workers > 1).then_some(1)),
+        ..opts.clone()
+    };
     let work = || {
         scenarios
             .par_iter()
@@ -358,9 +365,7 @@ pub fn run_shard(
             })
             .collect::<Vec<_>>()
     };
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads(jobs, scenarios.len()))
-        .build();
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(workers).build();
     Ok(match pool {
         Ok(p) => p.install(work),
         Err(_) => work(),

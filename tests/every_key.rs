@@ -315,6 +315,7 @@ const ALTERNATIVES: &[(&str, &[&str])] = &[
     ("simulation.time_limit", &["\"10us\"", "\"100s\""]),
     ("simulation.deadlock_timeout", &["\"1us\"", "\"1s\""]),
     ("simulation.max_memory", &["\"64KiB\"", "\"8GiB\""]),
+    ("simulation.threads", &["1", "2"]),
     ("simulation.max_events", &["10", "1e12"]),
     ("faults.N.kind", &["\"slow_gpu\"", "\"link_down\""]),
     ("faults.N.name", &["\"renamed\""]),
@@ -370,6 +371,8 @@ const BOUNDS_AND_LABELS: &[&str] = &[
     "simulation.deadlock_timeout",
     // the fidelity is what each case sets
     "simulation.fidelity",
+    // worker threads: the same result at every count (tests/threads.rs)
+    "simulation.threads",
     // the sampled series go to the HTML report (`--report`), not the JSON
     "simulation.sample_interval",
 ];

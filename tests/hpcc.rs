@@ -20,41 +20,18 @@ use fabricsim::run::{run, RunOptions};
 /// 4 MiB per port (deep enough that only HPCC bounds the queue): RoCEv2
 /// framing, 4 KiB MTU, no PFC, no ECN.
 fn incast(senders: u32, bytes: &str, extra: &str) -> String {
-    format!(
-        r#"
-name = "hpcc incast"
-[cluster]
-nodes = {nodes}
-gpus_per_node = 1
-nics_per_node = 1
-nvlink_bandwidth = "450GB/s"
-[topology]
-kind = "single_switch"
-[fabric]
-kind = "roce"
-link_rate = "100Gbps"
-mtu = "4KiB"
-header_bytes = 78
-link_latency = "2us"
-switch_latency = "500ns"
-buffer = "4MiB"
-pfc = false
-ecn = false
-cc = "hpcc"
-{extra}
-[workload]
-kind = "traffic"
-pattern = "incast"
-senders = {senders}
-receiver = 0
-bytes = "{bytes}"
-[simulation]
-fidelity = "packet"
-seed = 3
-sample_interval = "1us"
-"#,
-        nodes = senders + 1
-    )
+    common::RoceIncast {
+        name: "hpcc incast",
+        cc: "hpcc",
+        senders,
+        rate: "100Gbps",
+        link_latency: "2us",
+        buffer: "4MiB",
+        bytes,
+        sample_interval: "1us",
+        extra,
+    }
+    .text()
 }
 
 fn run_text(text: &str) -> Report {

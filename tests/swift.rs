@@ -23,41 +23,18 @@ use fabricsim::run::{run, RunOptions};
 /// 1 MiB per port (deep enough that only Swift bounds the queue): RoCEv2
 /// framing, no PFC, no ECN.
 fn incast(senders: u32, bytes: &str, extra: &str) -> String {
-    format!(
-        r#"
-name = "swift incast"
-[cluster]
-nodes = {nodes}
-gpus_per_node = 1
-nics_per_node = 1
-nvlink_bandwidth = "450GB/s"
-[topology]
-kind = "single_switch"
-[fabric]
-kind = "roce"
-link_rate = "100Gbps"
-mtu = "4KiB"
-header_bytes = 78
-link_latency = "500ns"
-switch_latency = "500ns"
-buffer = "1MiB"
-pfc = false
-ecn = false
-cc = "swift"
-{extra}
-[workload]
-kind = "traffic"
-pattern = "incast"
-senders = {senders}
-receiver = 0
-bytes = "{bytes}"
-[simulation]
-fidelity = "packet"
-seed = 3
-sample_interval = "2us"
-"#,
-        nodes = senders + 1
-    )
+    common::RoceIncast {
+        name: "swift incast",
+        cc: "swift",
+        senders,
+        rate: "100Gbps",
+        link_latency: "500ns",
+        buffer: "1MiB",
+        bytes,
+        sample_interval: "2us",
+        extra,
+    }
+    .text()
 }
 
 fn run_text(text: &str) -> Report {

@@ -28,41 +28,18 @@ use fabricsim::run::{run, RunOptions};
 /// with 4 MiB per port (deep enough to hold T_high = 500 µs of queue at
 /// 10G, 625 KB, several times): RoCEv2 framing, no PFC, no ECN.
 fn incast(senders: u32, rate: &str, bytes: &str, extra: &str) -> String {
-    format!(
-        r#"
-name = "timely incast"
-[cluster]
-nodes = {nodes}
-gpus_per_node = 1
-nics_per_node = 1
-nvlink_bandwidth = "450GB/s"
-[topology]
-kind = "single_switch"
-[fabric]
-kind = "roce"
-link_rate = "{rate}"
-mtu = "4KiB"
-header_bytes = 78
-link_latency = "500ns"
-switch_latency = "500ns"
-buffer = "4MiB"
-pfc = false
-ecn = false
-cc = "timely"
-{extra}
-[workload]
-kind = "traffic"
-pattern = "incast"
-senders = {senders}
-receiver = 0
-bytes = "{bytes}"
-[simulation]
-fidelity = "packet"
-seed = 3
-sample_interval = "10us"
-"#,
-        nodes = senders + 1
-    )
+    common::RoceIncast {
+        name: "timely incast",
+        cc: "timely",
+        senders,
+        rate,
+        link_latency: "500ns",
+        buffer: "4MiB",
+        bytes,
+        sample_interval: "10us",
+        extra,
+    }
+    .text()
 }
 
 fn run_text(text: &str) -> Report {

@@ -76,7 +76,7 @@ pub use raw::{
     RawTopology, RawWorkload,
 };
 pub use scenario::{IgnoredSetting, Scenario, WorkloadSpec};
-pub use simulation::{Fidelity, MAX_LATENCY, MAX_SIM_TIME};
+pub use simulation::{Fidelity, MAX_LATENCY, MAX_SIM_TIME, MAX_THREADS};
 pub use validate::{keys_set, load, parse};
 pub use workload::{FaultSpec, InferenceSpec, TrainingSpec};
 

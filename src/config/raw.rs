@@ -552,6 +552,9 @@ pub struct RawSimulation {
     pub max_memory: Option<RawQuantity>,
     /// Packet level: most packet events a run may simulate.
     pub max_events: Option<RawNumber>,
+    /// Most worker threads for the independent simulations of one scenario
+    /// (default: the machine's cores).
+    pub threads: Option<i64>,
 }
 
 /// A whole scenario file as written.

@@ -38,6 +38,11 @@ impl Fidelity {
     }
 }
 
+/// Most worker threads `simulation.threads` (and `--threads`) may ask for,
+/// as for `sweep --jobs`: beyond it a thread per run costs more than it gains
+/// on any machine this runs on.
+pub const MAX_THREADS: u32 = 256;
+
 /// Longest latency or per-packet overhead a key may set: 1 s. Latencies are
 /// paid once per step, hop or packet, so a run adds up millions of them; at most
 /// 1 s each (2⁴⁰ ps), 2²⁴ of them still fit in `u64` picoseconds.
@@ -85,7 +90,7 @@ impl Validator<'_> {
         self.err(field, over.found.clone(), over.expected.clone());
     }
 
-    /// `simulation.max_memory` and `simulation.max_events`.
+    /// `simulation.max_memory`, `simulation.max_events` and `simulation.threads`.
     pub(super) fn budget(&mut self, sim: &RawSimulation) -> Option<crate::budget::Budget> {
         let mut b = crate::budget::Budget::default();
         if let Some(q) = &sim.max_memory {
@@ -104,6 +109,17 @@ impl Validator<'_> {
                 return None;
             }
             b.max_events = x as u64;
+        }
+        if let Some(n) = sim.threads {
+            if !(1..=i64::from(MAX_THREADS)).contains(&n) {
+                self.err(
+                    "simulation.threads",
+                    n.to_string(),
+                    format!("a whole number of worker threads from 1 to {MAX_THREADS} (leave it out to use every core)"),
+                );
+                return None;
+            }
+            b.threads = Some(n as u32);
         }
         Some(b)
     }

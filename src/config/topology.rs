@@ -5,54 +5,123 @@ use super::raw::{RawNumber, RawTopology};
 use super::usage;
 use super::validate::Validator;
 use super::{Fidelity, Scenario};
+use crate::topology::builder::{Occupancy, ShapeKeys, Tier, SHAPES};
 use crate::topology::TopologySpec;
 
+/// The `[topology]` keys set in the scenario, by name. A key a new shape
+/// reads gets its raw field and a line here.
+fn keys_set(t: &RawTopology) -> [(&'static str, bool); 11] {
+    [
+        ("radix", t.radix.is_some()),
+        ("spine_radix", t.spine_radix.is_some()),
+        ("oversubscription", t.oversubscription.is_some()),
+        ("k", t.k.is_some()),
+        ("groups", t.groups.is_some()),
+        ("routers_per_group", t.routers_per_group.is_some()),
+        ("hosts_per_router", t.hosts_per_router.is_some()),
+        (
+            "global_links_per_router",
+            t.global_links_per_router.is_some(),
+        ),
+        ("file", t.file.is_some()),
+        ("planes", t.planes.is_some()),
+        ("dual_tor", t.dual_tor.is_some()),
+    ]
+}
+
+/// A whole-number `[topology]` key's raw value, by name (`None` for a key
+/// that is not a whole number).
+fn whole_key(t: &RawTopology, key: &str) -> Option<i64> {
+    match key {
+        "radix" => t.radix,
+        "spine_radix" => t.spine_radix,
+        "k" => t.k,
+        "groups" => t.groups,
+        "routers_per_group" => t.routers_per_group,
+        "hosts_per_router" => t.hosts_per_router,
+        "global_links_per_router" => t.global_links_per_router,
+        _ => None,
+    }
+}
+
+/// The validator reading one shape's keys ([`ShapeKeys`]), each error at
+/// `topology.<key>`.
+struct TopologyKeys<'v, 'a, 't> {
+    v: &'v mut Validator<'a>,
+    raw: &'t RawTopology,
+    expect: super::topology_file::Expect,
+}
+
+impl ShapeKeys for TopologyKeys<'_, '_, '_> {
+    fn whole(
+        &mut self,
+        key: &'static str,
+        default: Option<i64>,
+        min: i64,
+        what: &str,
+    ) -> Option<u32> {
+        self.v.count(
+            &format!("topology.{key}"),
+            whole_key(self.raw, key),
+            default,
+            min,
+            what,
+        )
+    }
+
+    fn ratio(&mut self, key: &'static str, default: f64, expected: &str) -> Option<f64> {
+        let raw = match key {
+            "oversubscription" => self.raw.oversubscription,
+            _ => None,
+        };
+        let x = raw.map_or(default, RawNumber::as_f64);
+        if x.is_finite() && x > 0.0 {
+            Some(x)
+        } else {
+            self.v
+                .err(&format!("topology.{key}"), x.to_string(), expected);
+            None
+        }
+    }
+
+    fn file(&mut self) -> Option<TopologySpec> {
+        self.v.topology_file(self.raw.file.as_deref(), self.expect)
+    }
+}
+
 impl Validator<'_> {
+    /// `[topology]`: the shape named by `kind` ([`SHAPES`]) reads its own
+    /// keys; a key another shape takes is refused, naming the keys this one
+    /// takes.
     pub(super) fn topology(
         &mut self,
         t: &RawTopology,
         expect: super::topology_file::Expect,
     ) -> Option<TopologySpec> {
         let kind = t.kind.as_deref().unwrap_or("");
-        let allowed: &[&str] = match kind {
-            "single_switch" => &[],
-            "leaf_spine" => &["radix", "oversubscription", "planes", "dual_tor"],
-            "fat_tree" => &["k", "planes", "dual_tor"],
-            "rail_optimized" => &["radix", "spine_radix", "planes"],
-            "dragonfly" => &[
-                "groups",
-                "routers_per_group",
-                "hosts_per_router",
-                "global_links_per_router",
-            ],
-            "file" => &["file"],
-            "" => {
-                self.err("topology.kind", "nothing", "one of \"single_switch\", \"leaf_spine\", \"fat_tree\", \"rail_optimized\", \"dragonfly\", \"file\"");
-                return None;
-            }
-            other => {
-                self.err("topology.kind", format!("{other:?}"), "one of \"single_switch\", \"leaf_spine\", \"fat_tree\", \"rail_optimized\", \"dragonfly\", \"file\"");
-                return None;
-            }
+        let Some(entry) = SHAPES.iter().find(|e| e.kind == kind) else {
+            let kinds: Vec<String> = SHAPES.iter().map(|e| format!("{:?}", e.kind)).collect();
+            let found = if kind.is_empty() {
+                "nothing".to_string()
+            } else {
+                format!("{kind:?}")
+            };
+            self.err(
+                "topology.kind",
+                found,
+                format!("one of {}", kinds.join(", ")),
+            );
+            return None;
         };
-        let present = [
-            ("radix", t.radix.is_some()),
-            ("spine_radix", t.spine_radix.is_some()),
-            ("oversubscription", t.oversubscription.is_some()),
-            ("k", t.k.is_some()),
-            ("groups", t.groups.is_some()),
-            ("routers_per_group", t.routers_per_group.is_some()),
-            ("hosts_per_router", t.hosts_per_router.is_some()),
-            (
-                "global_links_per_router",
-                t.global_links_per_router.is_some(),
-            ),
-            ("file", t.file.is_some()),
-            ("planes", t.planes.is_some()),
-            ("dual_tor", t.dual_tor.is_some()),
-        ];
+        let mut allowed: Vec<&str> = entry.keys.to_vec();
+        if entry.multipath.planes {
+            allowed.push("planes");
+        }
+        if entry.multipath.dual_tor {
+            allowed.push("dual_tor");
+        }
         let mut ok = true;
-        for (key, is) in present {
+        for (key, is) in keys_set(t) {
             if is && !allowed.contains(&key) {
                 self.err(
                     &format!("topology.{key}"),
@@ -66,85 +135,12 @@ impl Validator<'_> {
                 ok = false;
             }
         }
-        let spec = match kind {
-            "single_switch" => Some(TopologySpec::SingleSwitch),
-            "leaf_spine" => {
-                let radix = self.count("topology.radix", t.radix, Some(64), 2, "ports per switch");
-                let o = t.oversubscription.map_or(1.0, RawNumber::as_f64);
-                if !(o.is_finite() && o > 0.0) {
-                    self.err(
-                        "topology.oversubscription",
-                        o.to_string(),
-                        "a positive down:up ratio such as 1.0 or 3.0",
-                    );
-                    return None;
-                }
-                Some(TopologySpec::LeafSpine {
-                    radix: radix?,
-                    oversubscription: o,
-                })
-            }
-            "file" => self.topology_file(t.file.as_deref(), expect),
-            "fat_tree" => {
-                let k = self.count("topology.k", t.k, None, 2, "the fat-tree arity k (even)")?;
-                Some(TopologySpec::FatTree { k })
-            }
-            "rail_optimized" => {
-                let radix = self.count(
-                    "topology.radix",
-                    t.radix,
-                    Some(64),
-                    2,
-                    "ports per leaf switch",
-                );
-                let spine = self.count(
-                    "topology.spine_radix",
-                    t.spine_radix,
-                    radix.map(i64::from),
-                    2,
-                    "ports per spine switch",
-                );
-                Some(TopologySpec::RailOptimized {
-                    radix: radix?,
-                    spine_radix: spine?,
-                })
-            }
-            _ => {
-                let g = self.count("topology.groups", t.groups, None, 2, "the number of groups");
-                let a = self.count(
-                    "topology.routers_per_group",
-                    t.routers_per_group,
-                    None,
-                    1,
-                    "routers per group",
-                );
-                let p = self.count(
-                    "topology.hosts_per_router",
-                    t.hosts_per_router,
-                    None,
-                    1,
-                    "NIC ports per router",
-                );
-                let h = self.count(
-                    "topology.global_links_per_router",
-                    t.global_links_per_router,
-                    None,
-                    1,
-                    "global links per router",
-                );
-                Some(TopologySpec::Dragonfly {
-                    groups: g?,
-                    routers_per_group: a?,
-                    hosts_per_router: p?,
-                    global_links_per_router: h?,
-                })
-            }
-        };
-        if ok {
-            spec
-        } else {
-            None
-        }
+        let spec = (entry.parse)(&mut TopologyKeys {
+            v: self,
+            raw: t,
+            expect,
+        });
+        spec.filter(|_| ok)
     }
 }
 
@@ -312,81 +308,27 @@ impl Scenario {
     /// (`None` when it does): a tier the shape lacks or its NICs never reach,
     /// or, on a topology file, a figure the file gives every link itself.
     fn tier_unused(&self, key: &str) -> Option<String> {
-        let nics = u64::from(self.cluster.hosts) * u64::from(self.cluster.nics_per_host);
-        let file = matches!(self.topology, TopologySpec::File(_));
-        match key {
-            "fabric.link_rate" if file => Some(
+        let own = self.topology.entry().own_link_figures;
+        let tier = match key {
+            "fabric.link_rate" if own => return Some(
                 "a topology file gives every link its rate (random traffic's load and DCQCN's defaults follow host 0's NIC link)".into(),
             ),
-            "fabric.link_latency" if file => {
-                Some("a topology file gives every link its latency".into())
+            "fabric.link_latency" if own => {
+                return Some("a topology file gives every link its latency".into())
             }
-            "fabric.uplink_rate" | "fabric.spine_rate" | "fabric.global_rate" if file => {
-                Some("a topology file gives every link its rate".into())
-            }
-            "fabric.uplink_rate" => match self.topology {
-                TopologySpec::SingleSwitch => {
-                    Some("a single switch has no links above the edge".into())
-                }
-                TopologySpec::Dragonfly {
-                    routers_per_group,
-                    hosts_per_router,
-                    ..
-                } if routers_per_group < 2 || nics <= u64::from(hosts_per_router) => Some(
-                    "the NICs sit on one router, or a group has one router: no traffic crosses a local link".into(),
-                ),
-                TopologySpec::Dragonfly { .. } => None,
-                _ => {
-                    // NIC ports per edge switch, which NICs fill in order
-                    // (rails: one edge switch per rail at least)
-                    let per_edge = match self.topology {
-                        TopologySpec::LeafSpine {
-                            radix,
-                            oversubscription,
-                        } => u64::from(crate::topology::leaf_spine::port_split(radix, oversubscription).0),
-                        TopologySpec::FatTree { k } => u64::from(k / 2),
-                        TopologySpec::RailOptimized { radix, .. } if self.cluster.nics_per_host < 2 => {
-                            u64::from(radix / 2)
-                        }
-                        _ => 0,
-                    };
-                    (nics <= per_edge).then(|| {
-                        "every NIC is on one edge switch: no traffic crosses an uplink".into()
-                    })
-                }
+            "fabric.uplink_rate" => Tier::Uplink,
+            "fabric.spine_rate" => Tier::Spine,
+            "fabric.global_rate" => Tier::Global,
+            _ => return None,
+        };
+        self.topology.tier_unused(
+            tier,
+            Occupancy {
+                nics: u64::from(self.cluster.hosts) * u64::from(self.cluster.nics_per_host),
+                nics_per_host: self.cluster.nics_per_host,
+                dual_tor: self.fabric.links.dual_tor,
             },
-            "fabric.spine_rate" => match self.topology {
-                TopologySpec::FatTree { k } => {
-                    // dual ToR: a NIC takes an edge pair, whole pairs in pod 0
-                    let pod = if self.fabric.links.dual_tor {
-                        u64::from(k / 4) * u64::from(k / 2)
-                    } else {
-                        u64::from(k / 2) * u64::from(k / 2)
-                    };
-                    (nics <= pod).then(|| {
-                        format!("the {nics} NICs fill one pod of the {k}-ary fat-tree ({pod} NIC ports): no traffic reaches a core switch")
-                    })
-                }
-                _ => Some(format!(
-                    "spine_rate sets a 3-tier fat-tree's aggregation ↔ core links, which a {} has not (its tiers: link_rate, uplink_rate{})",
-                    self.topology.name(),
-                    if matches!(self.topology, TopologySpec::Dragonfly { .. }) { ", global_rate" } else { "" }
-                )),
-            },
-            "fabric.global_rate" => match self.topology {
-                TopologySpec::Dragonfly {
-                    routers_per_group,
-                    hosts_per_router,
-                    ..
-                } => (nics <= u64::from(routers_per_group) * u64::from(hosts_per_router))
-                    .then(|| "the NICs fill one group: no traffic crosses a global link".into()),
-                _ => Some(format!(
-                    "global_rate sets a dragonfly's global links, which a {} has not",
-                    self.topology.name()
-                )),
-            },
-            _ => None,
-        }
+        )
     }
 
     /// The rate of a host's NIC link that random traffic's load is a fraction

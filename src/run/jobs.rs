@@ -317,12 +317,19 @@ pub(super) fn run_jobs(
     };
     acc.add_run("jobs", &all, topo, &mut out, 0);
     let mut results = Vec::with_capacity(jobs.len());
-    for (k, (j, p)) in jobs.iter().zip(&plans).enumerate() {
+    // each job alone: independent runs, on worker threads
+    let alone_runs = run_parallel(workers(exec, jobs.len(), &all), jobs.len(), |k| {
+        let (j, p) = (&jobs[k], &plans[k]);
         let mut alone = Dag::new();
         let range = add_job(&mut alone, j, &p.dag, topo);
-        let out_alone = exec
+        let out = exec
             .run_faulty(&alone, SimTime::ZERO)
             .map_err(|e| e.during(|| format!("job {:?} alone", j.name)))?;
+        Ok((alone, range, out))
+    })?;
+    for (k, ((j, p), (alone, range, out_alone))) in
+        jobs.iter().zip(&plans).zip(alone_runs).enumerate()
+    {
         acc.add_events(out_alone.events);
         let (first, end) = shared[k];
         let (_, end_alone) = span(&alone, &out_alone, range.clone());
@@ -375,7 +382,7 @@ pub(super) fn run_jobs(
             faults: Vec::new(),
         });
     }
-    let effects = job_fault_effects(jobs, exec, &shared, acc)?;
+    let effects = job_fault_effects(jobs, exec, &shared, &all, acc)?;
     for (r, e) in results.iter_mut().zip(effects) {
         r.faults = e;
     }
@@ -388,11 +395,13 @@ pub(super) fn run_jobs(
 /// healthy fabric (`shared`: each job's (first, end) in the run with every
 /// fault, reused when there is only one). One extra shared run per fault, and
 /// one healthy; the jobs are planned again for each, since a slow GPU stretches
-/// a job's own compute from its start.
+/// a job's own compute from its start. `all` is the shared run's DAG, the
+/// size of each of these runs.
 fn job_fault_effects(
     jobs: &[JobSpec],
     exec: &Executor<'_>,
     shared: &[(SimTime, SimTime)],
+    all: &Dag,
     acc: &mut Accumulated,
 ) -> Result<Vec<Vec<FaultEffect>>, RunError> {
     let (s, topo) = (exec.scenario, exec.topo);
@@ -405,7 +414,7 @@ fn job_fault_effects(
             .map(|(end, j)| SimTime(end.0.saturating_sub(j.start.0)))
             .collect()
     };
-    let run_with = |chosen: &[usize], acc: &mut Accumulated| -> Result<Vec<SimTime>, RunError> {
+    let run_with = |chosen: &[usize]| -> Result<(Vec<SimTime>, u64), RunError> {
         let sc = Scenario {
             faults: chosen.iter().map(|&i| s.faults[i].clone()).collect(),
             ..s.clone()
@@ -424,21 +433,36 @@ fn job_fault_effects(
             ..*exec
         };
         let o = run.run_faulty(&all, SimTime::ZERO)?;
-        acc.add_events(o.events);
-        Ok(makespans(
-            &mut ranges.iter().map(|r| span(&all, &o, r.clone()).1),
-        ))
+        let ends = makespans(&mut ranges.iter().map(|r| span(&all, &o, r.clone()).1));
+        Ok((ends, o.events))
     };
-    let healthy =
-        run_with(&[], acc).map_err(|e| e.during(|| "the jobs on the healthy fabric".into()))?;
+    // run 0 on the healthy fabric, run i + 1 with fault i alone (when there
+    // are several: one fault alone is the shared run with every fault)
+    let n = if s.faults.len() == 1 {
+        1
+    } else {
+        1 + s.faults.len()
+    };
+    let runs = run_parallel(workers(exec, n, all), n, |r| {
+        if r == 0 {
+            run_with(&[]).map_err(|e| e.during(|| "the jobs on the healthy fabric".into()))
+        } else {
+            let f = &s.faults[r - 1];
+            run_with(&[r - 1])
+                .map_err(|e| e.during(|| format!("the jobs with fault {:?} alone", f.name)))
+        }
+    })?;
+    for (_, events) in &runs {
+        acc.add_events(*events);
+    }
+    let healthy = &runs[0].0;
     for (i, f) in s.faults.iter().enumerate() {
         let alone = if s.faults.len() == 1 {
             makespans(&mut shared.iter().map(|&(_, end)| end))
         } else {
-            run_with(&[i], acc)
-                .map_err(|e| e.during(|| format!("the jobs with fault {:?} alone", f.name)))?
+            runs[i + 1].0.clone()
         };
-        for (k, (t, h)) in alone.iter().zip(&healthy).enumerate() {
+        for (k, (t, h)) in alone.iter().zip(healthy).enumerate() {
             let (t, h) = (t.as_secs_f64(), h.as_secs_f64());
             out[k].push(FaultEffect {
                 name: f.name.clone(),

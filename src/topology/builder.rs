@@ -170,28 +170,122 @@ pub enum TopologySpec {
     File(std::sync::Arc<super::file::FileTopology>),
 }
 
+/// How a shape reads its own `[topology]` keys. The scenario validator
+/// implements it and locates every problem at `topology.<key>`, so a shape's
+/// file parses its parameters without knowing the file format.
+pub(crate) trait ShapeKeys {
+    /// Whole-number key `key` (`default` when unset, else "nothing" is an
+    /// error), at least `min`; `what` names the quantity in the error.
+    fn whole(
+        &mut self,
+        key: &'static str,
+        default: Option<i64>,
+        min: i64,
+        what: &str,
+    ) -> Option<u32>;
+    /// Positive finite ratio `key` (`default` when unset); `expected`
+    /// describes a valid value in the error.
+    fn ratio(&mut self, key: &'static str, default: f64, expected: &str) -> Option<f64>;
+    /// `topology.file`: the topology file read relative to the scenario and
+    /// checked, its problems located in that file.
+    fn file(&mut self) -> Option<TopologySpec>;
+}
+
+/// A shape's registration: what the scenario format and the validator need
+/// to know of it. Each shape's file exports one `ENTRY`; [`SHAPES`] lists
+/// them, and [`TopologySpec::entry`] maps a spec to its own.
+pub(crate) struct ShapeEntry {
+    /// `topology.kind`, also the name in results.
+    pub kind: &'static str,
+    /// The `[topology]` keys the shape reads besides `kind`, `planes` and
+    /// `dual_tor` (which [`ShapeEntry::multipath`] governs).
+    pub keys: &'static [&'static str],
+    /// Whether it takes `topology.planes` and `topology.dual_tor`.
+    pub multipath: Multipath,
+    /// Whether its links carry their own rates and latencies (a topology
+    /// file), so `fabric.link_rate`, `link_latency` and the tier rates shape
+    /// none of them.
+    pub own_link_figures: bool,
+    /// Reads its parameters; `None` after recording an error.
+    pub parse: fn(&mut dyn ShapeKeys) -> Option<TopologySpec>,
+}
+
+/// Every shape, in the order errors list them. A new shape is its file (with
+/// its `ENTRY`), a `TopologySpec` arm and a line here and in
+/// [`TopologySpec`]'s dispatch methods.
+pub(crate) const SHAPES: [&ShapeEntry; 6] = [
+    &single_switch::ENTRY,
+    &leaf_spine::ENTRY,
+    &fat_tree::ENTRY,
+    &rail::ENTRY,
+    &dragonfly::ENTRY,
+    &file::ENTRY,
+];
+
+/// A tier of links above the edge that `fabric.uplink_rate`,
+/// `fabric.spine_rate` or `fabric.global_rate` sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Tier {
+    /// The first tier above the edge (`fabric.uplink_rate`).
+    Uplink,
+    /// A fat-tree's aggregation ↔ core links (`fabric.spine_rate`).
+    Spine,
+    /// A dragonfly's global links (`fabric.global_rate`).
+    Global,
+}
+
+/// Where a cluster sits on a shape, for [`TopologySpec::tier_unused`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Occupancy {
+    /// NIC ports in all (hosts × NICs per host).
+    pub nics: u64,
+    /// NICs per host (rails).
+    pub nics_per_host: u32,
+    /// Every NIC port on two edge switches.
+    pub dual_tor: bool,
+}
+
 impl TopologySpec {
+    /// The shape's registration ([`SHAPES`]).
+    pub(crate) fn entry(&self) -> &'static ShapeEntry {
+        match self {
+            TopologySpec::SingleSwitch => &single_switch::ENTRY,
+            TopologySpec::LeafSpine { .. } => &leaf_spine::ENTRY,
+            TopologySpec::FatTree { .. } => &fat_tree::ENTRY,
+            TopologySpec::RailOptimized { .. } => &rail::ENTRY,
+            TopologySpec::Dragonfly { .. } => &dragonfly::ENTRY,
+            TopologySpec::File(_) => &file::ENTRY,
+        }
+    }
+
     /// The name used in scenario files and results.
     pub fn name(&self) -> &'static str {
-        match self {
-            TopologySpec::SingleSwitch => "single_switch",
-            TopologySpec::LeafSpine { .. } => "leaf_spine",
-            TopologySpec::FatTree { .. } => "fat_tree",
-            TopologySpec::RailOptimized { .. } => "rail_optimized",
-            TopologySpec::Dragonfly { .. } => "dragonfly",
-            TopologySpec::File(_) => "file",
-        }
+        self.entry().kind
     }
 
     /// Whether the shape takes `topology.planes` and `topology.dual_tor`.
     pub(crate) fn multipath(&self) -> Multipath {
-        match self {
-            TopologySpec::SingleSwitch => single_switch::MULTIPATH,
-            TopologySpec::LeafSpine { .. } => leaf_spine::MULTIPATH,
-            TopologySpec::FatTree { .. } => fat_tree::MULTIPATH,
-            TopologySpec::RailOptimized { .. } => rail::MULTIPATH,
-            TopologySpec::Dragonfly { .. } => dragonfly::MULTIPATH,
-            TopologySpec::File(_) => file::MULTIPATH,
+        self.entry().multipath
+    }
+
+    /// Why `tier`'s rate key shapes no link the cluster's traffic can cross
+    /// (`None` when some traffic crosses that tier): a tier the shape lacks,
+    /// or one its NICs never reach.
+    pub(crate) fn tier_unused(&self, tier: Tier, at: Occupancy) -> Option<String> {
+        match *self {
+            TopologySpec::SingleSwitch => single_switch::tier_unused(tier),
+            TopologySpec::LeafSpine {
+                radix,
+                oversubscription,
+            } => leaf_spine::tier_unused(tier, at, radix, oversubscription),
+            TopologySpec::FatTree { k } => fat_tree::tier_unused(tier, at, k),
+            TopologySpec::RailOptimized { radix, .. } => rail::tier_unused(tier, at, radix),
+            TopologySpec::Dragonfly {
+                routers_per_group,
+                hosts_per_router,
+                ..
+            } => dragonfly::tier_unused(tier, at, routers_per_group, hosts_per_router),
+            TopologySpec::File(_) => file::tier_unused(),
         }
     }
 
@@ -295,6 +389,27 @@ pub(crate) struct ShapeCounts {
     pub fabric_links: f64,
     /// Edge switches, the routing tables' destinations.
     pub leaves: f64,
+}
+
+/// `spine_rate` on a shape without a fat-tree's core tier; `global` when the
+/// shape has global links to name among its tiers.
+pub(crate) fn no_spine_tier(kind: &str, global: bool) -> String {
+    format!(
+        "spine_rate sets a 3-tier fat-tree's aggregation ↔ core links, which a {kind} has not (its tiers: link_rate, uplink_rate{})",
+        if global { ", global_rate" } else { "" }
+    )
+}
+
+/// `global_rate` on a shape that is not a dragonfly.
+pub(crate) fn no_global_tier(kind: &str) -> String {
+    format!("global_rate sets a dragonfly's global links, which a {kind} has not")
+}
+
+/// `uplink_rate` when the `nics` NIC ports fit on one edge switch of
+/// `per_edge` host ports (NICs fill edge switches in order).
+pub(crate) fn one_edge(nics: u64, per_edge: u64) -> Option<String> {
+    (nics <= per_edge)
+        .then(|| "every NIC is on one edge switch: no traffic crosses an uplink".into())
 }
 
 /// Which multi-port NIC cablings a shape supports.
@@ -819,5 +934,75 @@ mod tests {
             );
             assert_eq!(est, want, "{} estimated", spec.name());
         }
+    }
+
+    /// Every shape a spec can name is registered once in `SHAPES` under its
+    /// own kind, so the validator's kind list and key checks cover it.
+    #[test]
+    fn every_shape_is_registered_once() {
+        let specs = [
+            TopologySpec::SingleSwitch,
+            TopologySpec::LeafSpine {
+                radix: 8,
+                oversubscription: 1.0,
+            },
+            TopologySpec::FatTree { k: 4 },
+            TopologySpec::RailOptimized {
+                radix: 4,
+                spine_radix: 4,
+            },
+            TopologySpec::Dragonfly {
+                groups: 3,
+                routers_per_group: 2,
+                hosts_per_router: 2,
+                global_links_per_router: 1,
+            },
+        ];
+        for spec in &specs {
+            let n = SHAPES.iter().filter(|e| e.kind == spec.name()).count();
+            assert_eq!(n, 1, "{} registered {n} times", spec.name());
+            assert!(std::ptr::eq(
+                *SHAPES.iter().find(|e| e.kind == spec.name()).unwrap(),
+                spec.entry()
+            ));
+        }
+        assert!(SHAPES
+            .iter()
+            .any(|e| e.kind == "file" && e.own_link_figures));
+        let mut kinds: Vec<&str> = SHAPES.iter().map(|e| e.kind).collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        assert_eq!(kinds.len(), SHAPES.len());
+    }
+
+    /// Tier keys are unused exactly where no traffic can cross the tier: a
+    /// k = 4 fat-tree's pod holds (k/2)² = 4 NICs and an edge switch k/2 = 2
+    /// (Al-Fares et al. 2008); a dragonfly group of a·p = 4 NICs crosses no
+    /// global link.
+    #[test]
+    fn tier_unused_follows_the_shape() {
+        let at = |nics| Occupancy {
+            nics,
+            nics_per_host: 1,
+            dual_tor: false,
+        };
+        let ft = TopologySpec::FatTree { k: 4 };
+        assert!(ft.tier_unused(Tier::Uplink, at(2)).is_some());
+        assert!(ft.tier_unused(Tier::Uplink, at(3)).is_none());
+        assert!(ft.tier_unused(Tier::Spine, at(4)).is_some());
+        assert!(ft.tier_unused(Tier::Spine, at(5)).is_none());
+        assert!(ft.tier_unused(Tier::Global, at(16)).is_some());
+        let df = TopologySpec::Dragonfly {
+            groups: 3,
+            routers_per_group: 2,
+            hosts_per_router: 2,
+            global_links_per_router: 1,
+        };
+        assert!(df.tier_unused(Tier::Global, at(4)).is_some());
+        assert!(df.tier_unused(Tier::Global, at(5)).is_none());
+        assert!(df.tier_unused(Tier::Uplink, at(3)).is_none());
+        assert!(df.tier_unused(Tier::Spine, at(12)).is_some());
+        let one = TopologySpec::SingleSwitch;
+        assert!(one.tier_unused(Tier::Uplink, at(64)).is_some());
     }
 }

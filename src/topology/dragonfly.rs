@@ -55,8 +55,11 @@
 //! global, local, local, global, local — and the ACK lane); a scenario without
 //! them is refused before it runs.
 
-use super::builder::{check_link_budget, Multipath, ShapeCounts};
-use super::{LinkId, NodeId, Topology, TopologyBuilder, TopologyError};
+use super::builder::{
+    check_link_budget, no_spine_tier, Multipath, Occupancy, ShapeCounts, ShapeEntry, ShapeKeys,
+    Tier,
+};
+use super::{LinkId, NodeId, Topology, TopologyBuilder, TopologyError, TopologySpec};
 
 /// The group structure of a built dragonfly, as its group-aware routings
 /// ([`super::DragonflyRouting`]) need it: each router's group, and for every
@@ -408,11 +411,61 @@ pub fn build(
     Ok(())
 }
 
-/// Planes and dual ToR: a dragonfly has one plane of single-homed NICs.
-pub(crate) const MULTIPATH: Multipath = Multipath {
-    planes: false,
-    dual_tor: false,
+/// `topology.kind = "dragonfly"`: `groups`, `routers_per_group`,
+/// `hosts_per_router`, `global_links_per_router` (all required); one plane of
+/// single-homed NICs.
+pub(crate) const ENTRY: ShapeEntry = ShapeEntry {
+    kind: "dragonfly",
+    keys: &[
+        "groups",
+        "routers_per_group",
+        "hosts_per_router",
+        "global_links_per_router",
+    ],
+    multipath: Multipath {
+        planes: false,
+        dual_tor: false,
+    },
+    own_link_figures: false,
+    parse,
 };
+
+fn parse(k: &mut dyn ShapeKeys) -> Option<TopologySpec> {
+    let g = k.whole("groups", None, 2, "the number of groups");
+    let a = k.whole("routers_per_group", None, 1, "routers per group");
+    let p = k.whole("hosts_per_router", None, 1, "NIC ports per router");
+    let h = k.whole(
+        "global_links_per_router",
+        None,
+        1,
+        "global links per router",
+    );
+    Some(TopologySpec::Dragonfly {
+        groups: g?,
+        routers_per_group: a?,
+        hosts_per_router: p?,
+        global_links_per_router: h?,
+    })
+}
+
+/// A dragonfly's local links (its uplink tier) carry traffic once the NICs
+/// leave one router of a group of several, its global links once they leave
+/// one group; it has no fat-tree spine tier.
+pub(crate) fn tier_unused(
+    tier: Tier,
+    at: Occupancy,
+    routers_per_group: u32,
+    hosts_per_router: u32,
+) -> Option<String> {
+    match tier {
+        Tier::Uplink => (routers_per_group < 2 || at.nics <= u64::from(hosts_per_router)).then(|| {
+            "the NICs sit on one router, or a group has one router: no traffic crosses a local link".into()
+        }),
+        Tier::Spine => Some(no_spine_tier(ENTRY.kind, true)),
+        Tier::Global => (at.nics <= u64::from(routers_per_group) * u64::from(hosts_per_router))
+            .then(|| "the NICs fill one group: no traffic crosses a global link".into()),
+    }
+}
 
 /// Links on the longest minimal GPU-to-GPU path: PCIe, NIC → router, local,
 /// global, local, router → NIC, PCIe.

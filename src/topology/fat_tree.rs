@@ -27,8 +27,11 @@
 //! Counts: `5k²/4` switches, `k³/4` NIC ports, `k³/4` edge–agg and `k³/4` agg–core
 //! duplex links; the bisection is `k³/8` links (full bisection bandwidth).
 
-use super::builder::{check_link_budget, dual_note, dual_slots, Multipath, ShapeCounts};
-use super::{NodeId, TopologyBuilder, TopologyError};
+use super::builder::{
+    check_link_budget, dual_note, dual_slots, no_global_tier, one_edge, Multipath, Occupancy,
+    ShapeCounts, ShapeEntry, ShapeKeys, Tier,
+};
+use super::{NodeId, TopologyBuilder, TopologyError, TopologySpec};
 
 /// The smallest even `k ≥ 2` whose fat-tree holds `nics` NICs (`k³/4 ≥ nics`).
 pub fn smallest_k_for(nics: u64) -> u64 {
@@ -124,11 +127,45 @@ pub fn build_slots(
     Ok(())
 }
 
-/// Planes and dual ToR: a fat-tree takes both.
-pub(crate) const MULTIPATH: Multipath = Multipath {
-    planes: true,
-    dual_tor: true,
+/// `topology.kind = "fat_tree"`: the arity `k` (required); takes planes and
+/// dual ToR.
+pub(crate) const ENTRY: ShapeEntry = ShapeEntry {
+    kind: "fat_tree",
+    keys: &["k"],
+    multipath: Multipath {
+        planes: true,
+        dual_tor: true,
+    },
+    own_link_figures: false,
+    parse,
 };
+
+fn parse(keys: &mut dyn ShapeKeys) -> Option<TopologySpec> {
+    let k = keys.whole("k", None, 2, "the fat-tree arity k (even)")?;
+    Some(TopologySpec::FatTree { k })
+}
+
+/// A fat-tree's uplinks (edge ↔ aggregation) carry traffic once the NICs
+/// leave one edge switch, its spine tier (aggregation ↔ core) once they leave
+/// one pod; it has no global tier.
+pub(crate) fn tier_unused(tier: Tier, at: Occupancy, k: u32) -> Option<String> {
+    match tier {
+        Tier::Uplink => one_edge(at.nics, u64::from(k / 2)),
+        Tier::Spine => {
+            // dual ToR: a NIC takes an edge pair, whole pairs in pod 0
+            let pod = if at.dual_tor {
+                u64::from(k / 4) * u64::from(k / 2)
+            } else {
+                u64::from(k / 2) * u64::from(k / 2)
+            };
+            let nics = at.nics;
+            (nics <= pod).then(|| {
+                format!("the {nics} NICs fill one pod of the {k}-ary fat-tree ({pod} NIC ports): no traffic reaches a core switch")
+            })
+        }
+        Tier::Global => Some(no_global_tier(ENTRY.kind)),
+    }
+}
 
 /// Links on the longest GPU-to-GPU path: PCIe, NIC → edge → aggregation →
 /// core → aggregation → edge → NIC, PCIe.

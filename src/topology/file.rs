@@ -16,8 +16,8 @@
 
 use std::collections::VecDeque;
 
-use super::builder::{Multipath, ShapeCounts};
-use super::{NodeId, TopologyBuilder, TopologyError};
+use super::builder::{Multipath, ShapeCounts, ShapeEntry, ShapeKeys};
+use super::{NodeId, TopologyBuilder, TopologyError, TopologySpec};
 use crate::units::{Rate, SimTime};
 
 /// One end of a link in a topology file.
@@ -178,11 +178,28 @@ pub fn build(
     Ok(())
 }
 
-/// Planes and dual ToR: a file gives every link itself, one plane.
-pub(crate) const MULTIPATH: Multipath = Multipath {
-    planes: false,
-    dual_tor: false,
+/// `topology.kind = "file"`: `file`, the path of a topology file relative
+/// to the scenario; it gives every link itself (one plane, its own rates and
+/// latencies).
+pub(crate) const ENTRY: ShapeEntry = ShapeEntry {
+    kind: "file",
+    keys: &["file"],
+    multipath: Multipath {
+        planes: false,
+        dual_tor: false,
+    },
+    own_link_figures: true,
+    parse,
 };
+
+fn parse(k: &mut dyn ShapeKeys) -> Option<TopologySpec> {
+    k.file()
+}
+
+/// Every tier rate key: a file gives each link its own rate.
+pub(crate) fn tier_unused() -> Option<String> {
+    Some("a topology file gives every link its rate".into())
+}
 
 /// The file's switches, switch-to-switch links and edge switches (tier 0,
 /// at least one).

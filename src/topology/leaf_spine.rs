@@ -1,7 +1,50 @@
 //! Two-tier leaf-spine (folded Clos) with an oversubscription ratio at the leaf.
 
-use super::builder::{check_link_budget, dual_note, dual_slots, Multipath, ShapeCounts};
-use super::{NodeId, TopologyBuilder, TopologyError};
+use super::builder::{
+    check_link_budget, dual_note, dual_slots, no_global_tier, no_spine_tier, one_edge, Multipath,
+    Occupancy, ShapeCounts, ShapeEntry, ShapeKeys, Tier,
+};
+use super::{NodeId, TopologyBuilder, TopologyError, TopologySpec};
+
+/// `topology.kind = "leaf_spine"`: `radix` (default 64) and
+/// `oversubscription` (down:up, default 1); takes planes and dual ToR.
+pub(crate) const ENTRY: ShapeEntry = ShapeEntry {
+    kind: "leaf_spine",
+    keys: &["radix", "oversubscription"],
+    multipath: Multipath {
+        planes: true,
+        dual_tor: true,
+    },
+    own_link_figures: false,
+    parse,
+};
+
+fn parse(k: &mut dyn ShapeKeys) -> Option<TopologySpec> {
+    let radix = k.whole("radix", Some(64), 2, "ports per switch");
+    let oversubscription = k.ratio(
+        "oversubscription",
+        1.0,
+        "a positive down:up ratio such as 1.0 or 3.0",
+    )?;
+    Some(TopologySpec::LeafSpine {
+        radix: radix?,
+        oversubscription,
+    })
+}
+
+/// A leaf-spine has one tier above its leaves.
+pub(crate) fn tier_unused(
+    tier: Tier,
+    at: Occupancy,
+    radix: u32,
+    oversubscription: f64,
+) -> Option<String> {
+    match tier {
+        Tier::Uplink => one_edge(at.nics, u64::from(port_split(radix, oversubscription).0)),
+        Tier::Spine => Some(no_spine_tier(ENTRY.kind, false)),
+        Tier::Global => Some(no_global_tier(ENTRY.kind)),
+    }
+}
 
 /// Splits `radix` leaf ports into (down, up) with down:up as close to `oversub`:1 as ports allow.
 pub fn port_split(radix: u32, oversub: f64) -> (u32, u32) {
@@ -82,12 +125,6 @@ pub fn build_slots(
     }
     Ok(())
 }
-
-/// Planes and dual ToR: a leaf-spine takes both.
-pub(crate) const MULTIPATH: Multipath = Multipath {
-    planes: true,
-    dual_tor: true,
-};
 
 /// Links on the longest GPU-to-GPU path: PCIe, NIC → leaf → spine → leaf → NIC, PCIe.
 pub(crate) const PATH_LINKS: f64 = 6.0;

@@ -23,8 +23,11 @@
 //! With an even number of leaves per rail and full leaves the fabric is non-blocking:
 //! its bisection is `N·B/2` for `N` NICs of rate `B`.
 
-use super::builder::{check_link_budget, Multipath, ShapeCounts};
-use super::{NodeId, TopologyBuilder, TopologyError};
+use super::builder::{
+    check_link_budget, no_global_tier, no_spine_tier, one_edge, Multipath, Occupancy, ShapeCounts,
+    ShapeEntry, ShapeKeys, Tier,
+};
+use super::{NodeId, TopologyBuilder, TopologyError, TopologySpec};
 
 /// Leaves each rail needs: `⌈hosts / (radix/2)⌉` (`radix` even and at least 2).
 pub fn leaves_per_rail(hosts: u64, radix: u32) -> u64 {
@@ -99,12 +102,45 @@ pub fn build(
     Ok(())
 }
 
-/// Planes and dual ToR: a rail-optimized fabric takes planes; its NICs are
+/// `topology.kind = "rail_optimized"`: leaf `radix` (default 64) and
+/// `spine_radix` (default the leaf radix); takes planes, while its NICs are
 /// single-homed (a rail is already one leaf per NIC).
-pub(crate) const MULTIPATH: Multipath = Multipath {
-    planes: true,
-    dual_tor: false,
+pub(crate) const ENTRY: ShapeEntry = ShapeEntry {
+    kind: "rail_optimized",
+    keys: &["radix", "spine_radix"],
+    multipath: Multipath {
+        planes: true,
+        dual_tor: false,
+    },
+    own_link_figures: false,
+    parse,
 };
+
+fn parse(k: &mut dyn ShapeKeys) -> Option<TopologySpec> {
+    let radix = k.whole("radix", Some(64), 2, "ports per leaf switch");
+    let spine_radix = k.whole(
+        "spine_radix",
+        radix.map(i64::from),
+        2,
+        "ports per spine switch",
+    );
+    Some(TopologySpec::RailOptimized {
+        radix: radix?,
+        spine_radix: spine_radix?,
+    })
+}
+
+/// A rail fabric has one tier above its leaves; with one NIC per host every
+/// NIC is on rail 0, whose leaves fill in order.
+pub(crate) fn tier_unused(tier: Tier, at: Occupancy, radix: u32) -> Option<String> {
+    match tier {
+        // with several NICs per host the rails' leaves are distinct switches
+        Tier::Uplink if at.nics_per_host < 2 => one_edge(at.nics, u64::from(radix / 2)),
+        Tier::Uplink => None,
+        Tier::Spine => Some(no_spine_tier(ENTRY.kind, false)),
+        Tier::Global => Some(no_global_tier(ENTRY.kind)),
+    }
+}
 
 /// Links on the longest GPU-to-GPU path: PCIe, NIC → leaf → spine → leaf → NIC, PCIe.
 pub(crate) const PATH_LINKS: f64 = 6.0;

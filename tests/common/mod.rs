@@ -48,3 +48,79 @@ pub fn run_packet(file: &str, text: &str) -> Report {
         },
     )
 }
+
+/// An incast on one RoCEv2 switch without PFC or ECN, as the delay- and
+/// telemetry-based laws' tests run it: `senders` GPUs (one per node) send
+/// `bytes` each to GPU 0, 4 KiB MTU with 78 B of RoCEv2 framing, 500 ns
+/// switch latency. The law's test picks the rate, link latency, per-port
+/// `buffer`, `cc`, sample interval, and any `extra` `[fabric]` lines.
+pub struct RoceIncast<'a> {
+    /// `name` of the scenario.
+    pub name: &'a str,
+    /// `fabric.cc`.
+    pub cc: &'a str,
+    /// Sending GPUs.
+    pub senders: u32,
+    /// `fabric.link_rate`, e.g. "100Gbps".
+    pub rate: &'a str,
+    /// `fabric.link_latency`.
+    pub link_latency: &'a str,
+    /// `fabric.buffer` (per port).
+    pub buffer: &'a str,
+    /// Bytes per sender.
+    pub bytes: &'a str,
+    /// `simulation.sample_interval`.
+    pub sample_interval: &'a str,
+    /// Lines appended to `[fabric]` (sub-tables included).
+    pub extra: &'a str,
+}
+
+impl RoceIncast<'_> {
+    /// The scenario text.
+    pub fn text(&self) -> String {
+        format!(
+            r#"
+name = "{name}"
+[cluster]
+nodes = {nodes}
+gpus_per_node = 1
+nics_per_node = 1
+nvlink_bandwidth = "450GB/s"
+[topology]
+kind = "single_switch"
+[fabric]
+kind = "roce"
+link_rate = "{rate}"
+mtu = "4KiB"
+header_bytes = 78
+link_latency = "{latency}"
+switch_latency = "500ns"
+buffer = "{buffer}"
+pfc = false
+ecn = false
+cc = "{cc}"
+{extra}
+[workload]
+kind = "traffic"
+pattern = "incast"
+senders = {senders}
+receiver = 0
+bytes = "{bytes}"
+[simulation]
+fidelity = "packet"
+seed = 3
+sample_interval = "{sample}"
+"#,
+            name = self.name,
+            nodes = self.senders + 1,
+            rate = self.rate,
+            latency = self.link_latency,
+            buffer = self.buffer,
+            cc = self.cc,
+            extra = self.extra,
+            senders = self.senders,
+            bytes = self.bytes,
+            sample = self.sample_interval,
+        )
+    }
+}

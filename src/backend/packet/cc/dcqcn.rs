@@ -25,8 +25,10 @@
 //!   (every B bytes sent), each counting its own stage: the first F events of
 //!   each counter are **fast recovery** (R_T unchanged) while both counters
 //!   are within F, then **additive increase** (R_T += R_AI) once either passed
-//!   F, **hyper increase** (R_T += i · R_HAI, i = min(stages) − F) once both
-//!   did; each followed by R_C ← (R_T + R_C) / 2. So F = 5 recovers 20 → 30 →
+//!   F, **hyper increase** (R_T += R_HAI per event) once both did: a fixed
+//!   step as the ConnectX models run it (the HPCC simulator's
+//!   `HyperIncreaseMlx`, Google Isekai's `IncreaseRate`), not QCN's growing
+//!   i · R_HAI; each followed by R_C ← (R_T + R_C) / 2. So F = 5 recovers 20 → 30 →
 //!   35 → 37.5 → 38.75 → 39.375 Gb/s of 40 in five timer events (the unit
 //!   test below, the paper's Fig. 6 walk).
 //! * When R_T reached the line rate and R_C is within 1 Mb/s of it (below the
@@ -149,7 +151,7 @@ impl DcqcnState {
         if hi <= f {
             // fast recovery: R_T unchanged
         } else if lo > f {
-            self.rt += (lo - f) as f64 * p.rate_hai.0 as f64;
+            self.rt += p.rate_hai.0 as f64;
         } else {
             self.rt += p.rate_ai.0 as f64;
         }
@@ -367,7 +369,7 @@ mod tests {
             s.on_timer(&p, t);
         }
         assert!((s.rt - (20e9 + p.rate_ai.0 as f64)).abs() < 1.0, "{}", s.rt);
-        // Byte counter past F too: hyper increase by (min stage − F) · R_HAI.
+        // Byte counter past F too: hyper increase by R_HAI (one step per event).
         let before = s.rt;
         for _ in 0..=p.fast_recovery_steps {
             s.on_send(&p, 0, p.byte_counter);
@@ -377,6 +379,15 @@ mod tests {
             "{} {}",
             s.rt,
             before
+        );
+        // A second hyper event adds R_HAI again, not 2 R_HAI (the HPCC
+        // simulator's `HyperIncreaseMlx`: m_targetRate += m_rhai per event).
+        let before = s.rt;
+        s.on_send(&p, 0, p.byte_counter);
+        assert!(
+            (s.rt - (before + p.rate_hai.0 as f64)).abs() < 1.0,
+            "{}",
+            s.rt
         );
     }
 

@@ -257,7 +257,7 @@ impl Classed {
         let tc = classes?;
         let mut seen: Option<u8> = None;
         let mut mixed = false;
-        for t in &dag.tasks {
+        for t in dag.tasks() {
             if !t.kind.is_transfer() {
                 continue;
             }
@@ -529,7 +529,7 @@ impl<'a> Sim<'a> {
 
     fn start_ready(&mut self, ready: &mut Vec<TaskId>, now: u64) -> Result<(), FlowError> {
         while let Some(t) = ready.pop() {
-            match self.dag.tasks[t.0 as usize].kind {
+            match self.dag.kind(t.0 as usize) {
                 TaskKind::Marker => self.runner.done(t, SimTime(now), ready),
                 TaskKind::Compute { duration, .. } => {
                     self.push(now + duration.ps(), EvKind::TaskDone, t.0, 0)
@@ -592,7 +592,7 @@ impl<'a> Sim<'a> {
                     f.tl_from = now;
                     f.live = true;
                     if let Some(c) = &self.classed {
-                        f.class = Classed::class_of(self.dag.tasks[t.0 as usize].class, c.data);
+                        f.class = Classed::class_of(self.dag.class_of(t.0 as usize), c.data);
                     }
                     for j in 0..self.path_buf.len() {
                         self.link(fid, j);
@@ -632,7 +632,7 @@ impl<'a> Sim<'a> {
             let (latency, local) = self.task_path(task, kind, 0)?;
             return Ok((latency, local, self.topo.path_bottleneck(&self.path_buf)));
         }
-        let qp = self.dag.tasks[task as usize].qp;
+        let qp = self.dag.qp_of(task as usize);
         let key = (u128::from(src.0) << 40) | (u128::from(dst.0) << 8) | u128::from(qp);
         if let Some(&i) = self.route_index.get(&key) {
             let r = self.routes[i as usize];
@@ -672,7 +672,7 @@ impl<'a> Sim<'a> {
             TaskKind::Transfer { src, dst, .. } => {
                 // a transfer rides its queue pair's path, as at the packet level
                 // (one path per connection and queue pair); a reroute picks anew
-                let qp = self.dag.tasks[task as usize].qp;
+                let qp = self.dag.qp_of(task as usize);
                 let mut hash = crate::topology::qp_hash(self.cfg.seed, src.0, dst.0, qp);
                 if reroutes > 0 {
                     hash = mix64(hash ^ (reroutes as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
@@ -838,7 +838,7 @@ impl<'a> Sim<'a> {
             self.link_bytes[li] += sent_here;
             self.load[li] = (self.load[li] - rate).max(0.0);
         }
-        let kind = self.dag.tasks[task as usize].kind;
+        let kind = self.dag.kind(task as usize);
         if !kind.is_transfer() {
             return Ok(());
         }
@@ -1295,15 +1295,10 @@ impl<'a> Sim<'a> {
         // (37 B, budget::RUN_BYTES_PER_TASK_FLOW), no longer here (53 B).
         self.runner.free_schedule();
         let (task_start, task_done) = self.runner.take_spans();
-        let n = self
-            .dag
-            .tasks
-            .iter()
-            .filter(|t| t.kind.is_transfer())
-            .count();
+        let n = self.dag.tasks().filter(|t| t.kind.is_transfer()).count();
         let mut fct = Vec::with_capacity(n);
         let mut ideal = std::mem::take(&mut self.ideal);
-        for (i, t) in self.dag.tasks.iter().enumerate() {
+        for (i, t) in self.dag.tasks().enumerate() {
             if t.kind.is_transfer() {
                 ideal[fct.len()] = ideal[i];
                 fct.push(task_done[i] - task_start[i]);

@@ -248,7 +248,7 @@ fn add_job(dag: &mut Dag, j: &JobSpec, job: &Dag, topo: &Topology) -> std::ops::
 /// (first task's start, last task's end) of the operations `ops` that hold tasks.
 fn span(dag: &Dag, out: &RunOutput, ops: std::ops::Range<u32>) -> (SimTime, SimTime) {
     let mut used = vec![false; dag.ops.len()];
-    for t in &dag.tasks {
+    for t in dag.tasks() {
         used[t.op as usize] = true;
     }
     let mut first = SimTime(u64::MAX);

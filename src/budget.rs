@@ -40,7 +40,7 @@ pub const FALLBACK_MEMORY: u64 = 8 << 30;
 /// [`RUN_BYTES_PER_TASK`]). 16 B below the 128 B it was, for every backend:
 /// the DAG keeps a task in 16 B of kind, software latency and queue pair
 /// instead of a 32-byte `Task` ([`crate::dag::Dag`]; 16,384-GPU flow
-/// benchmark, peak RSS 733 -> 671 MiB).
+/// benchmark, peak RSS 733 -> 607 MiB).
 const BYTES_PER_TASK: f64 = 112.0;
 /// Bytes per node of the topology (node, adjacency, per-node backend state).
 const BYTES_PER_NODE: f64 = 96.0;

@@ -950,10 +950,10 @@ mod tests {
             qp: [3, 255, 0, 0, 0][i],
             class: if i == 4 { 3 } else { 0 },
         };
-        let all: Vec<Task> = d.tasks().collect();
-        for i in 0..kinds.len() {
+        assert_eq!(d.tasks().len(), kinds.len());
+        for (i, t) in d.tasks().enumerate() {
             assert_eq!(d.task(i), want(i), "task {i}");
-            assert_eq!(all[i], want(i), "task {i} by the iterator");
+            assert_eq!(t, want(i), "task {i} by the iterator");
         }
         assert_eq!(d.software_latency(ids[0]), SimTime(500));
         assert_eq!(d.transfer_bytes(), (1 << 30) + huge);

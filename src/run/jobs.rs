@@ -43,7 +43,7 @@ enum ModelPlan {
     /// A training step: its operations' kinds, GPUs, FLOPs, tokens.
     Training(Box<training::StepDag>),
     /// An inference batch: its requests' output lengths.
-    Inference(inference::InferenceDag),
+    Inference(Box<inference::InferenceDag>),
 }
 
 /// A job's DAG on the cluster's GPUs, from time zero, and its sizes.
@@ -131,7 +131,7 @@ fn plan_job(
             read_model_workload_keys(&js, fidelity, &mut view);
             let mut batch = inference::build_on(w, topo, seed, &ranks)?;
             dag = slowed(s, topo, std::mem::replace(&mut batch.dag, Dag::new()));
-            model = ModelPlan::Inference(batch);
+            model = ModelPlan::Inference(Box::new(batch));
         }
         WorkloadSpec::Chakra(c) => {
             read_chakra_keys(&js, c, fidelity, &mut view);

@@ -95,7 +95,9 @@ impl TaskKind {
     }
 }
 
-/// A task and the operation it belongs to.
+/// A task and the operation it belongs to: the view [`Dag::task`] and
+/// [`Dag::tasks`] return. The DAG does not store it as is (32 B): it keeps
+/// the kind packed in 16 B and the rest in side tables (see [`Dag`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Task {
     /// What to do.
@@ -112,6 +114,99 @@ pub struct Task {
     pub class: u8,
 }
 
+/// A [`TaskKind`] and a task's software latency and queue pair in 16 B (the
+/// enum alone takes 24): its two ids in `a` and `b`; in `c` from the top, the
+/// kind (2 bits), the software latency's index (8), the queue pair (8) and
+/// the payload bytes or duration (46). A value that does not fit 46 bits (64
+/// TiB, or a compute of 70 s) is [`WIDE`] here and kept whole in [`Dag`]'s
+/// `wide` table. The software latency is inline because every transfer of a
+/// collective has one (NCCL's per-hop latency): a side table of it cost a
+/// binary search per started transfer, +15% CPU on the 16,384-GPU benchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Packed {
+    a: u32,
+    b: u32,
+    c: u64,
+}
+const _: () = assert!(std::mem::size_of::<Packed>() == 16);
+
+/// Largest value `Packed::c` holds inline; also the marker of a wide one.
+const WIDE: u64 = (1 << VALUE_BITS) - 1;
+/// Bits of `Packed::c` holding the value.
+const VALUE_BITS: u32 = 46;
+const SW_SHIFT: u32 = 54;
+const QP_SHIFT: u32 = 46;
+const TAG_TRANSFER: u64 = 0;
+const TAG_NET: u64 = 1;
+const TAG_COMPUTE: u64 = 2;
+const TAG_MARKER: u64 = 3;
+
+impl Packed {
+    /// The packed kind (no software latency, queue pair 0) and, when its value
+    /// is wider than [`VALUE_BITS`], that value.
+    fn pack(kind: TaskKind) -> (Packed, Option<u64>) {
+        let (tag, a, b, v) = match kind {
+            TaskKind::Transfer { src, dst, bytes } => (TAG_TRANSFER, src.0, dst.0, bytes),
+            TaskKind::NetTransfer { src, dst, bytes } => (TAG_NET, src.0, dst.0, bytes),
+            TaskKind::Compute { gpu, duration } => (TAG_COMPUTE, gpu.0, 0, duration.ps()),
+            TaskKind::Marker => (TAG_MARKER, 0, 0, 0),
+        };
+        let wide = (v >= WIDE).then_some(v);
+        let c = tag << 62 | v.min(WIDE);
+        const _: () = assert!(SW_SHIFT + 8 == 62 && QP_SHIFT + 8 == SW_SHIFT);
+        (Packed { a, b, c }, wide)
+    }
+
+    /// Index of the software latency ([`Dag::software_latency`]).
+    #[inline]
+    fn sw(self) -> u8 {
+        (self.c >> SW_SHIFT) as u8
+    }
+
+    /// Queue pair of the connection.
+    #[inline]
+    fn qp(self) -> u8 {
+        (self.c >> QP_SHIFT) as u8
+    }
+
+    fn set_byte(&mut self, shift: u32, v: u8) {
+        self.c = self.c & !(0xff << shift) | u64::from(v) << shift;
+    }
+
+    /// The kind, its value read from `wide` when it did not fit.
+    #[inline]
+    fn unpack(self, wide: impl FnOnce() -> u64) -> TaskKind {
+        let v = match self.c & WIDE {
+            WIDE => wide(),
+            v => v,
+        };
+        match self.c >> 62 {
+            TAG_TRANSFER => TaskKind::Transfer {
+                src: GpuId(self.a),
+                dst: GpuId(self.b),
+                bytes: v,
+            },
+            TAG_NET => TaskKind::NetTransfer {
+                src: NodeId(self.a),
+                dst: NodeId(self.b),
+                bytes: v,
+            },
+            TAG_COMPUTE => TaskKind::Compute {
+                gpu: GpuId(self.a),
+                duration: SimTime(v),
+            },
+            _ => TaskKind::Marker,
+        }
+    }
+}
+
+/// A task's rarely set field (its traffic class), by task id.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Attrs {
+    task: u32,
+    class: u8,
+}
+
 /// A named operation (one collective, one compute phase) whose tasks are timed together.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OpInfo {
@@ -120,10 +215,23 @@ pub struct OpInfo {
 }
 
 /// A DAG of tasks, built in dependency order (a task may only depend on earlier ones).
+///
+/// Memory: 16 B per task for its kind, software latency and queue pair
+/// ([`Packed`]) and 4 B for where its dependencies start, 4 B per dependency;
+/// the operation of each task is run-length encoded (one entry per change of
+/// operation, in task order), and the class only for the tasks that set one. The 131,072-GPU flow benchmark holds 67 M tasks: 36 B each when a
+/// task was a 32-byte [`Task`] with its operation inline.
 #[derive(Clone, Debug, Default)]
 pub struct Dag {
-    /// All tasks, in creation order.
-    pub tasks: Vec<Task>,
+    /// Every task's kind, in creation order.
+    kinds: Vec<Packed>,
+    /// (task, value) of each kind whose bytes or duration did not fit
+    /// [`Packed`], by task.
+    wide: Vec<(u32, u64)>,
+    /// (first task, operation) at each change of operation, by task.
+    op_runs: Vec<(u32, u32)>,
+    /// The tasks with a traffic class, by task.
+    attrs: Vec<Attrs>,
     dep_start: Vec<u32>,
     deps: Vec<u32>,
     /// The operations tasks are grouped into.
@@ -163,11 +271,140 @@ impl Dag {
 
     /// Number of tasks.
     pub fn len(&self) -> usize {
-        self.tasks.len()
+        self.kinds.len()
     }
     /// True when there are no tasks.
     pub fn is_empty(&self) -> bool {
-        self.tasks.is_empty()
+        self.kinds.is_empty()
+    }
+
+    /// What task `t` does. Panics if `t` is not a task of this DAG (like
+    /// indexing a slice).
+    #[inline]
+    pub fn kind(&self, t: usize) -> TaskKind {
+        let p = self.kinds[t];
+        p.unpack(|| self.wide_value(t))
+    }
+
+    fn wide_value(&self, t: usize) -> u64 {
+        let i = self.wide.partition_point(|&(x, _)| (x as usize) < t);
+        self.wide.get(i).map_or(WIDE, |&(_, v)| v)
+    }
+
+    /// The operation of task `t` (index into [`Dag::ops`]).
+    #[inline]
+    pub fn op_of(&self, t: usize) -> u32 {
+        let i = self
+            .op_runs
+            .partition_point(|&(first, _)| first as usize <= t);
+        self.op_runs.get(i.wrapping_sub(1)).map_or(0, |r| r.1)
+    }
+
+    fn attrs_of(&self, t: usize) -> Attrs {
+        if self.attrs.is_empty() {
+            return Attrs::default();
+        }
+        let i = self.attrs.partition_point(|a| (a.task as usize) < t);
+        match self.attrs.get(i) {
+            Some(a) if a.task as usize == t => *a,
+            _ => Attrs::default(),
+        }
+    }
+
+    /// The queue pair of transfer `t` (0 unless [`Dag::set_qp`] chose one).
+    #[inline]
+    pub fn qp_of(&self, t: usize) -> u8 {
+        self.kinds[t].qp()
+    }
+
+    /// The traffic class of transfer `t` plus one; 0 = the workload's class.
+    #[inline]
+    pub fn class_of(&self, t: usize) -> u8 {
+        self.attrs_of(t).class
+    }
+
+    /// Task `t` whole. Panics if `t` is not a task of this DAG.
+    pub fn task(&self, t: usize) -> Task {
+        Task {
+            kind: self.kind(t),
+            op: self.op_of(t),
+            sw: self.kinds[t].sw(),
+            qp: self.kinds[t].qp(),
+            class: self.attrs_of(t).class,
+        }
+    }
+
+    /// Every task, in creation order (walks the side tables alongside, so a
+    /// pass over all tasks costs no lookup per task).
+    pub fn tasks(&self) -> impl ExactSizeIterator<Item = Task> + '_ {
+        let (mut run, mut attr, mut wide) = (0usize, 0usize, 0usize);
+        self.kinds.iter().enumerate().map(move |(t, p)| {
+            while run + 1 < self.op_runs.len() && self.op_runs[run + 1].0 as usize <= t {
+                run += 1;
+            }
+            while attr < self.attrs.len() && (self.attrs[attr].task as usize) < t {
+                attr += 1;
+            }
+            let a = match self.attrs.get(attr) {
+                Some(a) if a.task as usize == t => *a,
+                _ => Attrs::default(),
+            };
+            let kind = p.unpack(|| {
+                while wide < self.wide.len() && (self.wide[wide].0 as usize) < t {
+                    wide += 1;
+                }
+                self.wide.get(wide).map_or(WIDE, |&(_, v)| v)
+            });
+            Task {
+                kind,
+                op: self.op_runs.get(run).map_or(0, |r| r.1),
+                sw: p.sw(),
+                qp: p.qp(),
+                class: a.class,
+            }
+        })
+    }
+
+    /// Replaces what task `t` does, keeping its dependencies (a fault slowing a
+    /// GPU's compute). Out-of-range indices are ignored.
+    pub fn set_kind(&mut self, t: usize, kind: TaskKind) {
+        if t >= self.kinds.len() {
+            return;
+        }
+        let (mut p, w) = Packed::pack(kind);
+        let old = self.kinds[t];
+        p.set_byte(SW_SHIFT, old.sw());
+        p.set_byte(QP_SHIFT, old.qp());
+        self.kinds[t] = p;
+        let i = self.wide.partition_point(|&(x, _)| (x as usize) < t);
+        let here = self.wide.get(i).is_some_and(|&(x, _)| x as usize == t);
+        match (w, here) {
+            (Some(v), true) => self.wide[i].1 = v,
+            (Some(v), false) => self.wide.insert(i, (t as u32, v)),
+            (None, true) => {
+                self.wide.remove(i);
+            }
+            (None, false) => {}
+        }
+    }
+
+    /// Sets task `t`'s rarely set field through `f`. Tasks are usually given
+    /// them right after they are added, so the table grows at its end.
+    fn set_attrs(&mut self, t: TaskId, f: impl FnOnce(&mut Attrs)) {
+        if t.0 as usize >= self.kinds.len() {
+            return;
+        }
+        let i = self.attrs.partition_point(|a| a.task < t.0);
+        if self.attrs.get(i).is_none_or(|a| a.task != t.0) {
+            self.attrs.insert(
+                i,
+                Attrs {
+                    task: t.0,
+                    ..Attrs::default()
+                },
+            );
+        }
+        f(&mut self.attrs[i]);
     }
 
     /// Adds a task that starts once every dependency in `deps` is met.
@@ -175,7 +412,7 @@ impl Dag {
     /// # Panics
     /// Panics if a dependency names a task not yet added (that would be a cycle).
     pub fn add(&mut self, kind: TaskKind, deps: &[Dep]) -> TaskId {
-        let id = self.tasks.len() as u32;
+        let id = self.kinds.len() as u32;
         if self.dep_start.is_empty() {
             self.dep_start.push(0);
         }
@@ -185,13 +422,14 @@ impl Dag {
             self.deps.push(d.pack());
         }
         self.dep_start.push(self.deps.len() as u32);
-        self.tasks.push(Task {
-            kind,
-            op: self.current_op,
-            sw: 0,
-            qp: 0,
-            class: 0,
-        });
+        let (p, wide) = Packed::pack(kind);
+        self.kinds.push(p);
+        if let Some(v) = wide {
+            self.wide.push((id, v));
+        }
+        if self.op_runs.last().is_none_or(|r| r.1 != self.current_op) {
+            self.op_runs.push((id, self.current_op));
+        }
         TaskId(id)
     }
 
@@ -232,25 +470,29 @@ impl Dag {
                     .max_by_key(|&i| self.software[i])
                     .unwrap_or(0),
             };
-            self.tasks[t.0 as usize].sw = idx as u8;
+            if let Some(p) = self.kinds.get_mut(t.0 as usize) {
+                p.set_byte(SW_SHIFT, idx as u8);
+            }
         }
     }
 
     /// Puts transfer `t` on queue pair `qp` of its connection.
     pub fn set_qp(&mut self, t: TaskId, qp: u8) {
-        self.tasks[t.0 as usize].qp = qp;
+        if let Some(p) = self.kinds.get_mut(t.0 as usize) {
+            p.set_byte(QP_SHIFT, qp);
+        }
     }
 
     /// Puts transfer `t` in traffic class `class` (its index among the
     /// fabric's classes; transfers not set ride the workload's class).
     pub fn set_class(&mut self, t: TaskId, class: u8) {
-        self.tasks[t.0 as usize].class = class.saturating_add(1);
+        self.set_attrs(t, |a| a.class = class.saturating_add(1));
     }
 
     /// The software latency added to task `t`'s completion (zero for most tasks).
     #[inline]
     pub fn software_latency(&self, t: TaskId) -> SimTime {
-        match self.tasks[t.0 as usize].sw {
+        match self.kinds[t.0 as usize].sw() {
             0 => SimTime::ZERO,
             i => self.software[i as usize],
         }
@@ -285,7 +527,10 @@ impl Dag {
     /// Bytes the DAG's tables hold on the heap (tasks, dependencies,
     /// operation labels, software latencies), by their capacities.
     pub fn heap_bytes(&self) -> usize {
-        self.tasks.capacity() * std::mem::size_of::<Task>()
+        self.kinds.capacity() * std::mem::size_of::<Packed>()
+            + self.wide.capacity() * 16
+            + self.op_runs.capacity() * 8
+            + self.attrs.capacity() * std::mem::size_of::<Attrs>()
             + (self.dep_start.capacity() + self.deps.capacity()) * 4
             + self.ops.capacity() * std::mem::size_of::<OpInfo>()
             + self.ops.iter().map(|o| o.label.capacity()).sum::<usize>()
@@ -308,7 +553,7 @@ impl Dag {
 
     /// Total payload bytes of all transfers (GPU to GPU and between adjacent nodes).
     pub fn transfer_bytes(&self) -> u64 {
-        self.tasks.iter().map(|t| t.kind.transfer_bytes()).sum()
+        (0..self.len()).map(|t| self.kind(t).transfer_bytes()).sum()
     }
 
     /// Appends every task of `other` after this DAG's, its GPUs renamed by
@@ -325,14 +570,14 @@ impl Dag {
         gate: &[Dep],
         prefix: &str,
     ) -> u32 {
-        let offset = self.tasks.len() as u32;
+        let offset = self.kinds.len() as u32;
         let first_op = self.ops.len() as u32;
         for op in &other.ops {
             self.ops.push(OpInfo {
                 label: format!("{prefix}{}", op.label),
             });
         }
-        if other.ops.is_empty() && !other.tasks.is_empty() {
+        if other.ops.is_empty() && !other.is_empty() {
             self.ops.push(OpInfo {
                 label: prefix.trim_end_matches([':', ' ']).to_string(),
             });
@@ -342,7 +587,7 @@ impl Dag {
             Dep::Done(t) => Dep::Done(TaskId(t.0 + offset)),
         };
         let mut deps: Vec<Dep> = Vec::new();
-        for (i, t) in other.tasks.iter().enumerate() {
+        for (i, t) in other.tasks().enumerate() {
             let id = TaskId(i as u32);
             deps.clear();
             deps.extend(other.deps_of(id).map(shift));
@@ -373,8 +618,8 @@ impl Dag {
     /// marker joining them waits for.
     pub fn sinks(&self, from: TaskId) -> Vec<TaskId> {
         let start = from.0 as usize;
-        let mut needed = vec![false; self.tasks.len().saturating_sub(start)];
-        for t in start..self.tasks.len() {
+        let mut needed = vec![false; self.len().saturating_sub(start)];
+        for t in start..self.len() {
             for d in self.deps_of(TaskId(t as u32)) {
                 let (Dep::Sent(p) | Dep::Done(p)) = d;
                 if let Some(x) = (p.0 as usize).checked_sub(start) {
@@ -429,7 +674,7 @@ pub struct DagRunner {
 impl DagRunner {
     /// Prepares to run `dag`.
     pub fn new(dag: &Dag) -> DagRunner {
-        let n = dag.tasks.len();
+        let n = dag.len();
         let mut pending = vec![0u32; n];
         let mut count = vec![0u32; n + 1];
         for (t, pend) in pending.iter_mut().enumerate() {
@@ -601,16 +846,10 @@ enum OpsOf {
 
 impl OpsOf {
     fn new(dag: &Dag) -> OpsOf {
-        let mut runs: Vec<(u32, u32)> = Vec::new();
-        for (i, t) in dag.tasks.iter().enumerate() {
-            if runs.last().is_none_or(|&(_, op)| op != t.op) {
-                if runs.len() >= dag.tasks.len() / 4 {
-                    return OpsOf::Each(dag.tasks.iter().map(|t| t.op).collect());
-                }
-                runs.push((i as u32, t.op));
-            }
+        if dag.op_runs.len() > dag.len() / 4 {
+            return OpsOf::Each(dag.tasks().map(|t| t.op).collect());
         }
-        OpsOf::Runs(runs)
+        OpsOf::Runs(dag.op_runs.clone())
     }
 
     #[inline]
@@ -658,6 +897,80 @@ mod tests {
                 end: SimTime(9)
             }
         );
+    }
+
+    /// The packed tables give back every field as set: kinds (a value past
+    /// 46 bits kept whole), interleaved operations, rare fields set out of
+    /// order, a kind replaced; and a task costs 16 B of kind, not a 32-byte
+    /// `Task` (`size_of`, the figure `heap_bytes` counts per task).
+    #[test]
+    fn packed_tasks_round_trip_every_field() {
+        assert_eq!(std::mem::size_of::<Packed>(), 16);
+        assert_eq!(std::mem::size_of::<Attrs>(), 8);
+        let mut d = Dag::new();
+        let x = d.begin_op("x");
+        let y = d.begin_op("y");
+        let huge = 1u64 << 63; // past the 46 bits kept inline
+        let kinds = [
+            TaskKind::Transfer {
+                src: GpuId(7),
+                dst: GpuId(u32::MAX),
+                bytes: 1 << 30,
+            },
+            TaskKind::NetTransfer {
+                src: NodeId(3),
+                dst: NodeId(4),
+                bytes: huge,
+            },
+            TaskKind::Compute {
+                gpu: GpuId(2),
+                duration: SimTime(WIDE),
+            },
+            TaskKind::Marker,
+            TaskKind::Transfer {
+                src: GpuId(0),
+                dst: GpuId(1),
+                bytes: 0,
+            },
+        ];
+        let mut ids = Vec::new();
+        for (i, k) in kinds.iter().enumerate() {
+            d.set_op(if i % 2 == 0 { x } else { y });
+            ids.push(d.add(*k, &[]));
+        }
+        // rare fields, the later task first
+        d.set_class(ids[4], 2);
+        d.set_qp(ids[0], 3);
+        d.set_qp(ids[1], 255); // every bit of the queue pair, beside a wide value
+        d.set_software(ids[0], SimTime(500));
+        let want = |i: usize| Task {
+            kind: kinds[i],
+            op: if i % 2 == 0 { x } else { y },
+            sw: u8::from(i == 0),
+            qp: [3, 255, 0, 0, 0][i],
+            class: if i == 4 { 3 } else { 0 },
+        };
+        assert_eq!(d.tasks().len(), kinds.len());
+        for (i, t) in d.tasks().enumerate() {
+            assert_eq!(d.task(i), want(i), "task {i}");
+            assert_eq!(t, want(i), "task {i} by the iterator");
+        }
+        assert_eq!(d.software_latency(ids[0]), SimTime(500));
+        assert_eq!(d.transfer_bytes(), (1 << 30) + huge);
+        // a wide value replaced by a narrow one and back
+        let narrow = TaskKind::Compute {
+            gpu: GpuId(2),
+            duration: SimTime(9),
+        };
+        d.set_kind(2, narrow);
+        assert_eq!(d.kind(2), narrow);
+        assert_eq!(d.kind(1), kinds[1]);
+        d.set_kind(2, kinds[2]);
+        assert_eq!(d.kind(2), kinds[2]);
+        // replacing a kind keeps the software latency and queue pair
+        d.set_kind(0, kinds[0]);
+        d.set_kind(1, kinds[1]);
+        assert_eq!((d.task(0), d.task(1)), (want(0), want(1)));
     }
 
     /// Operation timing is the same whether the runner keeps operations

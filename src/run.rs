@@ -1755,7 +1755,7 @@ pub fn row(w: &CollectiveWorkload, spec: &CollectiveSpec, n: u32, secs: f64) -> 
 /// sends to its edge switch. Zero when nothing leaves a host.
 pub fn busiest_nic_bytes(dag: &Dag, topo: &Topology) -> u64 {
     let mut per_nic: BTreeMap<u32, u64> = BTreeMap::new();
-    for t in &dag.tasks {
+    for t in dag.tasks() {
         let nic = match t.kind {
             TaskKind::Transfer { src, dst, bytes } if topo.host_of(src) != topo.host_of(dst) => {
                 Some((topo.gpus[src.0 as usize].nic, bytes))
@@ -1896,7 +1896,7 @@ fn cut_error(
     let Some(task) = e.unreachable_task() else {
         return e.into();
     };
-    let Some(kind) = dag.tasks.get(task as usize).map(|t| t.kind) else {
+    let Some(kind) = ((task as usize) < dag.len()).then(|| dag.kind(task as usize)) else {
         return e.into();
     };
     let connected = |t: &Topology| {
@@ -2035,7 +2035,7 @@ pub fn training_report(
     let mut time = [0f64; 7];
     let mut bytes = [0u64; 7];
     let idx = |k: OpKind| kinds.iter().position(|&x| x == k).unwrap_or(0);
-    for task in &dag.tasks {
+    for task in dag.tasks() {
         let Some(meta) = step.ops.get(task.op as usize) else {
             continue;
         };

@@ -535,13 +535,13 @@ fn every_traffic_example_makespan_is_its_last_flow_end() {
         let mut dag = traffic::generate(&spec, &topo).unwrap();
         traffic::add_extra_flows(&mut dag, &s.extra_flows);
         // starts: flows wait only for compute delays
-        for (i, t) in dag.tasks.iter().enumerate() {
+        for (i, t) in dag.tasks().enumerate() {
             if t.kind.is_transfer() {
                 for d in dag.deps_of(fabricsim::dag::TaskId(i as u32)) {
                     let (Dep::Sent(q) | Dep::Done(q)) = d;
                     assert!(
                         matches!(
-                            dag.tasks[q.0 as usize].kind,
+                            dag.kind(q.0 as usize),
                             TaskKind::Compute { .. } | TaskKind::Marker
                         ),
                         "{}",

@@ -189,7 +189,7 @@ fn a_hand_built_trace_decodes_into_the_expected_dag() {
     let topo = s.build_topology_for(Fidelity::Flow).unwrap();
     let mut dag = Dag::new();
     chakra::lower(&plan, &topo, config::AlgoChoice::Auto, &mut dag).unwrap();
-    let kinds: Vec<TaskKind> = dag.tasks.iter().map(|t| t.kind).collect();
+    let kinds: Vec<TaskKind> = dag.tasks().map(|t| t.kind).collect();
     use fabricsim::dag::TaskId;
     use fabricsim::topology::GpuId;
     // plan order: compute(0), metadata marker(1), transfer(2), compute(3)

@@ -174,8 +174,7 @@ fn check(s: &CollectiveSpec, ranks: &[GpuId], t: &Topology, exact: bool) -> SimT
         .collect();
     assert_eq!(
         traced.len() + relayed.len(),
-        dag.tasks
-            .iter()
+        dag.tasks()
             .filter(|t| matches!(t.kind, TaskKind::Transfer { .. }))
             .count(),
         "{ctx}: transfers traced"
@@ -195,7 +194,7 @@ fn check_alltoall(s: &CollectiveSpec, ranks: &[GpuId], dag: &Dag, trace: &[Carry
     let pos = |g: GpuId| ranks.iter().position(|&r| r == g).unwrap();
     let mut got: Vec<Vec<Vec<(u64, u64)>>> = vec![vec![Vec::new(); n]; n];
     for c in trace {
-        let TaskKind::Transfer { src, dst, .. } = dag.tasks[c.task.0 as usize].kind else {
+        let TaskKind::Transfer { src, dst, .. } = dag.kind(c.task.0 as usize) else {
             panic!("{ctx}");
         };
         // a PXN leg carries its origin's piece
@@ -345,7 +344,7 @@ fn check_data(
     // carry each, adding up to the transfer's bytes.
     let mut carried: std::collections::BTreeMap<u32, u64> = Default::default();
     for (k, c) in trace.iter().enumerate() {
-        let TaskKind::Transfer { src, dst, bytes } = dag.tasks[c.task.0 as usize].kind else {
+        let TaskKind::Transfer { src, dst, bytes } = dag.kind(c.task.0 as usize) else {
             panic!("{ctx}: carry of a non-transfer");
         };
         *carried.entry(c.task.0).or_insert(0) += c.bytes;
@@ -361,7 +360,7 @@ fn check_data(
     for (&t, &b) in &carried {
         assert_eq!(
             b,
-            dag.tasks[t as usize].kind.transfer_bytes(),
+            dag.kind(t as usize).transfer_bytes(),
             "{ctx}: the carries of a transfer add up to its bytes"
         );
     }
@@ -641,7 +640,7 @@ fn channels_spread_rings_over_every_nic_and_move_the_right_data() {
                 check_data(&s, &ranks, &dag, end, &trace, &ctx);
                 // bytes each NIC sends into the network
                 let mut per_nic = vec![0u64; t.nics.len()];
-                for task in &dag.tasks {
+                for task in dag.tasks() {
                     if let TaskKind::Transfer { src, dst, bytes } = task.kind {
                         if t.host_of(src) != t.host_of(dst) {
                             let nic = t.gpus[src.0 as usize].nic;
@@ -664,8 +663,7 @@ fn channels_spread_rings_over_every_nic_and_move_the_right_data() {
     let s = spec(CollectiveOp::AllReduce, Algorithm::Ring, 96 << 10, u64::MAX);
     let (dag, _, _) = lowered(&s, &ranks, &t);
     let nics: std::collections::BTreeSet<u32> = dag
-        .tasks
-        .iter()
+        .tasks()
         .filter_map(|task| match task.kind {
             TaskKind::Transfer { src, dst, .. } if t.host_of(src) != t.host_of(dst) => {
                 Some(t.gpus[src.0 as usize].nic.0)
@@ -692,7 +690,7 @@ fn node_aware_tree_chains_inside_hosts_and_spreads_channels_over_nics() {
         let (dag, end, trace) = lowered(&s, &ranks, &t);
         check_data(&s, &ranks, &dag, end, &trace, "node tree");
         let mut heads = std::collections::BTreeSet::new();
-        for task in &dag.tasks {
+        for task in dag.tasks() {
             if let TaskKind::Transfer { src, dst, .. } = task.kind {
                 if t.host_of(src) != t.host_of(dst) {
                     heads.insert(src.0 % 4);
@@ -731,7 +729,7 @@ fn pxn_keeps_all_to_all_network_traffic_on_one_rail() {
             s.pxn = pxn;
             let (dag, _, trace) = lowered(&s, &ranks, &t);
             check_alltoall(&s, &ranks, &dag, &trace, &format!("pxn={pxn}"));
-            let cross_rail = dag.tasks.iter().any(|task| match task.kind {
+            let cross_rail = dag.tasks().any(|task| match task.kind {
                 TaskKind::Transfer { src, dst, .. } => {
                     t.host_of(src) != t.host_of(dst) && src.0 % 4 != dst.0 % 4
                 }

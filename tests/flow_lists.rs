@@ -241,7 +241,7 @@ fn an_htsim_ring_of_triggers_runs_as_its_closed_form() {
 fn a_dag_whose_dependencies_outgrow_the_budget_is_refused_before_it_runs() {
     // 1,000 flows, each after the (up to) 200 before it: 1,000 x 200 -
     // 200 x 201 / 2 = 179,900 dependencies. The scenario's estimate counts
-    // tasks only (2 x 1,000 x 128 B = 250 KiB plus a 4-host fabric; the DAG
+    // tasks only (2 x 1,000 x 112 B = 219 KiB plus a 4-host fabric; the DAG
     // has 1,000, one transfer per flow), under
     // 1 MiB, so validation accepts it; the built DAG holds 8 B per dependency
     // (its own entry and the runner's successor entry, src/budget.rs), 1.4 MiB

@@ -190,7 +190,7 @@ fn leaf_spine(hosts: u32, radix: u32) -> Topology {
 fn mean_flow_throughput(dag: &Dag, out: &RunOutput, rate: Rate) -> f64 {
     let mut sum = 0.0;
     let mut i = 0;
-    for t in &dag.tasks {
+    for t in dag.tasks() {
         if let TaskKind::Transfer { bytes, .. } = t.kind {
             sum += bytes as f64 * 8.0 / out.transfer_fct[i].as_secs_f64() / rate.0 as f64;
             i += 1;

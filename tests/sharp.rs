@@ -263,8 +263,7 @@ fn falls_back_to_ring_without_sharp() {
     let s = allreduce(Algorithm::Sharp, 8 * MIB, MIB);
     let dag = lowered(&s, &t);
     assert!(dag
-        .tasks
-        .iter()
+        .tasks()
         .all(|x| !matches!(x.kind, TaskKind::NetTransfer { .. })));
     let rs = allreduce(Algorithm::Ring, 8 * MIB, MIB);
     assert_eq!(dag.len(), lowered(&rs, &t).len());
@@ -396,7 +395,7 @@ fn bytes_are_conserved() {
     assert_eq!(out.fabric.bytes_delivered, expected);
     let mut per_link = vec![0u64; t.links.len()];
     let mut path = Vec::new();
-    for task in &dag.tasks {
+    for task in dag.tasks() {
         if let TaskKind::NetTransfer { src, dst, bytes } = task.kind {
             assert!(t.hop_path(src, dst, &mut path));
             for l in &path {
@@ -440,8 +439,7 @@ fn every_gpu_ends_with_every_contribution() {
         }
         trace.sort_by_key(|c| c.task);
         for c in &trace {
-            let TaskKind::NetTransfer { src, dst, bytes } = dag.tasks[c.task.0 as usize].kind
-            else {
+            let TaskKind::NetTransfer { src, dst, bytes } = dag.kind(c.task.0 as usize) else {
                 panic!("SHARP lowers to hops only");
             };
             assert_eq!(bytes, c.bytes);
@@ -591,8 +589,7 @@ fn aggregation_group_limit_falls_back_per_rail() {
     );
     let flat = allreduce(Algorithm::Sharp, 64 * MIB, MIB);
     assert!(lowered(&flat, &fat)
-        .tasks
-        .iter()
+        .tasks()
         .all(|x| !matches!(x.kind, TaskKind::NetTransfer { .. })));
 
     let mut rail = topo(
@@ -642,7 +639,7 @@ fn collnet_chain_runs_a_chain_per_channel_into_sharp() {
         // each byte once
         let mut copied = vec![Vec::new(); r.len()];
         for c in trace.iter().filter(|c| !c.reduce) {
-            let dst = match dag.tasks[c.task.0 as usize].kind {
+            let dst = match dag.kind(c.task.0 as usize) {
                 TaskKind::Transfer { dst, .. } => t.gpus[dst.0 as usize].node,
                 TaskKind::NetTransfer { dst, .. } => dst,
                 _ => continue,

@@ -215,7 +215,7 @@ fn dp_bytes(s: &Scenario) -> (u64, usize) {
     let topo = s.build_topology().unwrap();
     let step = training::build(spec(s), &topo).unwrap();
     let mut bytes = 0;
-    for task in &step.dag.tasks {
+    for task in step.dag.tasks() {
         if let TaskKind::Transfer { bytes: b, .. } = task.kind {
             if step.ops[task.op as usize].kind == OpKind::DataParallelGrad {
                 bytes += b;

@@ -70,12 +70,11 @@ pub fn run_with_events(
         schedule_with_events(dag, topo, events)?
     };
     let unreachable = dag
-        .tasks
-        .iter()
+        .tasks()
         .zip(&times)
         .position(|(task, t)| task.kind.is_transfer() && t.done == SimTime::MAX);
     if let Some(i) = unreachable {
-        let (src, dst) = endpoints(dag.tasks[i].kind);
+        let (src, dst) = endpoints(dag.kind(i));
         return Err(AnalyticalError::Unreachable {
             task: i as u32,
             src,
@@ -143,14 +142,14 @@ fn schedule_with_events(
     let views: Vec<(SimTime, &Topology)> = fabrics.iter().map(|(t, f)| (*t, &**f)).collect();
     let mut cut = None;
     let times = schedule_over(dag, &views, |i, t| {
-        let unreachable = t.done == SimTime::MAX && dag.tasks[i].kind.is_transfer();
+        let unreachable = t.done == SimTime::MAX && dag.kind(i).is_transfer();
         if unreachable {
             cut = Some((i, t.start));
         }
         !unreachable
     });
     if let Some((i, at)) = cut {
-        let (src, dst) = endpoints(dag.tasks[i].kind);
+        let (src, dst) = endpoints(dag.kind(i));
         return Err(AnalyticalError::Unreachable {
             task: i as u32,
             src,
@@ -173,7 +172,7 @@ fn output(dag: &Dag, times: &[TaskTimes]) -> RunOutput {
     let mut fct = Vec::new();
     let mut bytes = 0u64;
     let mut makespan = SimTime::ZERO;
-    for (task, t) in dag.tasks.iter().zip(times) {
+    for (task, t) in dag.tasks().zip(times) {
         let op = &mut op_timing[task.op as usize];
         op.start = op.start.min(t.start);
         op.end = op.end.max(t.done);

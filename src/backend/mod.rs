@@ -377,10 +377,10 @@ pub fn transfer_times(
     ideal_by_task: &[SimTime],
 ) -> (Vec<SimTime>, Vec<SimTime>) {
     // exact sizes: at 10^8 tasks a doubling Vec would hold up to twice the bytes
-    let n = dag.tasks.iter().filter(|t| t.kind.is_transfer()).count();
+    let n = dag.tasks().filter(|t| t.kind.is_transfer()).count();
     let mut fct = Vec::with_capacity(n);
     let mut ideal = Vec::with_capacity(n);
-    for (i, t) in dag.tasks.iter().enumerate() {
+    for (i, t) in dag.tasks().enumerate() {
         if t.kind.is_transfer() {
             fct.push(runner.done_at[i] - runner.started_at[i]);
             ideal.push(ideal_by_task[i]);

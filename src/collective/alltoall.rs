@@ -461,8 +461,10 @@ mod tests {
         let ranks: Vec<GpuId> = (0..4).map(GpuId).collect();
         let mut dag = Dag::new();
         lower(&spec, &ranks, &t, &mut dag, &[]).unwrap();
-        let dsts: Vec<u32> = dag.tasks[3..6]
-            .iter()
+        let dsts: Vec<u32> = dag
+            .tasks()
+            .skip(3)
+            .take(3)
             .map(|t| match t.kind {
                 TaskKind::Transfer { src, dst, bytes } => {
                     assert_eq!((src.0, bytes), (1, 1000));

@@ -54,7 +54,7 @@ pub(crate) fn schedule_over(
     let mut cost: HashMap<CostKey, Option<(SimTime, Rate)>> = HashMap::new();
     let mut path = Vec::new();
     let mut times: Vec<TaskTimes> = Vec::with_capacity(dag.len());
-    for (i, task) in dag.tasks.iter().enumerate() {
+    for (i, task) in dag.tasks().enumerate() {
         let id = TaskId(i as u32);
         let mut start = SimTime::ZERO;
         for d in dag.deps_of(id) {
@@ -144,7 +144,7 @@ pub fn idle_critical_path(dag: &Dag, topo: &Topology) -> (SimTime, Vec<OpTiming>
     let mut ops = vec![OpTiming::default(); n_ops];
     let mut seen = vec![false; n_ops];
     let mut makespan = SimTime::ZERO;
-    for (task, t) in dag.tasks.iter().zip(&times) {
+    for (task, t) in dag.tasks().zip(&times) {
         let o = task.op as usize;
         if !seen[o] {
             seen[o] = true;

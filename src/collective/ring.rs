@@ -896,7 +896,7 @@ mod tests {
         assert_eq!(tr.len(), 4 * 3);
         let got: Vec<(u32, u32, u64, bool)> = tr
             .iter()
-            .map(|c| match dag.tasks[c.task.0 as usize].kind {
+            .map(|c| match dag.kind(c.task.0 as usize) {
                 TaskKind::Transfer { src, dst, .. } => (src.0, dst.0, c.offset, c.reduce),
                 _ => unreachable!(),
             })

@@ -407,14 +407,10 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
 /// Keeps every transfer of a run in `rec`, halving the kept rows (doubling the
 /// stride) whenever they would exceed [`FlowRecords::CAP`].
 fn record_flows(rec: &mut FlowRecords, dag: &Dag, out: &RunOutput, collective_bytes: u64) {
-    let transfers = dag
-        .tasks
-        .iter()
-        .enumerate()
-        .filter_map(|(i, t)| match t.kind {
-            crate::dag::TaskKind::Transfer { src, dst, bytes } => Some((i, src, dst, bytes)),
-            _ => None,
-        });
+    let transfers = dag.tasks().enumerate().filter_map(|(i, t)| match t.kind {
+        crate::dag::TaskKind::Transfer { src, dst, bytes } => Some((i, src, dst, bytes)),
+        _ => None,
+    });
     for ((task, src, dst, bytes), (fct, ideal)) in
         transfers.zip(out.transfer_fct.iter().zip(&out.transfer_ideal))
     {
@@ -465,7 +461,7 @@ impl MatrixAcc {
     }
 
     fn add(&mut self, dag: &Dag, topo: &Topology) {
-        for t in &dag.tasks {
+        for t in dag.tasks() {
             if let crate::dag::TaskKind::Transfer { src, dst, bytes } = t.kind {
                 let a = (topo.host_of(src) / self.per_cell) as usize;
                 let b = (topo.host_of(dst) / self.per_cell) as usize;

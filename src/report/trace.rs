@@ -158,12 +158,12 @@ impl Trace {
                 }
             }
         }
-        if out.task_start.len() != dag.tasks.len() || out.task_done.len() != dag.tasks.len() {
+        if out.task_start.len() != dag.len() || out.task_done.len() != dag.len() {
             return;
         }
         // ideal times come in task order, one per transfer that completed
         let mut ideal = out.transfer_ideal.iter();
-        for (i, task) in dag.tasks.iter().enumerate() {
+        for (i, task) in dag.tasks().enumerate() {
             let (start, done) = (out.task_start[i], out.task_done[i]);
             if done == SimTime::MAX || done < start {
                 continue;

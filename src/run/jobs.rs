@@ -43,7 +43,7 @@ enum ModelPlan {
     /// A training step: its operations' kinds, GPUs, FLOPs, tokens.
     Training(Box<training::StepDag>),
     /// An inference batch: its requests' output lengths.
-    Inference(inference::InferenceDag),
+    Inference(Box<inference::InferenceDag>),
 }
 
 /// A job's DAG on the cluster's GPUs, from time zero, and its sizes.
@@ -131,7 +131,7 @@ fn plan_job(
             read_model_workload_keys(&js, fidelity, &mut view);
             let mut batch = inference::build_on(w, topo, seed, &ranks)?;
             dag = slowed(s, topo, std::mem::replace(&mut batch.dag, Dag::new()));
-            model = ModelPlan::Inference(batch);
+            model = ModelPlan::Inference(Box::new(batch));
         }
         WorkloadSpec::Chakra(c) => {
             read_chakra_keys(&js, c, fidelity, &mut view);
@@ -248,7 +248,7 @@ fn add_job(dag: &mut Dag, j: &JobSpec, job: &Dag, topo: &Topology) -> std::ops::
 /// (first task's start, last task's end) of the operations `ops` that hold tasks.
 fn span(dag: &Dag, out: &RunOutput, ops: std::ops::Range<u32>) -> (SimTime, SimTime) {
     let mut used = vec![false; dag.ops.len()];
-    for t in &dag.tasks {
+    for t in dag.tasks() {
         used[t.op as usize] = true;
     }
     let mut first = SimTime(u64::MAX);

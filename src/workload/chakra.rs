@@ -1717,7 +1717,7 @@ pub fn export_training(
         if let Some(v) = memo.get(&(task.0, rank)) {
             return v.clone();
         }
-        let out = match (role[task.0 as usize], dag.tasks[task.0 as usize].kind) {
+        let out = match (role[task.0 as usize], dag.kind(task.0 as usize)) {
             (Role::CollEnd(c), _) => {
                 let _ = &colls[c];
                 Vec::new()
@@ -1739,7 +1739,7 @@ pub fn export_training(
         memo.insert((task.0, rank), out.clone());
         out
     }
-    for (i, t) in dag.tasks.iter().enumerate() {
+    for (i, t) in dag.tasks().enumerate() {
         let id = TaskId(i as u32);
         let deps_for = |rank: u32,
                         node_on: &HashMap<(u32, u32), u64>,

@@ -184,14 +184,15 @@ impl Applied {
             None
         };
         let mut d = dag.clone();
-        for (i, task) in d.tasks.iter_mut().enumerate() {
-            if let TaskKind::Compute { gpu, duration } = &mut task.kind {
+        for i in 0..d.len() {
+            if let TaskKind::Compute { gpu, mut duration } = d.kind(i) {
                 for &(g, factor, at) in &self.slow_gpus {
                     let after = starts.as_ref().is_none_or(|s| s[i].start >= at);
                     if g == gpu.0 && after {
-                        *duration = SimTime::from_secs_f64(duration.as_secs_f64() * factor);
+                        duration = SimTime::from_secs_f64(duration.as_secs_f64() * factor);
                     }
                 }
+                d.set_kind(i, TaskKind::Compute { gpu, duration });
             }
         }
         Cow::Owned(d)

@@ -252,7 +252,7 @@ impl<'a> Comm<'a> {
 /// Per-GPU compute busy time (sum of compute task durations), indexed by GPU.
 pub fn busy_per_gpu(dag: &Dag, gpus: u32) -> Vec<SimTime> {
     let mut busy = vec![SimTime::ZERO; gpus as usize];
-    for t in &dag.tasks {
+    for t in dag.tasks() {
         if let TaskKind::Compute { gpu, duration } = t.kind {
             if let Some(b) = busy.get_mut(gpu.0 as usize) {
                 *b = b.saturating_add(duration);
@@ -268,7 +268,7 @@ pub fn busy_per_gpu(dag: &Dag, gpus: u32) -> Vec<SimTime> {
 pub fn free_comm_makespan(dag: &Dag) -> SimTime {
     let mut done = vec![SimTime::ZERO; dag.len()];
     let mut end = SimTime::ZERO;
-    for (i, task) in dag.tasks.iter().enumerate() {
+    for (i, task) in dag.tasks().enumerate() {
         let mut start = SimTime::ZERO;
         for d in dag.deps_of(TaskId(i as u32)) {
             let (Dep::Sent(p) | Dep::Done(p)) = d;

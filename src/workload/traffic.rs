@@ -409,9 +409,9 @@ mod tests {
             seed: 7,
         };
         let a = generate(&spec, &t).unwrap();
-        assert_eq!(a.tasks, generate(&spec, &t).unwrap().tasks);
+        assert!(a.tasks().eq(generate(&spec, &t).unwrap().tasks()));
         let mut seen = [false; 32];
-        for task in &a.tasks {
+        for task in a.tasks() {
             let TaskKind::Transfer { src, dst, .. } = task.kind else {
                 panic!()
             };

@@ -1006,8 +1006,7 @@ fn simulate(
 ) -> Result<(RunOutput, PacketStats), Stopped> {
     cfg.validate(topo)?;
     if dag
-        .tasks
-        .iter()
+        .tasks()
         .any(|t| matches!(t.kind, crate::dag::TaskKind::NetTransfer { .. }))
     {
         return Err(sim::net_transfer_unsupported().into());

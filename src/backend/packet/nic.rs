@@ -222,7 +222,7 @@ impl Sim<'_> {
         dst: u32,
         bytes: u64,
     ) -> Result<(), PacketError> {
-        let t = &self.dag.tasks[task as usize];
+        let t = self.dag.task(task as usize);
         let qp = t.qp;
         // a transfer naming no class rides the workload's
         let lane = match t.class {

@@ -157,7 +157,7 @@ impl<'a> Sim<'a> {
                 (buf / block) as i64
             })
             .collect();
-        let n_tasks = dag.tasks.len();
+        let n_tasks = dag.len();
         let mut s = Sim {
             dag,
             cfg,
@@ -279,7 +279,7 @@ impl<'a> Sim<'a> {
                 return Err(PacketError::TimeLimit {
                     at: self.cfg.time_limit,
                     done: self.runner.completed(),
-                    total: self.dag.tasks.len(),
+                    total: self.dag.len(),
                 });
             }
             if t > self.watchdog_at && self.pkts.live() > 0 {
@@ -337,7 +337,7 @@ impl<'a> Sim<'a> {
             return Err(PacketError::Stalled {
                 at: SimTime(self.now),
                 done: self.runner.completed(),
-                total: self.dag.tasks.len(),
+                total: self.dag.len(),
             });
         }
         Ok(())
@@ -377,7 +377,7 @@ impl<'a> Sim<'a> {
             std::mem::swap(&mut self.ready, &mut self.batch);
             let mut batch = std::mem::take(&mut self.batch);
             for &t in &batch {
-                match self.dag.tasks[t.0 as usize].kind {
+                match self.dag.kind(t.0 as usize) {
                     TaskKind::Transfer { src, dst, bytes } => {
                         if src == dst {
                             self.counters.local_transfer(bytes);
@@ -531,7 +531,7 @@ impl<'a> Sim<'a> {
         stats.credit_leaks = self.credits.leaks(credit_ports.map(|(id, _)| id), self.vls);
         let mut fct = Vec::new();
         let mut ideal = Vec::new();
-        for (i, t) in self.dag.tasks.iter().enumerate() {
+        for (i, t) in self.dag.tasks().enumerate() {
             // a run stopped early (a deadlock) reports the transfers it finished
             if t.kind.is_transfer() && self.runner.is_done(crate::dag::TaskId(i as u32)) {
                 fct.push(self.done_at[i] - self.runner.started_at[i]);
@@ -612,8 +612,7 @@ fn window_pkts(cfg: &PacketConfig, reorders: bool) -> u32 {
 fn ideal_times(dag: &Dag, topo: &Topology, cfg: &PacketConfig) -> Vec<SimTime> {
     let mut cost: HashMap<(u32, u32), Option<(SimTime, crate::units::Rate)>> = HashMap::new();
     let mut path = Vec::with_capacity(16);
-    dag.tasks
-        .iter()
+    dag.tasks()
         .map(|t| match t.kind {
             TaskKind::Transfer { src, dst, bytes } if src != dst => {
                 let c = *cost.entry((src.0, dst.0)).or_insert_with(|| {

@@ -253,13 +253,15 @@ impl Groups {
     /// worth (not `2·a·p/(g − 2)` when the two end groups are excluded). A
     /// random router, not only a random group, spreads the detour's local
     /// hops over the intermediate group's routers. `None` too when `src ==
-    /// dst`: traffic inside a group stays minimal.
+    /// dst` (traffic inside a group stays minimal) and with fewer than three
+    /// groups (no group to detour through: the packet level's source routing
+    /// does not draw there either).
     pub fn intermediate(&self, src: u32, dst: u32, k: u64) -> Option<u32> {
-        let g = u64::from(self.groups.max(1));
-        let x = (k % g) as u32;
-        if src == dst || x == src {
+        let g = u64::from(self.groups);
+        if src == dst || self.groups < 3 || k % g == u64::from(src) {
             return None;
         }
+        let x = (k % g) as u32;
         let r = ((k / g) % u64::from(self.routers_per_group)) as u32;
         Some(x * self.routers_per_group + r)
     }

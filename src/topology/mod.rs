@@ -372,7 +372,8 @@ impl Topology {
     /// The Valiant intermediate router (index `group·a + router`) for traffic
     /// from GPU `src` to GPU `dst` drawn from `k`
     /// ([`dragonfly::Groups::intermediate`]); `None` off a dragonfly, inside
-    /// one group, or with fewer than three groups.
+    /// one group, with fewer than three groups, or when the draw falls in the
+    /// source group (the route is then minimal).
     pub fn valiant_router(&self, src: GpuId, dst: GpuId, k: u64) -> Option<u32> {
         let (df, sg, dg) = self.df_groups(src, dst)?;
         df.intermediate(sg, dg, k)

@@ -544,6 +544,17 @@ fn lossless_valiant_without_lanes_is_refused_and_with_them_runs() {
 fn ugal_l_takes_the_better_on_the_worst_case() {
     // Kim §4.2, Fig. 8 (the issue's "UGAL within 10% of the better of the
     // two"), for UGAL-L on the worst case, on both fabrics.
+    //
+    // Tried and not kept (measured with this test, release): counting in
+    // each candidate's queue the receiver-buffer bytes its sender's credits
+    // say are taken (booksim's `GetUsedCredit`, so the next router's backlog
+    // shows before the local queue grows): over all lanes 0.384 (p2) /
+    // 0.579 (p1); on the packet's own lane (Kim's UGAL-L_VC reading) 0.390 /
+    // 0.610. Short of 0.407 at p2 and worse than today's 0.681 at p1. What
+    // Kim proposes next needs state this model lacks: UGAL-L_VC_H separates
+    // minimal from non-minimal packets by VC (here lanes count hop stages,
+    // so both leave the source on one lane), UGAL-L_CR delays credit returns
+    // by the credit round-trip excess.
     for p in [P, 1] {
         let rows = packet_figures(p);
         let (_, min_w, _) = rows[0];

@@ -9,7 +9,8 @@
 //!
 //! - worst case: every host of group `i` sends 1 MiB to the host in the same
 //!   place of group `i + 1` (Kim §4.1); minimal routing gives 1/(a·p) = 1/32
-//!   of line rate, Valiant at most (g − 2)/(2·a·p) = 31/64 (the global links);
+//!   of line rate, Valiant at most g/(2·a·p) = 33/64 (the global links, with
+//!   its intermediate drawn over all groups);
 //! - uniform: every host sends the same bytes to 32 destinations spread over
 //!   the fabric (a sample of uniform random traffic: 256 KiB per pair at flow
 //!   level, 64 KiB at packet level).

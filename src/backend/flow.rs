@@ -712,7 +712,8 @@ impl<'a> Sim<'a> {
     /// Writes into `path_buf` the path of a transfer from `src` to `dst` whose
     /// queue pair hashes to `hash` ([`Topology::route`]: ECMP, a dragonfly's
     /// minimal or Valiant path). Under a dragonfly's UGAL the flow, when it
-    /// starts, weighs its minimal path against the Valiant path its hash draws
+    /// starts, weighs its minimal path against the non-minimal Valiant path its
+    /// hash draws ([`crate::topology::Topology::ugal_detour`])
     /// (Kim et al., ISCA 2008, §4.2), with flows standing for queues: UGAL-L
     /// compares the flows already on each path's first router output × the
     /// path's router hops; UGAL-G the max-min share each path would get at its
@@ -728,7 +729,7 @@ impl<'a> Sim<'a> {
         let via = match mode {
             D::Ugal | D::UgalG => {
                 self.topo
-                    .valiant_router(src, dst, mix64(hash ^ crate::topology::VALIANT_SALT))
+                    .ugal_detour(src, dst, mix64(hash ^ crate::topology::VALIANT_SALT))
             }
             _ => None,
         };

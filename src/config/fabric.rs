@@ -48,8 +48,8 @@ pub enum Routing {
     /// Dragonfly minimal routing: at most one global link, ECMP hash over
     /// parallel global links.
     Minimal,
-    /// Dragonfly Valiant routing through a random router of a random
-    /// intermediate group.
+    /// Dragonfly Valiant routing through an intermediate router drawn over
+    /// every router of the network (minimal when it falls in the source group).
     Valiant,
     /// Dragonfly UGAL-L: minimal or Valiant by local queue occupancy × hops.
     Ugal,

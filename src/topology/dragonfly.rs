@@ -36,17 +36,24 @@
 //! - `minimal`: at most one global link — local to the router of the source group
 //!   that has a global link to the destination group, global, local — spread over
 //!   parallel global links by the ECMP hash ([`Groups::toward`]);
-//! - `valiant`: minimally to a random router of a random intermediate group
-//!   (neither source nor destination), then minimally to the destination: at most
-//!   two global links. A random router rather than any router of the group spreads
-//!   the detour's local hops (booksim's dragonfly does the same; with only a group,
-//!   a 9×4 dragonfly's worst case reached 0.26 of line rate, not Kim's ≈ 0.5).
-//!   Per packet at the packet level; per flow (hash of the queue pair) at the flow
-//!   level; the analytical fidelity spreads each transfer evenly over up to 32
-//!   intermediate routers. Traffic inside one group stays minimal;
+//! - `valiant`: minimally to an intermediate router drawn uniformly over every
+//!   router of the network, then minimally to the destination: at most two global
+//!   links. A draw in the source group (probability `1/g`) routes minimally, one in
+//!   the destination group crosses the minimal global link and then visits the drawn
+//!   router (Valiant & Brebner 1981 draw over all nodes; booksim's dragonfly does
+//!   the same, [`Groups::intermediate`]). Excluding the two end groups instead
+//!   bounds the worst case at `(g − 2)/(2·a·p)` (0.367 measured on a 9×4 p2
+//!   dragonfly, below the 0.4); over all groups the bound is `g/(2·a·p)`.
+//!   A random router rather than any router of the group spreads the detour's
+//!   local hops (with only a group, a 9×4 dragonfly's worst case reached 0.26 of
+//!   line rate, not Kim's ≈ 0.5). Per packet at the packet level; per flow (hash of
+//!   the queue pair) at the flow level; the analytical fidelity splits each
+//!   transfer by the same distribution (`1/g` minimal, `1/g` per other group over
+//!   up to 32 intermediate routers in all). Traffic inside one group stays minimal;
 //! - `ugal` (UGAL-L) and `ugal_g` (UGAL-G, the global-information bound): choose
 //!   per packet at the source router between the minimal path and a random
-//!   Valiant one by queue occupancy × hop count (local: the first output port of
+//!   non-minimal Valiant one (through one of the `g − 2` other groups,
+//!   [`Groups::detour`]) by queue occupancy × hop count (local: the first output port of
 //!   each; global: the queues of the whole path). See `backend::packet` and
 //!   `backend::flow` for what each fidelity compares.
 //!
@@ -235,14 +242,47 @@ impl Groups {
         }
     }
 
-    /// A Valiant intermediate router drawn from `k`: router `⌊k/(g−2)⌋ mod a`
-    /// of the `(k mod (g−2))`-th of the `g − 2` groups that are neither `src`
-    /// nor `dst`, as a router index (`group·a + router`). A random router, not
-    /// only a random group, spreads the detour's local hops inside the
-    /// intermediate group over all its routers, as booksim's dragonfly does
-    /// (Kim et al. 2008 use it). `None` when `src == dst` (traffic inside a
-    /// group stays minimal) or there is no third group.
+    /// A Valiant intermediate router drawn from `k`, uniform over all `g·a`
+    /// routers of the network: router `⌊k/g⌋ mod a` of group `k mod g`, as a
+    /// router index (`group·a + router`). Valiant & Brebner (1981) draw the
+    /// intermediate over every node, and booksim's dragonfly (`ugal_dragonflynew`:
+    /// `f->intm = RandomInt(_network_size - 1)`) does the same, so with
+    /// probability `1/g` the draw falls in the source group and the route is
+    /// minimal (`None` here, as booksim), and with `1/g` in the destination
+    /// group, where the route crosses the one global link minimal routing
+    /// would and then passes through the drawn router. Kim et al. (2008, §4)
+    /// route "to a randomly-selected intermediate group": over all `g`, this
+    /// loads every global link alike under the worst case, `2·a·p/g` hosts'
+    /// worth (not `2·a·p/(g − 2)` when the two end groups are excluded). A
+    /// random router, not only a random group, spreads the detour's local
+    /// hops over the intermediate group's routers. `None` too when `src ==
+    /// dst` (traffic inside a group stays minimal) and with fewer than three
+    /// groups (no group to detour through: the packet level's source routing
+    /// does not draw there either).
     pub fn intermediate(&self, src: u32, dst: u32, k: u64) -> Option<u32> {
+        let g = u64::from(self.groups);
+        if src == dst || self.groups < 3 || k % g == u64::from(src) {
+            return None;
+        }
+        let x = (k % g) as u32;
+        let r = ((k / g) % u64::from(self.routers_per_group)) as u32;
+        Some(x * self.routers_per_group + r)
+    }
+
+    /// UGAL's non-minimal candidate drawn from `k`: the intermediate of
+    /// [`Groups::intermediate`] given that it leaves the minimal path, i.e.
+    /// router `⌊k/(g−2)⌋ mod a` of the `(k mod (g−2))`-th of the `g − 2` groups
+    /// that are neither `src` nor `dst`, as a router index. UGAL weighs the
+    /// minimal path against a Valiant one (Kim et al. 2008, §4.2) and already
+    /// has the minimal path; a draw in an end group would take it without a
+    /// comparison, and under the worst case the `2/g` of traffic that would go
+    /// minimal is exactly the share that balances the direct global link
+    /// against the detours (`a·p·m = 2·a·p·(1 − m)/(g − 2)` at `m = 2/g`), so
+    /// every packet UGAL then sends minimal by choice would overload it
+    /// (measured on g9 a4 p1: UGAL-L 0.458 of line rate with the end groups
+    /// in the draw, 0.681 without). `None` when `src == dst` or there is no
+    /// third group.
+    pub fn detour(&self, src: u32, dst: u32, k: u64) -> Option<u32> {
         if src == dst || self.groups < 3 {
             return None;
         }
@@ -257,16 +297,6 @@ impl Groups {
         }
         let r = ((k / third) % u64::from(self.routers_per_group)) as u32;
         Some(x * self.routers_per_group + r)
-    }
-
-    /// Intermediate routers a Valiant route from group `src` to group `dst`
-    /// may draw: `(g − 2)·a`, or 0 inside a group.
-    pub fn intermediates(&self, src: u32, dst: u32) -> u32 {
-        if src == dst || self.groups < 3 {
-            0
-        } else {
-            (self.groups - 2) * self.routers_per_group
-        }
     }
 
     /// The group of router index `r` (`group·a + router`).

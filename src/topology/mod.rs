@@ -211,8 +211,9 @@ pub enum DragonflyRouting {
     Shortest,
     /// Minimal: at most one global link (local – global – local).
     Minimal,
-    /// Valiant: minimally to a random router of a random intermediate group,
-    /// then minimally to the destination (at most two global links).
+    /// Valiant: minimally to an intermediate router drawn over every router
+    /// of the network (minimal when it is in the source group), then
+    /// minimally to the destination (at most two global links).
     Valiant,
     /// UGAL-L: minimal or Valiant, chosen at the source router by the
     /// occupancy of each path's first output queue × its hop count.
@@ -250,19 +251,10 @@ pub const VALIANT_SALT: u64 = 0x6A09_E667_F3BC_C909;
 
 /// Most Valiant intermediate routers [`Topology::spread`] splits one transfer
 /// over (the analytical fidelity's contention bound): enough to spread the
-/// load over every intermediate group of a test-sized dragonfly, few enough
+/// load over every router of a test-sized dragonfly outside the source group
+/// (8 groups × 4 routers on the 72-host one), few enough
 /// that an all-to-all on a large one stays fast.
 pub const VALIANT_SPREAD: u32 = 32;
-
-/// The draw `k` for which [`dragonfly::Groups::intermediate`] gives the
-/// `pick`-th intermediate router in group-major order.
-fn spread_index(pick: u64, df: &dragonfly::Groups) -> u64 {
-    let third = u64::from(df.groups.saturating_sub(2).max(1));
-    let a = u64::from(df.routers_per_group);
-    // intermediate() takes the group from k mod third, the router from k / third
-    let (grp, r) = (pick / a, pick % a);
-    r * third + grp
-}
 
 /// The unreachable marker in the distance table.
 const UNREACHABLE: u8 = u8::MAX;
@@ -380,10 +372,20 @@ impl Topology {
     /// The Valiant intermediate router (index `group·a + router`) for traffic
     /// from GPU `src` to GPU `dst` drawn from `k`
     /// ([`dragonfly::Groups::intermediate`]); `None` off a dragonfly, inside
-    /// one group, or with fewer than three groups.
+    /// one group, with fewer than three groups, or when the draw falls in the
+    /// source group (the route is then minimal).
     pub fn valiant_router(&self, src: GpuId, dst: GpuId, k: u64) -> Option<u32> {
         let (df, sg, dg) = self.df_groups(src, dst)?;
         df.intermediate(sg, dg, k)
+    }
+
+    /// UGAL's non-minimal candidate router for traffic from GPU `src` to GPU
+    /// `dst` drawn from `k` ([`dragonfly::Groups::detour`]: through one of the
+    /// groups that are neither source nor destination); `None` off a
+    /// dragonfly, inside one group, or with fewer than three groups.
+    pub fn ugal_detour(&self, src: GpuId, dst: GpuId, k: u64) -> Option<u32> {
+        let (df, sg, dg) = self.df_groups(src, dst)?;
+        df.detour(sg, dg, k)
     }
 
     /// The dragonfly and the groups of two GPUs' edge routers.
@@ -621,25 +623,45 @@ impl Topology {
     /// when ECMP spreads it evenly (a fluid split at every switch over its
     /// equal-cost next hops), appended to `out` as `(link, share)`; the shares
     /// leaving a node add up to what reached it. Under
-    /// [`DragonflyRouting::Valiant`] the unit is split evenly over the
-    /// intermediate routers first (at most [`VALIANT_SPREAD`], evenly spaced
-    /// over the groups and routers) (a link may then appear more than once: add
-    /// its shares). Returns false if `dst` is unreachable. The analytical
-    /// fidelity uses it for a contention bound that no hash can beat.
+    /// [`DragonflyRouting::Valiant`] the unit is first split as the intermediate
+    /// is drawn ([`dragonfly::Groups::intermediate`]): `1/g` minimal (a draw in
+    /// the source group), `1/g` through each other group, that group's share
+    /// evenly over its routers (at most [`VALIANT_SPREAD`] intermediate routers
+    /// in all, evenly spaced over the groups and then the routers) (a link may
+    /// then appear more than once: add its shares). Returns false if `dst` is
+    /// unreachable. The analytical fidelity uses it for a contention bound that
+    /// no hash can beat.
     pub fn spread(&self, src: GpuId, dst: GpuId, out: &mut Vec<(LinkId, f64)>) -> bool {
         if self.df_routing == DragonflyRouting::Valiant {
             if let Some((df, sg, dg)) = self.df_groups(src, dst) {
-                let n = df.intermediates(sg, dg);
-                if n > 0 {
-                    // evenly spaced over the intermediate routers, at most
-                    // VALIANT_SPREAD of them (a large dragonfly has thousands)
-                    let m = n.min(VALIANT_SPREAD);
-                    let w = 1.0 / f64::from(m);
-                    return (0..m).all(|k| {
-                        let pick = u64::from(k) * u64::from(n) / u64::from(m);
-                        let via = df.intermediate(sg, dg, spread_index(pick, df));
-                        self.spread_via(src, dst, via, w, out)
-                    });
+                if sg != dg {
+                    let (g, a) = (u64::from(df.groups), u64::from(df.routers_per_group));
+                    // a large dragonfly has thousands of routers: at most
+                    // VALIANT_SPREAD of them, whole groups first
+                    let others = g - 1;
+                    let groups = others.min(u64::from(VALIANT_SPREAD));
+                    let per = (u64::from(VALIANT_SPREAD) / groups).clamp(1, a);
+                    let w_min = 1.0 / g as f64;
+                    let w = (1.0 - w_min) / (groups * per) as f64;
+                    if !self.spread_via(src, dst, None, w_min, out) {
+                        return false;
+                    }
+                    for i in 0..groups {
+                        // the i-th of the g − 1 other groups, evenly spaced
+                        let mut x = i * others / groups;
+                        if x >= u64::from(sg) {
+                            x += 1;
+                        }
+                        for j in 0..per {
+                            // rotated by the group, so that one router per
+                            // group is not always router 0
+                            let r = (j * a / per + x) % a;
+                            if !self.spread_via(src, dst, Some((x * a + r) as u32), w, out) {
+                                return false;
+                            }
+                        }
+                    }
+                    return true;
                 }
             }
         }

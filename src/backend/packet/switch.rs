@@ -990,9 +990,11 @@ impl Sim<'_> {
     /// A data packet entering the network at its source router under a
     /// non-minimal dragonfly routing (Kim et al., ISCA 2008, §4.2) chooses its
     /// path here, per packet: Valiant draws an intermediate router uniformly
-    /// among the groups that are neither source nor destination; UGAL-L
-    /// compares the minimal path's first output queue × its hop count with that
-    /// of a random Valiant path (ties go minimal); UGAL-G compares the queues
+    /// over every router of the network ([`crate::topology::dragonfly::Groups::intermediate`]:
+    /// a draw in the source group goes minimal, as in booksim's
+    /// `ugal_dragonflynew`); UGAL-L compares the minimal path's first output
+    /// queue × its hop count with that of a random non-minimal Valiant path
+    /// ([`crate::topology::dragonfly::Groups::detour`]; ties go minimal); UGAL-G compares the queues
     /// of each path's first global link × hop count. Traffic inside a group, and any
     /// packet off a dragonfly, goes minimal.
     fn source_route(&mut self, node: u32, pkt: PktIdx) -> Option<PortId> {
@@ -1018,11 +1020,14 @@ impl Sim<'_> {
             _ => return self.pick_next_hop(node, &k, pkt),
         };
         let r = self.rand_below(u64::MAX);
-        let Some(v) = self
-            .topo
-            .dragonfly()
-            .and_then(|df| df.intermediate(sg, dg, r))
-        else {
+        let valiant = self.topo.dragonfly_routing() == DragonflyRouting::Valiant;
+        let Some(v) = self.topo.dragonfly().and_then(|df| {
+            if valiant {
+                df.intermediate(sg, dg, r)
+            } else {
+                df.detour(sg, dg, r)
+            }
+        }) else {
             return self.pick_next_hop(node, &k, pkt);
         };
         match self.topo.dragonfly_routing() {
@@ -1039,9 +1044,11 @@ impl Sim<'_> {
                 };
                 let df = self.topo.dragonfly()?;
                 let h_min = u64::from(df.hops_to_group(here, dg)) + 1;
+                let vg = df.group_of_router(v);
                 // to the intermediate group, to the intermediate router, at
-                // most two hops to the destination group, one in it
-                let h_val = u64::from(df.hops_to_group(here, df.group_of_router(v))) + 4;
+                // most two hops to the destination group, one in it; a draw in
+                // the destination group: to it, to the drawn router, on
+                let h_val = u64::from(df.hops_to_group(here, vg)) + if vg == dg { 2 } else { 4 };
                 let (q_min, q_val) = if mode == DragonflyRouting::Ugal {
                     (self.load_of(min_port), self.load_of(val_port))
                 } else {

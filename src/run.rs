@@ -1015,8 +1015,9 @@ fn run_parallel<T: Send>(
         return (0..n).map(run).collect();
     }
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut slots: Vec<Option<Result<T, RunError>>> = (0..n).map(|_| None).collect();
     let done = std::sync::Mutex::new(Vec::with_capacity(n));
+    // a worker that panics makes the scope panic when it joins, so every
+    // index below `n` is in `done` afterwards
     std::thread::scope(|scope| {
         for _ in 0..workers.min(n) {
             scope.spawn(|| loop {
@@ -1025,27 +1026,15 @@ fn run_parallel<T: Send>(
                     break;
                 }
                 let r = run(i);
-                // a poisoned lock means another worker panicked: the scope
-                // re-raises that panic when it joins
                 if let Ok(mut d) = done.lock() {
                     d.push((i, r));
                 }
             });
         }
     });
-    for (i, r) in done.into_inner().unwrap_or_default() {
-        slots[i] = Some(r);
-    }
-    slots
-        .into_iter()
-        .map(|r| {
-            r.unwrap_or_else(|| {
-                Err(RunError::Unsupported(
-                    "a worker thread stopped before its run".into(),
-                ))
-            })
-        })
-        .collect()
+    let mut done = done.into_inner().unwrap_or_default();
+    done.sort_unstable_by_key(|&(i, _)| i);
+    done.into_iter().map(|(_, r)| r).collect()
 }
 
 fn check_dag_budget(

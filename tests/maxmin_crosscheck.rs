@@ -212,8 +212,11 @@ fn check(
     raw: &[(u32, u32, u64, u64)],
 ) -> Result<(), TestCaseError> {
     let mut topo = topology(shape, hosts, gpus, over);
-    for (l, link) in topo.links.iter_mut().enumerate() {
-        link.rate = Rate::gbps(RATES_GBPS[rates[l % rates.len()]]);
+    for l in 0..topo.links.len() {
+        topo.set_link_rate(
+            LinkId(l as u32),
+            Rate::gbps(RATES_GBPS[rates[l % rates.len()]]),
+        );
     }
     let g = topo.num_gpus();
     let xs: Vec<Xfer> = raw

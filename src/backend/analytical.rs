@@ -121,7 +121,7 @@ fn epochs<'t>(topo: &'t Topology, events: &[LinkEvent]) -> Vec<(SimTime, Cow<'t,
                         t.set_link_up(e.link, false);
                     }
                 }
-                LinkEventKind::Rate(r) => t.links[e.link.0 as usize].rate = r,
+                LinkEventKind::Rate(r) => t.set_link_rate(e.link, r),
                 // filtered above; `backend::run` refuses `Up` at this fidelity
                 LinkEventKind::Up | LinkEventKind::Ber(_) => {}
             }

@@ -785,8 +785,7 @@ impl<'a> Sim<'a> {
         let rev = self.topo.reverse(l);
         match ev.kind {
             LinkEventKind::Rate(r) => {
-                let t = self.topo.to_mut();
-                t.links[l.0 as usize].rate = r;
+                self.topo.to_mut().set_link_rate(l, r);
                 self.cap[l.0 as usize] = self.topo.effective_rate(l).bps() as f64 / 8e12;
                 // every flow on the link may change rate
                 self.forced.push(l.0);

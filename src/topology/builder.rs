@@ -692,6 +692,7 @@ impl TopologyBuilder {
             qps_per_connection: 1,
             dragonfly: None,
             df_routing: super::DragonflyRouting::Shortest,
+            alike: std::sync::OnceLock::new(),
         };
         t.compute_distances();
         if let Some((routers, a)) = self.dragonfly {
@@ -934,6 +935,84 @@ mod tests {
             );
             assert_eq!(est, want, "{} estimated", spec.name());
         }
+    }
+
+    /// The shortcut of `Topology::path_cost` (one path where all equal-cost
+    /// paths are alike) gives what the walk over every path gives, on every
+    /// built shape that claims it: fat-tree, leaf-spine at 2:1, rail-optimized
+    /// with two NICs per host, two planes, dual ToR, tier rates and a slow NIC
+    /// override; and a degraded uplink makes the claim false, so that fabric
+    /// takes the walk again.
+    #[test]
+    fn paths_alike_holds_where_the_walk_finds_one_cost() {
+        let shapes = [
+            TopologySpec::FatTree { k: 4 },
+            TopologySpec::LeafSpine {
+                radix: 6,
+                oversubscription: 2.0,
+            },
+            TopologySpec::RailOptimized {
+                radix: 4,
+                spine_radix: 4,
+            },
+        ];
+        // (NICs per host, planes, dual ToR, tier rates, override host 1)
+        let variants = [
+            (1, 1, false, false, false),
+            (2, 1, false, true, true),
+            (1, 2, false, false, false),
+            (1, 1, true, true, true),
+        ];
+        let mut checked = 0;
+        for spec in &shapes {
+            for &(nics, planes, dual, tiers, slow) in &variants {
+                let (mut c, mut f) = test_specs(8, 2);
+                c.nics_per_host = nics;
+                f.planes = planes;
+                f.dual_tor = dual;
+                if tiers {
+                    f.uplink_rate = Some(Rate::gbps(800));
+                    f.spine_rate = Some(Rate::gbps(1600));
+                }
+                if slow {
+                    f.nic_overrides = vec![NicOverride {
+                        hosts: vec![1],
+                        rate: Rate::gbps(100),
+                    }];
+                }
+                let Ok(mut t) = build(&c, &f, spec) else {
+                    continue; // a variant the shape refuses (e.g. rails × planes)
+                };
+                assert!(t.paths_alike(), "{} {nics} {planes} {dual}", spec.name());
+                let g = t.gpus.len() as u32;
+                for a in 0..g {
+                    for b in 0..g {
+                        let (a, b) = (GpuId(a), GpuId(b));
+                        if a == b {
+                            continue;
+                        }
+                        let walk = t.ecmp_expectation(a, b);
+                        assert_eq!(walk, t.path_cost(a, b), "{} {a:?}→{b:?}", spec.name());
+                    }
+                }
+                checked += 1;
+                // one uplink at half rate: equal-cost paths now differ
+                let up = (0..t.links.len() as u32)
+                    .map(LinkId)
+                    .find(|&l| {
+                        let l = &t.links[l.0 as usize];
+                        matches!(
+                            t.nodes[l.from.0 as usize].kind,
+                            NodeKind::Switch { tier: 0 }
+                        ) && matches!(t.nodes[l.to.0 as usize].kind, NodeKind::Switch { .. })
+                    })
+                    .expect("a switch uplink");
+                let r = t.links[up.0 as usize].rate;
+                t.set_link_rate(up, Rate(r.0 / 2));
+                assert!(!t.paths_alike(), "{} after a degraded uplink", spec.name());
+            }
+        }
+        assert!(checked >= 8, "only {checked} fabrics built");
     }
 
     /// Every shape a spec can name is registered once in `SHAPES` under its

@@ -183,6 +183,10 @@ pub struct Topology {
     /// How routes cross a dragonfly's groups; [`DragonflyRouting::Shortest`]
     /// until [`Topology::set_dragonfly_routing`].
     df_routing: DragonflyRouting,
+    /// Whether every equal-cost path between two GPUs costs the same
+    /// ([`Topology::paths_alike`]), worked out on first use and forgotten by
+    /// every `&mut self` method that changes a link.
+    alike: std::sync::OnceLock<bool>,
 }
 
 /// One class of network links (a tier) and its rates: `host` (NIC ↔ edge
@@ -340,6 +344,7 @@ impl Topology {
     /// Takes a link (and its reverse) down or up and recomputes the routes.
     /// Traffic already on the link is the backend's business.
     pub fn set_link_up(&mut self, l: LinkId, up: bool) {
+        self.alike = std::sync::OnceLock::new();
         self.link_up[l.0 as usize] = up;
         let rev = self.reverse(l);
         self.link_up[rev.0 as usize] = up;
@@ -853,6 +858,7 @@ impl Topology {
     /// Runs every NVLink link at `eff` of its rate (the share NCCL's copy and
     /// reduce kernels reach; `cluster.nvlink_efficiency`). 1.0 changes nothing.
     pub fn derate_nvlink(&mut self, eff: f64) {
+        self.alike = std::sync::OnceLock::new();
         if eff < 1.0 {
             for l in self.links.iter_mut().filter(|l| l.kind == LinkKind::NvLink) {
                 l.rate = l.rate.scaled(eff);
@@ -864,6 +870,7 @@ impl Topology {
     /// of their rate (NIC goodput with GPUDirect RDMA; `fabric.nic_efficiency`).
     /// 1.0 changes nothing.
     pub fn derate_nics(&mut self, eff: f64) {
+        self.alike = std::sync::OnceLock::new();
         if eff < 1.0 {
             for i in 0..self.nics.len() {
                 for l in [self.nics[i].uplink, self.nics[i].downlink] {
@@ -878,6 +885,7 @@ impl Topology {
     /// link to the edge switch (`[[fabric.nic_overrides]]`). A host out of
     /// range changes nothing.
     pub fn set_host_nic_rate(&mut self, h: u32, rate: Rate) {
+        self.alike = std::sync::OnceLock::new();
         // the NIC table is host-major with the same count per host, so host
         // h's NICs are one contiguous run (no scan of every NIC per override)
         let per = self.nics.len() / (self.hosts.max(1) as usize);
@@ -890,6 +898,15 @@ impl Topology {
                 self.links[nic.downlink.0 as usize].rate = rate;
             }
         }
+    }
+
+    /// Runs directed link `l` at `rate` (bits/s): a rate fault or a test's
+    /// link. Change rates through this (or the other `&mut self` methods), not
+    /// by writing [`Topology::links`]: [`Topology::path_cost`] keeps whether
+    /// all equal-cost paths are alike, and a direct write would leave that stale.
+    pub fn set_link_rate(&mut self, l: LinkId, rate: Rate) {
+        self.alike = std::sync::OnceLock::new();
+        self.links[l.0 as usize].rate = rate;
     }
 
     /// The class of a network link ([`LinkTier::name`]); `None` for NVLink
@@ -1018,10 +1035,61 @@ impl Topology {
             return None;
         }
         let first = (self.path_latency(&p), self.path_bottleneck(&p));
-        if self.dragonfly.is_some() {
+        if self.dragonfly.is_some() || self.paths_alike() {
             return Some(first);
         }
         Some(self.ecmp_expectation(src, dst).unwrap_or(first))
+    }
+
+    /// Whether every set of equal-cost paths between two GPUs is alike in
+    /// latency and bottleneck, so [`Topology::path_cost`] may take one path
+    /// instead of walking them all (the walk visits every switch of every
+    /// tier on the way: at 131,072 GPUs the collective tuner's millions of
+    /// calls took longer than the simulation). Decided once per link state
+    /// and conservatively: links are classed by their ends (a switch by its
+    /// tier, anything in a host by host and kind), and the answer is yes when
+    /// every class has one rate, latency and kind, every class of node one
+    /// forwarding latency, and every switch-to-switch link joins adjacent
+    /// tiers. Routes go up and then down ([`Topology::next_hops`]), so two
+    /// equal-cost paths between the same GPUs then cross the same classes in
+    /// the same order. Built shapes with one rate per tier and per host are
+    /// alike; a degraded link, a topology file with uneven links, or
+    /// switch-to-switch links within a tier are not, and take the walk.
+    pub fn paths_alike(&self) -> bool {
+        *self.alike.get_or_init(|| self.compute_paths_alike())
+    }
+
+    fn compute_paths_alike(&self) -> bool {
+        use std::collections::HashMap;
+        // (is a switch, tier or host, kind of node)
+        let class = |n: NodeId| -> (bool, u32, u8) {
+            match self.nodes[n.0 as usize].kind {
+                NodeKind::Switch { tier } => (true, tier as u32, 0),
+                NodeKind::Gpu { gpu } => (false, gpu.0 / self.gpus_per_host.max(1), 1),
+                NodeKind::NvSwitch { host } => (false, host, 2),
+                NodeKind::Nic { host, .. } => (false, host, 3),
+            }
+        };
+        let mut node_latency: HashMap<(bool, u32, u8), SimTime> = HashMap::new();
+        for i in 0..self.nodes.len() {
+            let c = class(NodeId(i as u32));
+            let lat = self.nodes[i].latency;
+            if *node_latency.entry(c).or_insert(lat) != lat {
+                return false;
+            }
+        }
+        let mut links: HashMap<_, (Rate, SimTime, LinkKind)> = HashMap::new();
+        for l in &self.links {
+            let (a, b) = (class(l.from), class(l.to));
+            if a.0 && b.0 && a.1.abs_diff(b.1) != 1 {
+                return false;
+            }
+            let v = (l.rate, l.latency, l.kind);
+            if *links.entry((a, b)).or_insert(v) != v {
+                return false;
+            }
+        }
+        true
     }
 
     /// [`Topology::path_cost`] over the ECMP path set from `src` to `dst`:

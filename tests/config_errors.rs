@@ -43,7 +43,7 @@ fn with(old: &str, new: &str) -> String {
 fn the_reference_scenario_is_valid() {
     let s = config::parse("good.toml", GOOD).unwrap();
     assert_eq!(s.num_gpus(), 32);
-    assert_eq!(s.seed, 7);
+    assert_eq!(s.seed(), 7);
 }
 
 #[test]
@@ -313,7 +313,7 @@ fn the_reference_training_scenario_is_valid() {
         ),
     )
     .unwrap();
-    let config::WorkloadSpec::Training(t) = &p.workload else {
+    let config::WorkloadSpec::Training(t) = p.workload() else {
         panic!()
     };
     assert_eq!(t.model.layers, 4); // the file overrides the preset
@@ -419,7 +419,7 @@ fn flowlet_routing_is_named_and_a_zero_gap_is_refused() {
         .replace("fidelity = \"flow\"", "fidelity = \"packet\""),
     )
     .unwrap();
-    let ignored = fabricsim::run::ignored_settings(&s, s.fidelity).unwrap();
+    let ignored = fabricsim::run::ignored_settings(&s, s.fidelity()).unwrap();
     assert!(
         ignored
             .iter()
@@ -555,8 +555,8 @@ fn budget_keys_are_validated() {
         ),
     )
     .unwrap();
-    assert_eq!(s.budget.max_memory, 8 << 30);
-    assert_eq!(s.budget.max_events, 1_000_000_000);
+    assert_eq!(s.budget().max_memory, 8 << 30);
+    assert_eq!(s.budget().max_events, 1_000_000_000);
 }
 
 #[test]

@@ -515,8 +515,8 @@ fn summary(b: &mut String, r: &Report, s: Option<&Scenario>) {
     };
     row("scenario", r.scenario.clone());
     if let Some(s) = s {
-        row("file", s.file.clone());
-        let c = &s.cluster;
+        row("file", s.file().to_string());
+        let c = s.cluster();
         row(
             "cluster",
             format!(
@@ -530,7 +530,7 @@ fn summary(b: &mut String, r: &Report, s: Option<&Scenario>) {
                 c.pcie_latency
             ),
         );
-        let f = &s.fabric;
+        let f = s.fabric();
         row(
             "fabric",
             format!(

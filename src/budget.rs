@@ -273,7 +273,7 @@ pub fn run(s: &Scenario, topo: &Topology, fidelity: Fidelity) -> Estimate {
         s.cluster().nics_per_host,
         s.topology(),
     );
-    let mtu = s.fabric().mtu.max(1) as f64;
+    let mtu = s.fabric().mtu().max(1) as f64;
     let ranks = crate::run::all_ranks(topo);
     let (tasks, flows, bytes, driver) =
         workload_counts(s, s.workload(), topo, &ranks, fidelity, false, &mut e);
@@ -293,7 +293,7 @@ pub fn run(s: &Scenario, topo: &Topology, fidelity: Fidelity) -> Estimate {
         e.packet_events = packets * s.topology().path_links() * EVENTS_PER_PACKET_LINK;
         // queues hold at most a buffer of packets per link and lane
         let per_link =
-            (s.packet().buffer as f64 / mtu).ceil() * f64::from(s.packet().virtual_lanes);
+            (s.packet().buffer() as f64 / mtu).ceil() * f64::from(s.packet().virtual_lanes());
         memory += e.links * per_link.min(packets) * BYTES_PER_PACKET;
     }
     e.memory = memory;
@@ -362,7 +362,7 @@ fn workload_counts(
                     _ => 1.0,
                 };
                 // each queue pair of a connection is its own flow
-                let qps = f64::from(s.fabric().qps_per_connection.max(1));
+                let qps = f64::from(s.fabric().qps_per_connection().max(1));
                 let messages = n * channels * steps * qps;
                 // each message is cut into chunks: at least one transfer per
                 // message and one per chunk of the bytes moved
@@ -439,7 +439,7 @@ fn workload_counts(
             // twice the flows and bytes, the merged DAG the largest
             let (mut tasks, mut flows, mut bytes) = (0.0, 0.0, 0.0);
             // the costliest job's key drives the estimate
-            let mtu = s.fabric().mtu.max(1) as f64;
+            let mtu = s.fabric().mtu().max(1) as f64;
             let (mut driver, mut events_driver, mut heaviest) = ("jobs", "", -1.0);
             for j in jobs {
                 let ranks = crate::run::job_ranks(j, topo);

@@ -402,7 +402,7 @@ fn command(cli: Cli) -> ExitCode {
                     s.cluster().gpus_per_host,
                     s.num_gpus(),
                     s.topology().name(),
-                    s.fabric().kind.name(),
+                    s.fabric().kind().name(),
                     s.fidelity().name()
                 );
                 if let Ok(t) = s.build_topology() {

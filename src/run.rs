@@ -185,7 +185,7 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
         scenario.cluster().gpus_per_host,
         scenario.cluster().nics_per_host,
         scenario.topology(),
-        scenario.fabric().links.ports_per_nic(),
+        scenario.fabric().links().ports_per_nic(),
     )
     .check(budget)
     .map_err(|e| RunError::Budget(e.to_string()))?;
@@ -607,7 +607,7 @@ fn read_backend_keys(
             usage.skip("simulation.seed", || {
                 "the analytical fidelity has no randomness (ECMP paths of one length cost the same)".into()
             });
-            if s.fabric().routing.dragonfly() == crate::topology::DragonflyRouting::Shortest {
+            if s.fabric().routing().dragonfly() == crate::topology::DragonflyRouting::Shortest {
                 usage.void("fabric.routing", || {
                     "α-β costs take ECMP's expectation over the equal-cost paths (the one path's cost where they are alike); how adaptive, spraying or flowlet routing spread a transfer is modeled at the packet fidelity".into()
                 });
@@ -627,8 +627,8 @@ fn read_backend_keys(
         }
         Fidelity::Flow => {
             usage.read("simulation.seed");
-            if s.fabric().routing == crate::config::Routing::Ecmp
-                || s.fabric().routing.dragonfly() != crate::topology::DragonflyRouting::Shortest
+            if s.fabric().routing() == crate::config::Routing::Ecmp
+                || s.fabric().routing().dragonfly() != crate::topology::DragonflyRouting::Shortest
             {
                 // ECMP, and a dragonfly's group routings per flow (Valiant's
                 // intermediate router by the flow's hash, UGAL by the flows
@@ -638,7 +638,7 @@ fn read_backend_keys(
                 usage.void("fabric.routing", || {
                     format!(
                         "the flow fidelity keeps each flow on one ECMP path; {} routing is modeled at the packet fidelity",
-                        s.fabric().routing.name()
+                        s.fabric().routing().name()
                     )
                 });
             }
@@ -1240,7 +1240,7 @@ pub fn packet_config_used(
     };
     use crate::config::{FabricKind, Routing};
     let p = s.packet();
-    let flow_control = match (s.fabric().kind, p.pfc) {
+    let flow_control = match (s.fabric().kind(), p.pfc()) {
         (FabricKind::InfiniBand, _) => FlowControl::Credit,
         (_, Some((xoff, xon, headroom))) => FlowControl::Pfc {
             xoff,
@@ -1269,11 +1269,11 @@ pub fn packet_config_used(
     ]);
     // a law that needs one echo per data packet (DCTCP's marks, Swift's
     // delays, HPCC's telemetry, TCP's duplicate ACKs) fixes the ACK interval
-    let own_acks = crate::backend::packet::cc::CcState::ack_every(&p.cc, 0) != 0;
+    let own_acks = crate::backend::packet::cc::CcState::ack_every(&p.cc(), 0) != 0;
     usage.read_if("fabric.ack_every", !own_acks, || {
         format!(
             "the congestion control ({}) ACKs every data packet: it needs one echo per packet",
-            p.cc.name()
+            p.cc().name()
         )
     });
     // lanes matter where PFC pauses one and not another (with one lane,
@@ -1282,11 +1282,11 @@ pub fn packet_config_used(
     let pfc_on = matches!(flow_control, FlowControl::Pfc { .. });
     usage.read_if(
         "fabric.pfc",
-        s.fabric().kind != FabricKind::InfiniBand,
+        s.fabric().kind() != FabricKind::InfiniBand,
         || "InfiniBand is lossless by its credits; PFC is an Ethernet mechanism".into(),
     );
     let dynamic = matches!(
-        p.pfc_threshold,
+        p.pfc_threshold(),
         crate::mechanism::PfcThreshold::Dynamic { .. }
     );
     for key in ["fabric.pfc_xoff", "fabric.pfc_xon"] {
@@ -1298,7 +1298,7 @@ pub fn packet_config_used(
             }
         });
     }
-    usage.read_if("fabric.pfc_headroom", pfc_on && p.pfc_headroom_pool == 0, || {
+    usage.read_if("fabric.pfc_headroom", pfc_on && p.pfc_headroom_pool() == 0, || {
         if pfc_on {
             "the shared headroom pool (fabric.pfc_headroom_pool) takes what arrives after XOFF instead of per-port headroom".into()
         } else {
@@ -1315,7 +1315,7 @@ pub fn packet_config_used(
     }
     usage.read_if(
         "fabric.pfc_watchdog_restore",
-        pfc_on && p.pfc_watchdog > SimTime::ZERO,
+        pfc_on && p.pfc_watchdog() > SimTime::ZERO,
         || {
             if pfc_on {
                 "the PFC watchdog is off (fabric.pfc_watchdog = 0): nothing to recover from".into()
@@ -1337,26 +1337,26 @@ pub fn packet_config_used(
         "fabric.ecn_pmax",
         "fabric.ecn_mark_at",
     ] {
-        usage.read_if(key, p.ecn.is_some(), || {
+        usage.read_if(key, p.ecn().is_some(), || {
             "ECN marking is off (fabric.ecn = false)".into()
         });
     }
     usage.read_if(
         "fabric.dctcp_g",
-        matches!(p.cc, CongestionControl::Dctcp { .. }),
+        matches!(p.cc(), CongestionControl::Dctcp { .. }),
         || "the congestion control is not DCTCP (fabric.cc)".into(),
     );
     usage.read_if(
         "fabric.dcqcn",
-        matches!(p.cc, CongestionControl::Dcqcn(_)),
+        matches!(p.cc(), CongestionControl::Dcqcn(_)),
         || "the congestion control is not DCQCN (fabric.cc)".into(),
     );
     usage.read_if(
         "fabric.swift",
-        matches!(p.cc, CongestionControl::Swift(_)),
+        matches!(p.cc(), CongestionControl::Swift(_)),
         || "the congestion control is not Swift (fabric.cc)".into(),
     );
-    match p.cc {
+    match p.cc() {
         CongestionControl::Timely(t) if t.update == crate::mechanism::TimelyUpdate::Rtt => {
             // once per round trip, the completion event sets nothing
             usage.skip("fabric.timely.seg_bytes", || {
@@ -1377,25 +1377,25 @@ pub fn packet_config_used(
         }
         _ => usage.read_if(
             "fabric.timely",
-            matches!(p.cc, CongestionControl::Timely(_)),
+            matches!(p.cc(), CongestionControl::Timely(_)),
             || "the congestion control is not TIMELY (fabric.cc)".into(),
         ),
     }
     usage.read_if(
         "fabric.hpcc",
-        matches!(p.cc, CongestionControl::Hpcc(_)),
+        matches!(p.cc(), CongestionControl::Hpcc(_)),
         || "the congestion control is not HPCC (fabric.cc)".into(),
     );
     usage.read_if(
         "fabric.ib_cc",
-        matches!(p.cc, CongestionControl::Ib(_)),
+        matches!(p.cc(), CongestionControl::Ib(_)),
         || "the congestion control is not InfiniBand CC (fabric.cc)".into(),
     );
     let lossy = flow_control == FlowControl::Lossy;
     usage.read_if("fabric.shared_buffer", lossy || pfc_on, || {
         "InfiniBand credits advertise per-port buffers; a shared buffer is an Ethernet switch's (lossy or PFC)".into()
     });
-    usage.read_if("fabric.shared_buffer_alpha", lossy && p.shared_buffer > 0, || {
+    usage.read_if("fabric.shared_buffer_alpha", lossy && p.shared_buffer() > 0, || {
         if lossy {
             "without a shared buffer (fabric.shared_buffer = 0) each port admits up to fabric.buffer".into()
         } else if pfc_on {
@@ -1409,51 +1409,51 @@ pub fn packet_config_used(
         "fabric.tcp_jitter",
         "fabric.tcp_tso_bytes",
     ] {
-        usage.read_if(key, p.tcp, || {
+        usage.read_if(key, p.tcp(), || {
             "the transport is RDMA (fabric.transport = \"rdma\"); TCP costs apply to \"tcp\" only".into()
         });
     }
     usage.read("fabric.loss_recovery");
     usage.read_if(
         "fabric.rto",
-        p.loss_recovery != crate::mechanism::LossRecovery::Tcp,
+        p.loss_recovery() != crate::mechanism::LossRecovery::Tcp,
         || "TCP's loss recovery (fabric.loss_recovery = \"tcp\", the default of transport = \"tcp\") computes its timeout as RFC 6298 says, between fabric.tcp_min_rto and fabric.tcp_max_rto".into(),
     );
     for key in ["fabric.tcp_min_rto", "fabric.tcp_max_rto"] {
         usage.read_if(
             key,
-            p.loss_recovery == crate::mechanism::LossRecovery::Tcp,
+            p.loss_recovery() == crate::mechanism::LossRecovery::Tcp,
             || "the loss recovery is not TCP's (fabric.loss_recovery = \"tcp\", the default of transport = \"tcp\"): the other laws run a fixed fabric.rto".into(),
         );
     }
     for key in ["fabric.tcp_delayed_ack", "fabric.tcp_sack"] {
         usage.read_if(
             key,
-            p.loss_recovery == crate::mechanism::LossRecovery::Tcp,
+            p.loss_recovery() == crate::mechanism::LossRecovery::Tcp,
             || "the loss recovery is not TCP's (fabric.loss_recovery = \"tcp\", the default of transport = \"tcp\"): the other laws' receivers ACK every fabric.ack_every packets and NACK what they miss".into(),
         );
     }
     usage.read_if(
         "fabric.tcp_rack",
-        p.loss_recovery == crate::mechanism::LossRecovery::Tcp && p.tcp_sack,
+        p.loss_recovery() == crate::mechanism::LossRecovery::Tcp && p.tcp_sack(),
         || "RACK-TLP (RFC 8985) runs on TCP's loss recovery with SACK only (fabric.loss_recovery = \"tcp\", fabric.tcp_sack = true): it needs the SACK scoreboard".into(),
     );
     usage.read_if(
         "fabric.tcp_dsack",
-        p.loss_recovery == crate::mechanism::LossRecovery::Tcp && p.tcp_sack,
+        p.loss_recovery() == crate::mechanism::LossRecovery::Tcp && p.tcp_sack(),
         || "D-SACK (RFC 2883) runs on TCP's loss recovery with SACK only (fabric.loss_recovery = \"tcp\", fabric.tcp_sack = true): its block rides the SACK option".into(),
     );
     usage.read_if(
         "fabric.tcp_initial_window",
         matches!(
-            p.cc,
+            p.cc(),
             CongestionControl::NewReno { .. } | CongestionControl::Cubic { .. }
         ),
         || "the congestion control is not NewReno or CUBIC (fabric.cc)".into(),
     );
     usage.read_if(
         "fabric.rto_low",
-        p.loss_recovery == crate::mechanism::LossRecovery::SelectiveRepeat,
+        p.loss_recovery() == crate::mechanism::LossRecovery::SelectiveRepeat,
         || "the loss recovery is not selective repeat (fabric.loss_recovery): its RTO_low has no other use".into(),
     );
     usage.read_if("fabric.trimming", lossy, || {
@@ -1462,7 +1462,7 @@ pub fn packet_config_used(
     });
     usage.read_if(
         "fabric.flowlet_gap",
-        s.fabric().routing == Routing::Flowlet,
+        s.fabric().routing() == Routing::Flowlet,
         || "the routing is not \"flowlet\" (fabric.routing)".into(),
     );
     for key in ["cluster.host_copy_bandwidth", "cluster.host_copy_latency"] {
@@ -1470,12 +1470,12 @@ pub fn packet_config_used(
             "the host-staged copy applies only with gpu_direct = false".into()
         });
     }
-    let classes = classes_used(s, pfc_on, p.ecn.is_some(), usage);
+    let classes = classes_used(s, pfc_on, p.ecn().is_some(), usage);
     // Control packets: the data header plus the AETH (ACK) or the CNP's 16
     // reserved bytes; a TCP ACK is a bare header, at least a minimum frame
     // (64 B + 20 B of preamble and gap).
-    let header = s.fabric().header_bytes as u32;
-    let (ack_bytes, cnp_bytes) = if p.tcp {
+    let header = s.fabric().header_bytes() as u32;
+    let (ack_bytes, cnp_bytes) = if p.tcp() {
         (header.max(84), header.max(84))
     } else {
         (
@@ -1485,25 +1485,25 @@ pub fn packet_config_used(
     };
     PacketConfig {
         seed,
-        mtu: s.fabric().mtu as u32,
+        mtu: s.fabric().mtu() as u32,
         header_bytes: header,
         ack_bytes,
         cnp_bytes,
-        ecn_mark_at: p.ecn_mark_at,
-        vls: p.virtual_lanes.max(if p.vl_escalation { 3 } else { 1 }),
+        ecn_mark_at: p.ecn_mark_at(),
+        vls: p.virtual_lanes().max(if p.vl_escalation() { 3 } else { 1 }),
         flow_control,
-        pfc_pause_quanta: p.pfc_pause_quanta,
-        pfc_threshold: p.pfc_threshold,
-        pfc_headroom_pool: p.pfc_headroom_pool,
-        pfc_watchdog: p.pfc_watchdog,
-        pfc_watchdog_restore: p.pfc_watchdog_restore,
-        ecn: p.ecn.map(|(kmin, kmax, pmax)| Ecn { kmin, kmax, pmax }),
-        cc: p.cc,
-        deadlock_timeout: p.deadlock_timeout,
-        port_buffer_bytes: p.buffer,
-        shared_buffer_bytes: p.shared_buffer,
-        shared_buffer_alpha: p.shared_buffer_alpha,
-        routing: match s.fabric().routing {
+        pfc_pause_quanta: p.pfc_pause_quanta(),
+        pfc_threshold: p.pfc_threshold(),
+        pfc_headroom_pool: p.pfc_headroom_pool(),
+        pfc_watchdog: p.pfc_watchdog(),
+        pfc_watchdog_restore: p.pfc_watchdog_restore(),
+        ecn: p.ecn().map(|(kmin, kmax, pmax)| Ecn { kmin, kmax, pmax }),
+        cc: p.cc(),
+        deadlock_timeout: p.deadlock_timeout(),
+        port_buffer_bytes: p.buffer(),
+        shared_buffer_bytes: p.shared_buffer(),
+        shared_buffer_alpha: p.shared_buffer_alpha(),
+        routing: match s.fabric().routing() {
             Routing::Ecmp => PRouting::Ecmp,
             Routing::Adaptive => PRouting::Adaptive,
             Routing::Spray => PRouting::Spray,
@@ -1512,21 +1512,21 @@ pub fn packet_config_used(
             // choice, the ECMP hash picks among a hop's parallel links
             Routing::Minimal | Routing::Valiant | Routing::Ugal | Routing::UgalG => PRouting::Ecmp,
         },
-        window_bytes: p.window,
-        ack_every: p.ack_every,
-        rto: p.rto,
-        flowlet_gap: p.flowlet_gap,
-        loss_recovery: p.loss_recovery,
-        rto_low: p.rto_low,
-        tcp_min_rto: p.tcp_min_rto,
-        tcp_max_rto: p.tcp_max_rto,
-        tcp_tso_bytes: p.tcp_tso_bytes,
-        tcp_delayed_ack: p.tcp_delayed_ack,
-        tcp_sack: p.tcp_sack,
-        tcp_rack: p.tcp_rack,
-        tcp_dsack: p.tcp_dsack,
+        window_bytes: p.window(),
+        ack_every: p.ack_every(),
+        rto: p.rto(),
+        flowlet_gap: p.flowlet_gap(),
+        loss_recovery: p.loss_recovery(),
+        rto_low: p.rto_low(),
+        tcp_min_rto: p.tcp_min_rto(),
+        tcp_max_rto: p.tcp_max_rto(),
+        tcp_tso_bytes: p.tcp_tso_bytes(),
+        tcp_delayed_ack: p.tcp_delayed_ack(),
+        tcp_sack: p.tcp_sack(),
+        tcp_rack: p.tcp_rack(),
+        tcp_dsack: p.tcp_dsack(),
         // only lossy queues trim (the key is listed otherwise)
-        trimming: p.trimming && flow_control == FlowControl::Lossy,
+        trimming: p.trimming() && flow_control == FlowControl::Lossy,
         host_path: if s.gpu_direct() {
             HostPath::GpuDirect
         } else {
@@ -1535,18 +1535,18 @@ pub fn packet_config_used(
                 copy_latency: s.host_copy_latency(),
             }
         },
-        transport: if p.tcp {
+        transport: if p.tcp() {
             Transport::Tcp {
-                per_packet_overhead: p.tcp_packet_overhead,
-                jitter: p.tcp_jitter,
+                per_packet_overhead: p.tcp_packet_overhead(),
+                jitter: p.tcp_jitter(),
             }
         } else {
             Transport::Rdma
         },
-        vl_escalation: p.vl_escalation,
-        cut_through: p.cut_through,
-        sample_interval: p.sample_interval,
-        time_limit: p.time_limit,
+        vl_escalation: p.vl_escalation(),
+        cut_through: p.cut_through(),
+        sample_interval: p.sample_interval(),
+        time_limit: p.time_limit(),
         classes,
         ..PacketConfig::default()
     }
@@ -1599,7 +1599,7 @@ pub(crate) fn flow_classes_used(
     s: &Scenario,
     usage: &mut Usage,
 ) -> Option<crate::mechanism::TrafficClasses> {
-    let tc = s.packet().classes.as_ref()?;
+    let tc = s.packet().classes()?;
     let no_bytes = || {
         "ACKs and CNPs carry no bytes at the flow fidelity (a transfer is fluid data; its acknowledgements and congestion notifications are packets, modeled at the packet fidelity)".to_string()
     };
@@ -1658,7 +1658,7 @@ fn classes_used(
     ecn_on: bool,
     usage: &mut Usage,
 ) -> Option<crate::mechanism::TrafficClasses> {
-    let tc = s.packet().classes.as_ref()?;
+    let tc = s.packet().classes()?;
     let listed = match s.workload() {
         WorkloadSpec::Traffic(crate::workload::traffic::TrafficSpec::Flows(list)) => {
             list.iter().any(|f| f.class.is_some_and(|c| c != tc.data))

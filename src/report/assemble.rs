@@ -340,7 +340,7 @@ impl Accumulated {
         let classes_listed = ignored_settings
             .iter()
             .any(|i| i.key.starts_with("fabric.classes"));
-        let classes = match (&scenario.packet().classes, fidelity) {
+        let classes = match (&scenario.packet().classes(), fidelity) {
             (Some(c), Fidelity::Packet) if !classes_listed => {
                 super::ClassReport::of(c, &self.fabric.lanes)
             }

@@ -535,13 +535,13 @@ fn summary(b: &mut String, r: &Report, s: Option<&Scenario>) {
             "fabric",
             format!(
                 "{}, {} links, link latency {}, switch latency {}, MTU {} + {} B header, routing {}",
-                f.kind.name(),
-                f.links.link_rate,
-                f.links.link_latency,
-                f.links.switch_latency,
-                f.mtu,
-                f.header_bytes,
-                f.routing.name()
+                f.kind().name(),
+                f.links().link_rate,
+                f.links().link_latency,
+                f.links().switch_latency,
+                f.mtu(),
+                f.header_bytes(),
+                f.routing().name()
             ),
         );
     }

@@ -191,7 +191,7 @@ fn logical_traffic(
     use crate::workload::traffic::{generate, TrafficSpec};
     let logical = crate::topology::build(
         js.cluster(),
-        &js.fabric().links(),
+        js.fabric().links(),
         &crate::topology::TopologySpec::SingleSwitch,
     )?;
     let mut spec = t.clone();

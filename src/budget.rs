@@ -268,18 +268,18 @@ pub fn topology_ports(
 /// topology's own figures plus the workload's tasks, flows and packet events.
 pub fn run(s: &Scenario, topo: &Topology, fidelity: Fidelity) -> Estimate {
     let mut e = topology(
-        s.cluster.hosts,
-        s.cluster.gpus_per_host,
-        s.cluster.nics_per_host,
-        &s.topology,
+        s.cluster().hosts,
+        s.cluster().gpus_per_host,
+        s.cluster().nics_per_host,
+        s.topology(),
     );
-    let mtu = s.fabric.mtu.max(1) as f64;
+    let mtu = s.fabric().mtu().max(1) as f64;
     let ranks = crate::run::all_ranks(topo);
     let (tasks, flows, bytes, driver) =
-        workload_counts(s, &s.workload, topo, &ranks, fidelity, false, &mut e);
+        workload_counts(s, s.workload(), topo, &ranks, fidelity, false, &mut e);
     // faults rerun the whole workload once each (training and inference)
-    let reruns = match &s.workload {
-        WorkloadSpec::Training(_) | WorkloadSpec::Inference(_) => 1.0 + s.faults.len() as f64,
+    let reruns = match s.workload() {
+        WorkloadSpec::Training(_) | WorkloadSpec::Inference(_) => 1.0 + s.faults().len() as f64,
         _ => 1.0,
     };
     e.tasks = tasks;
@@ -290,9 +290,10 @@ pub fn run(s: &Scenario, topo: &Topology, fidelity: Fidelity) -> Estimate {
     let mut memory = e.memory + tasks * BYTES_PER_TASK;
     if fidelity == Fidelity::Packet {
         let packets = bytes * reruns / mtu;
-        e.packet_events = packets * s.topology.path_links() * EVENTS_PER_PACKET_LINK;
+        e.packet_events = packets * s.topology().path_links() * EVENTS_PER_PACKET_LINK;
         // queues hold at most a buffer of packets per link and lane
-        let per_link = (s.packet.buffer as f64 / mtu).ceil() * f64::from(s.packet.virtual_lanes);
+        let per_link =
+            (s.packet().buffer() as f64 / mtu).ceil() * f64::from(s.packet().virtual_lanes());
         memory += e.links * per_link.min(packets) * BYTES_PER_PACKET;
     }
     e.memory = memory;
@@ -361,15 +362,15 @@ fn workload_counts(
                     _ => 1.0,
                 };
                 // each queue pair of a connection is its own flow
-                let qps = f64::from(s.fabric.qps_per_connection.max(1));
+                let qps = f64::from(s.fabric().qps_per_connection().max(1));
                 let messages = n * channels * steps * qps;
                 // each message is cut into chunks: at least one transfer per
                 // message and one per chunk of the bytes moved
                 let t = messages.max(moved / chunk);
                 // faults make every fidelity run the schedule, twice (the
                 // healthy baseline and the faulty run)
-                if fidelity != Fidelity::Analytical || !s.faults.is_empty() || runs_dag {
-                    let runs = if s.faults.is_empty() { 1.0 } else { 2.0 };
+                if fidelity != Fidelity::Analytical || !s.faults().is_empty() || runs_dag {
+                    let runs = if s.faults().is_empty() { 1.0 } else { 2.0 };
                     largest = largest.max(t);
                     flows += runs * t;
                     per_message = per_message.max(messages);
@@ -416,8 +417,8 @@ fn workload_counts(
                 }
             };
             e.events_driver = driver;
-            let extra: f64 = s.extra_flows.iter().map(|f| f.bytes as f64).sum();
-            let flows = flows + s.extra_flows.len() as f64;
+            let extra: f64 = s.extra_flows().iter().map(|f| f.bytes as f64).sum();
+            let flows = flows + s.extra_flows().len() as f64;
             // random pairs add one compute task per transfer
             (2.0 * flows, flows, bytes + extra, driver)
         }
@@ -438,7 +439,7 @@ fn workload_counts(
             // twice the flows and bytes, the merged DAG the largest
             let (mut tasks, mut flows, mut bytes) = (0.0, 0.0, 0.0);
             // the costliest job's key drives the estimate
-            let mtu = s.fabric.mtu.max(1) as f64;
+            let mtu = s.fabric().mtu().max(1) as f64;
             let (mut driver, mut events_driver, mut heaviest) = ("jobs", "", -1.0);
             for j in jobs {
                 let ranks = crate::run::job_ranks(j, topo);

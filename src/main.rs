@@ -398,12 +398,12 @@ fn command(cli: Cli) -> ExitCode {
                 outln!(
                     "ok: {} — {} nodes x {} GPUs = {} GPUs on {} ({}), {} fidelity",
                     scenario.display(),
-                    s.cluster.hosts,
-                    s.cluster.gpus_per_host,
+                    s.cluster().hosts,
+                    s.cluster().gpus_per_host,
                     s.num_gpus(),
-                    s.topology.name(),
-                    s.fabric.kind.name(),
-                    s.fidelity.name()
+                    s.topology().name(),
+                    s.fabric().kind().name(),
+                    s.fidelity().name()
                 );
                 if let Ok(t) = s.build_topology() {
                     let summary = fabricsim::report::TopologySummary::of(&t);
@@ -411,7 +411,7 @@ fn command(cli: Cli) -> ExitCode {
                         outln!("links: {}", summary.tiers_line());
                     }
                 }
-                match fabricsim::run::ignored_settings(&s, s.fidelity) {
+                match fabricsim::run::ignored_settings(&s, s.fidelity()) {
                     Ok(ignored) => {
                         for ig in ignored {
                             outln!("note: {} is not used in this run: {}", ig.key, ig.reason);
@@ -626,13 +626,15 @@ fn collective(
         },
     );
     // channels and protocol from the command line; the rest from the file
-    if let config::WorkloadSpec::Collective(w) = &mut s.workload {
+    if let config::WorkloadSpec::Collective(w) = s.workload() {
+        let mut w = w.clone();
         if channels.is_some() {
             w.channels = channels;
         }
         if let Some(p) = protocol {
             w.protocol = p;
         }
+        s = s.with_collective(w);
     }
     execute(&s, out)
 }
@@ -828,7 +830,7 @@ fn execute(s: &Scenario, out: &Output) -> ExitCode {
     let report = match result {
         Ok(r) => r,
         Err(e) => {
-            errln!("error: {}: {e}", s.file);
+            errln!("error: {}: {e}", s.file());
             return ExitCode::FAILURE;
         }
     };
@@ -943,7 +945,7 @@ fn compare(
             Ok(r) => reports.push(r),
             Err(e) => {
                 progress_done(&progress);
-                errln!("error: {}: {e}", s.file);
+                errln!("error: {}: {e}", s.file());
                 return ExitCode::FAILURE;
             }
         }

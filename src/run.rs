@@ -175,21 +175,21 @@ impl RunError {
 /// [`RunError`] when the workload cannot run on the topology at this fidelity.
 pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
     let wall = Instant::now();
-    let fidelity = opts.fidelity.unwrap_or(scenario.fidelity);
-    let seed = opts.seed.unwrap_or(scenario.seed);
+    let fidelity = opts.fidelity.unwrap_or(scenario.fidelity());
+    let seed = opts.seed.unwrap_or(scenario.seed());
     // What the run costs at the fidelity it runs (validation checked the
     // file's): the topology before it is built, then the workload.
-    let budget = &scenario.budget;
+    let budget = &scenario.budget();
     crate::budget::topology_ports(
-        scenario.cluster.hosts,
-        scenario.cluster.gpus_per_host,
-        scenario.cluster.nics_per_host,
-        &scenario.topology,
-        scenario.fabric.links.ports_per_nic(),
+        scenario.cluster().hosts,
+        scenario.cluster().gpus_per_host,
+        scenario.cluster().nics_per_host,
+        scenario.topology(),
+        scenario.fabric().links().ports_per_nic(),
     )
     .check(budget)
     .map_err(|e| RunError::Budget(e.to_string()))?;
-    let mut usage = Usage::new(&scenario.keys_set);
+    let mut usage = Usage::new(scenario.keys_set());
     let topo = scenario.build_topology_used(fidelity, &mut usage)?;
     crate::budget::run(scenario, &topo, fidelity)
         .check(budget)
@@ -212,11 +212,13 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
         }
     }
     // training and inference apply their faults run by run (each alone too)
-    let faults = match scenario.workload {
+    let faults = match scenario.workload() {
         WorkloadSpec::Collective(_)
         | WorkloadSpec::Traffic(_)
         | WorkloadSpec::Jobs(_)
-        | WorkloadSpec::Chakra(_) => crate::workload::faults::Applied::new(&scenario.faults, &topo),
+        | WorkloadSpec::Chakra(_) => {
+            crate::workload::faults::Applied::new(scenario.faults(), &topo)
+        }
         WorkloadSpec::Training(_) | WorkloadSpec::Inference(_) => {
             crate::workload::faults::Applied::none()
         }
@@ -231,7 +233,7 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
         link_events: &faults.link_events,
     };
     read_model_workload_keys(scenario, fidelity, &mut usage);
-    let outcome = match &scenario.workload {
+    let outcome = match scenario.workload() {
         WorkloadSpec::Collective(w) => run_collectives(w, &exec, &mut acc, &mut usage),
         WorkloadSpec::Traffic(t) => {
             read_traffic_keys(scenario, t, fidelity, &mut usage);
@@ -247,7 +249,7 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
         }
         WorkloadSpec::Jobs(j) => {
             // `--seed` moves random placements as `simulation.seed` does
-            let placed = if seed == scenario.seed {
+            let placed = if seed == scenario.seed() {
                 j.clone()
             } else {
                 crate::config::jobs::placed_with_seed(j, &topo, seed)
@@ -285,14 +287,14 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<Report, RunError> {
         seed,
         training,
         inference,
-        ignored_settings: usage.ignored(scenario.workload.kind_name(), fidelity),
+        ignored_settings: usage.ignored(scenario.workload().kind_name(), fidelity),
         deadlock,
-        faults: match scenario.workload {
+        faults: match scenario.workload() {
             WorkloadSpec::Collective(_)
             | WorkloadSpec::Traffic(_)
             | WorkloadSpec::Jobs(_)
             | WorkloadSpec::Chakra(_) => scenario
-                .faults
+                .faults()
                 .iter()
                 .filter(|f| !matches!(f.kind, crate::config::workload::FaultKind::SlowGpu { .. }))
                 .map(|f| crate::report::AppliedFault {
@@ -385,7 +387,7 @@ pub fn read_collective_keys(
         "workload.dtype",
         "workload.chunk",
     ]);
-    crate::workload::faults::read_keys(&s.faults, fidelity, Some("a collective sweep"), usage);
+    crate::workload::faults::read_keys(s.faults(), fidelity, Some("a collective sweep"), usage);
     // an all-to-allv's receive shares: only an all-to-all of two or more
     // ranks sends pieces whose sizes they set
     for key in ["workload.alltoall_skew", "workload.alltoall_load"] {
@@ -437,7 +439,7 @@ pub fn read_collective_keys(
             let why = match a {
                 A::Nvls => s.no_nvls_reason(fidelity),
                 A::Sharp => s.no_sharp_reason(fidelity),
-                A::CollnetChain if s.cluster.hosts < 2 => {
+                A::CollnetChain if s.cluster().hosts < 2 => {
                     Some("with one node there is no network to reduce in".into())
                 }
                 A::CollnetChain => s.no_sharp_reason(fidelity),
@@ -477,7 +479,7 @@ pub fn read_collective_keys(
         A::Direct => true,
         _ => false,
     };
-    let multi = s.cluster.hosts > 1 && s.cluster.gpus_per_host > 1;
+    let multi = s.cluster().hosts > 1 && s.cluster().gpus_per_host > 1;
     usage.read_if("workload.pxn", pxn_shapes && multi, || {
         if !multi {
             "PXN relays a ring's data to another GPU's NIC; it needs several nodes of several GPUs".into()
@@ -605,7 +607,7 @@ fn read_backend_keys(
             usage.skip("simulation.seed", || {
                 "the analytical fidelity has no randomness (ECMP paths of one length cost the same)".into()
             });
-            if s.fabric.routing.dragonfly() == crate::topology::DragonflyRouting::Shortest {
+            if s.fabric().routing().dragonfly() == crate::topology::DragonflyRouting::Shortest {
                 usage.void("fabric.routing", || {
                     "α-β costs take ECMP's expectation over the equal-cost paths (the one path's cost where they are alike); how adaptive, spraying or flowlet routing spread a transfer is modeled at the packet fidelity".into()
                 });
@@ -625,8 +627,8 @@ fn read_backend_keys(
         }
         Fidelity::Flow => {
             usage.read("simulation.seed");
-            if s.fabric.routing == crate::config::Routing::Ecmp
-                || s.fabric.routing.dragonfly() != crate::topology::DragonflyRouting::Shortest
+            if s.fabric().routing() == crate::config::Routing::Ecmp
+                || s.fabric().routing().dragonfly() != crate::topology::DragonflyRouting::Shortest
             {
                 // ECMP, and a dragonfly's group routings per flow (Valiant's
                 // intermediate router by the flow's hash, UGAL by the flows
@@ -636,7 +638,7 @@ fn read_backend_keys(
                 usage.void("fabric.routing", || {
                     format!(
                         "the flow fidelity keeps each flow on one ECMP path; {} routing is modeled at the packet fidelity",
-                        s.fabric.routing.name()
+                        s.fabric().routing().name()
                     )
                 });
             }
@@ -645,7 +647,7 @@ fn read_backend_keys(
     }
     {
         // what the packet level alone reads is listed with this reason
-        let mut packet_only = Usage::new(&s.keys_set);
+        let mut packet_only = Usage::new(s.keys_set());
         packet_config_used(s, seed, &mut packet_only);
         usage.skip_touched_by(&packet_only, || {
             format!(
@@ -733,7 +735,7 @@ fn read_chakra_keys(
     );
     let no_compute =
         (!computes).then_some("this Chakra trace set (no compute node of nonzero duration)");
-    crate::workload::faults::read_keys(&s.faults, fidelity, no_compute, usage);
+    crate::workload::faults::read_keys(s.faults(), fidelity, no_compute, usage);
 }
 
 /// Runs a Chakra trace set: one DAG, its makespan the run's.
@@ -744,7 +746,7 @@ fn run_chakra(
 ) -> Result<(), RunError> {
     let dag = c.build(exec.topo)?;
     // slow GPUs stretch the traces' compute (link faults are the executor's)
-    let applied = crate::workload::faults::Applied::new(&exec.scenario.faults, exec.topo);
+    let applied = crate::workload::faults::Applied::new(exec.scenario.faults(), exec.topo);
     let dag = applied.slow_dag(&dag, exec.topo).into_owned();
     let mut out = exec.run_faulty(&dag, SimTime::ZERO)?;
     acc.add_run("chakra", &dag, exec.topo, &mut out, 0);
@@ -766,7 +768,7 @@ fn read_traffic_keys(
         }
         TrafficSpec::Permutation { .. } => {
             usage.read_all(&["workload.bytes", "simulation.seed"]);
-            usage.read_if("workload.per_host", s.cluster.gpus_per_host > 1, || {
+            usage.read_if("workload.per_host", s.cluster().gpus_per_host > 1, || {
                 "with one GPU per node, permuting hosts is permuting GPUs".into()
             });
         }
@@ -782,13 +784,13 @@ fn read_traffic_keys(
     usage.void("fabric.qps_per_connection", || {
         "a traffic pattern's flows are one queue pair each; queue pairs per connection shape collectives".into()
     });
-    crate::workload::faults::read_keys(&s.faults, fidelity, Some("a traffic pattern"), usage);
+    crate::workload::faults::read_keys(s.faults(), fidelity, Some("a traffic pattern"), usage);
 }
 
 /// Records in `usage` the keys a training or inference run consumes: its
 /// workload, its faults, and the in-network reductions its collectives may choose.
 fn read_model_workload_keys(s: &Scenario, fidelity: Fidelity, usage: &mut Usage) {
-    match &s.workload {
+    match s.workload() {
         WorkloadSpec::Training(t) => training::read_keys(t, usage),
         WorkloadSpec::Inference(i) => inference::read_keys(i, usage),
         WorkloadSpec::Collective(_)
@@ -796,11 +798,11 @@ fn read_model_workload_keys(s: &Scenario, fidelity: Fidelity, usage: &mut Usage)
         | WorkloadSpec::Jobs(_)
         | WorkloadSpec::Chakra(_) => return,
     }
-    crate::workload::faults::read_keys(&s.faults, fidelity, None, usage);
+    crate::workload::faults::read_keys(s.faults(), fidelity, None, usage);
     // a plan's collectives may reduce in the switches when their algorithm is
     // `auto` (NCCL's tuner, SHARP and NVLS included where they run) or fixed
     // to one that does
-    let plan = match &s.workload {
+    let plan = match s.workload() {
         WorkloadSpec::Training(t) => &t.plan,
         WorkloadSpec::Inference(i) => &i.plan,
         WorkloadSpec::Collective(_)
@@ -837,7 +839,7 @@ fn read_model_workload_keys(s: &Scenario, fidelity: Fidelity, usage: &mut Usage)
 
 /// Records the NVLink keys, which a node of several GPUs reads.
 fn read_nvlink_keys(s: &Scenario, usage: &mut Usage) {
-    if s.cluster.gpus_per_host > 1 {
+    if s.cluster().gpus_per_host > 1 {
         usage.read_all(&[
             "cluster.nvlink_bandwidth",
             "cluster.nvlink_latency",
@@ -851,12 +853,12 @@ fn read_nvlink_keys(s: &Scenario, usage: &mut Usage) {
 fn read_step_latencies(s: &Scenario, prefix: &str, usage: &mut Usage) {
     usage.read_if(
         &format!("{prefix}step_latency"),
-        s.cluster.hosts > 1,
+        s.cluster().hosts > 1,
         || "with one node no step crosses the network".into(),
     );
     usage.read_if(
         &format!("{prefix}nvlink_step_latency"),
-        s.cluster.gpus_per_host > 1,
+        s.cluster().gpus_per_host > 1,
         || "with one GPU per node no step crosses NVLink".into(),
     );
 }
@@ -871,10 +873,10 @@ pub fn ignored_settings(
     scenario: &Scenario,
     fidelity: Fidelity,
 ) -> Result<Vec<crate::config::IgnoredSetting>, RunError> {
-    let mut usage = Usage::new(&scenario.keys_set);
+    let mut usage = Usage::new(scenario.keys_set());
     let topo = scenario.build_topology_used(fidelity, &mut usage)?;
-    read_backend_keys(scenario, fidelity, scenario.seed, &mut usage);
-    match &scenario.workload {
+    read_backend_keys(scenario, fidelity, scenario.seed(), &mut usage);
+    match scenario.workload() {
         WorkloadSpec::Collective(w) => {
             let ranks = all_ranks(&topo);
             for &bytes in &w.sizes {
@@ -889,7 +891,7 @@ pub fn ignored_settings(
         WorkloadSpec::Jobs(j) => jobs::read_jobs_keys(scenario, j, &topo, fidelity, &mut usage)?,
         WorkloadSpec::Chakra(c) => read_chakra_keys(scenario, c, fidelity, &mut usage),
     }
-    Ok(usage.ignored(scenario.workload.kind_name(), fidelity))
+    Ok(usage.ignored(scenario.workload().kind_name(), fidelity))
 }
 
 /// Everything needed to execute a DAG at the chosen fidelity.
@@ -950,7 +952,7 @@ impl Executor<'_> {
     fn run_faulty(&self, dag: &Dag, horizon: SimTime) -> Result<RunOutput, RunError> {
         check_dag_budget(self.scenario, self.topo, self.fidelity, dag)?;
         self.run_dag(dag, horizon).map_err(|e| {
-            let every: Vec<usize> = (0..self.scenario.faults.len()).collect();
+            let every: Vec<usize> = (0..self.scenario.faults().len()).collect();
             cut_error(dag, self.scenario, self.topo, self.fidelity, &every, e)
         })
     }
@@ -974,12 +976,12 @@ impl Executor<'_> {
 /// alone, and with several faults the healthy fabric and each fault alone
 /// (training, inference and jobs).
 fn independent_runs(s: &Scenario) -> usize {
-    let faults = if s.faults.len() > 1 {
-        1 + s.faults.len()
+    let faults = if s.faults().len() > 1 {
+        1 + s.faults().len()
     } else {
         1
     };
-    match &s.workload {
+    match s.workload() {
         WorkloadSpec::Jobs(jobs) => jobs.len().max(faults),
         WorkloadSpec::Training(_) | WorkloadSpec::Inference(_) => faults,
         _ => 1,
@@ -994,11 +996,11 @@ fn workers(exec: &Executor<'_>, runs: usize, dag: &Dag) -> usize {
     let asked = exec
         .opts
         .threads
-        .or(exec.scenario.budget.threads.map(|t| t as usize))
+        .or(exec.scenario.budget().threads.map(|t| t as usize))
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
     let estimate = crate::budget::run(exec.scenario, exec.topo, exec.fidelity);
     let per_run = crate::budget::run_memory(dag, &estimate).max(1.0);
-    let fit = (exec.scenario.budget.max_memory as f64 / per_run).floor() as usize;
+    let fit = (exec.scenario.budget().max_memory as f64 / per_run).floor() as usize;
     asked.min(runs).min(fit).max(1)
 }
 
@@ -1044,7 +1046,7 @@ fn check_dag_budget(
     dag: &Dag,
 ) -> Result<(), RunError> {
     let estimate = crate::budget::run(scenario, topo, fidelity);
-    crate::budget::check_dag(dag, &estimate, &scenario.budget)
+    crate::budget::check_dag(dag, &estimate, &scenario.budget())
         .map_err(|e| RunError::Budget(e.to_string()))
 }
 
@@ -1195,7 +1197,7 @@ fn run_traffic(
         }
         _ => None,
     };
-    crate::workload::traffic::add_extra_flows(&mut dag, &exec.scenario.extra_flows);
+    crate::workload::traffic::add_extra_flows(&mut dag, exec.scenario.extra_flows());
     let mut out = exec.run_faulty(&dag, SimTime::ZERO)?;
     if let (TrafficSpec::Flows(list), Some(ops)) = (&spec, &listed_ops) {
         let rows = list
@@ -1223,7 +1225,7 @@ fn run_traffic(
 
 /// The packet level's settings for a scenario.
 pub fn packet_config(s: &Scenario, seed: u64) -> backend::packet::PacketConfig {
-    packet_config_used(s, seed, &mut Usage::new(&s.keys_set))
+    packet_config_used(s, seed, &mut Usage::new(s.keys_set()))
 }
 
 /// The packet level's settings for a scenario, recording in `usage` which keys
@@ -1237,8 +1239,8 @@ pub fn packet_config_used(
         CongestionControl, Ecn, FlowControl, HostPath, PacketConfig, Routing as PRouting, Transport,
     };
     use crate::config::{FabricKind, Routing};
-    let p = &s.packet;
-    let flow_control = match (s.fabric.kind, p.pfc) {
+    let p = s.packet();
+    let flow_control = match (s.fabric().kind(), p.pfc()) {
         (FabricKind::InfiniBand, _) => FlowControl::Credit,
         (_, Some((xoff, xon, headroom))) => FlowControl::Pfc {
             xoff,
@@ -1267,11 +1269,11 @@ pub fn packet_config_used(
     ]);
     // a law that needs one echo per data packet (DCTCP's marks, Swift's
     // delays, HPCC's telemetry, TCP's duplicate ACKs) fixes the ACK interval
-    let own_acks = crate::backend::packet::cc::CcState::ack_every(&p.cc, 0) != 0;
+    let own_acks = crate::backend::packet::cc::CcState::ack_every(&p.cc(), 0) != 0;
     usage.read_if("fabric.ack_every", !own_acks, || {
         format!(
             "the congestion control ({}) ACKs every data packet: it needs one echo per packet",
-            p.cc.name()
+            p.cc().name()
         )
     });
     // lanes matter where PFC pauses one and not another (with one lane,
@@ -1280,11 +1282,11 @@ pub fn packet_config_used(
     let pfc_on = matches!(flow_control, FlowControl::Pfc { .. });
     usage.read_if(
         "fabric.pfc",
-        s.fabric.kind != FabricKind::InfiniBand,
+        s.fabric().kind() != FabricKind::InfiniBand,
         || "InfiniBand is lossless by its credits; PFC is an Ethernet mechanism".into(),
     );
     let dynamic = matches!(
-        p.pfc_threshold,
+        p.pfc_threshold(),
         crate::mechanism::PfcThreshold::Dynamic { .. }
     );
     for key in ["fabric.pfc_xoff", "fabric.pfc_xon"] {
@@ -1296,7 +1298,7 @@ pub fn packet_config_used(
             }
         });
     }
-    usage.read_if("fabric.pfc_headroom", pfc_on && p.pfc_headroom_pool == 0, || {
+    usage.read_if("fabric.pfc_headroom", pfc_on && p.pfc_headroom_pool() == 0, || {
         if pfc_on {
             "the shared headroom pool (fabric.pfc_headroom_pool) takes what arrives after XOFF instead of per-port headroom".into()
         } else {
@@ -1313,7 +1315,7 @@ pub fn packet_config_used(
     }
     usage.read_if(
         "fabric.pfc_watchdog_restore",
-        pfc_on && p.pfc_watchdog > SimTime::ZERO,
+        pfc_on && p.pfc_watchdog() > SimTime::ZERO,
         || {
             if pfc_on {
                 "the PFC watchdog is off (fabric.pfc_watchdog = 0): nothing to recover from".into()
@@ -1335,26 +1337,26 @@ pub fn packet_config_used(
         "fabric.ecn_pmax",
         "fabric.ecn_mark_at",
     ] {
-        usage.read_if(key, p.ecn.is_some(), || {
+        usage.read_if(key, p.ecn().is_some(), || {
             "ECN marking is off (fabric.ecn = false)".into()
         });
     }
     usage.read_if(
         "fabric.dctcp_g",
-        matches!(p.cc, CongestionControl::Dctcp { .. }),
+        matches!(p.cc(), CongestionControl::Dctcp { .. }),
         || "the congestion control is not DCTCP (fabric.cc)".into(),
     );
     usage.read_if(
         "fabric.dcqcn",
-        matches!(p.cc, CongestionControl::Dcqcn(_)),
+        matches!(p.cc(), CongestionControl::Dcqcn(_)),
         || "the congestion control is not DCQCN (fabric.cc)".into(),
     );
     usage.read_if(
         "fabric.swift",
-        matches!(p.cc, CongestionControl::Swift(_)),
+        matches!(p.cc(), CongestionControl::Swift(_)),
         || "the congestion control is not Swift (fabric.cc)".into(),
     );
-    match p.cc {
+    match p.cc() {
         CongestionControl::Timely(t) if t.update == crate::mechanism::TimelyUpdate::Rtt => {
             // once per round trip, the completion event sets nothing
             usage.skip("fabric.timely.seg_bytes", || {
@@ -1375,25 +1377,25 @@ pub fn packet_config_used(
         }
         _ => usage.read_if(
             "fabric.timely",
-            matches!(p.cc, CongestionControl::Timely(_)),
+            matches!(p.cc(), CongestionControl::Timely(_)),
             || "the congestion control is not TIMELY (fabric.cc)".into(),
         ),
     }
     usage.read_if(
         "fabric.hpcc",
-        matches!(p.cc, CongestionControl::Hpcc(_)),
+        matches!(p.cc(), CongestionControl::Hpcc(_)),
         || "the congestion control is not HPCC (fabric.cc)".into(),
     );
     usage.read_if(
         "fabric.ib_cc",
-        matches!(p.cc, CongestionControl::Ib(_)),
+        matches!(p.cc(), CongestionControl::Ib(_)),
         || "the congestion control is not InfiniBand CC (fabric.cc)".into(),
     );
     let lossy = flow_control == FlowControl::Lossy;
     usage.read_if("fabric.shared_buffer", lossy || pfc_on, || {
         "InfiniBand credits advertise per-port buffers; a shared buffer is an Ethernet switch's (lossy or PFC)".into()
     });
-    usage.read_if("fabric.shared_buffer_alpha", lossy && p.shared_buffer > 0, || {
+    usage.read_if("fabric.shared_buffer_alpha", lossy && p.shared_buffer() > 0, || {
         if lossy {
             "without a shared buffer (fabric.shared_buffer = 0) each port admits up to fabric.buffer".into()
         } else if pfc_on {
@@ -1407,51 +1409,51 @@ pub fn packet_config_used(
         "fabric.tcp_jitter",
         "fabric.tcp_tso_bytes",
     ] {
-        usage.read_if(key, p.tcp, || {
+        usage.read_if(key, p.tcp(), || {
             "the transport is RDMA (fabric.transport = \"rdma\"); TCP costs apply to \"tcp\" only".into()
         });
     }
     usage.read("fabric.loss_recovery");
     usage.read_if(
         "fabric.rto",
-        p.loss_recovery != crate::mechanism::LossRecovery::Tcp,
+        p.loss_recovery() != crate::mechanism::LossRecovery::Tcp,
         || "TCP's loss recovery (fabric.loss_recovery = \"tcp\", the default of transport = \"tcp\") computes its timeout as RFC 6298 says, between fabric.tcp_min_rto and fabric.tcp_max_rto".into(),
     );
     for key in ["fabric.tcp_min_rto", "fabric.tcp_max_rto"] {
         usage.read_if(
             key,
-            p.loss_recovery == crate::mechanism::LossRecovery::Tcp,
+            p.loss_recovery() == crate::mechanism::LossRecovery::Tcp,
             || "the loss recovery is not TCP's (fabric.loss_recovery = \"tcp\", the default of transport = \"tcp\"): the other laws run a fixed fabric.rto".into(),
         );
     }
     for key in ["fabric.tcp_delayed_ack", "fabric.tcp_sack"] {
         usage.read_if(
             key,
-            p.loss_recovery == crate::mechanism::LossRecovery::Tcp,
+            p.loss_recovery() == crate::mechanism::LossRecovery::Tcp,
             || "the loss recovery is not TCP's (fabric.loss_recovery = \"tcp\", the default of transport = \"tcp\"): the other laws' receivers ACK every fabric.ack_every packets and NACK what they miss".into(),
         );
     }
     usage.read_if(
         "fabric.tcp_rack",
-        p.loss_recovery == crate::mechanism::LossRecovery::Tcp && p.tcp_sack,
+        p.loss_recovery() == crate::mechanism::LossRecovery::Tcp && p.tcp_sack(),
         || "RACK-TLP (RFC 8985) runs on TCP's loss recovery with SACK only (fabric.loss_recovery = \"tcp\", fabric.tcp_sack = true): it needs the SACK scoreboard".into(),
     );
     usage.read_if(
         "fabric.tcp_dsack",
-        p.loss_recovery == crate::mechanism::LossRecovery::Tcp && p.tcp_sack,
+        p.loss_recovery() == crate::mechanism::LossRecovery::Tcp && p.tcp_sack(),
         || "D-SACK (RFC 2883) runs on TCP's loss recovery with SACK only (fabric.loss_recovery = \"tcp\", fabric.tcp_sack = true): its block rides the SACK option".into(),
     );
     usage.read_if(
         "fabric.tcp_initial_window",
         matches!(
-            p.cc,
+            p.cc(),
             CongestionControl::NewReno { .. } | CongestionControl::Cubic { .. }
         ),
         || "the congestion control is not NewReno or CUBIC (fabric.cc)".into(),
     );
     usage.read_if(
         "fabric.rto_low",
-        p.loss_recovery == crate::mechanism::LossRecovery::SelectiveRepeat,
+        p.loss_recovery() == crate::mechanism::LossRecovery::SelectiveRepeat,
         || "the loss recovery is not selective repeat (fabric.loss_recovery): its RTO_low has no other use".into(),
     );
     usage.read_if("fabric.trimming", lossy, || {
@@ -1460,20 +1462,20 @@ pub fn packet_config_used(
     });
     usage.read_if(
         "fabric.flowlet_gap",
-        s.fabric.routing == Routing::Flowlet,
+        s.fabric().routing() == Routing::Flowlet,
         || "the routing is not \"flowlet\" (fabric.routing)".into(),
     );
     for key in ["cluster.host_copy_bandwidth", "cluster.host_copy_latency"] {
-        usage.read_if(key, !s.gpu_direct, || {
+        usage.read_if(key, !s.gpu_direct(), || {
             "the host-staged copy applies only with gpu_direct = false".into()
         });
     }
-    let classes = classes_used(s, pfc_on, p.ecn.is_some(), usage);
+    let classes = classes_used(s, pfc_on, p.ecn().is_some(), usage);
     // Control packets: the data header plus the AETH (ACK) or the CNP's 16
     // reserved bytes; a TCP ACK is a bare header, at least a minimum frame
     // (64 B + 20 B of preamble and gap).
-    let header = s.fabric.header_bytes as u32;
-    let (ack_bytes, cnp_bytes) = if p.tcp {
+    let header = s.fabric().header_bytes() as u32;
+    let (ack_bytes, cnp_bytes) = if p.tcp() {
         (header.max(84), header.max(84))
     } else {
         (
@@ -1483,25 +1485,25 @@ pub fn packet_config_used(
     };
     PacketConfig {
         seed,
-        mtu: s.fabric.mtu as u32,
+        mtu: s.fabric().mtu() as u32,
         header_bytes: header,
         ack_bytes,
         cnp_bytes,
-        ecn_mark_at: p.ecn_mark_at,
-        vls: p.virtual_lanes.max(if p.vl_escalation { 3 } else { 1 }),
+        ecn_mark_at: p.ecn_mark_at(),
+        vls: p.virtual_lanes().max(if p.vl_escalation() { 3 } else { 1 }),
         flow_control,
-        pfc_pause_quanta: p.pfc_pause_quanta,
-        pfc_threshold: p.pfc_threshold,
-        pfc_headroom_pool: p.pfc_headroom_pool,
-        pfc_watchdog: p.pfc_watchdog,
-        pfc_watchdog_restore: p.pfc_watchdog_restore,
-        ecn: p.ecn.map(|(kmin, kmax, pmax)| Ecn { kmin, kmax, pmax }),
-        cc: p.cc,
-        deadlock_timeout: p.deadlock_timeout,
-        port_buffer_bytes: p.buffer,
-        shared_buffer_bytes: p.shared_buffer,
-        shared_buffer_alpha: p.shared_buffer_alpha,
-        routing: match s.fabric.routing {
+        pfc_pause_quanta: p.pfc_pause_quanta(),
+        pfc_threshold: p.pfc_threshold(),
+        pfc_headroom_pool: p.pfc_headroom_pool(),
+        pfc_watchdog: p.pfc_watchdog(),
+        pfc_watchdog_restore: p.pfc_watchdog_restore(),
+        ecn: p.ecn().map(|(kmin, kmax, pmax)| Ecn { kmin, kmax, pmax }),
+        cc: p.cc(),
+        deadlock_timeout: p.deadlock_timeout(),
+        port_buffer_bytes: p.buffer(),
+        shared_buffer_bytes: p.shared_buffer(),
+        shared_buffer_alpha: p.shared_buffer_alpha(),
+        routing: match s.fabric().routing() {
             Routing::Ecmp => PRouting::Ecmp,
             Routing::Adaptive => PRouting::Adaptive,
             Routing::Spray => PRouting::Spray,
@@ -1510,41 +1512,41 @@ pub fn packet_config_used(
             // choice, the ECMP hash picks among a hop's parallel links
             Routing::Minimal | Routing::Valiant | Routing::Ugal | Routing::UgalG => PRouting::Ecmp,
         },
-        window_bytes: p.window,
-        ack_every: p.ack_every,
-        rto: p.rto,
-        flowlet_gap: p.flowlet_gap,
-        loss_recovery: p.loss_recovery,
-        rto_low: p.rto_low,
-        tcp_min_rto: p.tcp_min_rto,
-        tcp_max_rto: p.tcp_max_rto,
-        tcp_tso_bytes: p.tcp_tso_bytes,
-        tcp_delayed_ack: p.tcp_delayed_ack,
-        tcp_sack: p.tcp_sack,
-        tcp_rack: p.tcp_rack,
-        tcp_dsack: p.tcp_dsack,
+        window_bytes: p.window(),
+        ack_every: p.ack_every(),
+        rto: p.rto(),
+        flowlet_gap: p.flowlet_gap(),
+        loss_recovery: p.loss_recovery(),
+        rto_low: p.rto_low(),
+        tcp_min_rto: p.tcp_min_rto(),
+        tcp_max_rto: p.tcp_max_rto(),
+        tcp_tso_bytes: p.tcp_tso_bytes(),
+        tcp_delayed_ack: p.tcp_delayed_ack(),
+        tcp_sack: p.tcp_sack(),
+        tcp_rack: p.tcp_rack(),
+        tcp_dsack: p.tcp_dsack(),
         // only lossy queues trim (the key is listed otherwise)
-        trimming: p.trimming && flow_control == FlowControl::Lossy,
-        host_path: if s.gpu_direct {
+        trimming: p.trimming() && flow_control == FlowControl::Lossy,
+        host_path: if s.gpu_direct() {
             HostPath::GpuDirect
         } else {
             HostPath::HostStaged {
-                copy_rate: s.host_copy_rate,
-                copy_latency: s.host_copy_latency,
+                copy_rate: s.host_copy_rate(),
+                copy_latency: s.host_copy_latency(),
             }
         },
-        transport: if p.tcp {
+        transport: if p.tcp() {
             Transport::Tcp {
-                per_packet_overhead: p.tcp_packet_overhead,
-                jitter: p.tcp_jitter,
+                per_packet_overhead: p.tcp_packet_overhead(),
+                jitter: p.tcp_jitter(),
             }
         } else {
             Transport::Rdma
         },
-        vl_escalation: p.vl_escalation,
-        cut_through: p.cut_through,
-        sample_interval: p.sample_interval,
-        time_limit: p.time_limit,
+        vl_escalation: p.vl_escalation(),
+        cut_through: p.cut_through(),
+        sample_interval: p.sample_interval(),
+        time_limit: p.time_limit(),
         classes,
         ..PacketConfig::default()
     }
@@ -1552,12 +1554,12 @@ pub fn packet_config_used(
 
 /// The `class` keys of the extra and listed flows that set one.
 fn flow_class_keys(s: &Scenario) -> Vec<String> {
-    let listed: &[crate::workload::flows::ListedFlow] = match &s.workload {
+    let listed: &[crate::workload::flows::ListedFlow] = match s.workload() {
         WorkloadSpec::Traffic(crate::workload::traffic::TrafficSpec::Flows(list)) => list,
         _ => &[],
     };
     let extra = s
-        .extra_flows
+        .extra_flows()
         .iter()
         .enumerate()
         .filter(|(_, f)| f.class.is_some());
@@ -1573,7 +1575,7 @@ fn flow_class_keys(s: &Scenario) -> Vec<String> {
 /// flow's; every other workload rides the workload's class.
 fn classes_ridden(s: &Scenario, tc: &crate::mechanism::TrafficClasses) -> BTreeSet<u8> {
     let mut ridden = BTreeSet::new();
-    match &s.workload {
+    match s.workload() {
         WorkloadSpec::Traffic(crate::workload::traffic::TrafficSpec::Flows(list)) => {
             ridden.extend(list.iter().map(|f| f.class.unwrap_or(tc.data)));
         }
@@ -1581,8 +1583,8 @@ fn classes_ridden(s: &Scenario, tc: &crate::mechanism::TrafficClasses) -> BTreeS
             ridden.insert(tc.data);
         }
     }
-    if matches!(s.workload, WorkloadSpec::Traffic(_)) {
-        ridden.extend(s.extra_flows.iter().map(|f| f.class.unwrap_or(tc.data)));
+    if matches!(s.workload(), WorkloadSpec::Traffic(_)) {
+        ridden.extend(s.extra_flows().iter().map(|f| f.class.unwrap_or(tc.data)));
     }
     ridden
 }
@@ -1597,7 +1599,7 @@ pub(crate) fn flow_classes_used(
     s: &Scenario,
     usage: &mut Usage,
 ) -> Option<crate::mechanism::TrafficClasses> {
-    let tc = s.packet.classes.as_ref()?;
+    let tc = s.packet().classes()?;
     let no_bytes = || {
         "ACKs and CNPs carry no bytes at the flow fidelity (a transfer is fluid data; its acknowledgements and congestion notifications are packets, modeled at the packet fidelity)".to_string()
     };
@@ -1656,8 +1658,8 @@ fn classes_used(
     ecn_on: bool,
     usage: &mut Usage,
 ) -> Option<crate::mechanism::TrafficClasses> {
-    let tc = s.packet.classes.as_ref()?;
-    let listed = match &s.workload {
+    let tc = s.packet().classes()?;
+    let listed = match s.workload() {
         WorkloadSpec::Traffic(crate::workload::traffic::TrafficSpec::Flows(list)) => {
             list.iter().any(|f| f.class.is_some_and(|c| c != tc.data))
         }
@@ -1667,7 +1669,7 @@ fn classes_used(
         || tc.ack.is_some()
         || tc.cnp.is_some()
         || listed
-        || s.extra_flows
+        || s.extra_flows()
             .iter()
             .any(|f| f.class.is_some_and(|c| c != tc.data));
     let c = &tc.classes[usize::from(tc.data)];
@@ -1785,7 +1787,7 @@ pub fn run_training(
     // the DAG's size was estimated against the budget (crate::budget::run);
     // the built DAG is counted again before it runs (check_dag_budget)
     let step = training::build(t, topo)?;
-    for f in &scenario.faults {
+    for f in scenario.faults() {
         if let crate::config::workload::FaultKind::SlowGpu { gpu, .. } = f.kind {
             if !step.gpus_simulated.contains(&GpuId(gpu)) {
                 return Err(RunError::Unsupported(format!(
@@ -1804,7 +1806,7 @@ pub fn run_training(
         packet: None,
         link_events: &[],
     };
-    let every: Vec<usize> = (0..scenario.faults.len()).collect();
+    let every: Vec<usize> = (0..scenario.faults().len()).collect();
     let (dag, out) = run_dag_with(&exec, &step.dag, &every)?;
     acc.add_output("training step", &dag, &out);
     let mut report = training_report(t, &step, &dag, &out);
@@ -1829,7 +1831,10 @@ fn run_dag_with(
         opts,
         ..
     } = *exec;
-    let chosen: Vec<_> = which.iter().map(|&i| scenario.faults[i].clone()).collect();
+    let chosen: Vec<_> = which
+        .iter()
+        .map(|&i| scenario.faults()[i].clone())
+        .collect();
     let faults = crate::workload::faults::Applied::new(&chosen, topo);
     let d = faults.slow_dag(dag, topo).into_owned();
     check_dag_budget(scenario, topo, fidelity, &d)?;
@@ -1856,11 +1861,11 @@ fn run_dag_with(
 /// Which run of a training or inference scenario `which` (indices of its faults)
 /// is: with every fault, healthy (for the comparison), or with one fault alone.
 fn run_name(scenario: &Scenario, which: &[usize]) -> String {
-    let what = match scenario.workload {
+    let what = match scenario.workload() {
         WorkloadSpec::Inference(_) => "inference batch",
         _ => "training step",
     };
-    let faults = &scenario.faults;
+    let faults = scenario.faults();
     match which {
         [] if faults.is_empty() => what.to_string(),
         [] => format!("healthy {what} (the faults' baseline)"),
@@ -1902,10 +1907,10 @@ fn cut_error(
         _ => return e.into(),
     };
     let mut order = which.to_vec();
-    order.sort_by_key(|&i| (scenario.faults[i].at, i));
+    order.sort_by_key(|&i| (scenario.faults()[i].at, i));
     let mut fabric = topo.clone();
     for i in order {
-        let f = &scenario.faults[i];
+        let f = &scenario.faults()[i];
         let one = crate::workload::faults::Applied::new(std::slice::from_ref(f), &fabric);
         fabric = one.static_topology(&fabric).into_owned();
         if !connected(&fabric) {
@@ -1931,15 +1936,15 @@ fn fault_effects(
 ) -> Result<Vec<FaultEffect>, RunError> {
     let scenario = exec.scenario;
     let mut out = Vec::new();
-    if scenario.faults.is_empty() {
+    if scenario.faults().is_empty() {
         return Ok(out);
     }
     // run 0 is the healthy fabric, run i + 1 fault i alone (when there are
     // several: one fault alone is the run with every fault)
-    let n = if scenario.faults.len() == 1 {
+    let n = if scenario.faults().len() == 1 {
         1
     } else {
-        1 + scenario.faults.len()
+        1 + scenario.faults().len()
     };
     let runs = run_parallel(workers(exec, n, dag), n, |r| {
         let which: &[usize] = if r == 0 { &[] } else { &[r - 1] };
@@ -1949,8 +1954,8 @@ fn fault_effects(
         acc.add_events(events);
     }
     let h = runs[0].0.as_secs_f64();
-    for (i, f) in scenario.faults.iter().enumerate() {
-        let alone = if scenario.faults.len() == 1 {
+    for (i, f) in scenario.faults().iter().enumerate() {
+        let alone = if scenario.faults().len() == 1 {
             with_all
         } else {
             runs[i + 1].0
@@ -2120,7 +2125,7 @@ pub fn run_inference(
     // the DAG's size was estimated against the budget (crate::budget::run);
     // the built DAG is counted again before it runs (check_dag_budget)
     let b = inference::build(i, topo, seed)?;
-    let every: Vec<usize> = (0..scenario.faults.len()).collect();
+    let every: Vec<usize> = (0..scenario.faults().len()).collect();
     let exec = Executor {
         scenario,
         topo,

@@ -360,7 +360,7 @@ pub fn run_shard(
                     index: *index,
                     values: values.clone(),
                     result,
-                    kind: s.workload.kind_name(),
+                    kind: s.workload().kind_name(),
                 }
             })
             .collect::<Vec<_>>()

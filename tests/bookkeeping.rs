@@ -454,7 +454,7 @@ fn examples_of(kind: &str) -> Vec<(PathBuf, Scenario)> {
         })
         .filter(|(_, s)| {
             matches!(
-                (&s.workload, kind),
+                (s.workload(), kind),
                 (WorkloadSpec::Collective(_), "collective")
                     | (WorkloadSpec::Traffic(_), "traffic")
                     | (WorkloadSpec::Training(_), "step")
@@ -472,7 +472,7 @@ fn every_collective_example_makespan_is_the_sum_of_its_collectives() {
     let ex = examples_of("collective");
     assert!(ex.len() >= 7);
     for (p, s) in ex {
-        let r = run_at(&s, s.fidelity);
+        let r = run_at(&s, s.fidelity());
         let sum: f64 = r.collectives.iter().map(|c| ps(c.time_us)).sum();
         let tol = r.collectives.len() as f64 + 1e-9 * sum;
         assert!(
@@ -511,7 +511,7 @@ fn every_traffic_example_makespan_is_its_last_flow_end() {
             );
             continue;
         }
-        let WorkloadSpec::Traffic(spec) = &s.workload else {
+        let WorkloadSpec::Traffic(spec) = s.workload() else {
             unreachable!()
         };
         use fabricsim::workload::traffic::{self, TrafficSpec};
@@ -524,16 +524,16 @@ fn every_traffic_example_makespan_is_its_last_flow_end() {
             checked += 1;
             continue;
         }
-        let topo = s.build_topology_for(s.fidelity).unwrap();
+        let topo = s.build_topology_for(s.fidelity()).unwrap();
         let mut spec = spec.clone();
         match &mut spec {
             TrafficSpec::Permutation { seed, .. } | TrafficSpec::RandomPairs { seed, .. } => {
-                *seed = s.seed
+                *seed = s.seed()
             }
             _ => {}
         }
         let mut dag = traffic::generate(&spec, &topo).unwrap();
-        traffic::add_extra_flows(&mut dag, &s.extra_flows);
+        traffic::add_extra_flows(&mut dag, s.extra_flows());
         // starts: flows wait only for compute delays
         for (i, t) in dag.tasks().enumerate() {
             if t.kind.is_transfer() {
@@ -579,19 +579,26 @@ fn every_training_and_inference_example_makespan_is_its_last_task_end() {
     let ex = examples_of("step");
     assert!(ex.len() >= 5);
     for (p, s) in ex {
-        let r = run_at(&s, s.fidelity);
-        let topo = s.build_topology_for(s.fidelity).unwrap();
-        let dag = match &s.workload {
+        let r = run_at(&s, s.fidelity());
+        let topo = s.build_topology_for(s.fidelity()).unwrap();
+        let dag = match s.workload() {
             WorkloadSpec::Training(t) => training::build(t, &topo).unwrap().dag,
-            WorkloadSpec::Inference(i) => inference::build(i, &topo, s.seed).unwrap().dag,
+            WorkloadSpec::Inference(i) => inference::build(i, &topo, s.seed()).unwrap().dag,
             _ => unreachable!(),
         };
-        let faults = Applied::new(&s.faults, &topo);
+        let faults = Applied::new(s.faults(), &topo);
         let dag = faults.slow_dag(&dag, &topo).into_owned();
         let packet =
-            (s.fidelity == Fidelity::Packet).then(|| fabricsim::run::packet_config(&s, s.seed));
-        let out =
-            workload::evaluate(&dag, &topo, s.fidelity, s.seed, &faults, packet.as_ref()).unwrap();
+            (s.fidelity() == Fidelity::Packet).then(|| fabricsim::run::packet_config(&s, s.seed()));
+        let out = workload::evaluate(
+            &dag,
+            &topo,
+            s.fidelity(),
+            s.seed(),
+            &faults,
+            packet.as_ref(),
+        )
+        .unwrap();
         let end = out.op_timing.iter().map(|o| o.end).max().unwrap();
         assert_eq!(out.makespan, end, "{}", p.display());
         assert!(

@@ -745,7 +745,7 @@ fn a_trace_of_flops_replays_the_training_step() {
     // FLOP): the replay must give the step within that rounding, ≤ 1 ps
     // per compute task on the critical path.
     let training = config::load(&example("training-tiny-8gpu.toml")).unwrap();
-    let gpu = match &training.workload {
+    let gpu = match training.workload() {
         config::WorkloadSpec::Training(t) => t.gpu.clone(),
         _ => unreachable!(),
     };

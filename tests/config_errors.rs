@@ -43,7 +43,7 @@ fn with(old: &str, new: &str) -> String {
 fn the_reference_scenario_is_valid() {
     let s = config::parse("good.toml", GOOD).unwrap();
     assert_eq!(s.num_gpus(), 32);
-    assert_eq!(s.seed, 7);
+    assert_eq!(s.seed(), 7);
 }
 
 #[test]
@@ -313,7 +313,7 @@ fn the_reference_training_scenario_is_valid() {
         ),
     )
     .unwrap();
-    let config::WorkloadSpec::Training(t) = &p.workload else {
+    let config::WorkloadSpec::Training(t) = p.workload() else {
         panic!()
     };
     assert_eq!(t.model.layers, 4); // the file overrides the preset
@@ -419,7 +419,7 @@ fn flowlet_routing_is_named_and_a_zero_gap_is_refused() {
         .replace("fidelity = \"flow\"", "fidelity = \"packet\""),
     )
     .unwrap();
-    let ignored = fabricsim::run::ignored_settings(&s, s.fidelity).unwrap();
+    let ignored = fabricsim::run::ignored_settings(&s, s.fidelity()).unwrap();
     assert!(
         ignored
             .iter()
@@ -555,8 +555,8 @@ fn budget_keys_are_validated() {
         ),
     )
     .unwrap();
-    assert_eq!(s.budget.max_memory, 8 << 30);
-    assert_eq!(s.budget.max_events, 1_000_000_000);
+    assert_eq!(s.budget().max_memory, 8 << 30);
+    assert_eq!(s.budget().max_events, 1_000_000_000);
 }
 
 #[test]
@@ -674,4 +674,26 @@ fn planes_and_dual_tor_are_checked_where_they_are_written() {
     let d = one(&with("radix = 16", "radix = 4\ndual_tor = true"));
     assert_eq!(d.field, "topology.radix");
     assert!(d.expected.contains("dual_tor"), "{d}");
+}
+
+/// `Scenario::with_hosts` (what `--nodes` uses) re-runs the rules
+/// `cluster.nodes` passed, so it accepts and refuses exactly what the same
+/// scenario written with that many nodes does. GOOD is a leaf-spine of radix
+/// 16: 16 leaves of 8 host ports (k²/2 = 128 ports, the two-tier Clos of
+/// radix k) hold 16 DGX H100 nodes of 8 NICs, not 17; 600,000,000 nodes of 8
+/// GPUs pass the 2^32 ids (`config::MAX_ENDPOINTS`); 0 nodes is no cluster.
+#[test]
+fn with_hosts_accepts_and_refuses_what_the_file_would() {
+    let s = config::parse("good.toml", GOOD).unwrap();
+    for n in [0u32, 1, 4, 16, 17, 600_000_000] {
+        let text = with("nodes = 4", &format!("nodes = {n}"));
+        let parsed = config::parse("good.toml", &text);
+        let derived = s.with_hosts(n);
+        assert_eq!(derived.is_ok(), parsed.is_ok(), "{n} nodes: {derived:?}");
+        if let (Ok(d), Ok(p)) = (derived, parsed) {
+            assert_eq!(d, p, "{n} nodes");
+        }
+    }
+    assert_eq!(s.with_hosts(16).unwrap().cluster().hosts, 16);
+    assert!(s.with_hosts(17).is_err());
 }

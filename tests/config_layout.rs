@@ -23,18 +23,18 @@ sizes = ["1MiB"]
 fn a_scenario_without_packet_keys_gets_the_packet_configs_defaults() {
     let s = parse("minimal.toml", MINIMAL).expect("valid");
     let d = PacketConfig::default();
-    let p = &s.packet;
-    assert_eq!(p.buffer, d.port_buffer_bytes);
-    assert_eq!(p.shared_buffer_alpha, d.shared_buffer_alpha);
-    assert_eq!(p.virtual_lanes, d.vls);
-    assert_eq!(p.window, d.window_bytes);
-    assert_eq!(p.ecn_mark_at, d.ecn_mark_at);
-    assert_eq!(p.ack_every, d.ack_every);
-    assert_eq!(p.rto, d.rto);
-    assert_eq!(p.flowlet_gap, d.flowlet_gap);
-    assert_eq!(p.deadlock_timeout, d.deadlock_timeout);
-    assert_eq!(p.time_limit, d.time_limit);
-    assert_eq!(s.fabric.mtu, u64::from(d.mtu));
+    let p = s.packet();
+    assert_eq!(p.buffer(), d.port_buffer_bytes);
+    assert_eq!(p.shared_buffer_alpha(), d.shared_buffer_alpha);
+    assert_eq!(p.virtual_lanes(), d.vls);
+    assert_eq!(p.window(), d.window_bytes);
+    assert_eq!(p.ecn_mark_at(), d.ecn_mark_at);
+    assert_eq!(p.ack_every(), d.ack_every);
+    assert_eq!(p.rto(), d.rto);
+    assert_eq!(p.flowlet_gap(), d.flowlet_gap);
+    assert_eq!(p.deadlock_timeout(), d.deadlock_timeout);
+    assert_eq!(p.time_limit(), d.time_limit);
+    assert_eq!(s.fabric().mtu(), u64::from(d.mtu));
 }
 
 #[test]

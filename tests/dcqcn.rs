@@ -318,12 +318,12 @@ fn four_flows_on_40g_recover_at_the_papers_additive_rate_then_fill_the_link() {
 fn run_scenario(text: &str) -> (RunOutput, PacketStats) {
     let s = config::parse("test.toml", text).unwrap_or_else(|e| panic!("{e}"));
     let topo = s.build_topology_for(config::Fidelity::Packet).unwrap();
-    let config::WorkloadSpec::Traffic(t) = &s.workload else {
+    let config::WorkloadSpec::Traffic(t) = s.workload() else {
         panic!("traffic workload expected")
     };
     let mut dag = fabricsim::workload::traffic::generate(t, &topo).unwrap();
-    fabricsim::workload::traffic::add_extra_flows(&mut dag, &s.extra_flows);
-    let cfg = fabricsim::run::packet_config(&s, s.seed);
+    fabricsim::workload::traffic::add_extra_flows(&mut dag, s.extra_flows());
+    let cfg = fabricsim::run::packet_config(&s, s.seed());
     run(&dag, &topo, &cfg)
 }
 

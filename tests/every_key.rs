@@ -959,7 +959,7 @@ fn keys_to_try(s: &config::Scenario) -> Vec<(String, &'static [&'static str], &'
     for &(key, values) in ALTERNATIVES {
         if let Some((array, leaf)) = key.split_once(".N.") {
             let entries: BTreeSet<String> = s
-                .keys_set
+                .keys_set()
                 .iter()
                 .filter_map(|k| k.strip_prefix(&format!("{array}.")))
                 .filter_map(|rest| rest.split('.').next().map(String::from))
@@ -975,7 +975,7 @@ fn keys_to_try(s: &config::Scenario) -> Vec<(String, &'static [&'static str], &'
     // the `[workload]` key of the same name (`jobs.1.workload.sizes` as
     // `workload.sizes`, `jobs.0.workload.flows.3.src` as `workload.flows.N.src`)
     let mut seen = BTreeSet::new();
-    for k in &s.keys_set {
+    for k in s.keys_set() {
         let Some(rest) = k.strip_prefix("jobs.") else {
             continue;
         };
@@ -1001,12 +1001,7 @@ fn keys_to_try(s: &config::Scenario) -> Vec<(String, &'static [&'static str], &'
 /// Whether two checked scenarios are the same but for the keys their files
 /// write: a variant that only spells out a default or a preset's value.
 fn same_setting(a: &config::Scenario, b: &config::Scenario) -> bool {
-    let strip = |s: &config::Scenario| {
-        let mut s = s.clone();
-        s.keys_set.clear();
-        s
-    };
-    strip(a) == strip(b)
+    a.same_settings(b)
 }
 
 /// Runs one case; returns the failures.

@@ -243,7 +243,7 @@ fn agree(s: &Scenario) -> [f64; 3] {
     let t = [Fidelity::Analytical, Fidelity::Flow, Fidelity::Packet]
         .map(|f| at(s, f).collectives[0].time_us);
     assert!(t.iter().all(|&x| x > 0.0), "{t:?}");
-    println!("{}: analytical, flow, packet {t:?} us", s.name);
+    println!("{}: analytical, flow, packet {t:?} us", s.name());
     assert!(
         (t[2] / t[1] - 1.0).abs() < 0.05,
         "packet {} us vs flow {} us",

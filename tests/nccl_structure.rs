@@ -407,7 +407,7 @@ sizes = ["1MiB"]
                 &dag,
                 &topo,
                 &fabricsim::backend::flow::FlowConfig {
-                    seed: s.seed,
+                    seed: s.seed(),
                     ..Default::default()
                 },
             )
@@ -415,7 +415,7 @@ sizes = ["1MiB"]
             let pkt = fabricsim::backend::packet::run(
                 &dag,
                 &ptopo,
-                &fabricsim::run::packet_config(&s, s.seed),
+                &fabricsim::run::packet_config(&s, s.seed()),
             )
             .unwrap();
             // the data's links (ACKs travel the reverse direction and carry little)

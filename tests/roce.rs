@@ -230,12 +230,12 @@ fn dcqcn_shares_a_bottleneck_fairly_and_holds_the_queue_between_kmin_and_kmax() 
 fn run_scenario(text: &str) -> (RunOutput, PacketStats, SimTime) {
     let s = config::parse("test.toml", text).unwrap_or_else(|e| panic!("{e}"));
     let topo = s.build_topology_for(config::Fidelity::Packet).unwrap();
-    let fabricsim::config::WorkloadSpec::Traffic(t) = &s.workload else {
+    let fabricsim::config::WorkloadSpec::Traffic(t) = s.workload() else {
         panic!("traffic workload expected")
     };
     let mut dag = fabricsim::workload::traffic::generate(t, &topo).unwrap();
-    fabricsim::workload::traffic::add_extra_flows(&mut dag, &s.extra_flows);
-    let cfg = fabricsim::run::packet_config(&s, s.seed);
+    fabricsim::workload::traffic::add_extra_flows(&mut dag, s.extra_flows());
+    let cfg = fabricsim::run::packet_config(&s, s.seed());
     let (out, st) = run(&dag, &topo, &cfg);
     let victim = *out.transfer_fct.last().unwrap();
     (out, st, victim)

@@ -76,7 +76,7 @@ fn the_key_is_listed_where_there_is_one_simulation_and_read_where_there_are_more
     let with = |example: &str| {
         let text = common::example(example).replace("[simulation]", "[simulation]\nthreads = 2");
         let s = common::parse(example, &text);
-        ignored_settings(&s, s.fidelity)
+        ignored_settings(&s, s.fidelity())
             .unwrap()
             .into_iter()
             .find(|i| i.key == "simulation.threads")

@@ -16,6 +16,35 @@ use fabricsim::workload::training::{self, OpKind};
 /// calculations (L = 2, h = 1024, f = 4096, 8 heads, GELU MLP, s = 512, bf16),
 /// a GPU of 100 TFLOP/s at efficiency 1 and an HBM that never binds.
 fn small(nodes: u32, gpus: u32, net: &str, extra_model: &str, parallel: &str) -> Scenario {
+    small_on(FABRIC, nodes, gpus, net, extra_model, parallel)
+}
+
+/// The `[fabric]` lines of [`small`]: one InfiniBand link rate, the preset latencies.
+const FABRIC: &str = "link_rate = \"400Gbps\"";
+
+/// [`small`] with `fabric` as the `[fabric]` lines after `kind` (the checked
+/// scenario cannot be edited: its links are set in the text, as a user would).
+fn small_on(
+    fabric: &str,
+    nodes: u32,
+    gpus: u32,
+    net: &str,
+    extra_model: &str,
+    parallel: &str,
+) -> Scenario {
+    let text = small_text(fabric, nodes, gpus, net, extra_model, parallel);
+    config::parse("small.toml", &text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+/// The text of [`small_on`]'s scenario.
+fn small_text(
+    fabric: &str,
+    nodes: u32,
+    gpus: u32,
+    net: &str,
+    extra_model: &str,
+    parallel: &str,
+) -> String {
     let net = if net.is_empty() {
         "nvlink_bandwidth = \"450GB/s\""
     } else {
@@ -26,7 +55,7 @@ fn small(nodes: u32, gpus: u32, net: &str, extra_model: &str, parallel: &str) ->
     } else {
         "layers = 2"
     };
-    let text = format!(
+    format!(
         r#"
 [cluster]
 nodes = {nodes}
@@ -37,7 +66,7 @@ nics_per_node = {gpus}
 kind = "single_switch"
 [fabric]
 kind = "infiniband"
-link_rate = "400Gbps"
+{fabric}
 [workload]
 kind = "training"
 [workload.model]
@@ -59,8 +88,7 @@ hbm_bandwidth = "1000000TB/s"
 [simulation]
 fidelity = "analytical"
 "#
-    );
-    config::parse("small.toml", &text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+    )
 }
 
 const FAST_NET: &str = r#"nvlink_bandwidth = "1000000Tbps"
@@ -73,15 +101,13 @@ fn fast(nodes: u32, gpus: u32, extra_model: &str, parallel: &str) -> Scenario {
     // an infinitely fast network: 10^18 b/s everywhere, zero latency, and
     // collectives whose software costs nothing per step
     let parallel = format!("{parallel}\nstep_latency = \"0s\"\nnvlink_step_latency = \"0s\"");
-    let mut s = small(nodes, gpus, FAST_NET, extra_model, &parallel);
-    s.fabric.links.link_rate = fabricsim::units::Rate(1_000_000_000_000_000_000);
-    s.fabric.links.link_latency = SimTime::ZERO;
-    s.fabric.links.switch_latency = SimTime::ZERO;
-    s
+    // 10^18 b/s links, no wire or switch latency
+    let fabric = "link_rate = \"1000000Tbps\"\nlink_latency = \"0ns\"\nswitch_latency = \"0ns\"";
+    small_on(fabric, nodes, gpus, FAST_NET, extra_model, &parallel)
 }
 
 fn spec(s: &Scenario) -> &TrainingSpec {
-    match &s.workload {
+    match s.workload() {
         WorkloadSpec::Training(t) => t,
         _ => panic!("not a training scenario"),
     }
@@ -165,14 +191,14 @@ fn exposed_communication_is_the_part_overlap_cannot_hide() {
     // C1 > B0: step = t1 + C1 + C0, free-communication step = t1 + B0, so
     // exposed = C1 + C0 − B0 (C from the ring closed form on the same topology,
     // under the protocol NCCL's tuner picks for it, with its step latency).
-    let mut s = small(
+    let s = small_on(
+        "link_rate = \"10Gbps\"",
         2,
         1,
         "",
         "vocab = 1\nglobal_batch = 2",
         "data = 2\nbucket = 1\ndp_algorithm = \"ring\"",
     );
-    s.fabric.links.link_rate = fabricsim::units::Rate::gbps(10);
     let topo = s.build_topology().unwrap();
     let t = spec(&s);
     let times = training::layer_times(t, 0);
@@ -282,16 +308,11 @@ fn one_f_one_b_bubble_is_p_minus_1_over_m_plus_p_minus_1() {
 fn a_straggler_twice_slower_sets_the_synchronous_step() {
     // DP = 4, GPU 2 at half speed. Every replica waits for its gradients, so the
     // step is at least that GPU's compute, 2 × the healthy compute.
-    let mut s = small(4, 1, "", "vocab = 1000\nglobal_batch = 8", "data = 4");
-    let healthy = train(&s, Fidelity::Analytical);
-    s.faults.push(config::FaultSpec {
-        name: "slow".into(),
-        kind: config::workload::FaultKind::SlowGpu {
-            gpu: 2,
-            factor: 2.0,
-        },
-        at: SimTime::ZERO,
-    });
+    let (model, parallel) = ("vocab = 1000\nglobal_batch = 8", "data = 4");
+    let healthy = train(&small(4, 1, "", model, parallel), Fidelity::Analytical);
+    let text = small_text(FABRIC, 4, 1, "", model, parallel)
+        + "[[faults]]\nname = \"slow\"\nkind = \"slow_gpu\"\ngpu = 2\nfactor = 2.0\nat = \"0s\"\n";
+    let s = config::parse("slow.toml", &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     for f in [Fidelity::Analytical, Fidelity::Flow] {
         let r = train(&s, f);
         assert!(

@@ -105,28 +105,10 @@ pub fn build(
         if n == 0 {
             return Err(BaseError::Usage("--nodes must be at least 1".into()));
         }
-        let gpus = u64::from(n) * u64::from(s.cluster.gpus_per_host.max(s.cluster.nics_per_host));
-        if gpus > config::MAX_ENDPOINTS {
-            return Err(BaseError::Usage(format!(
-                "--nodes {n}: {gpus} GPUs; expected at most {} (32-bit ids)",
-                config::MAX_ENDPOINTS
-            )));
-        }
-        // what the topology costs, before building it
-        let est = crate::budget::topology_ports(
-            n,
-            s.cluster.gpus_per_host,
-            s.cluster.nics_per_host,
-            &s.topology,
-            s.fabric.links.ports_per_nic(),
-        );
-        if let Err(e) = est.check(&s.budget) {
-            return Err(BaseError::Usage(format!("--nodes {n}: {e}")));
-        }
-        s.cluster.hosts = n;
-        if let Err(e) = s.build_topology() {
-            return Err(BaseError::Usage(format!("--nodes {n}: {e}")));
-        }
+        // the rules `cluster.nodes` passed, re-run for n (one place: config)
+        s = s
+            .with_hosts(n)
+            .map_err(|e| BaseError::Usage(format!("--nodes {n}: {e}")))?;
     }
     Ok(s)
 }
@@ -143,11 +125,11 @@ pub fn set_collective(
     sizes: Vec<u64>,
     dtype: Dtype,
 ) {
-    let base = match &s.workload {
+    let base = match s.workload() {
         WorkloadSpec::Collective(w) => w.clone(),
         _ => default_collective(),
     };
-    s.workload = WorkloadSpec::Collective(config::CollectiveWorkload {
+    *s = s.clone().with_collective(config::CollectiveWorkload {
         op,
         algorithm,
         inter_host: Algorithm::Ring,
@@ -157,7 +139,6 @@ pub fn set_collective(
         alltoall_load: None,
         ..base
     });
-    s.keys_set.retain(|k| !k.starts_with("workload."));
 }
 
 /// The collective workload a scenario gets when it only names an operation.
@@ -166,7 +147,7 @@ fn default_collective() -> config::CollectiveWorkload {
         "{}[workload]\nop = \"allreduce\"\nsizes = [\"1MiB\"]\n",
         CLUSTERS[0].2
     );
-    match config::parse("<default collective>", &text).map(|s| s.workload) {
+    match config::parse("<default collective>", &text).map(|s| s.workload().clone()) {
         Ok(WorkloadSpec::Collective(w)) => w,
         _ => unreachable!("the built-in cluster with a collective workload validates"),
     }

@@ -148,7 +148,7 @@ pub fn prepare(
     let base = cluster::build(src, &sets, nodes)?;
     if src.preset.is_some() && opts.nodes.is_none() {
         // a built-in cluster takes the measured shape
-        let gpn_base = base.cluster.gpus_per_host;
+        let gpn_base = base.cluster().gpus_per_host;
         let (n, g) = match (m.nodes, m.gpus_per_node, m.ranks) {
             (Some(n), Some(g), _) => (Some(n), Some(g)),
             (_, _, Some(r)) if r <= gpn_base => (Some(1), Some(r)),
@@ -169,7 +169,7 @@ pub fn prepare(
         }
         if let Some(g) = g.filter(|&g| g != gpn_base) {
             sets.push(("cluster.gpus_per_node".into(), g.to_string()));
-            if base.cluster.nics_per_host > g || g % base.cluster.nics_per_host != 0 {
+            if base.cluster().nics_per_host > g || g % base.cluster().nics_per_host != 0 {
                 sets.push(("cluster.nics_per_node".into(), g.to_string()));
             }
             notes.push(format!(
@@ -179,7 +179,7 @@ pub fn prepare(
     }
     let scenario = cluster::build(src, &sets, nodes)?;
     let sim_ranks = scenario.num_gpus();
-    let (sn, sg) = (scenario.cluster.hosts, scenario.cluster.gpus_per_host);
+    let (sn, sg) = (scenario.cluster().hosts, scenario.cluster().gpus_per_host);
     match m.ranks {
         Some(r) if r != sim_ranks => {
             return Err(BaseError::Usage(format!(
@@ -283,7 +283,7 @@ pub fn simulate(
         fidelity: Some(opts.fidelity),
         ..RunOptions::default()
     };
-    let rep = run::run(&s, &ro).map_err(|e| BaseError::Usage(format!("{}: {e}", s.file)))?;
+    let rep = run::run(&s, &ro).map_err(|e| BaseError::Usage(format!("{}: {e}", s.file())))?;
     p.points
         .iter()
         .map(|pt| {
@@ -420,8 +420,8 @@ pub fn check(p: &Prepared, opts: &CheckOptions) -> Result<CheckResult, BaseError
         file: p.measured.file.clone(),
         op: p.op.name(),
         ranks: p.scenario.num_gpus(),
-        nodes: p.scenario.cluster.hosts,
-        gpus_per_node: p.scenario.cluster.gpus_per_host,
+        nodes: p.scenario.cluster().hosts,
+        gpus_per_node: p.scenario.cluster().gpus_per_host,
         gpu: p.measured.gpu.clone(),
         scenario: p.src.label.clone(),
         fidelity: opts.fidelity.name(),

@@ -87,31 +87,92 @@ impl Routing {
     }
 }
 
-/// The checked `[fabric]`.
+/// The checked `[fabric]`. Fields private to `config`: read through the
+/// accessors below.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FabricSpec {
     /// Technology.
-    pub kind: FabricKind,
+    pub(super) kind: FabricKind,
     /// Link rate and latencies, as the topology builders need them.
-    pub links: FabricLinkSpec,
+    pub(super) links: FabricLinkSpec,
     /// Largest payload per packet, bytes.
-    pub mtu: u64,
+    pub(super) mtu: u64,
     /// Header bytes per packet on the wire.
-    pub header_bytes: u64,
+    pub(super) header_bytes: u64,
     /// Next-hop choice.
-    pub routing: Routing,
+    pub(super) routing: Routing,
     /// `fabric.sharp`: the switches can aggregate (InfiniBand SHARP). Used by the
     /// analytical and flow fidelities on InfiniBand only ([`FabricSpec::sharp_active`]).
-    pub sharp: bool,
+    pub(super) sharp: bool,
     /// `fabric.sharp_groups`: aggregation trees one switch serves at once
     /// (u32::MAX when unset: no limit); see [`crate::collective::sharp::grant_trees`].
-    pub sharp_groups: u32,
+    pub(super) sharp_groups: u32,
     /// `fabric.nic_efficiency`: share of the payload rate the links between NICs
     /// and their switches carry (NIC goodput with GPUDirect RDMA), in (0, 1].
-    pub nic_efficiency: f64,
+    pub(super) nic_efficiency: f64,
     /// `fabric.qps_per_connection`: queue pairs per connection between hosts
     /// (NCCL_IB_QPS_PER_CONNECTION, default 1); each is its own ECMP flow.
-    pub qps_per_connection: u8,
+    pub(super) qps_per_connection: u8,
+}
+
+impl FabricSpec {
+    /// Technology.
+    #[inline]
+    pub fn kind(&self) -> FabricKind {
+        self.kind
+    }
+
+    /// Link rate and latencies, as the topology builders need them.
+    #[inline]
+    pub fn links(&self) -> &FabricLinkSpec {
+        &self.links
+    }
+
+    /// Largest payload per packet, bytes.
+    #[inline]
+    pub fn mtu(&self) -> u64 {
+        self.mtu
+    }
+
+    /// Header bytes per packet on the wire.
+    #[inline]
+    pub fn header_bytes(&self) -> u64 {
+        self.header_bytes
+    }
+
+    /// Next-hop choice.
+    #[inline]
+    pub fn routing(&self) -> Routing {
+        self.routing
+    }
+
+    /// `fabric.sharp`: the switches can aggregate (InfiniBand SHARP). Used by the
+    /// analytical and flow fidelities on InfiniBand only ([`FabricSpec::sharp_active`]).
+    #[inline]
+    pub fn sharp(&self) -> bool {
+        self.sharp
+    }
+
+    /// `fabric.sharp_groups`: aggregation trees one switch serves at once
+    /// (u32::MAX when unset: no limit); see [`crate::collective::sharp::grant_trees`].
+    #[inline]
+    pub fn sharp_groups(&self) -> u32 {
+        self.sharp_groups
+    }
+
+    /// `fabric.nic_efficiency`: share of the payload rate the links between NICs
+    /// and their switches carry (NIC goodput with GPUDirect RDMA), in (0, 1].
+    #[inline]
+    pub fn nic_efficiency(&self) -> f64 {
+        self.nic_efficiency
+    }
+
+    /// `fabric.qps_per_connection`: queue pairs per connection between hosts
+    /// (NCCL_IB_QPS_PER_CONNECTION, default 1); each is its own ECMP flow.
+    #[inline]
+    pub fn qps_per_connection(&self) -> u8 {
+        self.qps_per_connection
+    }
 }
 
 impl FabricSpec {

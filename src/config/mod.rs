@@ -4,7 +4,11 @@
 //! Raw input and the checked model are kept apart (smoltcp's Packet/Repr split):
 //! the `Raw*` structs ([`raw`]) accept what the file says; [`parse`] turns them
 //! into a [`Scenario`] and reports *every* problem with its file, line, column,
-//! field, what was found and what is expected.
+//! field, what was found and what is expected. The checked types keep their
+//! fields private to this module ([`Scenario`], [`FabricSpec`],
+//! [`PacketSettings`]): outside it a scenario comes only from [`parse`] /
+//! [`load`] or a checked derivation ([`Scenario::with_hosts`], …), and is read
+//! through accessors.
 //!
 //! One file per concern, each holding its checked types and the validator's
 //! checks of its keys, so a new key is added beside the rule that reads it:

@@ -10,83 +10,304 @@ use super::validate::{default_time, Validator};
 use crate::mechanism::{alpha_in_range, defaults, gain_in_range};
 use crate::units::{parse_size, Rate, SimTime};
 
-/// Settings only the packet level uses.
+/// Settings only the packet level uses, checked against the fabric they run
+/// on. Fields private to `config`: read through the accessors below.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PacketSettings {
     /// Buffer per port and virtual lane, bytes.
-    pub buffer: u64,
+    pub(super) buffer: u64,
     /// Shared buffer per switch, bytes (0 = per-port).
-    pub shared_buffer: u64,
+    pub(super) shared_buffer: u64,
     /// Dynamic-threshold α.
-    pub shared_buffer_alpha: f64,
+    pub(super) shared_buffer_alpha: f64,
     /// Virtual lanes per port.
-    pub virtual_lanes: u8,
+    pub(super) virtual_lanes: u8,
     /// Escalate lanes per hop.
-    pub vl_escalation: bool,
+    pub(super) vl_escalation: bool,
     /// Cut-through forwarding.
-    pub cut_through: bool,
+    pub(super) cut_through: bool,
     /// TCP-like transport (else RDMA).
-    pub tcp: bool,
+    pub(super) tcp: bool,
     /// TCP CPU time per packet.
-    pub tcp_packet_overhead: SimTime,
+    pub(super) tcp_packet_overhead: SimTime,
     /// TCP jitter bound.
-    pub tcp_jitter: SimTime,
+    pub(super) tcp_jitter: SimTime,
     /// Window per queue pair, bytes (0 = no limit).
-    pub window: u64,
+    pub(super) window: u64,
     /// ACK coalescing.
-    pub ack_every: u32,
+    pub(super) ack_every: u32,
     /// Retransmission timeout.
-    pub rto: SimTime,
+    pub(super) rto: SimTime,
     /// Idle time that ends a flowlet (`routing = "flowlet"`).
-    pub flowlet_gap: SimTime,
+    pub(super) flowlet_gap: SimTime,
     /// Loss recovery of the queue pairs.
-    pub loss_recovery: crate::mechanism::LossRecovery,
+    pub(super) loss_recovery: crate::mechanism::LossRecovery,
     /// Selective repeat's short timeout (IRN's RTO_low).
-    pub rto_low: SimTime,
+    pub(super) rto_low: SimTime,
     /// TCP loss recovery: the RFC 6298 timer's minimum RTO.
-    pub tcp_min_rto: SimTime,
+    pub(super) tcp_min_rto: SimTime,
     /// TCP: TSO segment, payload bytes (0 = a CPU cost per packet).
-    pub tcp_tso_bytes: u64,
+    pub(super) tcp_tso_bytes: u64,
     /// TCP loss recovery: the RFC 6298 timer's maximum RTO.
-    pub tcp_max_rto: SimTime,
+    pub(super) tcp_max_rto: SimTime,
     /// TCP loss recovery: the delayed-ACK timer (0 = off).
-    pub tcp_delayed_ack: SimTime,
+    pub(super) tcp_delayed_ack: SimTime,
     /// TCP loss recovery: SACK (RFC 2018) and RFC 6675 recovery.
-    pub tcp_sack: bool,
+    pub(super) tcp_sack: bool,
     /// TCP loss recovery with SACK: RACK-TLP (RFC 8985).
-    pub tcp_rack: bool,
+    pub(super) tcp_rack: bool,
     /// TCP loss recovery with SACK: D-SACK (RFC 2883).
-    pub tcp_dsack: bool,
+    pub(super) tcp_dsack: bool,
     /// Switches trim packets a full lossy queue cannot take.
-    pub trimming: bool,
+    pub(super) trimming: bool,
     /// Sampling interval (0 = off).
-    pub sample_interval: SimTime,
+    pub(super) sample_interval: SimTime,
     /// Simulated-time limit.
-    pub time_limit: SimTime,
+    pub(super) time_limit: SimTime,
     /// Deadlock watchdog.
-    pub deadlock_timeout: SimTime,
+    pub(super) deadlock_timeout: SimTime,
     /// PFC thresholds (XOFF, XON, headroom), bytes, or `None` when PFC is off.
-    pub pfc: Option<(u64, u64, u64)>,
+    pub(super) pfc: Option<(u64, u64, u64)>,
     /// PFC pause quanta per frame (0 = until RESUME).
-    pub pfc_pause_quanta: u32,
+    pub(super) pfc_pause_quanta: u32,
     /// PFC XOFF: static, or dynamic with its α.
-    pub pfc_threshold: crate::mechanism::PfcThreshold,
+    pub(super) pfc_threshold: crate::mechanism::PfcThreshold,
     /// PFC headroom pool per switch, bytes (0 = per-port headroom).
-    pub pfc_headroom_pool: u64,
+    pub(super) pfc_headroom_pool: u64,
     /// PFC watchdog period ([`SimTime::ZERO`] = off).
-    pub pfc_watchdog: SimTime,
+    pub(super) pfc_watchdog: SimTime,
     /// PFC watchdog recovery (restoration) period: how long a lane it fired
     /// on stays in drop mode; the detection period unless set.
-    pub pfc_watchdog_restore: SimTime,
+    pub(super) pfc_watchdog_restore: SimTime,
     /// ECN marking (Kmin bytes, Kmax bytes, Pmax), or `None`.
-    pub ecn: Option<(u64, u64, f64)>,
+    pub(super) ecn: Option<(u64, u64, f64)>,
     /// Where switches mark CE: at dequeue (default) or enqueue.
-    pub ecn_mark_at: crate::mechanism::EcnMarkAt,
+    pub(super) ecn_mark_at: crate::mechanism::EcnMarkAt,
     /// Congestion control.
-    pub cc: crate::mechanism::CongestionControl,
+    pub(super) cc: crate::mechanism::CongestionControl,
     /// `[[fabric.classes]]` with the classes of the workload, ACKs and CNPs;
     /// `None` without the table.
-    pub classes: Option<crate::mechanism::TrafficClasses>,
+    pub(super) classes: Option<crate::mechanism::TrafficClasses>,
+}
+
+impl PacketSettings {
+    /// Buffer per port and virtual lane, bytes.
+    #[inline]
+    pub fn buffer(&self) -> u64 {
+        self.buffer
+    }
+
+    /// Shared buffer per switch, bytes (0 = per-port).
+    #[inline]
+    pub fn shared_buffer(&self) -> u64 {
+        self.shared_buffer
+    }
+
+    /// Dynamic-threshold α.
+    #[inline]
+    pub fn shared_buffer_alpha(&self) -> f64 {
+        self.shared_buffer_alpha
+    }
+
+    /// Virtual lanes per port.
+    #[inline]
+    pub fn virtual_lanes(&self) -> u8 {
+        self.virtual_lanes
+    }
+
+    /// Escalate lanes per hop.
+    #[inline]
+    pub fn vl_escalation(&self) -> bool {
+        self.vl_escalation
+    }
+
+    /// Cut-through forwarding.
+    #[inline]
+    pub fn cut_through(&self) -> bool {
+        self.cut_through
+    }
+
+    /// TCP-like transport (else RDMA).
+    #[inline]
+    pub fn tcp(&self) -> bool {
+        self.tcp
+    }
+
+    /// TCP CPU time per packet.
+    #[inline]
+    pub fn tcp_packet_overhead(&self) -> SimTime {
+        self.tcp_packet_overhead
+    }
+
+    /// TCP jitter bound.
+    #[inline]
+    pub fn tcp_jitter(&self) -> SimTime {
+        self.tcp_jitter
+    }
+
+    /// Window per queue pair, bytes (0 = no limit).
+    #[inline]
+    pub fn window(&self) -> u64 {
+        self.window
+    }
+
+    /// ACK coalescing.
+    #[inline]
+    pub fn ack_every(&self) -> u32 {
+        self.ack_every
+    }
+
+    /// Retransmission timeout.
+    #[inline]
+    pub fn rto(&self) -> SimTime {
+        self.rto
+    }
+
+    /// Idle time that ends a flowlet (`routing = "flowlet"`).
+    #[inline]
+    pub fn flowlet_gap(&self) -> SimTime {
+        self.flowlet_gap
+    }
+
+    /// Loss recovery of the queue pairs.
+    #[inline]
+    pub fn loss_recovery(&self) -> crate::mechanism::LossRecovery {
+        self.loss_recovery
+    }
+
+    /// Selective repeat's short timeout (IRN's RTO_low).
+    #[inline]
+    pub fn rto_low(&self) -> SimTime {
+        self.rto_low
+    }
+
+    /// TCP loss recovery: the RFC 6298 timer's minimum RTO.
+    #[inline]
+    pub fn tcp_min_rto(&self) -> SimTime {
+        self.tcp_min_rto
+    }
+
+    /// TCP: TSO segment, payload bytes (0 = a CPU cost per packet).
+    #[inline]
+    pub fn tcp_tso_bytes(&self) -> u64 {
+        self.tcp_tso_bytes
+    }
+
+    /// TCP loss recovery: the RFC 6298 timer's maximum RTO.
+    #[inline]
+    pub fn tcp_max_rto(&self) -> SimTime {
+        self.tcp_max_rto
+    }
+
+    /// TCP loss recovery: the delayed-ACK timer (0 = off).
+    #[inline]
+    pub fn tcp_delayed_ack(&self) -> SimTime {
+        self.tcp_delayed_ack
+    }
+
+    /// TCP loss recovery: SACK (RFC 2018) and RFC 6675 recovery.
+    #[inline]
+    pub fn tcp_sack(&self) -> bool {
+        self.tcp_sack
+    }
+
+    /// TCP loss recovery with SACK: RACK-TLP (RFC 8985).
+    #[inline]
+    pub fn tcp_rack(&self) -> bool {
+        self.tcp_rack
+    }
+
+    /// TCP loss recovery with SACK: D-SACK (RFC 2883).
+    #[inline]
+    pub fn tcp_dsack(&self) -> bool {
+        self.tcp_dsack
+    }
+
+    /// Switches trim packets a full lossy queue cannot take.
+    #[inline]
+    pub fn trimming(&self) -> bool {
+        self.trimming
+    }
+
+    /// Sampling interval (0 = off).
+    #[inline]
+    pub fn sample_interval(&self) -> SimTime {
+        self.sample_interval
+    }
+
+    /// Simulated-time limit.
+    #[inline]
+    pub fn time_limit(&self) -> SimTime {
+        self.time_limit
+    }
+
+    /// Deadlock watchdog.
+    #[inline]
+    pub fn deadlock_timeout(&self) -> SimTime {
+        self.deadlock_timeout
+    }
+
+    /// PFC thresholds (XOFF, XON, headroom), bytes, or `None` when PFC is off.
+    #[inline]
+    pub fn pfc(&self) -> Option<(u64, u64, u64)> {
+        self.pfc
+    }
+
+    /// PFC pause quanta per frame (0 = until RESUME).
+    #[inline]
+    pub fn pfc_pause_quanta(&self) -> u32 {
+        self.pfc_pause_quanta
+    }
+
+    /// PFC XOFF: static, or dynamic with its α.
+    #[inline]
+    pub fn pfc_threshold(&self) -> crate::mechanism::PfcThreshold {
+        self.pfc_threshold
+    }
+
+    /// PFC headroom pool per switch, bytes (0 = per-port headroom).
+    #[inline]
+    pub fn pfc_headroom_pool(&self) -> u64 {
+        self.pfc_headroom_pool
+    }
+
+    /// PFC watchdog period ([`SimTime::ZERO`] = off).
+    #[inline]
+    pub fn pfc_watchdog(&self) -> SimTime {
+        self.pfc_watchdog
+    }
+
+    /// PFC watchdog recovery (restoration) period: how long a lane it fired
+    /// on stays in drop mode; the detection period unless set.
+    #[inline]
+    pub fn pfc_watchdog_restore(&self) -> SimTime {
+        self.pfc_watchdog_restore
+    }
+
+    /// ECN marking (Kmin bytes, Kmax bytes, Pmax), or `None`.
+    #[inline]
+    pub fn ecn(&self) -> Option<(u64, u64, f64)> {
+        self.ecn
+    }
+
+    /// Where switches mark CE: at dequeue (default) or enqueue.
+    #[inline]
+    pub fn ecn_mark_at(&self) -> crate::mechanism::EcnMarkAt {
+        self.ecn_mark_at
+    }
+
+    /// Congestion control.
+    #[inline]
+    pub fn cc(&self) -> crate::mechanism::CongestionControl {
+        self.cc
+    }
+
+    /// `[[fabric.classes]]` with the classes of the workload, ACKs and CNPs;
+    /// `None` without the table.
+    #[inline]
+    pub fn classes(&self) -> Option<&crate::mechanism::TrafficClasses> {
+        self.classes.as_ref()
+    }
 }
 
 impl Validator<'_> {

@@ -54,46 +54,259 @@ pub struct IgnoredSetting {
 }
 
 /// A validated scenario.
+///
+/// Its fields are private to `config`: outside it a `Scenario` comes only
+/// from [`parse`](super::parse) / [`load`](super::load) or from one of the
+/// checked derivations below ([`Scenario::for_job`], [`Scenario::with_hosts`],
+/// [`Scenario::with_collective`], …), each of which re-runs the rule a direct
+/// write would bypass. Read it through the accessors.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Scenario {
     /// Name shown in results.
-    pub name: String,
+    pub(super) name: String,
     /// The file it came from.
-    pub file: String,
+    pub(super) file: String,
     /// Hosts.
-    pub cluster: ClusterSpec,
+    pub(super) cluster: ClusterSpec,
     /// GPUDirect (true) or host-staged (false).
-    pub gpu_direct: bool,
+    pub(super) gpu_direct: bool,
     /// Host-staged copy bandwidth.
-    pub host_copy_rate: Rate,
+    pub(super) host_copy_rate: Rate,
     /// Host-staged copy latency.
-    pub host_copy_latency: SimTime,
+    pub(super) host_copy_latency: SimTime,
     /// `cluster.nvlink_efficiency`: share of the NVLink rate the NVLink links
     /// carry (what NCCL's kernels reach), in (0, 1].
-    pub nvlink_efficiency: f64,
+    pub(super) nvlink_efficiency: f64,
     /// `cluster.nvls`: the NVSwitches reduce and multicast (NVLink SHARP); used by
     /// the `nvls` algorithm at the analytical and flow fidelities.
-    pub nvls: bool,
+    pub(super) nvls: bool,
     /// Network shape.
-    pub topology: TopologySpec,
+    pub(super) topology: TopologySpec,
     /// Network technology.
-    pub fabric: FabricSpec,
+    pub(super) fabric: FabricSpec,
     /// What runs.
-    pub workload: WorkloadSpec,
+    pub(super) workload: WorkloadSpec,
     /// Fidelity.
-    pub fidelity: Fidelity,
+    pub(super) fidelity: Fidelity,
     /// Seed.
-    pub seed: u64,
+    pub(super) seed: u64,
     /// Settings of the packet level.
-    pub packet: PacketSettings,
+    pub(super) packet: PacketSettings,
     /// Every key the file sets, dotted (for `ignored_settings`).
-    pub keys_set: Vec<String>,
+    pub(super) keys_set: Vec<String>,
     /// Stragglers and failures, in file order.
-    pub faults: Vec<FaultSpec>,
+    pub(super) faults: Vec<FaultSpec>,
     /// Traffic workloads: flows added to the pattern.
-    pub extra_flows: Vec<crate::workload::traffic::ExtraFlow>,
+    pub(super) extra_flows: Vec<crate::workload::traffic::ExtraFlow>,
     /// `simulation.max_memory` and `simulation.max_events`: what a run may cost.
-    pub budget: crate::budget::Budget,
+    pub(super) budget: crate::budget::Budget,
+}
+
+impl Scenario {
+    /// `name`: the scenario's name as results show it (the file's stem when unset).
+    #[inline]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The file the scenario was read from, as given (a label such as
+    /// `<preset dgx-h100-ndr>` for built-in text).
+    #[inline]
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+
+    /// `[cluster]`: hosts, GPUs and NICs per host, NVLink and PCIe figures, as
+    /// the file gives them (see [`Scenario::effective_cluster`] for the
+    /// host-staged path folded in).
+    #[inline]
+    pub fn cluster(&self) -> &ClusterSpec {
+        &self.cluster
+    }
+
+    /// `cluster.gpu_direct`: data moves GPU↔NIC directly (true) or through
+    /// host memory (false, host-staged).
+    #[inline]
+    pub fn gpu_direct(&self) -> bool {
+        self.gpu_direct
+    }
+
+    /// `cluster.host_copy_bandwidth`: the host-staged copy's rate, bits/s.
+    #[inline]
+    pub fn host_copy_rate(&self) -> Rate {
+        self.host_copy_rate
+    }
+
+    /// `cluster.host_copy_latency`: the host-staged copy's latency, ps.
+    #[inline]
+    pub fn host_copy_latency(&self) -> SimTime {
+        self.host_copy_latency
+    }
+
+    /// `cluster.nvlink_efficiency`: share of the NVLink rate the NVLink links
+    /// carry (what NCCL's kernels reach), in (0, 1].
+    #[inline]
+    pub fn nvlink_efficiency(&self) -> f64 {
+        self.nvlink_efficiency
+    }
+
+    /// `cluster.nvls`: the NVSwitches reduce and multicast (NVLink SHARP); used
+    /// by the `nvls` algorithm at the analytical and flow fidelities.
+    #[inline]
+    pub fn nvls(&self) -> bool {
+        self.nvls
+    }
+
+    /// `[topology]`: the network's shape.
+    #[inline]
+    pub fn topology(&self) -> &TopologySpec {
+        &self.topology
+    }
+
+    /// `[fabric]`: the network's technology (kind, links, packet format,
+    /// routing, NIC, SHARP).
+    #[inline]
+    pub fn fabric(&self) -> &FabricSpec {
+        &self.fabric
+    }
+
+    /// `[workload]` (or `[[jobs]]`, placed): what runs.
+    #[inline]
+    pub fn workload(&self) -> &WorkloadSpec {
+        &self.workload
+    }
+
+    /// `simulation.fidelity`: the fidelity the file asks for (a command line
+    /// may run another).
+    #[inline]
+    pub fn fidelity(&self) -> Fidelity {
+        self.fidelity
+    }
+
+    /// `simulation.seed`: the seed of every random choice of the run.
+    #[inline]
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The packet level's settings (buffers, lanes, transport, timers, PFC,
+    /// ECN, congestion control), checked against the fabric.
+    #[inline]
+    pub fn packet(&self) -> &PacketSettings {
+        &self.packet
+    }
+
+    /// Every key the file sets, dotted, in file order (for `ignored_settings`).
+    #[inline]
+    pub fn keys_set(&self) -> &[String] {
+        &self.keys_set
+    }
+
+    /// `[[faults]]`: stragglers and failures, in file order, each checked
+    /// against the built topology.
+    #[inline]
+    pub fn faults(&self) -> &[FaultSpec] {
+        &self.faults
+    }
+
+    /// Traffic workloads: flows added to the pattern (`workload.extra_flows`).
+    #[inline]
+    pub fn extra_flows(&self) -> &[crate::workload::traffic::ExtraFlow] {
+        &self.extra_flows
+    }
+
+    /// `simulation.max_memory` and `simulation.max_events`: what a run may cost.
+    #[inline]
+    pub fn budget(&self) -> crate::budget::Budget {
+        self.budget
+    }
+
+    /// Whether `self` and `other` simulate the same thing: equal in every
+    /// setting, whichever keys their files wrote (a file that spells out a
+    /// default or a preset's value sets the same scenario).
+    pub fn same_settings(&self, other: &Scenario) -> bool {
+        Scenario {
+            keys_set: Vec::new(),
+            ..self.clone()
+        } == Scenario {
+            keys_set: Vec::new(),
+            ..other.clone()
+        }
+    }
+
+    /// The scenario as the readers of job `j`'s keys see it: `j`'s workload on
+    /// `j`'s number of nodes, no extra flows and no keys of its own (a job's
+    /// keys are recorded under `jobs.N.`). `j` is one of this scenario's
+    /// placed jobs, so its workload passed validation.
+    pub fn for_job(&self, j: &super::jobs::JobSpec) -> Scenario {
+        Scenario {
+            cluster: ClusterSpec {
+                hosts: j.nodes.len() as u32,
+                ..self.cluster.clone()
+            },
+            workload: j.workload.clone(),
+            extra_flows: Vec::new(),
+            keys_set: Vec::new(),
+            ..self.clone()
+        }
+    }
+
+    /// The scenario with only the faults at `chosen` (indices into
+    /// [`Scenario::faults`]; out-of-range ones are skipped). A subset of
+    /// checked faults is still checked: each was placed on this topology.
+    pub fn with_faults_at(&self, chosen: &[usize]) -> Scenario {
+        Scenario {
+            faults: chosen
+                .iter()
+                .filter_map(|&i| self.faults.get(i).cloned())
+                .collect(),
+            ..self.clone()
+        }
+    }
+
+    /// The scenario on `n` nodes instead of the file's `cluster.nodes`, with
+    /// the rules that key passed re-run: at least one node, at most
+    /// [`MAX_ENDPOINTS`](super::MAX_ENDPOINTS) GPUs and NICs, the topology's
+    /// cost within the budget, and a topology that holds them.
+    ///
+    /// # Errors
+    /// Which of those rules `n` breaks, in words (without the key's name, which
+    /// the caller knows: `--nodes` on the command line).
+    pub fn with_hosts(&self, n: u32) -> Result<Scenario, String> {
+        if n == 0 {
+            return Err("0 nodes; expected at least 1".into());
+        }
+        let c = &self.cluster;
+        let gpus = u64::from(n) * u64::from(c.gpus_per_host.max(c.nics_per_host));
+        if gpus > super::MAX_ENDPOINTS {
+            return Err(format!(
+                "{gpus} GPUs; expected at most {} (32-bit ids)",
+                super::MAX_ENDPOINTS
+            ));
+        }
+        // what the topology costs, before building it
+        let est = crate::budget::topology_ports(
+            n,
+            c.gpus_per_host,
+            c.nics_per_host,
+            &self.topology,
+            self.fabric.links.ports_per_nic(),
+        );
+        est.check(&self.budget).map_err(|e| e.to_string())?;
+        let mut s = self.clone();
+        s.cluster.hosts = n;
+        s.build_topology().map_err(|e| e.to_string())?;
+        Ok(s)
+    }
+
+    /// Replaces the workload with the collective `w`, as a command line that
+    /// names the operation does: no `workload.*` key of the file applies any
+    /// more, so those keys leave [`Scenario::keys_set`].
+    pub fn with_collective(mut self, w: CollectiveWorkload) -> Scenario {
+        self.workload = WorkloadSpec::Collective(w);
+        self.keys_set.retain(|k| !k.starts_with("workload."));
+        self
+    }
 }
 
 impl Validator<'_> {

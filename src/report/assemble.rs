@@ -340,14 +340,14 @@ impl Accumulated {
         let classes_listed = ignored_settings
             .iter()
             .any(|i| i.key.starts_with("fabric.classes"));
-        let classes = match (&scenario.packet.classes, fidelity) {
+        let classes = match (&scenario.packet().classes(), fidelity) {
             (Some(c), Fidelity::Packet) if !classes_listed => {
                 super::ClassReport::of(c, &self.fabric.lanes)
             }
             _ => Vec::new(),
         };
         Report {
-            scenario: scenario.name.clone(),
+            scenario: scenario.name().to_string(),
             fidelity: fidelity.name().to_string(),
             seed,
             version: env!("CARGO_PKG_VERSION").to_string(),

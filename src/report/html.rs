@@ -515,8 +515,8 @@ fn summary(b: &mut String, r: &Report, s: Option<&Scenario>) {
     };
     row("scenario", r.scenario.clone());
     if let Some(s) = s {
-        row("file", s.file.clone());
-        let c = &s.cluster;
+        row("file", s.file().to_string());
+        let c = s.cluster();
         row(
             "cluster",
             format!(
@@ -530,18 +530,18 @@ fn summary(b: &mut String, r: &Report, s: Option<&Scenario>) {
                 c.pcie_latency
             ),
         );
-        let f = &s.fabric;
+        let f = s.fabric();
         row(
             "fabric",
             format!(
                 "{}, {} links, link latency {}, switch latency {}, MTU {} + {} B header, routing {}",
-                f.kind.name(),
-                f.links.link_rate,
-                f.links.link_latency,
-                f.links.switch_latency,
-                f.mtu,
-                f.header_bytes,
-                f.routing.name()
+                f.kind().name(),
+                f.links().link_rate,
+                f.links().link_latency,
+                f.links().switch_latency,
+                f.mtu(),
+                f.header_bytes(),
+                f.routing().name()
             ),
         );
     }

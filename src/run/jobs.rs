@@ -53,21 +53,6 @@ struct JobPlan {
     model: ModelPlan,
 }
 
-/// The scenario as the readers of job `j`'s keys see it: its workload, its
-/// number of nodes.
-fn job_scenario(s: &Scenario, j: &JobSpec) -> Scenario {
-    Scenario {
-        cluster: crate::topology::ClusterSpec {
-            hosts: j.nodes.len() as u32,
-            ..s.cluster.clone()
-        },
-        workload: j.workload.clone(),
-        extra_flows: Vec::new(),
-        keys_set: Vec::new(),
-        ..s.clone()
-    }
-}
-
 /// Records the keys of every job: its own (name, nodes, placement, start) and
 /// its workload's, read by the workload's readers under their `workload.` names.
 fn read_job_fields(s: &Scenario, jobs: &[JobSpec], usage: &mut Usage) {
@@ -94,7 +79,7 @@ fn plan_job(
 ) -> Result<JobPlan, RunError> {
     let under = format!("jobs.{i}.workload");
     let mut view = usage.view(&under, "workload", "jobs");
-    let js = job_scenario(s, j);
+    let js = s.for_job(j);
     let ranks = job_ranks(j, topo);
     let mut dag = Dag::new();
     let mut sizes = Vec::new();
@@ -150,7 +135,7 @@ fn plan_job(
 
 /// `dag` with the scenario's slow GPUs stretching its compute.
 fn slowed(s: &Scenario, topo: &Topology, dag: Dag) -> Dag {
-    let applied = crate::workload::faults::Applied::new(&s.faults, topo);
+    let applied = crate::workload::faults::Applied::new(s.faults(), topo);
     match applied.slow_dag(&dag, topo) {
         std::borrow::Cow::Borrowed(_) => dag,
         std::borrow::Cow::Owned(d) => d,
@@ -205,8 +190,8 @@ fn logical_traffic(
 ) -> Result<Dag, RunError> {
     use crate::workload::traffic::{generate, TrafficSpec};
     let logical = crate::topology::build(
-        &js.cluster,
-        &js.fabric.links,
+        js.cluster(),
+        js.fabric().links(),
         &crate::topology::TopologySpec::SingleSwitch,
     )?;
     let mut spec = t.clone();
@@ -273,7 +258,7 @@ pub(super) fn read_jobs_keys(
 ) -> Result<(), RunError> {
     read_job_fields(s, jobs, usage);
     for (i, j) in jobs.iter().enumerate() {
-        plan_job(s, i, j, topo, fidelity, s.seed, usage)
+        plan_job(s, i, j, topo, fidelity, s.seed(), usage)
             .map_err(|e| e.during(|| format!("job {:?}", j.name)))?;
     }
     Ok(())
@@ -406,7 +391,7 @@ fn job_fault_effects(
 ) -> Result<Vec<Vec<FaultEffect>>, RunError> {
     let (s, topo) = (exec.scenario, exec.topo);
     let mut out = vec![Vec::new(); jobs.len()];
-    if s.faults.is_empty() {
+    if s.faults().is_empty() {
         return Ok(out);
     }
     let makespans = |ends: &mut dyn Iterator<Item = SimTime>| -> Vec<SimTime> {
@@ -415,10 +400,7 @@ fn job_fault_effects(
             .collect()
     };
     let run_with = |chosen: &[usize]| -> Result<(Vec<SimTime>, u64), RunError> {
-        let sc = Scenario {
-            faults: chosen.iter().map(|&i| s.faults[i].clone()).collect(),
-            ..s.clone()
-        };
+        let sc = s.with_faults_at(chosen);
         // the ledger was written by the run with every fault
         let mut scratch = Usage::new(&[]);
         let mut all = Dag::new();
@@ -427,7 +409,7 @@ fn job_fault_effects(
             let p = plan_job(&sc, i, j, topo, exec.fidelity, exec.seed, &mut scratch)?;
             ranges.push(add_job(&mut all, j, &p.dag, topo));
         }
-        let applied = crate::workload::faults::Applied::new(&sc.faults, topo);
+        let applied = crate::workload::faults::Applied::new(sc.faults(), topo);
         let run = Executor {
             link_events: &applied.link_events,
             ..*exec
@@ -438,16 +420,16 @@ fn job_fault_effects(
     };
     // run 0 on the healthy fabric, run i + 1 with fault i alone (when there
     // are several: one fault alone is the shared run with every fault)
-    let n = if s.faults.len() == 1 {
+    let n = if s.faults().len() == 1 {
         1
     } else {
-        1 + s.faults.len()
+        1 + s.faults().len()
     };
     let runs = run_parallel(workers(exec, n, all), n, |r| {
         if r == 0 {
             run_with(&[]).map_err(|e| e.during(|| "the jobs on the healthy fabric".into()))
         } else {
-            let f = &s.faults[r - 1];
+            let f = &s.faults()[r - 1];
             run_with(&[r - 1])
                 .map_err(|e| e.during(|| format!("the jobs with fault {:?} alone", f.name)))
         }
@@ -456,8 +438,8 @@ fn job_fault_effects(
         acc.add_events(*events);
     }
     let healthy = &runs[0].0;
-    for (i, f) in s.faults.iter().enumerate() {
-        let alone = if s.faults.len() == 1 {
+    for (i, f) in s.faults().iter().enumerate() {
+        let alone = if s.faults().len() == 1 {
             makespans(&mut shared.iter().map(|&(_, end)| end))
         } else {
             runs[i + 1].0.clone()

@@ -1923,14 +1923,14 @@ impl ChakraSpec {
 /// A scenario that is not a training step, whose topology cannot be built,
 /// or that [`export_training`] refuses.
 pub fn export_scenario(s: &crate::config::Scenario) -> Result<Vec<Vec<u8>>, String> {
-    let crate::config::WorkloadSpec::Training(t) = &s.workload else {
+    let crate::config::WorkloadSpec::Training(t) = s.workload() else {
         return Err(format!(
             "workload.kind = {:?}: only a training step (kind = \"training\") is exported",
-            s.workload.kind_name()
+            s.workload().kind_name()
         ));
     };
     let topo = s
-        .build_topology_for(s.fidelity)
+        .build_topology_for(s.fidelity())
         .map_err(|e| e.to_string())?;
     export_training(t, &topo)
 }

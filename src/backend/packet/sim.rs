@@ -283,9 +283,10 @@ impl<'a> Sim<'a> {
                 });
             }
             if t > self.watchdog_at && self.pkts.live() > 0 {
-                if matches!(self.cfg.flow_control, FlowControl::Pfc { .. })
-                    && self.pfc.any_paused(self.now)
-                {
+                // the ports' laws, not the configuration, say whether a
+                // pause can exist (one rule: the law a port was given at
+                // build); this branch runs once, when the run stalls
+                if self.ports.iter().any(|p| p.fc.can_pause()) && self.pfc.any_paused(self.now) {
                     return Err(PacketError::PfcDeadlock {
                         at: SimTime(t),
                         since: SimTime(self.last_tx),

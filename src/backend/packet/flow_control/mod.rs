@@ -79,6 +79,14 @@ impl LinkLaw {
         }
     }
 
+    /// Whether a link under this law can stop its sender with a PAUSE frame
+    /// (only PFC can): a run whose ports can never pause cannot be stuck on
+    /// a cycle of pauses, so its stall is a plain deadlock.
+    #[inline]
+    pub fn can_pause(self) -> bool {
+        self == LinkLaw::Pfc
+    }
+
     /// Whether a departing packet held by this law is released only after
     /// its egress port is marked busy: a PFC release may send a RESUME on
     /// that very port (a packet leaving the way it came), which must then

@@ -411,7 +411,7 @@ impl Sim<'_> {
         }
         qp.in_ring = true;
         let port = qp.port;
-        self.ports[port].ring.push_back(qpi);
+        self.ports[port].ring_push_back(qpi);
         self.try_send(port);
     }
 
@@ -489,18 +489,18 @@ impl Sim<'_> {
                 // (a GPU on a PFC link, which no built topology has): the
                 // RESUME kicks the port
                 if !self.sched.on {
-                    self.ports[p].ring.push_front(qpi);
+                    self.ports[p].ring_push_front(qpi);
                     return Pull::Nothing;
                 }
-                self.ports[p].ring.push_back(qpi);
+                self.ports[p].ring_push_back(qpi);
                 continue;
             }
             if gate == Gate::Starved {
                 if !self.sched.on {
-                    self.ports[p].ring.push_front(qpi);
+                    self.ports[p].ring_push_front(qpi);
                     return Pull::NoCredit(1);
                 }
-                self.ports[p].ring.push_back(qpi);
+                self.ports[p].ring_push_back(qpi);
                 starved |= 1 << lane;
                 continue;
             }
@@ -574,7 +574,7 @@ impl Sim<'_> {
                 self.q.push(at, Event::Rto { qp: qpi });
             }
             if qp.has_work() {
-                self.ports[p].ring.push_back(qpi);
+                self.ports[p].ring_push_back(qpi);
             } else {
                 qp.in_ring = false;
             }

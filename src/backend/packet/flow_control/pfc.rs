@@ -491,7 +491,7 @@ impl Sim<'_> {
                 tl.add(&[p.0], now, now + tx, wire as f64);
             }
             let arrive = now + tx + port.latency;
-            let waiting = port.lanes_queued != 0 || !port.ring.is_empty() || port.ctrl_pending != 0;
+            let waiting = port.lanes_queued != 0 || port.has_qps() || port.ctrl_pending != 0;
             port.txdone_pending = waiting;
             if waiting {
                 self.q.push(now + tx, Event::TxDone { port: p });

@@ -537,6 +537,24 @@ impl Dag {
             + self.software.capacity() * std::mem::size_of::<SimTime>()
     }
 
+    /// [`Dag::heap_bytes`] by table, named: tasks (16 B each), where each
+    /// task's dependencies start (4 B), the dependencies (4 B each) and the
+    /// rest (wide values, operations, classes, software latencies).
+    pub fn table_bytes(&self) -> [(&'static str, usize); 4] {
+        let kinds = self.kinds.capacity() * std::mem::size_of::<Packed>();
+        let starts = self.dep_start.capacity() * 4;
+        let deps = self.deps.capacity() * 4;
+        [
+            ("dag tasks (16 B/task)", kinds),
+            ("dag dependency starts (4 B/task)", starts),
+            ("dag dependencies (4 B/edge)", deps),
+            (
+                "dag other tables",
+                self.heap_bytes() - kinds - starts - deps,
+            ),
+        ]
+    }
+
     /// The dependencies of task `t`.
     pub fn deps_of(&self, t: TaskId) -> impl Iterator<Item = Dep> + '_ {
         let s = self.dep_start[t.0 as usize] as usize;
@@ -826,6 +844,29 @@ impl DagRunner {
         self.succ_start = Vec::new();
         self.succ = Vec::new();
     }
+    /// Bytes each of the runner's tables holds on the heap, by capacity, named:
+    /// the memory a run adds per task and per dependency beyond the DAG's own
+    /// ([`Dag::heap_bytes`]). For accounting (`FABRICSIM_FLOW_MEM`), not the hot path.
+    pub fn table_bytes(&self) -> [(&'static str, usize); 7] {
+        [
+            (
+                "runner unmet counts (4 B/task)",
+                self.pending.capacity() * 4,
+            ),
+            (
+                "runner successor starts (4 B/task)",
+                self.succ_start.capacity() * 4,
+            ),
+            ("runner successors (4 B/edge)", self.succ.capacity() * 4),
+            ("runner state (1 B/task)", self.state.capacity()),
+            (
+                "runner start times (8 B/task)",
+                self.started_at.capacity() * 8,
+            ),
+            ("runner done times (8 B/task)", self.done_at.capacity() * 8),
+            ("runner operation of each task", self.ops_of.heap_bytes()),
+        ]
+    }
     /// When the last task completed so far (zero before any): a run's makespan
     /// once [`DagRunner::finished`]. Backends report this, never the time of
     /// their last queued event, which may be stale or after the work (a fault).
@@ -850,6 +891,14 @@ impl OpsOf {
             return OpsOf::Each(dag.tasks().map(|t| t.op).collect());
         }
         OpsOf::Runs(dag.op_runs.clone())
+    }
+
+    /// Bytes on the heap, by capacity.
+    fn heap_bytes(&self) -> usize {
+        match self {
+            OpsOf::Runs(r) => r.capacity() * 8,
+            OpsOf::Each(v) => v.capacity() * 4,
+        }
     }
 
     #[inline]

@@ -1063,4 +1063,30 @@ mod tests {
             assert_eq!(start[11], SimTime(110));
         }
     }
+
+    /// The accounting `FABRICSIM_FLOW_MEM` prints counts each table at its
+    /// per-task and per-dependency size: a chain of 1,000 tasks (999
+    /// dependencies) built with exact capacities holds 4 B per task of unmet
+    /// counts, 4 B per task plus one of successor starts, 4 B per dependency,
+    /// 1 B of state and 8 B each of start and done times per task; the DAG
+    /// 16 B per task, 4 B per task plus one of dependency starts. Figures
+    /// from the struct layouts (documented on `Dag` and `DagRunner`).
+    #[test]
+    fn table_bytes_count_each_table_at_its_size() {
+        let mut d = Dag::new();
+        d.begin_op("chain");
+        let mut prev = d.marker(&[]);
+        for _ in 1..1000 {
+            prev = d.marker(&[Dep::Done(prev)]);
+        }
+        d.kinds.shrink_to_fit();
+        d.deps.shrink_to_fit();
+        d.dep_start.shrink_to_fit();
+        let dag: Vec<usize> = d.table_bytes().iter().map(|r| r.1).collect();
+        assert_eq!(dag[..3], [16_000, 4 * 1001, 4 * 999]);
+        assert_eq!(dag.iter().sum::<usize>(), d.heap_bytes());
+        let r = DagRunner::new(&d);
+        let run: Vec<usize> = r.table_bytes().iter().map(|r| r.1).collect();
+        assert_eq!(run[..6], [4_000, 4 * 1001, 4 * 999, 1_000, 8_000, 8_000]);
+    }
 }

@@ -537,6 +537,24 @@ impl Dag {
             + self.software.capacity() * std::mem::size_of::<SimTime>()
     }
 
+    /// [`Dag::heap_bytes`] by table, named: tasks (16 B each), where each
+    /// task's dependencies start (4 B), the dependencies (4 B each) and the
+    /// rest (wide values, operations, classes, software latencies).
+    pub fn table_bytes(&self) -> [(&'static str, usize); 4] {
+        let kinds = self.kinds.capacity() * std::mem::size_of::<Packed>();
+        let starts = self.dep_start.capacity() * 4;
+        let deps = self.deps.capacity() * 4;
+        [
+            ("dag tasks (16 B/task)", kinds),
+            ("dag dependency starts (4 B/task)", starts),
+            ("dag dependencies (4 B/edge)", deps),
+            (
+                "dag other tables",
+                self.heap_bytes() - kinds - starts - deps,
+            ),
+        ]
+    }
+
     /// The dependencies of task `t`.
     pub fn deps_of(&self, t: TaskId) -> impl Iterator<Item = Dep> + '_ {
         let s = self.dep_start[t.0 as usize] as usize;
@@ -826,6 +844,29 @@ impl DagRunner {
         self.succ_start = Vec::new();
         self.succ = Vec::new();
     }
+    /// Bytes each of the runner's tables holds on the heap, by capacity, named:
+    /// the memory a run adds per task and per dependency beyond the DAG's own
+    /// ([`Dag::heap_bytes`]). For accounting (`FABRICSIM_FLOW_MEM`), not the hot path.
+    pub fn table_bytes(&self) -> [(&'static str, usize); 7] {
+        [
+            (
+                "runner unmet counts (4 B/task)",
+                self.pending.capacity() * 4,
+            ),
+            (
+                "runner successor starts (4 B/task)",
+                self.succ_start.capacity() * 4,
+            ),
+            ("runner successors (4 B/edge)", self.succ.capacity() * 4),
+            ("runner state (1 B/task)", self.state.capacity()),
+            (
+                "runner start times (8 B/task)",
+                self.started_at.capacity() * 8,
+            ),
+            ("runner done times (8 B/task)", self.done_at.capacity() * 8),
+            ("runner operation of each task", self.ops_of.heap_bytes()),
+        ]
+    }
     /// When the last task completed so far (zero before any): a run's makespan
     /// once [`DagRunner::finished`]. Backends report this, never the time of
     /// their last queued event, which may be stale or after the work (a fault).
@@ -850,6 +891,14 @@ impl OpsOf {
             return OpsOf::Each(dag.tasks().map(|t| t.op).collect());
         }
         OpsOf::Runs(dag.op_runs.clone())
+    }
+
+    /// Bytes on the heap, by capacity.
+    fn heap_bytes(&self) -> usize {
+        match self {
+            OpsOf::Runs(r) => r.capacity() * 8,
+            OpsOf::Each(v) => v.capacity() * 4,
+        }
     }
 
     #[inline]
@@ -1013,5 +1062,31 @@ mod tests {
             assert_eq!(done[11], SimTime(120));
             assert_eq!(start[11], SimTime(110));
         }
+    }
+
+    /// The accounting `FABRICSIM_FLOW_MEM` prints counts each table at its
+    /// per-task and per-dependency size: a chain of 1,000 tasks (999
+    /// dependencies) built with exact capacities holds 4 B per task of unmet
+    /// counts, 4 B per task plus one of successor starts, 4 B per dependency,
+    /// 1 B of state and 8 B each of start and done times per task; the DAG
+    /// 16 B per task, 4 B per task plus one of dependency starts. Figures
+    /// from the struct layouts (documented on `Dag` and `DagRunner`).
+    #[test]
+    fn table_bytes_count_each_table_at_its_size() {
+        let mut d = Dag::new();
+        d.begin_op("chain");
+        let mut prev = d.marker(&[]);
+        for _ in 1..1000 {
+            prev = d.marker(&[Dep::Done(prev)]);
+        }
+        d.kinds.shrink_to_fit();
+        d.deps.shrink_to_fit();
+        d.dep_start.shrink_to_fit();
+        let dag: Vec<usize> = d.table_bytes().iter().map(|r| r.1).collect();
+        assert_eq!(dag[..3], [16_000, 4 * 1001, 4 * 999]);
+        assert_eq!(dag.iter().sum::<usize>(), d.heap_bytes());
+        let r = DagRunner::new(&d);
+        let run: Vec<usize> = r.table_bytes().iter().map(|r| r.1).collect();
+        assert_eq!(run[..6], [4_000, 4 * 1001, 4 * 999, 1_000, 8_000, 8_000]);
     }
 }

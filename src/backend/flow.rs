@@ -479,6 +479,9 @@ impl<'a> Sim<'a> {
         if !self.runner.finished() {
             return Err(FlowError::Stalled(self.dag.len() - self.runner.completed()));
         }
+        if std::env::var_os("FABRICSIM_FLOW_MEM").is_some() {
+            self.print_memory();
+        }
         // The makespan is the end of the last task, not the time of the last
         // event popped (a stale completion or a fault after the work ended).
         let makespan = self.runner.last_done().ps();
@@ -1284,6 +1287,73 @@ impl<'a> Sim<'a> {
             }
         }
         self.share_heap = heap;
+    }
+
+    /// Bytes each structure holds on the heap at the end of the run (its
+    /// capacity: the run's high-water mark, since none shrinks), to stderr,
+    /// largest first: where a large run's memory goes (issue 16). Printed when
+    /// `FABRICSIM_FLOW_MEM` is set; diagnostics only, results are unchanged.
+    fn print_memory(&self) {
+        let on_link: usize = self.on_link.iter().map(|l| l.capacity() * 4).sum::<usize>()
+            + self.on_link.capacity() * std::mem::size_of::<Vec<u32>>();
+        let nl = self.cap.len();
+        let mut rows: Vec<(&str, usize)> = Vec::new();
+        rows.extend(self.dag.table_bytes());
+        rows.extend(self.runner.table_bytes());
+        rows.extend([
+            ("flow ideal times (8 B/task)", self.ideal.capacity() * 8),
+            (
+                "flow state (per concurrent flow)",
+                self.flows.capacity() * std::mem::size_of::<Flow>() + self.free.capacity() * 4,
+            ),
+            ("flow per-link flow lists", on_link),
+            // cap, link_bytes, load, link_mark, cons_mark, share_at, cap_left, unfrozen
+            (
+                "flow per-link scalars",
+                nl * (8 + 8 + 8 + 4 + 4 + 8 + 8 + 4),
+            ),
+            (
+                "flow event heap",
+                self.heap.v.capacity() * std::mem::size_of::<Event>(),
+            ),
+            (
+                "flow route cache",
+                self.route_index.capacity() * (16 + 4 + 1)
+                    + self.routes.capacity() * std::mem::size_of::<CachedRoute>()
+                    + self.route_links.capacity() * 4,
+            ),
+            (
+                "flow hand-over and water-filling scratch",
+                self.vacated.capacity() * std::mem::size_of::<Vacated>()
+                    + (self.vacated_by_key.capacity() * 16)
+                    + (self.vacated_group_len.capacity()
+                        + self.new_flows.capacity()
+                        + self.forced.capacity()
+                        + self.cons_links.capacity()
+                        + self.comp_links.capacity()
+                        + self.comp_flows.capacity())
+                        * 4
+                    + self.share_heap.capacity() * std::mem::size_of::<Share>(),
+            ),
+        ]);
+        rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        let total: usize = rows.iter().map(|r| r.1).sum();
+        eprintln!(
+            "flow memory: {} tasks, {} dependencies, {} links, peak {} flows at once, {} events queued at most",
+            self.dag.len(),
+            self.dag.edges(),
+            nl,
+            self.flows.len(),
+            self.heap.v.capacity()
+        );
+        for (name, b) in rows {
+            eprintln!(
+                "  {:>10.1} MiB {:>5.1}%  {name}",
+                b as f64 / (1u64 << 20) as f64,
+                100.0 * b as f64 / total.max(1) as f64
+            );
+        }
+        eprintln!("  {:>10.1} MiB total", total as f64 / (1u64 << 20) as f64);
     }
 
     fn output(mut self, makespan: u64) -> RunOutput {

@@ -615,7 +615,7 @@ fn collective(
         Err(e) => return base_failure(&e),
     };
     // The command line sets the workload, whatever the file had.
-    cluster::set_collective(
+    if let Err(e) = cluster::set_collective(
         &mut s,
         op,
         algorithm,
@@ -624,7 +624,9 @@ fn collective(
             name: "float",
             size: 4,
         },
-    );
+    ) {
+        return usage(&e);
+    }
     // channels and protocol from the command line; the rest from the file
     if let config::WorkloadSpec::Collective(w) = s.workload() {
         let mut w = w.clone();
@@ -634,7 +636,10 @@ fn collective(
         if let Some(p) = protocol {
             w.protocol = p;
         }
-        s = s.with_collective(w);
+        s = match s.with_collective(w) {
+            Ok(s) => s,
+            Err(e) => return usage(&e),
+        };
     }
     execute(&s, out)
 }

@@ -241,7 +241,8 @@ fn generated_table(
         AlgoChoice::Auto,
         sizes,
         cluster::dtype("float"),
-    );
+    )
+    .unwrap();
     let opts = fabricsim::run::RunOptions {
         fidelity: Some(fidelity),
         ..Default::default()

@@ -697,3 +697,58 @@ fn with_hosts_accepts_and_refuses_what_the_file_would() {
     assert_eq!(s.with_hosts(16).unwrap().cluster().hosts, 16);
     assert!(s.with_hosts(17).is_err());
 }
+
+/// `Scenario::with_collective` (the `check` command's collective, built
+/// outside the validator) accepts and refuses what the file would: each
+/// mutation below is also written as the file's `[workload]` and must fail
+/// there too; the unchanged workload passes both ways and is the same
+/// scenario. GOOD has 4 DGX nodes = 32 ranks.
+#[test]
+fn with_collective_accepts_and_refuses_what_the_file_would() {
+    let s = config::parse("good.toml", GOOD).unwrap();
+    let config::WorkloadSpec::Collective(w) = s.workload().clone() else {
+        panic!("GOOD is a collective");
+    };
+    let same = s.clone().with_collective(w.clone()).unwrap();
+    assert!(same.same_settings(&s) || same.workload() == s.workload());
+    type Mutation = (
+        &'static str,
+        &'static str,
+        fn(&mut config::CollectiveWorkload),
+    );
+    let cases: [Mutation; 5] = [
+        ("sizes = [\"1MiB\", \"16MiB\"]", "sizes = []", |w| {
+            w.sizes.clear()
+        }),
+        ("algorithm = \"ring\"", "channels = 65", |w| {
+            w.channels = Some(65)
+        }),
+        ("algorithm = \"ring\"", "channels = 0", |w| {
+            w.channels = Some(0)
+        }),
+        ("op = \"allreduce\"", "op = \"broadcast\"\nroot = 32", |w| {
+            w.op = fabricsim::collective::CollectiveOp::Broadcast;
+            w.algorithm = config::AlgoChoice::Auto;
+            w.root = 32;
+        }),
+        (
+            "sizes = [\"1MiB\", \"16MiB\"]",
+            "sizes = [\"1MiB\", \"16MiB\"]\nchunk = \"0B\"",
+            |w| w.chunk_bytes = 0,
+        ),
+    ];
+    for (from, to, mutate) in cases {
+        let mut text = GOOD.replace(from, to);
+        if to.starts_with("op = \"broadcast\"") {
+            text = text.replace("algorithm = \"ring\"\n", "");
+        }
+        assert!(
+            config::parse("bad.toml", &text).is_err(),
+            "the file accepts {to:?}"
+        );
+        let mut m = w.clone();
+        mutate(&mut m);
+        let e = s.clone().with_collective(m).expect_err(to);
+        assert!(e.starts_with("workload."), "{to}: {e}");
+    }
+}

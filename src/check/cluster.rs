@@ -118,13 +118,17 @@ pub fn build(
 /// the command line does not set (the pipelining chunk, and whatever the collective
 /// workload grows) come from the file's collective workload, or from the defaults
 /// of a collective scenario when the file's workload is something else.
+///
+/// # Errors
+/// A value the `[workload]` rules refuse (sizes, algorithm for the operation),
+/// named as the file's key ([`Scenario::with_collective`]).
 pub fn set_collective(
     s: &mut Scenario,
     op: CollectiveOp,
     algorithm: AlgoChoice,
     sizes: Vec<u64>,
     dtype: Dtype,
-) {
+) -> Result<(), String> {
     let base = match s.workload() {
         WorkloadSpec::Collective(w) => w.clone(),
         _ => default_collective(),
@@ -138,7 +142,8 @@ pub fn set_collective(
         root: 0,
         alltoall_load: None,
         ..base
-    });
+    })?;
+    Ok(())
 }
 
 /// The collective workload a scenario gets when it only names an operation.

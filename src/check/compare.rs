@@ -278,7 +278,7 @@ pub fn simulate(
             .map_or("float", |r| r.dtype.as_str()),
     );
     let sizes: Vec<u64> = p.points.iter().map(|x| x.bytes).collect();
-    cluster::set_collective(&mut s, cop, algo, sizes, dtype);
+    cluster::set_collective(&mut s, cop, algo, sizes, dtype).map_err(BaseError::Usage)?;
     let ro = RunOptions {
         fidelity: Some(opts.fidelity),
         ..RunOptions::default()

@@ -311,7 +311,7 @@ impl Validator<'_> {
     }
 }
 
-fn supporting(op: CollectiveOp) -> String {
+pub(super) fn supporting(op: CollectiveOp) -> String {
     Algorithm::ALL
         .into_iter()
         .filter(|&a| crate::collective::supports(a, op))

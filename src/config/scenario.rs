@@ -6,7 +6,7 @@
 use super::raw::{RawScenario, RawWorkload};
 use super::validate::{keys_set, Validator};
 use super::{
-    ClusterSpec, CollectiveWorkload, FabricSpec, FaultSpec, Fidelity, InferenceSpec,
+    AlgoChoice, ClusterSpec, CollectiveWorkload, FabricSpec, FaultSpec, Fidelity, InferenceSpec,
     PacketSettings, TopologySpec, TrainingSpec,
 };
 use crate::units::{Rate, SimTime};
@@ -301,11 +301,72 @@ impl Scenario {
 
     /// Replaces the workload with the collective `w`, as a command line that
     /// names the operation does: no `workload.*` key of the file applies any
-    /// more, so those keys leave [`Scenario::keys_set`].
-    pub fn with_collective(mut self, w: CollectiveWorkload) -> Scenario {
+    /// more, so those keys leave [`Scenario::keys_set`]. `w` was built
+    /// outside the validator, so its values meet the rules of
+    /// `[workload]` here (the limits and tables are the validator's own:
+    /// [`super::MAX_SIZES`], [`super::MAX_CHANNELS`], the collective
+    /// registry); the error names the field as the file would.
+    pub fn with_collective(mut self, w: CollectiveWorkload) -> Result<Scenario, String> {
+        let gpus = u64::from(self.cluster.hosts) * u64::from(self.cluster.gpus_per_host);
+        if w.sizes.is_empty() || w.sizes.len() > super::MAX_SIZES {
+            return Err(format!(
+                "workload.sizes: {} sizes; expected 1 to {}",
+                w.sizes.len(),
+                super::MAX_SIZES
+            ));
+        }
+        if let Some(&s) = w.sizes.iter().find(|&&s| s == 0) {
+            return Err(format!("workload.sizes: {s} B; expected at least 1 byte"));
+        }
+        if w.chunk_bytes == 0 {
+            return Err("workload.chunk: 0 B; expected at least 1 byte".into());
+        }
+        if let AlgoChoice::Fixed(a) = w.algorithm {
+            if !crate::collective::supports(a, w.op) {
+                return Err(format!(
+                    "workload.algorithm: {} for {}; expected an algorithm that implements it ({})",
+                    a.name(),
+                    w.op.name(),
+                    super::collective::supporting(w.op)
+                ));
+            }
+        }
+        if crate::collective::entry(w.inter_host)
+            .inter_host_steps
+            .is_none()
+        {
+            return Err(format!(
+                "workload.inter_host: {}; expected one of {}",
+                w.inter_host.name(),
+                crate::collective::registry::inter_host_names()
+            ));
+        }
+        if u64::from(w.root) >= gpus {
+            return Err(format!(
+                "workload.root: {}; expected a rank between 0 and {}",
+                w.root,
+                gpus.saturating_sub(1)
+            ));
+        }
+        if let Some(c) = w.channels {
+            if !(1..=super::MAX_CHANNELS).contains(&i64::from(c)) {
+                return Err(format!(
+                    "workload.channels: {c}; expected 1 to {} channels",
+                    super::MAX_CHANNELS
+                ));
+            }
+        }
+        if let Some(load) = &w.alltoall_load {
+            if load.len() as u64 != gpus || load.iter().any(|x| !x.is_finite() || *x < 0.0) {
+                return Err(format!(
+                    "workload.alltoall_load: {} shares; expected {gpus} finite, non-negative shares (one per rank)",
+                    load.len()
+                ));
+            }
+        }
         self.workload = WorkloadSpec::Collective(w);
         self.keys_set.retain(|k| !k.starts_with("workload."));
-        self
+        Ok(self)
     }
 }
 

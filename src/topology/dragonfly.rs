@@ -54,7 +54,8 @@
 //!   per packet at the source router between the minimal path and a random
 //!   non-minimal Valiant one (through one of the `g − 2` other groups,
 //!   [`Groups::detour`]) by queue occupancy × hop count (local: the first output port of
-//!   each; global: the queues of the whole path). See `backend::packet` and
+//!   each, at the packet level as Kim's UGAL-L_VC_H and UGAL-L_CR; global: the
+//!   queues of the whole path). See `backend::packet` and
 //!   `backend::flow` for what each fidelity compares.
 //!
 //! Under lossless flow control (credits, PFC) the non-minimal routings need a lane

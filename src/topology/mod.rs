@@ -220,7 +220,10 @@ pub enum DragonflyRouting {
     /// minimally to the destination (at most two global links).
     Valiant,
     /// UGAL-L: minimal or Valiant, chosen at the source router by the
-    /// occupancy of each path's first output queue × its hop count.
+    /// occupancy of each path's first output queue × its hop count; at the
+    /// packet level global hops (1 : 2, as booksim) in Kim's UGAL-L_VC_H and
+    /// UGAL-L_CR forms (ISCA 2008, §4.2.2: per-class occupancy when both paths
+    /// share the first port, credits delayed by a global link's backlog).
     Ugal,
     /// UGAL-G: minimal or Valiant, chosen by the queues along the whole of
     /// each path (global information: the bound UGAL-L approximates).

@@ -21,7 +21,7 @@ use crate::backend::{
     LinkCounters, ProgressHook, ProgressTick, QpCounters, RunOutput, PROGRESS_EVERY,
 };
 use crate::dag::{Dag, DagRunner, TaskId, TaskKind};
-use crate::topology::{LinkId, LinkKind, NodeKind, Topology};
+use crate::topology::{DragonflyRouting, LinkId, LinkKind, NodeKind, Topology};
 use crate::units::SimTime;
 
 /// Everything a run touches.
@@ -62,6 +62,22 @@ pub(super) struct Sim<'a> {
     /// The topology's dragonfly group routing takes non-minimal paths
     /// (Valiant, UGAL): data packets choose their path at the source router.
     pub df_non_minimal: bool,
+    /// Per port, under dragonfly UGAL-L with credits: whether it is a local
+    /// router-to-router link or a global one, for UGAL-L_CR's delayed credits
+    /// (Kim et al., ISCA 2008, §4.2.2); empty otherwise, which is all the hot
+    /// path tests.
+    pub cr_port: Vec<CrPort>,
+    /// Per port, under dragonfly UGAL-L with credits: bytes of packets whose
+    /// source router sent them minimally `[0]` and non-minimally `[1]` on it,
+    /// queued there or held in the next router's buffer (not yet credited
+    /// back): UGAL-L_VC_H's per-VC occupancy (Kim et al., ISCA 2008, §4.2.2),
+    /// read when the minimal and the non-minimal path leave on the same port.
+    /// Empty otherwise.
+    pub vc_held: Vec<[u64; 2]>,
+    /// Per packet slot, under UGAL-L with credits: 0, or 1 + the class
+    /// (`vc_held` index) its source router counted it in, until the next
+    /// router releases it.
+    pub vc_cls: Vec<u8>,
     /// Ideal completion time per task (transfers), from the unfaulted topology.
     pub ideal: Vec<SimTime>,
     /// Queue pairs and their messages (the transport's, [`super::nic`]).
@@ -178,6 +194,13 @@ impl<'a> Sim<'a> {
             walk: Vec::with_capacity(64),
             via: Vec::new(),
             df_non_minimal: topo.dragonfly_routing().non_minimal(),
+            cr_port: cr_ports(topo, cfg),
+            vc_held: if cr_ports(topo, cfg).is_empty() {
+                Vec::new()
+            } else {
+                vec![[0; 2]; topo.links.len()]
+            },
+            vc_cls: Vec::new(),
             ideal: ideal_times(dag, topo, cfg),
             qps: QueuePairs::default(),
             flowlets: Flowlets::default(),
@@ -643,4 +666,38 @@ pub(crate) fn net_transfer_unsupported() -> PacketError {
         field: "workload.algorithm",
         message: "SHARP (in-network reduction) is modeled at the analytical and flow fidelities; the packet level has no switch endpoints — use fidelity = \"flow\" or another algorithm".into(),
     }
+}
+
+/// A port's part in UGAL-L_CR (Kim et al., ISCA 2008, §4.2.2: a router delays
+/// the credits of packets leaving on a congested global channel, so its group's
+/// routers, which see only their local channel to it, sense that congestion in
+/// their own queues).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CrPort {
+    /// Neither: credits return as usual.
+    Other,
+    /// A link between two routers of one group: its credits may come back late.
+    Local,
+    /// A link between two groups: its backlog sets how late.
+    Global,
+}
+
+/// [`Sim::cr_port`]: per link under dragonfly UGAL-L with credit flow
+/// control, else empty.
+fn cr_ports(topo: &Topology, cfg: &PacketConfig) -> Vec<CrPort> {
+    let Some(df) = topo.dragonfly() else {
+        return Vec::new();
+    };
+    if topo.dragonfly_routing() != DragonflyRouting::Ugal || cfg.flow_control != FlowControl::Credit
+    {
+        return Vec::new();
+    }
+    topo.links
+        .iter()
+        .map(|l| match (df.group_of(l.from), df.group_of(l.to)) {
+            (Some(a), Some(b)) if a == b => CrPort::Local,
+            (Some(_), Some(_)) => CrPort::Global,
+            _ => CrPort::Other,
+        })
+        .collect()
 }

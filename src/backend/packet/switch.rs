@@ -15,7 +15,7 @@ use super::engine::Event;
 use super::flow_control::{arrival_lane, Gate, LinkLaw};
 use super::ids::{IdVec, LaneIdx, PktIdx, PortId, QpId};
 use super::nic::Pull;
-use super::sim::Sim;
+use super::sim::{CrPort, Sim};
 use super::slab::{
     PktKind, F_CORRUPT, F_ECN, F_LOSSY_HELD, F_PFC_HELD, F_TRIMMED, F_VL_RAISED, NONE,
 };
@@ -576,8 +576,13 @@ impl RouteCache {
 /// booksim's UGAL. UGAL-G sees the global links' queues themselves, which
 /// flicker under uniform traffic: without it, it detoured enough packets to
 /// lose 13% of uniform throughput on a 9×4 dragonfly (0.742 against minimal's
-/// 0.849). UGAL-L's first-hop queue rises only once the global link backs up
-/// to it; a margin there cost 28% of its worst-case throughput at p = 1.
+/// 0.849). UGAL-L takes the same margin (unweighted: booksim's
+/// `min ≤ 2·nonmin + threshold`) since it reads per-class occupancy
+/// (UGAL-L_VC_H) and delayed credits (UGAL-L_CR): measured on Kim's g9 a4
+/// worst case with margins of 0, 1, 2, 4 and 8 packets, p = 1 gave 0.633,
+/// 0.720, 0.782, 0.572, 0.559 and p = 2 0.480, 0.481, 0.477, 0.450, 0.424
+/// (uniform p = 2: 0.779 … 0.838). Under the plain first-hop queue, before
+/// those, a margin cost 28% of UGAL-L's worst case at p = 1.
 const UGAL_MARGIN: u64 = 2;
 
 impl Sim<'_> {
@@ -778,8 +783,36 @@ impl Sim<'_> {
         // the lane it arrived on), now or, for a law that must, at the end.
         let hold = LinkLaw::holding(flags);
         let in_vl = arrival_lane(vl, flags);
+        if !self.vc_held.is_empty()
+            && in_link.is_some()
+            && self.cr_port[in_link.0 as usize] != CrPort::Other
+        {
+            // UGAL-L_VC_H: the packet leaves the buffer it held downstream of
+            // its source router's port; its class's occupancy there drops
+            if let Some(c) = self.vc_cls.get_mut(pkt.idx()) {
+                if *c != 0 {
+                    self.vc_held[in_link.0 as usize][usize::from(*c - 1)] -= u64::from(wire);
+                    *c = 0;
+                }
+            }
+        }
         if in_link.is_some() && !hold.releases_after_tx() {
-            self.fc_release(hold, in_link, in_vl, wire, p);
+            if !self.cr_port.is_empty()
+                && self.cr_port[p.0 as usize] == CrPort::Global
+                && self.cr_port[in_link.0 as usize] == CrPort::Local
+                && hold == LinkLaw::Credit
+            {
+                // UGAL-L_CR (Kim et al., ISCA 2008, §4.2.2): the credit goes
+                // back to the local upstream router late by the wait that
+                // this global channel's backlog now adds, so the upstream
+                // router's own queue toward here grows with the global queue
+                let port = &self.ports[p];
+                let extra = port.tx_time(port.qtotal);
+                let b = self.blk(wire);
+                self.return_credit_late(in_link, in_vl, b, extra);
+            } else {
+                self.fc_release(hold, in_link, in_vl, wire, p);
+            }
         }
         let ber = self.ports[p].ber;
         let corrupt = ber > 0.0 && {
@@ -1069,8 +1102,14 @@ impl Sim<'_> {
     /// over every router of the network ([`crate::topology::dragonfly::Groups::intermediate`]:
     /// a draw in the source group goes minimal, as in booksim's
     /// `ugal_dragonflynew`); UGAL-L compares the minimal path's first output
-    /// queue × its hop count with that of a random non-minimal Valiant path
-    /// ([`crate::topology::dragonfly::Groups::detour`]; ties go minimal); UGAL-G compares the queues
+    /// queue with twice that of a random non-minimal Valiant path (global hops,
+    /// 1 against 2, as booksim weighs them; [`crate::topology::dragonfly::Groups::detour`];
+    /// minimal unless the detour wins by [`UGAL_MARGIN`] packets), in Kim's
+    /// UGAL-L_VC_H and UGAL-L_CR forms (§4.2.2): when both paths leave on one
+    /// port it compares the bytes each class holds there and in the next
+    /// router ([`Sim::vc_held`]), and a router delays the credits of packets
+    /// it forwards from a local link onto a backed-up global one
+    /// ([`crate::backend::packet::sim::CrPort`]); UGAL-G compares the queues
     /// of each path's first global link × hop count. Traffic inside a group, and any
     /// packet off a dragonfly, goes minimal.
     fn source_route(&mut self, node: u32, pkt: PktIdx) -> Option<PortId> {
@@ -1079,6 +1118,12 @@ impl Sim<'_> {
             self.via.resize(pkt.idx() + 1, 0);
         }
         self.via[pkt.idx()] = 0;
+        if !self.vc_held.is_empty() {
+            if self.vc_cls.len() <= pkt.idx() {
+                self.vc_cls.resize(pkt.idx() + 1, 0);
+            }
+            self.vc_cls[pkt.idx()] = 0;
+        }
         let here = NodeId(node);
         let groups = self.topo.dragonfly().map(|df| {
             let dst_leaf = self
@@ -1125,7 +1170,15 @@ impl Sim<'_> {
                 // most two hops to the destination group, one in it; a draw in
                 // the destination group: to it, to the drawn router, on
                 let h_val = u64::from(df.hops_to_group(here, vg)) + if vg == dg { 2 } else { 4 };
-                let (q_min, q_val) = if mode == DragonflyRouting::Ugal {
+                let vc_h = mode == DragonflyRouting::Ugal && !self.vc_held.is_empty();
+                let (q_min, q_val) = if vc_h && min_port == val_port {
+                    // UGAL-L_VC_H (Kim §4.2.2): one port for both paths, so
+                    // its queue cannot tell them apart; the occupancy of each
+                    // path's class on it can (here the minimal packets pile
+                    // up behind the congested global channel downstream)
+                    let held = self.vc_held[min_port.0 as usize];
+                    (held[0], held[1])
+                } else if mode == DragonflyRouting::Ugal {
                     (self.load_of(min_port), self.load_of(val_port))
                 } else {
                     (
@@ -1140,13 +1193,32 @@ impl Sim<'_> {
                 } else {
                     0
                 };
+                // UGAL-L weighs global hops as booksim's dragonfly UGAL does
+                // (1 minimal, 2 for a detour through a third group) with the
+                // same margin: router hops overweighted the minimal path of a
+                // router holding the direct global link (2 hops against 5–6),
+                // which kept its hosts minimal behind that link's queue
+                let (h_min, h_val, margin) = if mode == DragonflyRouting::Ugal {
+                    (
+                        1,
+                        if vg == dg { 1 } else { 2 },
+                        UGAL_MARGIN * u64::from(k.wire),
+                    )
+                } else {
+                    (h_min, h_val, margin)
+                };
                 let go_valiant = q_min * h_min > q_val * h_val + margin;
-                if go_valiant {
-                    Some(val_port)
+                let (port, cls) = if go_valiant {
+                    (val_port, 2)
                 } else {
                     self.via[pkt.idx()] = 0;
-                    Some(min_port)
+                    (min_port, 1)
+                };
+                if vc_h && self.cr_port[port.0 as usize] != CrPort::Other {
+                    self.vc_held[port.0 as usize][usize::from(cls - 1)] += u64::from(k.wire);
+                    self.vc_cls[pkt.idx()] = cls;
                 }
+                Some(port)
             }
             DragonflyRouting::Shortest | DragonflyRouting::Minimal => {
                 self.pick_next_hop(node, &k, pkt)

@@ -159,6 +159,33 @@ impl Sim<'_> {
         }
     }
 
+    /// [`Sim::return_credit`] with the credit held `extra` ps longer before
+    /// it leaves (UGAL-L_CR's delayed credit, [`crate::backend::packet::sim::CrPort`]).
+    /// A credit never overtakes one returned before it on the same lane: it
+    /// arrives no earlier than the last one in flight, so the FIFO stays in
+    /// arrival order.
+    pub(in crate::backend::packet) fn return_credit_late(
+        &mut self,
+        link: PortId,
+        vl: u8,
+        blocks: u32,
+        extra: u64,
+    ) {
+        let p = &self.ports[link];
+        let mut at = self.now + p.latency + extra;
+        let starved = p.stall_since != NEVER;
+        let now = self.now;
+        let lane = &mut self.credits.lanes[link.lane(vl, self.vls)];
+        lane.absorb(now);
+        if let Some(&(last, _)) = lane.in_flight.back() {
+            at = at.max(last);
+        }
+        lane.in_flight.push_back((at, blocks));
+        if starved {
+            self.schedule_credit_wake(link, at);
+        }
+    }
+
     /// Makes sure port `p` is woken at `at` (or earlier) to absorb credits.
     #[inline]
     pub(in crate::backend::packet) fn schedule_credit_wake(&mut self, p: PortId, at: u64) {

@@ -209,7 +209,7 @@ fn the_shipped_incast_beats_dcqcn_off_the_pfc_backstop_and_is_deterministic() {
     // examples/incast-roce-hpcc.toml: the same 16:1 incast as
     // incast-roce-pfc-dcqcn.toml on 400 GbE with a 64 KiB buffer. HPCC holds
     // the link at η (0.95 of the wire, 0.932 of it payload) where DCQCN's
-    // cuts leave it at 55% of PFC alone (README's RoCE table); only the first
+    // cuts leave it at 74% of PFC alone (README's RoCE table); only the first
     // line-rate round trip reaches XOFF.
     let load = |name: &str| {
         let path = format!("{}/examples/{name}", env!("CARGO_MANIFEST_DIR"));

@@ -87,8 +87,8 @@ pub enum DcqcnProfile {
     /// `dce_tcp_g` = 1019 (g = 5/1024), `dce_tcp_rtt` = 1 µs (K),
     /// `initial_alpha_value` = 1023 (α₀ ≈ 1), `rate_reduce_monitor_period` =
     /// 4 µs, `rpg_min_dec_fac` = 50 %, `rpg_min_rate` = 1 Mb/s, `clamp_tgt_rate`
-    /// = 0, `rpg_time_reset` = 300 µs (T), `rpg_byte_reset` = 32767 B (B; a
-    /// disputed unit, see [`DcqcnParams::mellanox`]),
+    /// = 0, `rpg_time_reset` = 300 µs (T), `rpg_byte_reset` = 32767 in
+    /// 64-byte units, B = 2,097,088 B (the unit: see [`DcqcnParams::mellanox`]),
     /// `rpg_threshold` = 1 (F), `rpg_ai_rate` = 5 Mb/s, `rpg_hai_rate` = 50 Mb/s,
     /// `min_time_between_cnps` = 4 µs (N). The HPCC simulator's `--cc dcqcn`
     /// mode (alibaba-edu/High-Precision-Congestion-Control `simulation/run.py`)
@@ -180,22 +180,31 @@ impl DcqcnParams {
     }
 
     /// ConnectX defaults ([`DcqcnProfile::Mellanox`]); firmware values do
-    /// not depend on the line rate. The byte counter's unit is disputed:
-    /// mlxconfig says `rpg_byte_reset` is "Given in Bytes" (B = 32,767 B, the
-    /// value here) but gives the QCN-era default 150, which as bytes would
-    /// fire on every packet; Google's Isekai simulator counts it in 64-byte
-    /// units (B = 2,097,088 B). Set `fabric.dcqcn.byte_counter` for the latter.
+    /// not depend on the line rate. The byte counter B is `rpg_byte_reset` =
+    /// 32767 counted in 64-byte units, 2,097,088 B: Google's Isekai simulator
+    /// of ConnectX RoCE (`isekai/host/rdma/rdma_roce_cc_dcqcn.cc`, an increase
+    /// event when `byte_count >= byte_reset * 64`, and its unit test sends
+    /// `byte_reset * 64` bytes for one event) and Spirent's RoCEv2 DCQCN
+    /// profile (`ByteResetInMb`, default 2 MB) agree on 2 MB. mlxconfig's
+    /// text "Given in Bytes" (mstflint `RPG_BYTE_RESET_P1`, "Default=150") is
+    /// the IEEE 802.1Qau QCN object's wording (Linux `dcbnl.h` `ieee_qcn`,
+    /// CNP for CNM) with QCN's default, not the ConnectX-4+ DCQCN value; the
+    /// field is 15 bits (mstflint `tools_open_roce_cc_ecn`, bits 8.0–8.14)
+    /// and ships at its maximum, 32767 (`mlxconfig query`), which read as
+    /// bytes (8 packets of 4 KiB) would make
+    /// the byte counter outrun the 300 µs timer 11× at 10 Gb/s (the trace in
+    /// `tests/dcqcn.rs`). No NVIDIA page found states the unit outright;
+    /// `fabric.dcqcn.byte_counter = 32767` selects the bytes reading.
     pub fn mellanox(_line: Rate) -> DcqcnParams {
         DcqcnParams {
             g: 5.0 / 1024.0,
             alpha_interval: SimTime::from_us(1),
             rate_increase_interval: SimTime::from_us(300),
-            // rpg_byte_reset as bytes, as NVIDIA's mlxconfig describes it
-            // ("Given in Bytes"). Google's Isekai simulator reads it in 64-byte
-            // units instead (`byte_count >= byte_reset * 64`: 2 MB), and the
-            // HPCC simulator's `dcqcn` mode has no byte counter; which one
-            // the NIC runs decides the four-flow case of tests/dcqcn.rs.
-            byte_counter: 32767,
+            // rpg_byte_reset = 32767 in 64-byte units (see the doc above);
+            // the HPCC simulator's `dcqcn` mode has no byte counter at all
+            // (`rdma-hw.cc`; its issue 66 asks why), so
+            // its recovery is the 300 µs timer's, as here below 2 MB.
+            byte_counter: 32767 * 64,
             fast_recovery_steps: 1,
             rate_ai: Rate(5_000_000),
             rate_hai: Rate(50_000_000),

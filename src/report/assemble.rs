@@ -628,14 +628,23 @@ fn shift(s: &Series, offset_us: f64, label: &str) -> Series {
 }
 
 /// The [`SERIES_MAX`] series with the highest peaks (ties by name), each
-/// downsampled to at most the point budget by keeping each window's maximum.
+/// downsampled to at most the point budget. A level (`queue_bytes`) keeps
+/// each window's highest sample, so a spike survives; a rate (utilization,
+/// `pfc_paused`, `ecn_marks_per_us`: each point the mean over the interval
+/// since the previous one) becomes each window's time-weighted mean at the
+/// window's last time, so the series still integrates to the counter it
+/// came from (a window's maximum would count its busiest interval over the
+/// whole window: 13,331 ECN marks from a port that made 13,228).
 fn top_series(mut all: Vec<Series>) -> Vec<Series> {
     let peak = |s: &Series| s.samples.iter().map(|p| p.value).fold(0.0, f64::max);
     all.sort_by(|a, b| peak(b).total_cmp(&peak(a)).then(a.name.cmp(&b.name)));
     all.truncate(SERIES_MAX.0);
     for s in &mut all {
         let n = s.samples.len();
-        if n > SERIES_MAX.1 {
+        if n <= SERIES_MAX.1 {
+            continue;
+        }
+        if s.name.split_whitespace().next() == Some("queue_bytes") {
             let per = n.div_ceil(SERIES_MAX.1);
             s.samples = s
                 .samples
@@ -648,6 +657,29 @@ fn top_series(mut all: Vec<Series>) -> Vec<Series> {
                     m.clone()
                 })
                 .collect();
+        } else {
+            // the first point keeps its own interval (where it starts is
+            // not in the series); each later window starts where the
+            // previous one ended
+            let per = (n - 1).div_ceil(SERIES_MAX.1 - 1);
+            let mut out = Vec::with_capacity(SERIES_MAX.1);
+            out.push(s.samples[0].clone());
+            let mut start = s.samples[0].t_us;
+            for c in s.samples[1..].chunks(per) {
+                let mut prev = start;
+                let mut area = 0.0;
+                for p in c {
+                    area += p.value * (p.t_us - prev);
+                    prev = p.t_us;
+                }
+                let span = prev - start;
+                out.push(Sample {
+                    t_us: prev,
+                    value: if span > 0.0 { area / span } else { 0.0 },
+                });
+                start = prev;
+            }
+            s.samples = out;
         }
     }
     all
@@ -669,19 +701,52 @@ mod tests {
                 .collect(),
         };
         let mut all: Vec<Series> = (0..10).map(|i| mk(&format!("s{i}"), 10, 0)).collect();
-        all.push(mk("long", 10_000, 7_777));
+        all.push(mk("queue_bytes long", 10_000, 7_777));
         let top = top_series(all);
         assert_eq!(top.len(), SERIES_MAX.0);
-        let long = top.iter().find(|s| s.name == "long").unwrap();
+        let long = top.iter().find(|s| s.name == "queue_bytes long").unwrap();
         assert!(long.samples.len() <= SERIES_MAX.1);
-        // downsampling keeps each window's maximum, so the spike survives
+        // downsampling a level keeps each window's maximum, so the spike survives
         assert!(long
             .samples
             .iter()
             .any(|p| p.value == 1e6 && p.t_us == 7_777.0));
         // ties broken by name: deterministic
-        assert_eq!(top[0].name, "long");
+        assert_eq!(top[0].name, "queue_bytes long");
         assert_eq!(top[1].name, "s0");
+    }
+
+    /// A rate series longer than the budget keeps its integral (Σ value ×
+    /// interval), and its points stay in time order within the budget.
+    #[test]
+    fn downsampled_rates_keep_their_integral() {
+        let samples: Vec<Sample> = (1..=1000)
+            .map(|i| Sample {
+                t_us: i as f64 * 8.0 + if i % 7 == 0 { 4.0 } else { 0.0 },
+                value: ((i * 37) % 13) as f64,
+            })
+            .collect();
+        let area = |v: &[Sample]| {
+            let mut prev = 0.0;
+            v.iter().fold(0.0, |a, p| {
+                let x = a + p.value * (p.t_us - prev);
+                prev = p.t_us;
+                x
+            })
+        };
+        let before = area(&samples);
+        let top = top_series(vec![Series {
+            name: "ecn_marks_per_us link 3 (a -> b)".into(),
+            samples,
+        }]);
+        let after = &top[0].samples;
+        assert!(after.len() <= SERIES_MAX.1, "{} points", after.len());
+        assert!(after.windows(2).all(|w| w[0].t_us < w[1].t_us));
+        assert!(
+            (area(after) - before).abs() < 1e-6 * before,
+            "{} vs {before}",
+            area(after)
+        );
     }
 
     #[test]

@@ -106,7 +106,8 @@ pub struct AckEffect {
     /// outstanding (TCP's law only; RFC 5681 §2).
     pub dupack: bool,
     /// This ACK started a fast retransmit (TCP's law: the third duplicate
-    /// ACK), a loss the congestion control answers.
+    /// ACK, RACK) or showed that a tail loss probe repaired a loss (RFC 8985
+    /// §7.4): a loss the congestion control answers.
     pub loss: bool,
     /// The sender is in fast recovery once this ACK is applied (TCP's law).
     pub in_recovery: bool,

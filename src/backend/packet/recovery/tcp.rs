@@ -68,8 +68,11 @@
 //! goes out whatever the congestion window (§7.3's `TLP_send_probe`): the
 //! first unsent PSN if data is waiting and the receive window allows it,
 //! else the highest PSN sent, again; the RTO is armed anew, and no second
-//! probe goes out until the tail is acknowledged. §7.4's congestion
-//! response to a loss the probe alone repaired is not modelled.
+//! probe goes out until the episode ends, nor one before an RTT sample
+//! since the last probe. §7.4: an ACK beyond a retransmitted probe's tail
+//! with no D-SACK of it means the probe repaired a loss, which the
+//! congestion control answers as a fast retransmit (cwnd = ssthresh); a
+//! D-SACK of the probe or a bare duplicate ACK ends the episode without.
 //!
 //! **D-SACK** (RFC 2883; `tcp_dsack`, with SACK, on by default as Linux's
 //! `net.ipv4.tcp_dsack`). A receiver that gets a segment it already has
@@ -233,6 +236,14 @@ pub struct TcpRecovery {
     tlp_deadline: u64,
     /// TLP.end_seq: a probe is out for the tail ending here.
     tlp_end: Option<u32>,
+    /// TLP.is_retrans: the probe out was the highest PSN sent again, not
+    /// new data (RFC 8985 §7.3); only such a probe can repair a loss.
+    tlp_retrans: bool,
+    /// An RTT sample was taken since the last probe: without one no other
+    /// probe goes out (RFC 8985 §7.3), so a path that returns no ACK costs
+    /// one probe, then the RTO. True at the start: a real connection has
+    /// its handshake's sample.
+    rtt_since_probe: bool,
     /// A tail loss probe to send (the highest PSN sent, again).
     probe: Option<u32>,
     /// PRR (RFC 6937): packets delivered (cumulatively ACKed or SACKed)
@@ -323,6 +334,8 @@ impl TcpRecovery {
             rack_deadline: NEVER,
             tlp_deadline: NEVER,
             tlp_end: None,
+            tlp_retrans: false,
+            rtt_since_probe: true,
             probe: None,
             prr_delivered: 0,
             prr_out: 0,
@@ -371,6 +384,38 @@ impl TcpRecovery {
             self.reo_wnd_mult = self.reo_wnd_mult.saturating_add(1);
             self.reo_wnd_persist = REO_WND_PERSIST;
         }
+    }
+
+    /// Sender: TLP's loss detection (RFC 8985 §7.4.2, `TLP_process_ack`),
+    /// on every ACK once one covers the probe's tail: a probe of new data,
+    /// a D-SACK of the probe (the original arrived too) or a duplicate ACK
+    /// that SACKs nothing new (the probe arrived as a duplicate) end the
+    /// episode with no loss; an ACK beyond the tail, with no D-SACK before
+    /// it, shows the retransmitted probe repaired a loss the congestion
+    /// control must answer (true; Linux's `tcp_process_tlp_ack` enters and
+    /// leaves CWR at once: cwnd = ssthresh); an ACK exactly at the tail
+    /// leaves the episode open, as it cannot tell the two apart.
+    fn tlp_process_ack(
+        &mut self,
+        a: u32,
+        fb: Feedback,
+        advanced: bool,
+        sacked_before: u32,
+    ) -> bool {
+        let Some(end) = self.tlp_end else {
+            return false;
+        };
+        if a < end {
+            return false;
+        }
+        let probe = end - 1;
+        let dsack_of_probe = matches!(fb, Feedback::Dsack(lo, hi) if lo <= probe && probe < hi);
+        let repaired = self.tlp_retrans && !dsack_of_probe && a > end;
+        let pure_dup = !advanced && self.nsacked <= sacked_before;
+        if !self.tlp_retrans || dsack_of_probe || repaired || pure_dup {
+            self.tlp_end = None;
+        }
+        repaired
     }
 
     /// Sender: a fast or RTO recovery ended (RFC 8985 §6.2 step 4): one
@@ -588,6 +633,7 @@ impl TcpRecovery {
             || self.nlost > 0
             || self.in_recovery
             || self.tlp_end.is_some()
+            || !self.rtt_since_probe
         {
             return;
         }
@@ -751,9 +797,11 @@ impl RecoveryLaw for TcpRecovery {
         };
         // una + SACKed grows by what this ACK delivers (PRR's DeliveredData)
         let before = seq.una + self.nsacked;
+        let sacked_before = self.nsacked;
         if a > seq.una {
             if self.timed.is_some_and(|t| a > t) {
                 self.est.sample(now.saturating_sub(self.timed_at));
+                self.rtt_since_probe = true;
                 self.timed = None;
                 self.backoff = 0;
             }
@@ -781,10 +829,6 @@ impl RecoveryLaw for TcpRecovery {
             }
             self.rto_deadline = now.saturating_add(self.rto());
             self.dupacks = 0;
-            if self.tlp_end.is_some_and(|t| a >= t) {
-                // the probe's tail is acknowledged: the next tail may have one
-                self.tlp_end = None;
-            }
             if let Some((lo, hi)) = block {
                 self.mark_sacked(seq, lo, hi, now);
             }
@@ -827,6 +871,9 @@ impl RecoveryLaw for TcpRecovery {
                 e.nack_rewind = true;
                 e.loss = true;
             }
+        }
+        if self.tlp_process_ack(a, fb, e.advanced, sacked_before) {
+            e.loss = true;
         }
         if self.sack {
             self.on_dsack(seq, fb);
@@ -898,6 +945,8 @@ impl RecoveryLaw for TcpRecovery {
             let p = if new { seq.max } else { seq.max - 1 };
             self.probe = Some(p);
             self.tlp_end = Some(p + 1);
+            self.tlp_retrans = !new;
+            self.rtt_since_probe = false;
             self.rto_deadline = now.saturating_add(self.rto());
             let at = self.due();
             self.timer_at = at;
@@ -1336,6 +1385,93 @@ mod tests {
         fire(&mut r, &mut s);
         assert_eq!(r.next_psn(&s), 3);
         assert_eq!(r.tlp_end, Some(4));
+    }
+
+    /// [`rack_after_two_acks`] whose PTO fired and whose probe, PSN 3 again
+    /// (nothing new to send), went out at 301 µs; 6 more PSNs then wait.
+    fn probed_tail() -> (TcpRecovery, SendSeq) {
+        let (mut r, mut s) = rack_after_two_acks();
+        fire(&mut r, &mut s);
+        sent(&mut r, &mut s, 1, 301 * US);
+        assert_eq!((r.tlp_end, r.tlp_retrans), (Some(4), true));
+        s.posted = 10;
+        (r, s)
+    }
+
+    #[test]
+    fn a_probe_that_repaired_a_loss_is_answered_by_the_congestion_control() {
+        // RFC 8985 §7.4.2: PSN 3 was lost and the probe (PSN 3 again)
+        // repaired it. Its ACK (4 = TLP.end_seq) cannot tell a repair from
+        // a duplicate, so the episode stays open; no D-SACK of PSN 3
+        // follows, and the next ACK beyond the tail (5, for PSN 4) shows
+        // the probe repaired a loss: the congestion control cuts once.
+        let (mut r, mut s) = probed_tail();
+        let e = r.on_ack(&mut s, 4, Feedback::Ack, 401 * US, 0);
+        assert!(!e.loss, "an ACK at the tail alone is ambiguous");
+        assert_eq!(r.tlp_end, Some(4));
+        sent(&mut r, &mut s, 1, 401 * US);
+        let e = r.on_ack(&mut s, 5, Feedback::Ack, 501 * US, 0);
+        assert!(
+            e.loss && !e.in_recovery,
+            "a repaired loss, no recovery to run"
+        );
+        assert_eq!(r.tlp_end, None);
+        sent(&mut r, &mut s, 1, 501 * US);
+        let e = r.on_ack(&mut s, 6, Feedback::Ack, 601 * US, 0);
+        assert!(!e.loss, "answered once");
+    }
+
+    #[test]
+    fn a_probe_the_receiver_already_had_ends_its_episode_without_a_loss() {
+        // RFC 8985 §7.4.2: the original PSN 3 had arrived (its ACK was
+        // lost); the probe is a duplicate, which the receiver reports with a
+        // D-SACK of PSN 3 (RFC 2883): no loss, and the later ACK beyond the
+        // tail is not taken for one.
+        let (mut r, mut s) = probed_tail();
+        r.on_ack(&mut s, 4, Feedback::Ack, 401 * US, 0);
+        let e = r.on_ack(&mut s, 4, Feedback::Dsack(3, 4), 402 * US, 0);
+        assert!(!e.loss);
+        assert_eq!(r.tlp_end, None);
+        sent(&mut r, &mut s, 1, 402 * US);
+        assert!(!r.on_ack(&mut s, 5, Feedback::Ack, 502 * US, 0).loss);
+        // the same with the D-SACK on the ACK that reaches the tail
+        let (mut r, mut s) = probed_tail();
+        assert!(!r.on_ack(&mut s, 4, Feedback::Dsack(3, 4), 401 * US, 0).loss);
+        assert_eq!(r.tlp_end, None);
+        // a probe of new data ends its episode once acknowledged, no loss
+        let (mut r, mut s) = rack_after_two_acks();
+        s.posted = 10;
+        fire(&mut r, &mut s);
+        sent(&mut r, &mut s, 1, 301 * US);
+        assert_eq!((r.tlp_end, r.tlp_retrans), (Some(5), false));
+        assert!(!r.on_ack(&mut s, 5, Feedback::Ack, 401 * US, 0).loss);
+        assert_eq!(r.tlp_end, None);
+    }
+
+    #[test]
+    fn no_second_probe_before_an_rtt_sample_since_the_first() {
+        // RFC 8985 §7.3: after a probe the PTO is armed again only once an
+        // RTT sample was taken. The probe (a retransmission, untimed by
+        // Karn's rule) is ACKed at its tail (4), then a bare duplicate ACK
+        // at 4 follows (a receiver without D-SACK: §7.4.2's last case): the
+        // episode ends with no loss and no sample; new data then arms no
+        // probe, so a lost tail would wait for the RTO; the first ACK that
+        // times a PSN re-enables it.
+        let (mut r, mut s) = probed_tail();
+        assert!(!r.on_ack(&mut s, 4, Feedback::Ack, 401 * US, 0).loss);
+        assert_eq!(r.tlp_end, Some(4));
+        assert!(!r.on_ack(&mut s, 4, Feedback::Ack, 402 * US, 0).loss);
+        assert_eq!(
+            r.tlp_end, None,
+            "a bare duplicate at the tail ends the episode"
+        );
+        assert!(!r.rtt_since_probe);
+        sent(&mut r, &mut s, 1, 402 * US);
+        assert_eq!(r.tlp_deadline, NEVER, "no probe without a new RTT sample");
+        r.on_ack(&mut s, 5, Feedback::Ack, 502 * US, 0);
+        assert!(r.rtt_since_probe, "PSN 4 was timed");
+        sent(&mut r, &mut s, 1, 502 * US);
+        assert_ne!(r.tlp_deadline, NEVER);
     }
 
     #[test]

@@ -309,7 +309,15 @@ fn incast_16_to_1_under_pfc_and_dcqcn_keeps_85_percent_of_pfc_goodput_and_spares
     // Measured with the ConnectX defaults (byte counter 2,097,088 B, see
     // `DcqcnParams::mellanox`) and marking at dequeue, since a paced
     // packet's send time follows the rate: makespan 2.303 ms against 1.369
-    // ms (0.59), victim 37.0× (873 µs), 1,547 CNPs, 1,820 PAUSE frames. The
+    // ms (0.59), victim 37.0× (873 µs), 1,547 CNPs, 1,820 PAUSE frames.
+    // The victim traced then (same method): 21 CNPs in 529-1059 µs, each
+    // cuts (400 -> 0.50 Gb/s, α 1 -> 0.10, R_T kept at 400); the 300 µs
+    // timer from the last cut raises R_C to 200 Gb/s at 1,359 µs and its
+    // waiting packet leaves at once (its wake moved from 1,368.9 µs); it
+    // ends at 1,373 µs. With `buffer` 1 MiB instead of 64 KiB (no sourced
+    // value: a probe of what the victim needs) and NVIDIA's 150/1500 KB
+    // thresholds the victim is spared (1.30×) but the incast ends at 1,798
+    // µs (0.76 of PFC alone's 1,369); 2 MiB: 1.39×, 0.73. The
     // figures below, traces included, are from before (a paced packet kept
     // the gap of the rate in force when the previous one left): makespan 1.849 ms
     // against 1.369 ms (0.74), victim 42.5× its ideal (1.002 ms against

@@ -93,9 +93,9 @@ fn ib_cc_frees_the_victim_of_a_hot_spot_and_keeps_the_hot_spot_busy() {
     // throughput is ≥ 5× that without CC. The hot spot's link stays ≥ 90%
     // busy with CC (the bound; Gran et al. report the hot spot's
     // throughput kept with CC), ≥ 98% without (credits alone never idle it).
-    // Measured: victim 285.47 µs without CC, 23.92 µs with (ideal 23.40;
-    // 11.9×); hot link busy 0.999 without, 0.943 with (incast 1.429 vs
-    // 1.514 ms).
+    // Measured: victim 285.47 µs without CC, 23.91 µs with (ideal 23.40;
+    // 11.9×); hot link busy 0.999 without, 0.957 with (0.943 while a paced
+    // packet kept the gap of the CCTI in force when the previous one left).
     let without = run_text(&example(false));
     let with = run_text(&example(true));
     let (v0, ideal, hot0) = victim_and_hot_spot(&without);

@@ -158,6 +158,10 @@ pub struct Qp {
     pub cc: CcState,
     /// A `CcTimer` event is scheduled at this time for the law's timers, or [`NEVER`].
     pub cc_timer_at: u64,
+    /// Start of its last data packet, ps: the law's pacing counts from it.
+    pub last_tx: u64,
+    /// Wire size of its last data packet, bytes (0: none sent yet, unpaced).
+    pub last_wire: u32,
     /// Payload bytes posted.
     pub bytes_posted: u64,
     /// Data packets sent more than once.
@@ -313,6 +317,8 @@ impl Sim<'_> {
                 in_ring: false,
                 wake_at: NEVER,
                 cpu_ready: 0,
+                last_tx: 0,
+                last_wire: 0,
                 tso_used: 0,
                 rcv_cursor: 0,
                 since_ack: 0,
@@ -469,9 +475,11 @@ impl Sim<'_> {
             if matches!(self.cfg.transport, Transport::Tcp { .. }) && qp.tso_used == 0 {
                 ready_at = ready_at.max(qp.cpu_ready);
             }
-            if qp.cc_on {
-                // Pacing by the congestion control (0 when not rate-controlled).
-                ready_at = ready_at.max(qp.cc.next_tx());
+            if qp.cc_on && qp.last_wire > 0 {
+                // Pacing by the congestion control at its rate as it is now
+                // (a gap of 0 when not rate-controlled)
+                let gap = qp.cc.pace_gap(&self.cfg.cc, qp.last_wire as u64);
+                ready_at = ready_at.max(qp.last_tx.saturating_add(gap));
             }
             if ready_at > self.now {
                 let qp = &mut self.qps.pairs[qpi];
@@ -558,6 +566,8 @@ impl Sim<'_> {
             let qp = &mut self.qps.pairs[qpi];
             if qp.cc_on {
                 qp.cc.on_send(&self.cfg.cc, now, wire as u64);
+                qp.last_tx = now;
+                qp.last_wire = wire;
             }
             let timer = qp.rec.on_send(&qp.seq, snd_nxt, now, rto);
             if in_line {
@@ -627,6 +637,7 @@ impl Sim<'_> {
                         self.counters.rate_cut(now);
                     }
                     self.arm_cc_timer(k.qp);
+                    self.repace(k.qp);
                 }
             }
         }
@@ -1086,6 +1097,31 @@ impl Sim<'_> {
             self.counters.rate_cut(now);
         }
         self.arm_cc_timer(qpi);
+        self.repace(qpi);
+    }
+
+    /// The law's rate may have just changed (a CNP, a timer) for `qpi`: a
+    /// pair asleep until its paced send time wakes at the time the new rate
+    /// gives, if that is earlier. The HPCC simulator does the same
+    /// (`RdmaHw::ChangeRate` moves the pair's `m_nextAvail` to its last send
+    /// plus the last packet at the new rate, `QbbNetDevice::UpdateNextAvail`
+    /// moves the send event only earlier): a later time needs nothing here,
+    /// the pending wake finds the pair not ready and `pull_data` puts it back
+    /// to sleep until then. The wake this one replaces goes stale, since
+    /// `on_qp_wake` acts only at the time in `wake_at`. ACKs need no call:
+    /// they `activate` the pair, whose `pull_data` recomputes the time.
+    fn repace(&mut self, qpi: QpId) {
+        let now = self.now;
+        let qp = &mut self.qps.pairs[qpi];
+        if qp.in_ring || qp.wake_at == NEVER || qp.wake_at <= now || qp.last_wire == 0 {
+            return;
+        }
+        let gap = qp.cc.pace_gap(&self.cfg.cc, qp.last_wire as u64);
+        let t = qp.last_tx.saturating_add(gap).max(now);
+        if t < qp.wake_at {
+            qp.wake_at = t;
+            self.q.push(t, Event::QpWake { qp: qpi });
+        }
     }
 
     /// A paced queue pair's bytes are ready.

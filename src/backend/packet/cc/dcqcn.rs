@@ -74,8 +74,6 @@ pub struct DcqcnState {
     pub increase_due: u64,
     /// End of the current rate-decrease period, ps (0: no cut yet).
     pub decrease_until: u64,
-    /// Earliest time the next packet may leave (pacing at R_C), ps.
-    pub next_tx: u64,
     /// Receiver (notification point): no CNP before this time, ps.
     pub cnp_next: u64,
 }
@@ -97,7 +95,6 @@ impl DcqcnState {
             alpha_due: NEVER,
             increase_due: NEVER,
             decrease_until: 0,
-            next_tx: 0,
             cnp_next: 0,
         }
     }
@@ -165,7 +162,6 @@ impl DcqcnState {
     /// The rate recovered: the limiter lets go, its timers stop.
     fn release(&mut self) {
         *self = DcqcnState {
-            next_tx: self.next_tx,
             cnp_next: self.cnp_next,
             ..DcqcnState::new(Rate(self.line as u64))
         };
@@ -207,9 +203,8 @@ impl DcqcnState {
         self.alpha_due.min(self.increase_due).min(dec)
     }
 
-    /// A packet of `wire` bytes leaves at `now`: runs the byte counter and
-    /// returns the earliest time of the next packet (pacing at R_C).
-    pub fn on_send(&mut self, p: &DcqcnParams, now: u64, wire: u64) -> u64 {
+    /// A packet of `wire` bytes leaves: runs the byte counter.
+    pub fn on_send(&mut self, p: &DcqcnParams, wire: u64) {
         if self.active {
             self.bytes += wire;
             while self.active && self.bytes >= p.byte_counter {
@@ -217,9 +212,11 @@ impl DcqcnState {
                 self.increase(p, false);
             }
         }
-        let gap = (wire as f64 * 8e12 / self.rc).ceil() as u64;
-        self.next_tx = self.next_tx.max(now) + gap;
-        self.next_tx
+    }
+
+    /// Pacing at R_C: a packet of `wire` bytes every `wire · 8 / R_C`, ps.
+    pub fn gap(&self, wire: u64) -> u64 {
+        (wire as f64 * 8e12 / self.rc).ceil() as u64
     }
 }
 
@@ -231,13 +228,13 @@ impl CcLaw for DcqcnState {
     }
 
     #[inline]
-    fn on_send(&mut self, p: &DcqcnParams, now: u64, wire: u64) {
-        DcqcnState::on_send(self, p, now, wire);
+    fn on_send(&mut self, p: &DcqcnParams, _now: u64, wire: u64) {
+        DcqcnState::on_send(self, p, wire);
     }
 
     #[inline]
-    fn next_tx(&self) -> u64 {
-        self.next_tx
+    fn pace_gap(&self, _p: &DcqcnParams, wire: u64) -> u64 {
+        self.gap(wire)
     }
 
     #[inline]
@@ -372,7 +369,7 @@ mod tests {
         // Byte counter past F too: hyper increase by R_HAI (one step per event).
         let before = s.rt;
         for _ in 0..=p.fast_recovery_steps {
-            s.on_send(&p, 0, p.byte_counter);
+            s.on_send(&p, p.byte_counter);
         }
         assert!(
             (s.rt - (before + 5.0 * p.rate_ai.0 as f64 + p.rate_hai.0 as f64)).abs() < 1.0,
@@ -383,7 +380,7 @@ mod tests {
         // A second hyper event adds R_HAI again, not 2 R_HAI (the HPCC
         // simulator's `HyperIncreaseMlx`: m_targetRate += m_rhai per event).
         let before = s.rt;
-        s.on_send(&p, 0, p.byte_counter);
+        s.on_send(&p, p.byte_counter);
         assert!(
             (s.rt - (before + p.rate_hai.0 as f64)).abs() < 1.0,
             "{}",

@@ -94,8 +94,6 @@ pub struct HpccState {
     pub inc_stage: u32,
     /// The next reference update waits for an ACK beyond this PSN.
     pub last_update_seq: u32,
-    /// Earliest next send (pacing at `W / T`), ps.
-    pub next_tx: u64,
     /// Receiver: utilization (fixed point, [`U_ONE`]) of the newest data packet.
     pub echo: u32,
     /// Last utilization the sender read, a fraction.
@@ -160,20 +158,15 @@ impl CcLaw for HpccState {
         HpccState::with(p, bt, t)
     }
 
+    /// Paced at `R = W / T` below the full window: one packet of `wire`
+    /// bytes every `wire · T / W` ps.
     #[inline]
-    fn on_send(&mut self, _p: &HpccParams, now: u64, wire: u64) {
+    fn pace_gap(&self, _p: &HpccParams, wire: u64) -> u64 {
         if self.w >= self.w_max {
-            self.next_tx = 0;
+            0
         } else {
-            // R = W / T: one packet of `wire` bytes every wire · T / W ps
-            let gap = (wire as f64 * self.t as f64 / self.w) as u64;
-            self.next_tx = self.next_tx.max(now).saturating_add(gap);
+            (wire as f64 * self.t as f64 / self.w) as u64
         }
-    }
-
-    #[inline]
-    fn next_tx(&self) -> u64 {
-        self.next_tx
     }
 
     #[inline]
@@ -318,12 +311,10 @@ mod tests {
     fn the_sender_paces_at_w_over_t_and_sends_at_line_rate_when_w_is_full() {
         let p = params();
         let mut s = HpccState::with(&p, BT, 10_000_000);
-        s.on_send(&p, 5, 1000);
-        assert_eq!(s.next_tx(), 0, "W = B·T: line rate, unpaced");
+        assert_eq!(s.pace_gap(&p, 1000), 0, "W = B·T: line rate, unpaced");
         s.w = BT / 4.0;
-        s.on_send(&p, 1_000, 1000);
         // 1000 B at 25 Gb/s: 320 ns
-        assert_eq!(s.next_tx(), 1_000 + 320_000);
+        assert_eq!(s.pace_gap(&p, 1000), 320_000);
     }
 
     #[test]

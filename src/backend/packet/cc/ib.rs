@@ -37,8 +37,6 @@ pub struct IbCcState {
     pub ccti: u32,
     /// When the CCTI timer next steps CCTI back, ps (NEVER at `ccti_min`).
     pub timer_due: u64,
-    /// Earliest start of the next packet, ps (0: unpaced).
-    pub next_tx: u64,
     /// Picoseconds per byte at the NIC's line rate.
     pub ps_per_byte: f64,
 }
@@ -49,7 +47,6 @@ impl IbCcState {
         IbCcState {
             ccti: p.ccti_min,
             timer_due: NEVER,
-            next_tx: 0,
             ps_per_byte: 8e12 / line_bps.max(1) as f64,
         }
     }
@@ -84,16 +81,16 @@ impl IbCcState {
         }
     }
 
-    /// A packet of `wire` bytes starts at `now`: the next may start
-    /// `(1 + IRD)` of its serialization times later (unpaced at IRD 0).
-    pub fn on_send(&mut self, p: &IbCcParams, now: u64, wire: u64) {
+    /// After a packet of `wire` bytes starts, the next may start `(1 +
+    /// IRD)` of its serialization times later (unpaced at IRD 0), ps.
+    pub fn gap(&self, p: &IbCcParams, wire: u64) -> u64 {
         let ird = p.ird(self.ccti);
-        self.next_tx = if ird == 0 {
+        if ird == 0 {
             0
         } else {
             let tx = (wire as f64 * self.ps_per_byte).ceil() as u64;
-            now.saturating_add(tx.saturating_mul(1 + ird))
-        };
+            tx.saturating_mul(1 + ird)
+        }
     }
 }
 
@@ -105,13 +102,8 @@ impl CcLaw for IbCcState {
     }
 
     #[inline]
-    fn on_send(&mut self, p: &IbCcParams, now: u64, wire: u64) {
-        IbCcState::on_send(self, p, now, wire);
-    }
-
-    #[inline]
-    fn next_tx(&self) -> u64 {
-        self.next_tx
+    fn pace_gap(&self, p: &IbCcParams, wire: u64) -> u64 {
+        self.gap(p, wire)
     }
 
     /// A BECN (the congestion notification packet) reached the source.
@@ -200,14 +192,12 @@ mod tests {
     fn the_injection_delay_follows_the_table() {
         let p = params();
         let mut s = IbCcState::new(&p, 400_000_000_000);
-        s.on_send(&p, 1_000, 4126);
-        assert_eq!(s.next_tx, 0, "CCTI 0: unpaced");
+        assert_eq!(s.gap(&p, 4126), 0, "CCTI 0: unpaced");
         let tx = 82_520;
         for i in 1..=5u64 {
             s.on_becn(&p, 0);
-            s.on_send(&p, 1_000, 4126);
             assert_eq!(s.ccti as u64, i);
-            assert_eq!(s.next_tx, 1_000 + tx * (1 + i), "CCTI {i}");
+            assert_eq!(s.gap(&p, 4126), tx * (1 + i), "CCTI {i}");
             assert_eq!(p.ird(i as u32), i);
         }
     }

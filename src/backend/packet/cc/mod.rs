@@ -23,7 +23,9 @@
 //! pair. The events a law sees:
 //!
 //! * [`CcLaw::on_send`]: a data packet leaves the sender (byte counters, pacing);
-//! * [`CcLaw::next_tx`]: earliest time the sender may send again (pacing);
+//! * [`CcLaw::pace_gap`]: the spacing the law's current rate asks between the
+//!   starts of two packets (pacing); the NIC adds it to the last packet's
+//!   start each time it asks, so a rate change moves a packet already waiting;
 //! * [`CcLaw::on_ack`]: an ACK or NACK arrives, with what it acknowledges, the
 //!   CE marks it echoes and its arrival time ([`AckInfo`]);
 //! * [`CcLaw::on_cnp`]: a congestion notification packet arrives;
@@ -138,9 +140,14 @@ pub trait CcLaw: Sized {
     /// A data packet of `wire` bytes leaves the sender at `now` (ps).
     #[inline]
     fn on_send(&mut self, _p: &Self::Params, _now: u64, _wire: u64) {}
-    /// Earliest time the sender may start its next packet, ps (0: unpaced).
+    /// Pacing: time from the start of a packet of `wire` bytes to the
+    /// earliest start of the next, ps, at the law's rate as it is now (0:
+    /// unpaced). The law keeps no send time: the NIC adds this to the last
+    /// packet's start whenever it asks, so the next send time always follows
+    /// the current rate (the HPCC simulator's `RdmaHw::ChangeRate` moves
+    /// `m_nextAvail` to the last send plus the packet at the new rate).
     #[inline]
-    fn next_tx(&self) -> u64 {
+    fn pace_gap(&self, _p: &Self::Params, _wire: u64) -> u64 {
         0
     }
     /// An ACK or NACK reached the sender.
@@ -288,20 +295,10 @@ impl CcState {
         with_law!(self, law, |s, p| CcLaw::on_send(s, p, now, wire), ())
     }
 
-    /// See [`CcLaw::next_tx`].
+    /// See [`CcLaw::pace_gap`].
     #[inline]
-    pub fn next_tx(&self) -> u64 {
-        match self {
-            CcState::None(s) => CcLaw::next_tx(s),
-            CcState::Dcqcn(s) => CcLaw::next_tx(s),
-            CcState::Dctcp(s) => CcLaw::next_tx(s),
-            CcState::Swift(s) => CcLaw::next_tx(s),
-            CcState::Hpcc(s) => CcLaw::next_tx(s),
-            CcState::Ib(s) => CcLaw::next_tx(s),
-            CcState::NewReno(s) => CcLaw::next_tx(s),
-            CcState::Cubic(s) => CcLaw::next_tx(s),
-            CcState::Timely(s) => CcLaw::next_tx(s),
-        }
+    pub fn pace_gap(&self, law: &CongestionControl, wire: u64) -> u64 {
+        with_law!(self, law, |s, p| CcLaw::pace_gap(s, p, wire), 0)
     }
 
     /// See [`CcLaw::on_ack`].

@@ -46,8 +46,6 @@ pub struct SwiftState {
     pub last_decrease: u64,
     /// A cut happened (so `last_decrease` is meaningful).
     pub decreased: bool,
-    /// Earliest next send while pacing (cwnd < 1), ps.
-    pub next_tx: u64,
     /// Receiver: send time (ns, 32 bits) of the newest data packet received.
     pub echo: u32,
     /// Window cuts made.
@@ -140,19 +138,15 @@ impl CcLaw for SwiftState {
         }
     }
 
+    /// Below one packet of window: one packet every `RTT / cwnd` ps
+    /// (whatever its size); the window alone limits it above.
     #[inline]
-    fn on_send(&mut self, _p: &SwiftParams, now: u64, _wire: u64) {
+    fn pace_gap(&self, _p: &SwiftParams, _wire: u64) -> u64 {
         if self.cwnd < 1.0 {
-            let gap = (self.rtt() as f64 / self.cwnd) as u64;
-            self.next_tx = self.next_tx.max(now).saturating_add(gap);
+            (self.rtt() as f64 / self.cwnd) as u64
         } else {
-            self.next_tx = 0;
+            0
         }
-    }
-
-    #[inline]
-    fn next_tx(&self) -> u64 {
-        self.next_tx
     }
 
     #[inline]
@@ -261,14 +255,13 @@ mod tests {
     #[test]
     fn under_one_packet_the_sender_paces_one_packet_per_rtt_over_cwnd() {
         let p = params();
-        let mut s = SwiftState {
+        let s = SwiftState {
             cwnd: 0.25,
             base_rtt: 4_000_000,
             srtt: 8_000_000,
             ..SwiftState::default()
         };
-        s.on_send(&p, 100, 4174);
-        assert_eq!(s.next_tx(), 100 + 32_000_000);
+        assert_eq!(s.pace_gap(&p, 4174), 32_000_000);
         assert_eq!(CcLaw::window(&s), Some(1));
     }
 

@@ -73,8 +73,6 @@ pub struct TimelyState {
     pub acked: u32,
     /// A segment, packets (at least one).
     pub seg_pkts: u32,
-    /// Earliest next send (pacing at `rate`), ps.
-    pub next_tx: u64,
     /// Receiver: send time (ns, 32 bits) of the newest data packet received.
     pub echo: u32,
     /// Completions (RTT samples) seen.
@@ -161,20 +159,15 @@ impl CcLaw for TimelyState {
         TimelyState::with(start.line.bps() as f64, min_rtt, seg_pkts)
     }
 
+    /// Paced below line rate: one packet of `wire` bytes every
+    /// `wire · 8 / rate` s.
     #[inline]
-    fn on_send(&mut self, _p: &TimelyParams, now: u64, wire: u64) {
+    fn pace_gap(&self, _p: &TimelyParams, wire: u64) -> u64 {
         if self.rate >= self.line {
-            self.next_tx = 0;
+            0
         } else {
-            // one packet of `wire` bytes every wire · 8 / rate s
-            let gap = (wire as f64 * 8e12 / self.rate) as u64;
-            self.next_tx = self.next_tx.max(now).saturating_add(gap);
+            (wire as f64 * 8e12 / self.rate) as u64
         }
-    }
-
-    #[inline]
-    fn next_tx(&self) -> u64 {
-        self.next_tx
     }
 
     #[inline]
@@ -406,11 +399,9 @@ mod tests {
     fn below_line_rate_the_sender_paces_at_the_rate() {
         let p = params();
         let mut s = TimelyState::with(G10, 20_000_000, 4);
-        s.on_send(&p, 100, 4174);
-        assert_eq!(s.next_tx(), 0);
+        assert_eq!(s.pace_gap(&p, 4174), 0);
         s.rate = 5e9;
-        s.on_send(&p, 100, 4174);
         // 4174 B at 5 Gb/s: 6.6784 µs
-        assert_eq!(s.next_tx(), 100 + 6_678_400);
+        assert_eq!(s.pace_gap(&p, 4174), 6_678_400);
     }
 }

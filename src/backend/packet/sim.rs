@@ -103,6 +103,15 @@ pub(super) struct Sim<'a> {
     pub watchdog_at: u64,
     /// Highest lane data may be raised to (ACKs keep the top lane).
     pub max_data_vl: u8,
+    /// Per port, under lane escalation without traffic classes: the data lane
+    /// (`0..=max_data_vl`) the port's round robin serves first next time.
+    /// Escalation's lanes are hop stages that break deadlock cycles (Dally &
+    /// Seitz 1987), not priorities; strict highest-lane-first service starved
+    /// packets early on their path (measured, Kim's worst case on a g9 a4 p2
+    /// dragonfly under minimal routing: the hosts of the router that holds the
+    /// group's direct global link delivered nothing while the other routers'
+    /// packets, one lane up, held that link). Empty otherwise.
+    pub lane_rr: Vec<u8>,
     /// Traffic classes: lanes of data, ACKs and CNPs, the lanes' scheduling,
     /// admission and ECN ([`super::classes`]).
     pub sched: ClassSched,
@@ -227,6 +236,11 @@ impl<'a> Sim<'a> {
             last_tx: 0,
             watchdog_at: cfg.deadlock_timeout.0,
             max_data_vl: cfg.vls.saturating_sub(2),
+            lane_rr: if cfg.vl_escalation && cfg.classes.is_none() {
+                vec![0; nl]
+            } else {
+                Vec::new()
+            },
             sched: ClassSched::new(cfg, nl),
             progress: None,
             next_progress: u64::MAX,

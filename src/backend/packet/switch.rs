@@ -3,7 +3,8 @@
 //!
 //! Every directed link is the egress port of its sending node. A port serves its
 //! lanes with strict priority, highest lane first, skipping a lane whose head
-//! packet lacks credits; with traffic classes, by the classes' priority levels
+//! packet lacks credits; under lane escalation the data lanes (hop stages)
+//! round robin below the control lanes ([`Sim::lane_rr`]); with traffic classes, by the classes' priority levels
 //! and DWRR weights instead ([`super::classes`]). Source GPUs' ports additionally pull data packets from
 //! their queue pairs when no queued (control) packet can go (see [`super::nic`]).
 
@@ -634,8 +635,25 @@ impl Sim<'_> {
         } else {
             self.ports[p].lanes_queued
         };
+        // lane escalation: data lanes (hop stages) round robin below the
+        // strict control lanes above them (see `Sim::lane_rr`)
+        let rr_mask: u8 = if self.lane_rr.is_empty() {
+            0
+        } else {
+            ((2u16 << self.max_data_vl) - 1) as u8
+        };
         while lanes != 0 {
-            let vl = 7 - lanes.leading_zeros() as usize;
+            let vl = if lanes & !rr_mask == 0 {
+                let cur = self.lane_rr[p.0 as usize];
+                let from = lanes & !((1u16 << cur) - 1) as u8;
+                if from != 0 {
+                    from.trailing_zeros() as usize
+                } else {
+                    lanes.trailing_zeros() as usize
+                }
+            } else {
+                7 - lanes.leading_zeros() as usize
+            };
             lanes &= !(1 << vl);
             let qi = self.ports.lane(p, vl as u8);
             let pkt = self.ports.head(qi).expect("lane marked as queued");
@@ -648,6 +666,13 @@ impl Sim<'_> {
                     starved_lanes |= 1 << vl;
                     continue;
                 }
+            }
+            if rr_mask & (1 << vl) != 0 {
+                self.lane_rr[p.0 as usize] = if vl as u8 >= self.max_data_vl {
+                    0
+                } else {
+                    vl as u8 + 1
+                };
             }
             self.ports.pop(p, vl as u8, wire as u64, now);
             self.start_tx(p, pkt, NONE);

@@ -112,6 +112,13 @@ pub(super) struct Sim<'a> {
     /// group's direct global link delivered nothing while the other routers'
     /// packets, one lane up, held that link). Empty otherwise.
     pub lane_rr: Vec<u8>,
+    /// The data lanes `0..=max_data_vl` as a bit mask when [`Sim::lane_rr`]
+    /// is in use, else 0 (the strict order alone).
+    pub lane_rr_mask: u8,
+    /// Ports serve their lanes in strict highest-lane-first order: neither
+    /// traffic classes ([`Sim::sched`]) nor lane escalation's round robin
+    /// ([`Sim::lane_rr`]).
+    pub strict_lanes: bool,
     /// Traffic classes: lanes of data, ACKs and CNPs, the lanes' scheduling,
     /// admission and ECN ([`super::classes`]).
     pub sched: ClassSched,
@@ -241,6 +248,12 @@ impl<'a> Sim<'a> {
             } else {
                 Vec::new()
             },
+            lane_rr_mask: if cfg.vl_escalation && cfg.classes.is_none() {
+                ((2u16 << cfg.vls.saturating_sub(2)) - 1) as u8
+            } else {
+                0
+            },
+            strict_lanes: cfg.classes.is_none() && !cfg.vl_escalation,
             sched: ClassSched::new(cfg, nl),
             progress: None,
             next_progress: u64::MAX,

@@ -617,43 +617,36 @@ impl Sim<'_> {
         // Lanes that lack credits for their head packet: the wake-up, if any, is
         // for their credits.
         let mut starved_lanes = 0u32;
-        if self.sched.on {
-            match self.pick_class_lane(p, law) {
-                Ok(vl) => {
-                    let qi = self.ports.lane(p, vl);
-                    let pkt = self.ports.head(qi).expect("lane marked as queued");
-                    let wire = self.pkts[pkt].wire;
-                    self.ports.pop(p, vl, wire as u64, now);
-                    self.start_tx(p, pkt, NONE);
-                    return;
+        let mut lanes = self.ports[p].lanes_queued;
+        // one test on the common path: strict highest-lane-first order
+        if !self.strict_lanes {
+            if self.sched.on {
+                match self.pick_class_lane(p, law) {
+                    Ok(vl) => {
+                        let qi = self.ports.lane(p, vl);
+                        let pkt = self.ports.head(qi).expect("lane marked as queued");
+                        let wire = self.pkts[pkt].wire;
+                        self.ports.pop(p, vl, wire as u64, now);
+                        self.start_tx(p, pkt, NONE);
+                        return;
+                    }
+                    Err(starved) => starved_lanes = starved,
                 }
-                Err(starved) => starved_lanes = starved,
+                lanes = 0;
+            } else if lanes & self.lane_rr_mask != 0 && lanes & !self.lane_rr_mask == 0 {
+                // lane escalation with only data lanes (hop stages) queued:
+                // round robin among them (`Sim::lane_rr`)
+                match self.send_data_lane_rr(p, law, lanes) {
+                    Ok(()) => return,
+                    Err(starved) => {
+                        starved_lanes |= starved;
+                        lanes = 0;
+                    }
+                }
             }
         }
-        let mut lanes = if self.sched.on {
-            0
-        } else {
-            self.ports[p].lanes_queued
-        };
-        // lane escalation: data lanes (hop stages) round robin below the
-        // strict control lanes above them (see `Sim::lane_rr`)
-        let rr_mask: u8 = if self.lane_rr.is_empty() {
-            0
-        } else {
-            ((2u16 << self.max_data_vl) - 1) as u8
-        };
         while lanes != 0 {
-            let vl = if lanes & !rr_mask == 0 {
-                let cur = self.lane_rr[p.0 as usize];
-                let from = lanes & !((1u16 << cur) - 1) as u8;
-                if from != 0 {
-                    from.trailing_zeros() as usize
-                } else {
-                    lanes.trailing_zeros() as usize
-                }
-            } else {
-                7 - lanes.leading_zeros() as usize
-            };
+            let vl = 7 - lanes.leading_zeros() as usize;
             lanes &= !(1 << vl);
             let qi = self.ports.lane(p, vl as u8);
             let pkt = self.ports.head(qi).expect("lane marked as queued");
@@ -661,18 +654,24 @@ impl Sim<'_> {
             let wire = self.pkts[pkt].wire;
             match self.fc_gate(p, qi, law, |_| wire) {
                 Gate::Go => {}
-                Gate::Paused => continue,
-                Gate::Starved => {
-                    starved_lanes |= 1 << vl;
+                gate => {
+                    if matches!(gate, Gate::Starved) {
+                        starved_lanes |= 1 << vl;
+                    }
+                    // a control lane that cannot go leaves the data lanes
+                    // to their round robin
+                    let rr = self.lane_rr_mask;
+                    if lanes & rr != 0 && lanes & !rr == 0 {
+                        match self.send_data_lane_rr(p, law, lanes) {
+                            Ok(()) => return,
+                            Err(starved) => {
+                                starved_lanes |= starved;
+                                break;
+                            }
+                        }
+                    }
                     continue;
                 }
-            }
-            if rr_mask & (1 << vl) != 0 {
-                self.lane_rr[p.0 as usize] = if vl as u8 >= self.max_data_vl {
-                    0
-                } else {
-                    vl as u8 + 1
-                };
             }
             self.ports.pop(p, vl as u8, wire as u64, now);
             self.start_tx(p, pkt, NONE);
@@ -691,6 +690,43 @@ impl Sim<'_> {
         if starved_lanes != 0 {
             self.fc_starved(p, starved_lanes);
         }
+    }
+
+    /// Under lane escalation ([`Sim::lane_rr`]): starts the head packet of
+    /// the first of the queued data `lanes` at or after port `p`'s round-robin
+    /// cursor that may go, and moves the cursor past it; or returns the lanes
+    /// that lack credits for their head packet. Out of line: ports without
+    /// escalation never come here.
+    #[inline(never)]
+    fn send_data_lane_rr(&mut self, p: PortId, law: LinkLaw, lanes: u8) -> Result<(), u32> {
+        let now = self.now;
+        let cur = self.lane_rr[p.0 as usize];
+        let mut starved = 0u32;
+        // the lanes from the cursor up, then from lane 0: one turn
+        let at_or_above = lanes & !((1u16 << cur) - 1) as u8;
+        let mut order = [at_or_above, lanes & !at_or_above];
+        for part in &mut order {
+            while *part != 0 {
+                let vl = part.trailing_zeros() as u8;
+                *part &= *part - 1;
+                let qi = self.ports.lane(p, vl);
+                let pkt = self.ports.head(qi).expect("lane marked as queued");
+                let wire = self.pkts[pkt].wire;
+                match self.fc_gate(p, qi, law, |_| wire) {
+                    Gate::Go => {}
+                    Gate::Paused => continue,
+                    Gate::Starved => {
+                        starved |= 1 << vl;
+                        continue;
+                    }
+                }
+                self.lane_rr[p.0 as usize] = if vl >= self.max_data_vl { 0 } else { vl + 1 };
+                self.ports.pop(p, vl, wire as u64, now);
+                self.start_tx(p, pkt, NONE);
+                return Ok(());
+            }
+        }
+        Err(starved)
     }
 
     /// With traffic classes: the lane port `p` serves next, by priority level

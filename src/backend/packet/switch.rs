@@ -583,8 +583,25 @@ impl RouteCache {
 /// worst case with margins of 0, 1, 2, 4 and 8 packets, p = 1 gave 0.633,
 /// 0.720, 0.782, 0.572, 0.559 and p = 2 0.480, 0.481, 0.477, 0.450, 0.424
 /// (uniform p = 2: 0.779 … 0.838). Under the plain first-hop queue, before
-/// those, a margin cost 28% of UGAL-L's worst case at p = 1.
+/// those, a margin cost 28% of UGAL-L's worst case at p = 1. UGAL-L has its
+/// own, [`UGAL_L_MARGIN`], since the lanes' round robin.
 const UGAL_MARGIN: u64 = 2;
+
+/// UGAL-L's margin, packets' worth of queue by which the detour (its queue
+/// × 2) must beat the minimal path (booksim's `adaptive_threshold`, in our
+/// units). With the data lanes served by round robin (`Sim::lane_rr`) rather
+/// than highest lane first, measured on Kim's g9 a4 h2 dragonfly at 4 / 8 MiB
+/// per host (`tests/dragonfly_routing.rs`, `steady_state_probe`, with this
+/// constant set to each): margins of 2, 4, 8, 16, 30 packets gave p2 worst case 0.516 /
+/// 0.520, 0.514 / 0.520, 0.508 / 0.507, 0.499 / 0.506, 0.471 / 0.475
+/// (Valiant 0.493 / 0.504), p2 uniform 0.819 / 0.848, 0.823 / 0.856, 0.841 /
+/// 0.876, 0.902 / 0.947, 0.904 / 0.949 (minimal 0.906 / 0.948), p1 worst case
+/// 0.932 / 0.953, 0.940 / 0.941, 0.928 / 0.942, 0.864 / 0.881, 0.418 / 0.421
+/// (Valiant 0.936 / 0.966): 2 detours enough uniform traffic to sit at 0.9 ×
+/// minimal, 16 and up keep too many worst-case packets minimal where one host
+/// per router leaves the queues short (p1). 8 packets (33 KB, a quarter of the
+/// default 128 KiB port buffer) clears both by 3% or more.
+const UGAL_L_MARGIN: u64 = 8;
 
 impl Sim<'_> {
     /// Starts the next transmission on `p` if it is idle and something may go.
@@ -1165,7 +1182,7 @@ impl Sim<'_> {
     /// `ugal_dragonflynew`); UGAL-L compares the minimal path's first output
     /// queue with twice that of a random non-minimal Valiant path (global hops,
     /// 1 against 2, as booksim weighs them; [`crate::topology::dragonfly::Groups::detour`];
-    /// minimal unless the detour wins by [`UGAL_MARGIN`] packets), in Kim's
+    /// minimal unless the detour wins by [`UGAL_L_MARGIN`] packets), in Kim's
     /// UGAL-L_VC_H and UGAL-L_CR forms (§4.2.2): when both paths leave on one
     /// port it compares the bytes each class holds there and in the next
     /// router ([`Sim::vc_held`]), and a router delays the credits of packets
@@ -1255,15 +1272,15 @@ impl Sim<'_> {
                     0
                 };
                 // UGAL-L weighs global hops as booksim's dragonfly UGAL does
-                // (1 minimal, 2 for a detour through a third group) with the
-                // same margin: router hops overweighted the minimal path of a
+                // (1 minimal, 2 for a detour through a third group) with a
+                // margin (booksim's adaptive threshold): router hops overweighted the minimal path of a
                 // router holding the direct global link (2 hops against 5–6),
                 // which kept its hosts minimal behind that link's queue
                 let (h_min, h_val, margin) = if mode == DragonflyRouting::Ugal {
                     (
                         1,
                         if vg == dg { 1 } else { 2 },
-                        UGAL_MARGIN * u64::from(k.wire),
+                        UGAL_L_MARGIN * u64::from(k.wire),
                     )
                 } else {
                     (h_min, h_val, margin)

@@ -461,19 +461,24 @@ fn delivered_by(per: &[(u64, f64)], t: f64) -> u64 {
 /// the offered load at which the network saturates, i.e. the accepted
 /// traffic of a saturated network, which booksim (their simulator's
 /// successor) reports as the accepted rate averaged over nodes.
-fn accepted(per: &[Vec<(u64, f64)>], rate: f64) -> Vec<f64> {
+///
+/// Also returns the figure's grain: one message ([`CHUNK`]) over the window,
+/// the most a host's count of whole messages can be off by.
+fn accepted(per: &[Vec<(u64, f64)>], rate: f64) -> (Vec<f64>, f64) {
     let first = per
         .iter()
         .map(|v| v.last().map_or(0.0, |&(_, d)| d))
         .fold(f64::MAX, f64::min);
     let (ta, tb) = (first / 4.0, first);
-    per.iter()
+    let acc = per
+        .iter()
         .map(|v| (delivered_by(v, tb) - delivered_by(v, ta)) as f64 * 8.0 / (tb - ta) / rate)
-        .collect()
+        .collect();
+    (acc, CHUNK as f64 * 8.0 / (tb - ta) / rate)
 }
 
 /// One routing's packet-level figures, fractions of the payload line rate.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Figures {
     routing: DragonflyRouting,
     /// Worst case, bytes per host × 8 / makespan: the slowest host's rate.
@@ -483,6 +488,10 @@ struct Figures {
     worst_accepted: f64,
     /// Worst case, the least host's accepted throughput over that window.
     worst_accepted_min: f64,
+    /// One message over that window: the accepted figures' grain.
+    grain: f64,
+    /// Worst case, each host's accepted throughput over that window.
+    worst_accepted_each: Vec<f64>,
     /// Uniform traffic, bytes per host × 8 / makespan.
     uniform: f64,
 }
@@ -504,13 +513,15 @@ fn packet_figures(p: u32, bytes: u64) -> Vec<Figures> {
         let n = topo.num_gpus();
         let dag = worst_case_chunked(G, A, p, bytes, CHUNK);
         let out = packet_run(&topo, &dag, &cfg);
-        let acc = accepted(&progress(&dag, &out, n), rate);
+        let (acc, grain) = accepted(&progress(&dag, &out, n), rate);
         let per = bytes / u64::from(n - 1);
         let f = Figures {
             routing,
             worst: throughput(&out, bytes, rate),
             worst_accepted: acc.iter().sum::<f64>() / acc.len() as f64,
             worst_accepted_min: acc.iter().copied().fold(f64::MAX, f64::min),
+            grain,
+            worst_accepted_each: acc.clone(),
             uniform: throughput(
                 &packet_run(&topo, &uniform(n, per), &cfg),
                 per * u64::from(n - 1),
@@ -536,7 +547,7 @@ fn packet_figures(p: u32, bytes: u64) -> Vec<Figures> {
 /// Kim's figure (the worst case's accepted throughput, mean over hosts) and
 /// the slowest host's (makespan) too.
 fn ugal_takes_the_better(rows: &[Figures]) {
-    let (min, val) = (rows[0], rows[1]);
+    let (min, val) = (&rows[0], &rows[1]);
     for f in &rows[2..] {
         let r = f.routing;
         let best = min.worst_accepted.max(val.worst_accepted);
@@ -565,7 +576,7 @@ fn packet_level_throughput_on_kims_balanced_dragonfly() {
     // a = 2p = 2h (Kim §3.1's balance), g = a·h + 1 = 9: 72 hosts, 4 MiB
     // each (STEADY_BYTES). Figures in `ugal_takes_the_better_at_steady_state`.
     let rows = packet_figures(P, STEADY_BYTES);
-    let (min, val) = (rows[0], rows[1]);
+    let (min, val) = (&rows[0], &rows[1]);
     // Kim §4.1: the worst case gives each host 1/(a·p) under minimal routing.
     let bound = 1.0 / f64::from(A * P);
     assert!(
@@ -575,6 +586,7 @@ fn packet_level_throughput_on_kims_balanced_dragonfly() {
     );
     // Kim Fig. 8(a): minimal routing carries uniform traffic near line rate.
     assert!(min.uniform >= 0.8, "minimal uniform {:.3}", min.uniform);
+    lanes_share_the_direct_link(&min, P);
     // Issue 14's figure, from Kim Fig. 8(b) (Valiant about 1/2 on the worst
     // case): Valiant ≥ 0.4, under the fluid bound 6/11 ≈ 0.545 of its
     // intermediate drawn over all routers (module doc).
@@ -598,7 +610,7 @@ fn packet_level_throughput_with_one_host_per_router() {
     // line rate (the host links bind), and the issue's figure (Valiant ≥ 0.4)
     // holds with room.
     let rows = packet_figures(1, STEADY_BYTES);
-    let (min, val) = (rows[0], rows[1]);
+    let (min, val) = (&rows[0], &rows[1]);
     let bound = 1.0 / f64::from(A);
     assert!(
         (min.worst - bound).abs() <= 0.1 * bound,
@@ -606,7 +618,43 @@ fn packet_level_throughput_with_one_host_per_router() {
         min.worst
     );
     assert!(min.uniform >= 0.8, "minimal uniform {:.3}", min.uniform);
+    lanes_share_the_direct_link(&min, 1);
     assert!(val.worst >= 0.4, "valiant worst case {:.3}", val.worst);
+}
+
+/// Minimal routing's worst case, host by host: the router holding its
+/// group's global link to the next group sends on it its own `p` hosts'
+/// packets (lane 0, from the host links) and the `(a − 1)·p` other hosts'
+/// (lane 1, one switch hop on). Lane escalation's lanes share a port by round
+/// robin (`Sim::lane_rr`), so each lane gets half the link and the other
+/// routers' hosts `1/(2·(a − 1)·p)` each on average (1/12 at p2, 1/6 at p1),
+/// within the figure's grain of one message. (Served highest lane first, the router's
+/// own hosts delivered nothing in the window.)
+fn lanes_share_the_direct_link(min: &Figures, p: u32) {
+    let topo = dragonfly(G, A, p, H, DragonflyRouting::Minimal);
+    let df = topo.dragonfly().unwrap();
+    let n = topo.num_gpus();
+    let (mut sum, mut count) = (0.0, 0);
+    for s in 0..n {
+        let router = topo.nic_of_node(topo.gpus[s as usize].nic).unwrap().leaf;
+        let dg = ((s + A * p) % n) / (A * p);
+        if df.hops_to_group(router, dg) == 2 {
+            sum += min.worst_accepted_each[s as usize];
+            count += 1;
+        }
+    }
+    assert_eq!(count, G * (A - 1) * p);
+    let got = sum / f64::from(count);
+    let want = 1.0 / f64::from(2 * (A - 1) * p);
+    eprintln!(
+        "p{p} minimal, hosts behind a local hop: {got:.4} (want {want:.4} ± {:.4})",
+        min.grain
+    );
+    assert!(
+        (got - want).abs() <= min.grain,
+        "minimal worst case, hosts behind a local hop {got:.4} vs {want:.4} ± {:.4}",
+        min.grain
+    );
 }
 
 #[test]

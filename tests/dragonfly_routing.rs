@@ -586,7 +586,7 @@ fn packet_level_throughput_on_kims_balanced_dragonfly() {
     );
     // Kim Fig. 8(a): minimal routing carries uniform traffic near line rate.
     assert!(min.uniform >= 0.8, "minimal uniform {:.3}", min.uniform);
-    lanes_share_the_direct_link(&min, P);
+    lanes_share_the_direct_link(min, P);
     // Issue 14's figure, from Kim Fig. 8(b) (Valiant about 1/2 on the worst
     // case): Valiant ≥ 0.4, under the fluid bound 6/11 ≈ 0.545 of its
     // intermediate drawn over all routers (module doc).
@@ -618,7 +618,7 @@ fn packet_level_throughput_with_one_host_per_router() {
         min.worst
     );
     assert!(min.uniform >= 0.8, "minimal uniform {:.3}", min.uniform);
-    lanes_share_the_direct_link(&min, 1);
+    lanes_share_the_direct_link(min, 1);
     assert!(val.worst >= 0.4, "valiant worst case {:.3}", val.worst);
 }
 

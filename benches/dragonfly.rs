@@ -118,7 +118,7 @@ fn main() {
     };
     let named = |r: DragonflyRouting| {
         let name = format!("{r:?}");
-        only.iter().all(|o| fidelities.contains(&o.as_str())) || only.iter().any(|o| *o == name)
+        only.iter().all(|o| fidelities.contains(&o.as_str())) || only.contains(&name)
     };
     let mib: u64 = std::env::var("DF_BENCH_MIB")
         .ok()

@@ -5,7 +5,10 @@
 //! groups; Kim, Dally, Scott, Abts, ISCA 2008, Fig. 8 uses this shape).
 //!
 //! `cargo bench --bench dragonfly` prints one row per (fidelity, routing);
-//! `cargo bench --bench dragonfly -- flow` or `-- packet` runs one fidelity.
+//! `cargo bench --bench dragonfly -- flow` or `-- packet` runs one fidelity,
+//! and a routing's name (`-- packet Ugal Valiant`, as printed) keeps only the
+//! routings named. `DF_BENCH_MIB` sets the worst case's bytes per host
+//! (default 1).
 //!
 //! - worst case: every host of group `i` sends 1 MiB to the host in the same
 //!   place of group `i + 1` (Kim §4.1); minimal routing gives 1/(a·p) = 1/32
@@ -109,7 +112,18 @@ fn main() {
         .skip(1)
         .filter(|a| !a.starts_with('-'))
         .collect();
-    let want = |f: &str| only.is_empty() || only.iter().any(|o| o == f);
+    let fidelities = ["flow", "packet"];
+    let want = |f: &str| {
+        !only.iter().any(|o| fidelities.contains(&o.as_str())) || only.iter().any(|o| o == f)
+    };
+    let named = |r: DragonflyRouting| {
+        let name = format!("{r:?}");
+        only.iter().all(|o| fidelities.contains(&o.as_str())) || only.contains(&name)
+    };
+    let mib: u64 = std::env::var("DF_BENCH_MIB")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
     let n = G * A * P;
     println!("dragonfly p{P} a{A} h{H} g{G}: {n} hosts");
     println!("| fidelity | routing | worst case | uniform | wall |");
@@ -122,9 +136,9 @@ fn main() {
         DragonflyRouting::UgalG,
     ];
     if want("flow") {
-        let (wb, ub) = (1u64 << 20, 256u64 << 10);
+        let (wb, ub) = (mib << 20, 256u64 << 10);
         let (wd, ud) = (worst_case(wb), uniform(ub));
-        for r in routings {
+        for r in routings.into_iter().filter(|&r| named(r)) {
             let t0 = Instant::now();
             let topo = topology(r);
             let cfg = FlowConfig::default();
@@ -147,9 +161,9 @@ fn main() {
             ..PacketConfig::default()
         };
         let rate = 100e9 * f64::from(cfg.mtu) / f64::from(cfg.mtu + cfg.header_bytes);
-        let (wb, ub) = (1u64 << 20, 64u64 << 10);
+        let (wb, ub) = (mib << 20, 64u64 << 10);
         let (wd, ud) = (worst_case(wb), uniform(ub));
-        for r in routings {
+        for r in routings.into_iter().filter(|&r| named(r)) {
             let t0 = Instant::now();
             let topo = topology(r);
             let w = match packet::run(&wd, &topo, &cfg) {

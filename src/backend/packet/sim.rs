@@ -103,6 +103,22 @@ pub(super) struct Sim<'a> {
     pub watchdog_at: u64,
     /// Highest lane data may be raised to (ACKs keep the top lane).
     pub max_data_vl: u8,
+    /// Per port, under lane escalation without traffic classes: the data lane
+    /// (`0..=max_data_vl`) the port's round robin serves first next time.
+    /// Escalation's lanes are hop stages that break deadlock cycles (Dally &
+    /// Seitz 1987), not priorities; strict highest-lane-first service starved
+    /// packets early on their path (measured, Kim's worst case on a g9 a4 p2
+    /// dragonfly under minimal routing: the hosts of the router that holds the
+    /// group's direct global link delivered nothing while the other routers'
+    /// packets, one lane up, held that link). Empty otherwise.
+    pub lane_rr: Vec<u8>,
+    /// The data lanes `0..=max_data_vl` as a bit mask when [`Sim::lane_rr`]
+    /// is in use, else 0 (the strict order alone).
+    pub lane_rr_mask: u8,
+    /// Ports serve their lanes in strict highest-lane-first order: neither
+    /// traffic classes ([`Sim::sched`]) nor lane escalation's round robin
+    /// ([`Sim::lane_rr`]).
+    pub strict_lanes: bool,
     /// Traffic classes: lanes of data, ACKs and CNPs, the lanes' scheduling,
     /// admission and ECN ([`super::classes`]).
     pub sched: ClassSched,
@@ -227,6 +243,17 @@ impl<'a> Sim<'a> {
             last_tx: 0,
             watchdog_at: cfg.deadlock_timeout.0,
             max_data_vl: cfg.vls.saturating_sub(2),
+            lane_rr: if cfg.vl_escalation && cfg.classes.is_none() {
+                vec![0; nl]
+            } else {
+                Vec::new()
+            },
+            lane_rr_mask: if cfg.vl_escalation && cfg.classes.is_none() {
+                ((2u16 << cfg.vls.saturating_sub(2)) - 1) as u8
+            } else {
+                0
+            },
+            strict_lanes: cfg.classes.is_none() && !cfg.vl_escalation,
             sched: ClassSched::new(cfg, nl),
             progress: None,
             next_progress: u64::MAX,

@@ -3,7 +3,8 @@
 //!
 //! Every directed link is the egress port of its sending node. A port serves its
 //! lanes with strict priority, highest lane first, skipping a lane whose head
-//! packet lacks credits; with traffic classes, by the classes' priority levels
+//! packet lacks credits; under lane escalation the data lanes (hop stages)
+//! round robin below the control lanes ([`Sim::lane_rr`]); with traffic classes, by the classes' priority levels
 //! and DWRR weights instead ([`super::classes`]). Source GPUs' ports additionally pull data packets from
 //! their queue pairs when no queued (control) packet can go (see [`super::nic`]).
 
@@ -582,8 +583,25 @@ impl RouteCache {
 /// worst case with margins of 0, 1, 2, 4 and 8 packets, p = 1 gave 0.633,
 /// 0.720, 0.782, 0.572, 0.559 and p = 2 0.480, 0.481, 0.477, 0.450, 0.424
 /// (uniform p = 2: 0.779 … 0.838). Under the plain first-hop queue, before
-/// those, a margin cost 28% of UGAL-L's worst case at p = 1.
+/// those, a margin cost 28% of UGAL-L's worst case at p = 1. UGAL-L has its
+/// own, [`UGAL_L_MARGIN`], since the lanes' round robin.
 const UGAL_MARGIN: u64 = 2;
+
+/// UGAL-L's margin, packets' worth of queue by which the detour (its queue
+/// × 2) must beat the minimal path (booksim's `adaptive_threshold`, in our
+/// units). With the data lanes served by round robin (`Sim::lane_rr`) rather
+/// than highest lane first, measured on Kim's g9 a4 h2 dragonfly at 4 / 8 MiB
+/// per host (`tests/dragonfly_routing.rs`, `steady_state_probe`, with this
+/// constant set to each): margins of 2, 4, 8, 16, 30 packets gave p2 worst case 0.516 /
+/// 0.520, 0.514 / 0.520, 0.508 / 0.507, 0.499 / 0.506, 0.471 / 0.475
+/// (Valiant 0.493 / 0.504), p2 uniform 0.819 / 0.848, 0.823 / 0.856, 0.841 /
+/// 0.876, 0.902 / 0.947, 0.904 / 0.949 (minimal 0.906 / 0.948), p1 worst case
+/// 0.932 / 0.953, 0.940 / 0.941, 0.928 / 0.942, 0.864 / 0.881, 0.418 / 0.421
+/// (Valiant 0.936 / 0.966): 2 detours enough uniform traffic to sit at 0.9 ×
+/// minimal, 16 and up keep too many worst-case packets minimal where one host
+/// per router leaves the queues short (p1). 8 packets (33 KB, a quarter of the
+/// default 128 KiB port buffer) clears both by 3% or more.
+const UGAL_L_MARGIN: u64 = 8;
 
 impl Sim<'_> {
     /// Starts the next transmission on `p` if it is idle and something may go.
@@ -616,24 +634,34 @@ impl Sim<'_> {
         // Lanes that lack credits for their head packet: the wake-up, if any, is
         // for their credits.
         let mut starved_lanes = 0u32;
-        if self.sched.on {
-            match self.pick_class_lane(p, law) {
-                Ok(vl) => {
-                    let qi = self.ports.lane(p, vl);
-                    let pkt = self.ports.head(qi).expect("lane marked as queued");
-                    let wire = self.pkts[pkt].wire;
-                    self.ports.pop(p, vl, wire as u64, now);
-                    self.start_tx(p, pkt, NONE);
-                    return;
+        let mut lanes = self.ports[p].lanes_queued;
+        // one test on the common path: strict highest-lane-first order
+        if !self.strict_lanes {
+            if self.sched.on {
+                match self.pick_class_lane(p, law) {
+                    Ok(vl) => {
+                        let qi = self.ports.lane(p, vl);
+                        let pkt = self.ports.head(qi).expect("lane marked as queued");
+                        let wire = self.pkts[pkt].wire;
+                        self.ports.pop(p, vl, wire as u64, now);
+                        self.start_tx(p, pkt, NONE);
+                        return;
+                    }
+                    Err(starved) => starved_lanes = starved,
                 }
-                Err(starved) => starved_lanes = starved,
+                lanes = 0;
+            } else if lanes & self.lane_rr_mask != 0 && lanes & !self.lane_rr_mask == 0 {
+                // lane escalation with only data lanes (hop stages) queued:
+                // round robin among them (`Sim::lane_rr`)
+                match self.send_data_lane_rr(p, law, lanes) {
+                    Ok(()) => return,
+                    Err(starved) => {
+                        starved_lanes |= starved;
+                        lanes = 0;
+                    }
+                }
             }
         }
-        let mut lanes = if self.sched.on {
-            0
-        } else {
-            self.ports[p].lanes_queued
-        };
         while lanes != 0 {
             let vl = 7 - lanes.leading_zeros() as usize;
             lanes &= !(1 << vl);
@@ -643,9 +671,22 @@ impl Sim<'_> {
             let wire = self.pkts[pkt].wire;
             match self.fc_gate(p, qi, law, |_| wire) {
                 Gate::Go => {}
-                Gate::Paused => continue,
-                Gate::Starved => {
-                    starved_lanes |= 1 << vl;
+                gate => {
+                    if matches!(gate, Gate::Starved) {
+                        starved_lanes |= 1 << vl;
+                    }
+                    // a control lane that cannot go leaves the data lanes
+                    // to their round robin
+                    let rr = self.lane_rr_mask;
+                    if lanes & rr != 0 && lanes & !rr == 0 {
+                        match self.send_data_lane_rr(p, law, lanes) {
+                            Ok(()) => return,
+                            Err(starved) => {
+                                starved_lanes |= starved;
+                                break;
+                            }
+                        }
+                    }
                     continue;
                 }
             }
@@ -666,6 +707,43 @@ impl Sim<'_> {
         if starved_lanes != 0 {
             self.fc_starved(p, starved_lanes);
         }
+    }
+
+    /// Under lane escalation ([`Sim::lane_rr`]): starts the head packet of
+    /// the first of the queued data `lanes` at or after port `p`'s round-robin
+    /// cursor that may go, and moves the cursor past it; or returns the lanes
+    /// that lack credits for their head packet. Out of line: ports without
+    /// escalation never come here.
+    #[inline(never)]
+    fn send_data_lane_rr(&mut self, p: PortId, law: LinkLaw, lanes: u8) -> Result<(), u32> {
+        let now = self.now;
+        let cur = self.lane_rr[p.0 as usize];
+        let mut starved = 0u32;
+        // the lanes from the cursor up, then from lane 0: one turn
+        let at_or_above = lanes & !((1u16 << cur) - 1) as u8;
+        let mut order = [at_or_above, lanes & !at_or_above];
+        for part in &mut order {
+            while *part != 0 {
+                let vl = part.trailing_zeros() as u8;
+                *part &= *part - 1;
+                let qi = self.ports.lane(p, vl);
+                let pkt = self.ports.head(qi).expect("lane marked as queued");
+                let wire = self.pkts[pkt].wire;
+                match self.fc_gate(p, qi, law, |_| wire) {
+                    Gate::Go => {}
+                    Gate::Paused => continue,
+                    Gate::Starved => {
+                        starved |= 1 << vl;
+                        continue;
+                    }
+                }
+                self.lane_rr[p.0 as usize] = if vl >= self.max_data_vl { 0 } else { vl + 1 };
+                self.ports.pop(p, vl, wire as u64, now);
+                self.start_tx(p, pkt, NONE);
+                return Ok(());
+            }
+        }
+        Err(starved)
     }
 
     /// With traffic classes: the lane port `p` serves next, by priority level
@@ -1104,7 +1182,7 @@ impl Sim<'_> {
     /// `ugal_dragonflynew`); UGAL-L compares the minimal path's first output
     /// queue with twice that of a random non-minimal Valiant path (global hops,
     /// 1 against 2, as booksim weighs them; [`crate::topology::dragonfly::Groups::detour`];
-    /// minimal unless the detour wins by [`UGAL_MARGIN`] packets), in Kim's
+    /// minimal unless the detour wins by [`UGAL_L_MARGIN`] packets), in Kim's
     /// UGAL-L_VC_H and UGAL-L_CR forms (§4.2.2): when both paths leave on one
     /// port it compares the bytes each class holds there and in the next
     /// router ([`Sim::vc_held`]), and a router delays the credits of packets
@@ -1194,15 +1272,15 @@ impl Sim<'_> {
                     0
                 };
                 // UGAL-L weighs global hops as booksim's dragonfly UGAL does
-                // (1 minimal, 2 for a detour through a third group) with the
-                // same margin: router hops overweighted the minimal path of a
+                // (1 minimal, 2 for a detour through a third group) with a
+                // margin (booksim's adaptive threshold): router hops overweighted the minimal path of a
                 // router holding the direct global link (2 hops against 5–6),
                 // which kept its hosts minimal behind that link's queue
                 let (h_min, h_val, margin) = if mode == DragonflyRouting::Ugal {
                     (
                         1,
                         if vg == dg { 1 } else { 2 },
-                        UGAL_MARGIN * u64::from(k.wire),
+                        UGAL_L_MARGIN * u64::from(k.wire),
                     )
                 } else {
                     (h_min, h_val, margin)

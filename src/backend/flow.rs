@@ -141,15 +141,9 @@ struct Event {
     id: u32,
     version: u32,
 }
-impl Event {
-    /// Earliest first, ties by sequence number (unique, so the order is total).
-    #[inline]
-    fn key(&self) -> (u64, u64) {
-        (self.time, self.seq)
-    }
-}
 
-/// The pending events, popped in [`Event::key`] order: a 4-ary min-heap of
+/// The pending events, popped earliest first, ties by sequence number (unique,
+/// so the order is total): a 4-ary min-heap of
 /// the distinct pending *times*, each with a FIFO of its events. Sequence
 /// numbers only grow, so the events of one time are pushed in sequence order
 /// and a FIFO keeps it: the order is exactly that of a heap of events (the
@@ -158,7 +152,8 @@ impl Event {
 /// the heap holds far fewer entries than there are events, and a pop of a
 /// time's second event on is a read of the next entry of its FIFO. Profile
 /// of the 16,384-GPU flow benchmark: 16% of the run was the heap of events'
-/// pop, cache misses down its levels.
+/// pop, cache misses down its levels. A FIFO entry keeps only what its time
+/// and position do not say (12 B, not the 32 of an [`Event`]).
 #[derive(Default)]
 struct EventQueue {
     /// (time, bucket) of every distinct pending time: a 4-ary min-heap on the
@@ -172,13 +167,24 @@ struct EventQueue {
     index: std::collections::HashMap<u64, u32, std::hash::BuildHasherDefault<MixHasher>>,
     len: usize,
     high_water: usize,
+    /// Sequence number of the last push: they must only grow.
+    last_seq: u64,
 }
 
 #[derive(Default)]
 struct Bucket {
-    events: Vec<Event>,
+    events: Vec<Queued>,
     head: usize,
 }
+
+/// An [`Event`] in its time's FIFO.
+#[derive(Clone, Copy)]
+struct Queued {
+    id: u32,
+    version: u32,
+    kind: EvKind,
+}
+const _: () = assert!(std::mem::size_of::<Queued>() == 12);
 
 impl EventQueue {
     fn push(&mut self, e: Event) {
@@ -197,10 +203,14 @@ impl EventQueue {
                 b
             }
         };
-        let events = &mut self.buckets[b as usize].events;
         // the invariant that makes a FIFO per time the (time, seq) order
-        debug_assert!(events.last().is_none_or(|l| l.key() < e.key()));
-        events.push(e);
+        debug_assert!(e.seq > self.last_seq, "sequence numbers only grow");
+        self.last_seq = e.seq;
+        self.buckets[b as usize].events.push(Queued {
+            id: e.id,
+            version: e.version,
+            kind: e.kind,
+        });
         self.len += 1;
         self.high_water = self.high_water.max(self.len);
     }
@@ -208,7 +218,14 @@ impl EventQueue {
     fn pop(&mut self) -> Option<Event> {
         let &(time, b) = self.times.first()?;
         let bucket = &mut self.buckets[b as usize];
-        let e = bucket.events[bucket.head];
+        let q = bucket.events[bucket.head];
+        let e = Event {
+            time,
+            seq: 0, // its place in the FIFO is its order; not read once popped
+            kind: q.kind,
+            id: q.id,
+            version: q.version,
+        };
         bucket.head += 1;
         if bucket.head == bucket.events.len() {
             bucket.events.clear();
@@ -276,7 +293,7 @@ impl EventQueue {
             + self
                 .buckets
                 .iter()
-                .map(|b| b.events.capacity() * std::mem::size_of::<Event>())
+                .map(|b| b.events.capacity() * std::mem::size_of::<Queued>())
                 .sum::<usize>()
             + self.buckets.capacity() * std::mem::size_of::<Bucket>()
             + self.free.capacity() * 4
@@ -1606,19 +1623,20 @@ mod tests {
                     version: 0,
                 };
                 q.push(e);
-                reference.push(Reverse((e.key(), e.id)));
+                reference.push(Reverse((e.time, e.seq, e.id)));
             } else {
-                let Reverse((key, id)) = reference.pop().expect("non-empty");
+                let Reverse((time, _, id)) = reference.pop().expect("non-empty");
                 let e = q.pop().expect("the queue holds as many as the reference");
-                assert_eq!((e.key(), e.id), (key, id), "pop {popped}");
-                assert_eq!(q.peek_time(), reference.peek().map(|r| r.0 .0 .0));
+                // ids are unique: the same event, not only the same time
+                assert_eq!((e.time, e.id), (time, id), "pop {popped}");
+                assert_eq!(q.peek_time(), reference.peek().map(|r| r.0 .0));
                 now = e.time;
                 popped += 1;
             }
         }
-        while let Some(Reverse((key, id))) = reference.pop() {
+        while let Some(Reverse((time, _, id))) = reference.pop() {
             let e = q.pop().expect("as many as the reference");
-            assert_eq!((e.key(), e.id), (key, id));
+            assert_eq!((e.time, e.id), (time, id));
         }
         assert!(q.pop().is_none() && q.peek_time().is_none());
         assert!(popped > 5_000, "the sequence pops often: {popped}");

@@ -8,8 +8,8 @@
 //!   nodes, rail-optimized NDR) at flow level — target < 2 min and < 8 GiB;
 //! - `ana131k`: the same over 131,072 GPUs at the analytical level — target < 1 s;
 //! - `flow131k`: 131,072 GPUs (16,384 DGX H100 nodes), hierarchical with a tree
-//!   between nodes, 1 GiB in 4 MiB chunks, at flow level (67 M tasks; 193
-//!   CPU-s and 4.35 GiB on 2026-12-03, 320 CPU-s and 4.8 GiB before the
+//!   between nodes, 1 GiB in 4 MiB chunks, at flow level (67 M tasks; 177
+//!   CPU-s and 4,298 MiB on 2026-12-03, 320 CPU-s and 4,805 MiB before the
 //!   bucketed event queue and `Topology::links_to`;
 //!   issue 16's target is 60 s and 2 GiB; by name only, not in the default
 //!   list);

@@ -8,9 +8,11 @@
 //!   nodes, rail-optimized NDR) at flow level — target < 2 min and < 8 GiB;
 //! - `ana131k`: the same over 131,072 GPUs at the analytical level — target < 1 s;
 //! - `flow131k`: 131,072 GPUs (16,384 DGX H100 nodes), hierarchical with a tree
-//!   between nodes, 1 GiB in 4 MiB chunks, at flow level (67 M tasks; 324
-//!   CPU-s and 4.8 GiB on 2026-12-03; issue 16's target is 60 s and 2 GiB; by
-//!   name only, not in the default list);
+//!   between nodes, 1 GiB in 4 MiB chunks, at flow level (67 M tasks; 177
+//!   CPU-s and 4,298 MiB on 2026-12-03, 320 CPU-s and 4,805 MiB before the
+//!   bucketed event queue and `Topology::links_to`;
+//!   issue 16's target is 60 s and 2 GiB; by name only, not in the default
+//!   list);
 //! - `pkt1k`: hierarchical all-reduce of 256 MiB over 1,024 GPUs (128 nodes × 8,
 //!   rail-optimized, 400 Gb/s, 4 KiB MTU) at packet level — target < 60 s, < 4 GiB.
 //! - `report1k`: the cost of `--report` on a 1,024-GPU run (128 DGX H100 nodes, the

@@ -531,12 +531,15 @@ impl Estimate {
 /// time (8 B) and a transfer's completion and ideal times in the output
 /// (8 B each), all held at once when the output is built.
 pub const RUN_BYTES_PER_TASK: f64 = 53.0;
-/// [`RUN_BYTES_PER_TASK`] at the flow level, whose peak is during the run:
-/// the runner's unmet count, successor start, operation (4 B each), state
-/// (1 B), start and done times and the ideal time (8 B each). Its output is
-/// built after the scheduling tables are freed, in the ideal times' place:
-/// start and done times, state, ideal and completion times, 33 B.
-pub const RUN_BYTES_PER_TASK_FLOW: f64 = 37.0;
+/// [`RUN_BYTES_PER_TASK`] at the flow level, whose peak is when it builds its
+/// output: the runner's 16-byte slot per task (unmet count, state, successor
+/// start, start time, which becomes the completion time once the task is
+/// done), the ideal time (8 B) and a transfer's completion time in the output
+/// (8 B); the successors are freed first. A run that exports its timeline
+/// (`--trace`) also keeps each task's done time and builds a table of start
+/// times for it, 16 B more, not counted here: a timeline of tens of millions
+/// of tasks is not one anybody opens.
+pub const RUN_BYTES_PER_TASK_FLOW: f64 = 32.0;
 /// Bytes per dependency a backend holds while it runs a DAG: the runner's
 /// successor entry (the DAG's own entry is in [`crate::dag::Dag::heap_bytes`]).
 pub const RUN_BYTES_PER_EDGE: f64 = 4.0;

@@ -666,18 +666,27 @@ pub struct OpTiming {
 /// The backend calls [`DagRunner::start`] once, then reports [`DagRunner::sent`]
 /// and [`DagRunner::done`] as its events happen; each call appends newly ready
 /// tasks to the caller's buffer (no allocation per call).
+///
+/// Memory and locality: what a release touches per task (its unmet count,
+/// state, where its successors start, its start time) sits in one 16-byte
+/// [`Slot`], one cache miss where four separate tables cost four (profile of
+/// the 16,384-GPU flow benchmark: `release`, `done` and the start of a ready
+/// task were 30% of the run, nearly all of it misses on those tables). The
+/// done times are a table of their own only when the caller wants both ends
+/// of every task ([`DagRunner::new`]); [`DagRunner::without_spans`] keeps one
+/// time per task, the start until the task is done and then its completion
+/// time (done − start), 8 B per task less.
 pub struct DagRunner {
-    /// Unmet dependencies per task.
-    pending: Vec<u32>,
-    /// Successors: CSR over tasks; entries packed `succ << 1 | on_sent`.
-    succ_start: Vec<u32>,
+    /// Per task, plus one whose `succ_start` ends the last task's successors.
+    slots: Vec<Slot>,
+    /// Successors: CSR over tasks (starts in `slots`); entries packed `succ << 1 | on_sent`.
     succ: Vec<u32>,
-    /// Per task: 0 waiting or running, 1 sent (its last byte left), 2 done.
-    state: Vec<u8>,
-    /// When each task started (became ready), picoseconds.
-    pub started_at: Vec<SimTime>,
-    /// When each task completed, picoseconds.
-    pub done_at: Vec<SimTime>,
+    /// When each task completed, picoseconds (empty without spans).
+    done_at: Vec<SimTime>,
+    /// `done_at` is kept (else a done task's slot holds its completion time).
+    spans: bool,
+    /// The successors are held ([`DagRunner::free_schedule`] not called).
+    scheduled: bool,
     /// Per-op timing.
     pub op_timing: Vec<OpTiming>,
     op_seen: Vec<bool>,
@@ -689,41 +698,94 @@ pub struct DagRunner {
     last_done: SimTime,
 }
 
+/// One task's scheduling state (16 B, see [`DagRunner`]).
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    /// When the task started (became ready), picoseconds; once it is done in a
+    /// runner without spans, its completion time (done − start).
+    time: u64,
+    /// Unmet dependencies (low [`PEND_BITS`] bits) and the state above them:
+    /// 0 waiting or running, 1 sent (its last byte left), 2 done.
+    pend: u32,
+    /// Where its successors start in `DagRunner::succ`.
+    succ_start: u32,
+}
+
+/// Bits of [`Slot::pend`] counting unmet dependencies: a task may wait for
+/// 2^30 − 1 others (4 GiB of dependency entries for that one task).
+const PEND_BITS: u32 = 30;
+const PEND_MASK: u32 = (1 << PEND_BITS) - 1;
+const SENT: u32 = 1 << PEND_BITS;
+const DONE: u32 = 2 << PEND_BITS;
+
+impl Slot {
+    #[inline]
+    fn state(self) -> u32 {
+        self.pend >> PEND_BITS
+    }
+}
+
 impl DagRunner {
-    /// Prepares to run `dag`.
+    /// Prepares to run `dag`, keeping when each task started and completed
+    /// ([`DagRunner::take_spans`]).
     pub fn new(dag: &Dag) -> DagRunner {
+        Self::build(dag, true)
+    }
+
+    /// [`DagRunner::new`] for a backend that needs each task's completion
+    /// time (done − start, [`DagRunner::span`]) but not its two ends: one
+    /// time per task, 8 B less; [`DagRunner::take_spans`] then returns empty
+    /// tables.
+    pub fn without_spans(dag: &Dag) -> DagRunner {
+        Self::build(dag, false)
+    }
+
+    fn build(dag: &Dag, spans: bool) -> DagRunner {
         let n = dag.len();
-        let mut pending = vec![0u32; n];
-        let mut count = vec![0u32; n + 1];
-        for (t, pend) in pending.iter_mut().enumerate() {
+        // exact size: n tasks and the end of the last one's successors
+        let mut slots = vec![Slot::default(); n + 1];
+        for t in 0..n {
             for d in dag.deps_of(TaskId(t as u32)) {
                 let (Dep::Sent(p) | Dep::Done(p)) = d;
-                count[p.0 as usize + 1] += 1;
-                *pend += 1;
+                // counted one slot up, then summed: slot t ends as the start
+                slots[p.0 as usize + 1].succ_start += 1;
+                slots[t].pend += 1;
             }
+            debug_assert!(
+                slots[t].pend <= PEND_MASK,
+                "task {t}: too many dependencies"
+            );
         }
         for i in 0..n {
-            count[i + 1] += count[i];
+            slots[i + 1].succ_start += slots[i].succ_start;
         }
-        let mut fill = count.clone();
-        let mut succ = vec![0u32; *count.last().unwrap_or(&0) as usize];
+        let mut succ = vec![0u32; slots[n].succ_start as usize];
+        // fill: each predecessor's next free entry, kept in its slot's time
+        // (zero until the run starts) instead of a 4 B/task copy of the starts
         for t in 0..n {
             for d in dag.deps_of(TaskId(t as u32)) {
                 let (p, on_sent) = match d {
                     Dep::Sent(p) => (p, 1),
                     Dep::Done(p) => (p, 0),
                 };
-                succ[fill[p.0 as usize] as usize] = (t as u32) << 1 | on_sent;
-                fill[p.0 as usize] += 1;
+                let s = &mut slots[p.0 as usize];
+                succ[(u64::from(s.succ_start) + s.time) as usize] = (t as u32) << 1 | on_sent;
+                s.time += 1;
             }
         }
+        for s in &mut slots {
+            s.time = 0;
+        }
         DagRunner {
-            pending,
-            succ_start: count,
+            slots,
             succ,
-            state: vec![0; n],
-            started_at: vec![SimTime::ZERO; n],
-            done_at: vec![SimTime::ZERO; n],
+            done_at: if spans {
+                vec![SimTime::ZERO; n]
+            } else {
+                Vec::new()
+            },
+            spans,
+            scheduled: true,
             op_timing: vec![OpTiming::default(); dag.ops.len().max(1)],
             op_seen: vec![false; dag.ops.len().max(1)],
             completed: 0,
@@ -735,8 +797,8 @@ impl DagRunner {
 
     /// Appends the tasks with no dependencies to `ready` (time zero).
     pub fn start(&mut self, ready: &mut Vec<TaskId>) {
-        for (i, &p) in self.pending.iter().enumerate() {
-            if p == 0 {
+        for (i, s) in self.slots[..self.n].iter().enumerate() {
+            if s.pend == 0 {
                 ready.push(TaskId(i as u32));
             }
         }
@@ -746,7 +808,7 @@ impl DagRunner {
     }
 
     fn mark_started(&mut self, t: TaskId, now: SimTime) {
-        self.started_at[t.0 as usize] = now;
+        self.slots[t.0 as usize].time = now.0;
         let op = self.ops_of.get(t.0) as usize;
         if !self.op_seen[op] {
             self.op_seen[op] = true;
@@ -755,16 +817,20 @@ impl DagRunner {
     }
 
     fn release(&mut self, t: TaskId, want_sent: bool, now: SimTime, ready: &mut Vec<TaskId>) {
-        let s = self.succ_start[t.0 as usize] as usize;
-        let e = self.succ_start[t.0 as usize + 1] as usize;
+        if !self.scheduled {
+            return; // successors freed: the run is over
+        }
+        let s = self.slots[t.0 as usize].succ_start as usize;
+        let e = self.slots[t.0 as usize + 1].succ_start as usize;
         for i in s..e {
             let packed = self.succ[i];
             if (packed & 1 == 1) != want_sent {
                 continue;
             }
             let succ = packed >> 1;
-            let p = &mut self.pending[succ as usize];
+            let p = &mut self.slots[succ as usize].pend;
             *p -= 1;
+            // a waiting task's state bits are zero, so zero means ready
             if *p == 0 {
                 ready.push(TaskId(succ));
                 self.mark_started(TaskId(succ), now);
@@ -774,8 +840,8 @@ impl DagRunner {
 
     /// Task `t`'s last byte left its source at `now`.
     pub fn sent(&mut self, t: TaskId, now: SimTime, ready: &mut Vec<TaskId>) {
-        if self.state[t.0 as usize] == 0 {
-            self.state[t.0 as usize] = 1;
+        if self.slots[t.0 as usize].state() == 0 {
+            self.slots[t.0 as usize].pend |= SENT;
             self.release(t, true, now, ready);
         }
     }
@@ -783,9 +849,14 @@ impl DagRunner {
     /// Task `t` completed at `now` (implies sent).
     pub fn done(&mut self, t: TaskId, now: SimTime, ready: &mut Vec<TaskId>) {
         self.sent(t, now, ready);
-        self.state[t.0 as usize] = 2;
+        let slot = &mut self.slots[t.0 as usize];
+        slot.pend = slot.pend & PEND_MASK | DONE;
         self.completed += 1;
-        self.done_at[t.0 as usize] = now;
+        if self.spans {
+            self.done_at[t.0 as usize] = now;
+        } else {
+            slot.time = now.0.saturating_sub(slot.time);
+        }
         self.last_done = self.last_done.max(now);
         let op = self.ops_of.get(t.0) as usize;
         if now > self.op_timing[op].end {
@@ -802,8 +873,9 @@ impl DagRunner {
     /// met and that is not done, each once, in index order: what a run that
     /// stopped early (a deadlock) was doing.
     pub fn ops_in_flight(&self) -> Vec<u32> {
-        let mut ops: Vec<u32> = (0..self.pending.len())
-            .filter(|&t| self.pending[t] == 0 && self.state[t] != 2)
+        let n = if self.scheduled { self.n } else { 0 };
+        let mut ops: Vec<u32> = (0..n)
+            .filter(|&t| self.slots[t].pend & PEND_MASK == 0 && self.slots[t].state() != 2)
             .map(|t| self.ops_of.get(t as u32))
             .collect();
         ops.sort_unstable();
@@ -813,21 +885,43 @@ impl DagRunner {
 
     /// Whether task `t` completed.
     pub fn is_done(&self, t: TaskId) -> bool {
-        self.state[t.0 as usize] == 2
+        self.slots[t.0 as usize].state() == 2
+    }
+
+    /// When task `t` became ready. In a runner without spans
+    /// ([`DagRunner::without_spans`]) only until `t` is done.
+    pub fn started_at(&self, t: TaskId) -> SimTime {
+        SimTime(self.slots[t.0 as usize].time)
+    }
+
+    /// Task `t`'s completion time, done − start (zero if it is not done).
+    pub fn span(&self, t: TaskId) -> SimTime {
+        let s = self.slots[t.0 as usize];
+        match (s.state(), self.spans) {
+            (2, true) => self.done_at[t.0 as usize] - SimTime(s.time),
+            (2, false) => SimTime(s.time),
+            _ => SimTime::ZERO,
+        }
     }
 
     /// Moves out when each task became ready and when it completed, ps, indexed
     /// like [`Dag::tasks`]; a task that never completed (a run stopped by a
-    /// deadlock) gets [`SimTime::MAX`] as its completion. The runner's own
+    /// deadlock) gets [`SimTime::MAX`] as its completion. Empty tables from a
+    /// runner without spans ([`DagRunner::without_spans`]). The runner's own
     /// tables are left empty: call this once the run is over.
     pub fn take_spans(&mut self) -> (Vec<SimTime>, Vec<SimTime>) {
+        if !self.spans {
+            return (Vec::new(), Vec::new());
+        }
         let mut done = std::mem::take(&mut self.done_at);
-        for (d, &st) in done.iter_mut().zip(&self.state) {
-            if st != 2 {
+        let slots = &self.slots[..self.n.min(self.slots.len())];
+        for (d, s) in done.iter_mut().zip(slots) {
+            if s.state() != 2 {
                 *d = SimTime::MAX;
             }
         }
-        (std::mem::take(&mut self.started_at), done)
+        let start = slots.iter().map(|s| SimTime(s.time)).collect();
+        (start, done)
     }
 
     /// True when every task completed.
@@ -835,35 +929,29 @@ impl DagRunner {
         self.completed == self.n
     }
 
-    /// Frees the tables that schedule tasks (unmet counts, successors): 8 B
-    /// per task and 4 B per dependency a backend need not hold while it builds
-    /// its output. Call it once the run is over: afterwards [`DagRunner::sent`],
-    /// [`DagRunner::done`] and [`DagRunner::ops_in_flight`] see no tasks.
+    /// Frees the table that schedules tasks (the successors, 4 B per
+    /// dependency) a backend need not hold while it builds its output. Call it
+    /// once the run is over: afterwards [`DagRunner::sent`] and
+    /// [`DagRunner::done`] release no task and [`DagRunner::ops_in_flight`]
+    /// sees none.
     pub fn free_schedule(&mut self) {
-        self.pending = Vec::new();
-        self.succ_start = Vec::new();
         self.succ = Vec::new();
+        self.scheduled = false;
     }
     /// Bytes each of the runner's tables holds on the heap, by capacity, named:
     /// the memory a run adds per task and per dependency beyond the DAG's own
     /// ([`Dag::heap_bytes`]). For accounting (`FABRICSIM_FLOW_MEM`), not the hot path.
-    pub fn table_bytes(&self) -> [(&'static str, usize); 7] {
+    pub fn table_bytes(&self) -> [(&'static str, usize); 4] {
         [
             (
-                "runner unmet counts (4 B/task)",
-                self.pending.capacity() * 4,
-            ),
-            (
-                "runner successor starts (4 B/task)",
-                self.succ_start.capacity() * 4,
+                "runner slots: unmet count, state, successor start, start time (16 B/task)",
+                self.slots.capacity() * std::mem::size_of::<Slot>(),
             ),
             ("runner successors (4 B/edge)", self.succ.capacity() * 4),
-            ("runner state (1 B/task)", self.state.capacity()),
             (
-                "runner start times (8 B/task)",
-                self.started_at.capacity() * 8,
+                "runner done times (8 B/task, only with spans)",
+                self.done_at.capacity() * 8,
             ),
-            ("runner done times (8 B/task)", self.done_at.capacity() * 8),
             ("runner operation of each task", self.ops_of.heap_bytes()),
         ]
     }
@@ -946,6 +1034,34 @@ mod tests {
                 end: SimTime(9)
             }
         );
+    }
+
+    /// A runner without spans reports the same completion time of every task
+    /// (done − start) as one that keeps both ends, and no spans.
+    #[test]
+    fn runner_without_spans_keeps_completion_times() {
+        let mut d = Dag::new();
+        d.begin_op("x");
+        let a = d.transfer(GpuId(0), GpuId(1), 10, &[]);
+        let b = d.transfer(GpuId(0), GpuId(1), 10, &[Dep::Sent(a)]);
+        let c = d.marker(&[Dep::Done(a), Dep::Done(b)]);
+        let mut runs = Vec::new();
+        for mut r in [DagRunner::new(&d), DagRunner::without_spans(&d)] {
+            let mut ready = Vec::new();
+            r.start(&mut ready);
+            r.sent(a, SimTime(5), &mut ready);
+            r.done(a, SimTime(7), &mut ready);
+            r.done(b, SimTime(19), &mut ready);
+            r.done(c, SimTime(19), &mut ready);
+            assert!(r.finished());
+            // a: 0..7; b: ready when a was sent (5), done at 19; c: 19..19
+            let spans: Vec<SimTime> = [a, b, c].iter().map(|&t| r.span(t)).collect();
+            assert_eq!(spans, [SimTime(7), SimTime(14), SimTime(0)]);
+            runs.push(r.take_spans());
+        }
+        assert_eq!(runs[0].0, [SimTime(0), SimTime(5), SimTime(19)]);
+        assert_eq!(runs[0].1, [SimTime(7), SimTime(19), SimTime(19)]);
+        assert!(runs[1].0.is_empty() && runs[1].1.is_empty());
     }
 
     /// The packed tables give back every field as set: kinds (a value past
@@ -1066,11 +1182,11 @@ mod tests {
 
     /// The accounting `FABRICSIM_FLOW_MEM` prints counts each table at its
     /// per-task and per-dependency size: a chain of 1,000 tasks (999
-    /// dependencies) built with exact capacities holds 4 B per task of unmet
-    /// counts, 4 B per task plus one of successor starts, 4 B per dependency,
-    /// 1 B of state and 8 B each of start and done times per task; the DAG
-    /// 16 B per task, 4 B per task plus one of dependency starts. Figures
-    /// from the struct layouts (documented on `Dag` and `DagRunner`).
+    /// dependencies) built with exact capacities: the DAG 16 B per task, 4 B
+    /// per task plus one of dependency starts; the runner a 16-byte slot per
+    /// task plus one, 4 B per dependency, and 8 B of done time per task only
+    /// when it keeps spans. Figures from the struct layouts (documented on
+    /// `Dag` and `DagRunner`).
     #[test]
     fn table_bytes_count_each_table_at_its_size() {
         let mut d = Dag::new();
@@ -1085,8 +1201,12 @@ mod tests {
         let dag: Vec<usize> = d.table_bytes().iter().map(|r| r.1).collect();
         assert_eq!(dag[..3], [16_000, 4 * 1001, 4 * 999]);
         assert_eq!(dag.iter().sum::<usize>(), d.heap_bytes());
+        assert_eq!(std::mem::size_of::<Slot>(), 16);
         let r = DagRunner::new(&d);
         let run: Vec<usize> = r.table_bytes().iter().map(|r| r.1).collect();
-        assert_eq!(run[..6], [4_000, 4 * 1001, 4 * 999, 1_000, 8_000, 8_000]);
+        assert_eq!(run[..3], [16 * 1001, 4 * 999, 8_000]);
+        let r = DagRunner::without_spans(&d);
+        let run: Vec<usize> = r.table_bytes().iter().map(|r| r.1).collect();
+        assert_eq!(run[..3], [16 * 1001, 4 * 999, 0]);
     }
 }

@@ -943,6 +943,8 @@ impl Executor<'_> {
                 links: 4 * TIMELINE_LINKS,
             }),
             sampling: None,
+            // only the timeline export reads each task's start and end
+            skip_task_spans: !self.opts.trace,
         };
         backend::run(dag, self.topo, &cfg, &observers)
     }

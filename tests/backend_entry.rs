@@ -238,12 +238,19 @@ fn sampling_and_the_link_timeline_come_from_the_fidelities_that_model_them() {
             ports: 4,
             max_samples: 64,
         }),
+        // nor does keeping one time per task instead of both ends at the flow level
+        skip_task_spans: true,
     };
     for f in FIDELITIES {
         let cfg = at(f, Vec::new());
         let plain = backend::run(&dag, &topo, &cfg, &Observers::default()).unwrap();
         let watched = backend::run(&dag, &topo, &cfg, &watch).unwrap();
         assert!(same_result(&plain, &watched), "{f:?}");
+        assert_eq!(plain.transfer_ideal, watched.transfer_ideal, "{f:?}");
+        // only the flow level drops the spans it was told nobody reads
+        assert_eq!(plain.task_start.len(), dag.len(), "{f:?}");
+        assert_eq!(watched.task_start.is_empty(), f == Fidelity::Flow, "{f:?}");
+        assert_eq!(watched.task_done.is_empty(), f == Fidelity::Flow, "{f:?}");
         assert_eq!(!watched.series.is_empty(), f == Fidelity::Packet, "{f:?}");
         assert!(watched.series.iter().all(|s| s.samples.len() <= 64));
         assert_eq!(

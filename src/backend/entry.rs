@@ -77,6 +77,11 @@ pub struct Observers {
     /// Sample port queues into [`RunOutput::series`]; `None` keeps the packet
     /// settings' own (`PacketConfig::sample_interval`, off by default).
     pub sampling: Option<Sampling>,
+    /// The caller does not read [`RunOutput::task_start`] and
+    /// [`RunOutput::task_done`]: the flow level may leave them empty and keep
+    /// 8 B per task less ([`flow::FlowConfig::skip_task_spans`]); the other
+    /// backends fill them anyway.
+    pub skip_task_spans: bool,
 }
 
 impl fmt::Debug for Observers {
@@ -85,6 +90,7 @@ impl fmt::Debug for Observers {
             .field("progress", &self.progress.is_some())
             .field("link_timeline", &self.link_timeline)
             .field("sampling", &self.sampling)
+            .field("skip_task_spans", &self.skip_task_spans)
             .finish()
     }
 }
@@ -256,6 +262,7 @@ pub fn run(
                 timeline_links: timeline.map_or(0, |t| t.links),
                 progress: observers.progress.clone(),
                 classes: cfg.classes.clone(),
+                skip_task_spans: observers.skip_task_spans,
             };
             flow::run(dag, topo, &fc).map_err(BackendError::Flow)
         }

@@ -78,6 +78,12 @@ pub struct FlowConfig {
     /// links are shared among classes as [`super::class_share`] describes when
     /// the transfers ride more than one; `None`, or one class, is max-min.
     pub classes: Option<TrafficClasses>,
+    /// The caller does not read [`RunOutput::task_start`] and
+    /// [`RunOutput::task_done`] (no timeline export): they come back empty and
+    /// the run keeps one time per task instead of two
+    /// ([`DagRunner::without_spans`], 8 B per task less: 537 MB on the
+    /// 131,072-GPU benchmark's 67 M tasks). Results are otherwise identical.
+    pub skip_task_spans: bool,
 }
 
 impl fmt::Debug for FlowConfig {
@@ -91,6 +97,7 @@ impl fmt::Debug for FlowConfig {
             .field("timeline_links", &self.timeline_links)
             .field("progress", &self.progress.is_some())
             .field("classes", &self.classes)
+            .field("skip_task_spans", &self.skip_task_spans)
             .finish()
     }
 }
@@ -134,48 +141,130 @@ struct Event {
     id: u32,
     version: u32,
 }
-impl Event {
-    /// Earliest first, ties by sequence number (unique, so the order is total).
-    #[inline]
-    fn key(&self) -> (u64, u64) {
-        (self.time, self.seq)
-    }
-}
 
-/// The pending events: a 4-ary min-heap on [`Event::key`]. The keys are
-/// unique, so it pops exactly the order `std`'s binary heap did; it halves the
-/// levels a pop walks. Profile of the 16,384-GPU flow benchmark: a third of
-/// `run`'s own time was one load in the binary heap's sift-down (a cache miss
-/// per level on a heap of ~10^5 32-byte events).
+/// The pending events, popped earliest first, ties by sequence number (unique,
+/// so the order is total): a 4-ary min-heap of
+/// the distinct pending *times*, each with a FIFO of its events. Sequence
+/// numbers only grow, so the events of one time are pushed in sequence order
+/// and a FIFO keeps it: the order is exactly that of a heap of events (the
+/// single 4-ary heap of events this replaces). A collective's symmetric flows
+/// (every rail, every host at one tree depth) end at the same picosecond, so
+/// the heap holds far fewer entries than there are events, and a pop of a
+/// time's second event on is a read of the next entry of its FIFO. Profile
+/// of the 16,384-GPU flow benchmark: 16% of the run was the heap of events'
+/// pop, cache misses down its levels. A FIFO entry keeps only what its time
+/// and position do not say (12 B, not the 32 of an [`Event`]).
 #[derive(Default)]
 struct EventQueue {
-    v: Vec<Event>,
+    /// (time, bucket) of every distinct pending time: a 4-ary min-heap on the
+    /// time (unique, so the order is total).
+    times: Vec<(u64, u32)>,
+    /// Each pending time's events in push order, from `head` on; emptied
+    /// buckets are kept for reuse (no allocation once the run is warm).
+    buckets: Vec<Bucket>,
+    free: Vec<u32>,
+    /// The bucket of each pending time (only looked up, never iterated).
+    index: std::collections::HashMap<u64, u32, std::hash::BuildHasherDefault<MixHasher>>,
+    len: usize,
+    high_water: usize,
+    /// Sequence number of the last push: they must only grow.
+    last_seq: u64,
 }
+
+#[derive(Default)]
+struct Bucket {
+    events: Vec<Queued>,
+    head: usize,
+}
+
+/// An [`Event`] in its time's FIFO.
+#[derive(Clone, Copy)]
+struct Queued {
+    id: u32,
+    version: u32,
+    kind: EvKind,
+}
+const _: () = assert!(std::mem::size_of::<Queued>() == 12);
 
 impl EventQueue {
     fn push(&mut self, e: Event) {
-        let mut i = self.v.len();
-        self.v.push(e);
-        let k = e.key();
-        while i > 0 {
-            let p = (i - 1) / 4;
-            if self.v[p].key() <= k {
-                break;
+        let b = match self.index.get(&e.time) {
+            Some(&b) => b,
+            None => {
+                let b = match self.free.pop() {
+                    Some(b) => b,
+                    None => {
+                        self.buckets.push(Bucket::default());
+                        self.buckets.len() as u32 - 1
+                    }
+                };
+                self.index.insert(e.time, b);
+                self.push_time(e.time, b);
+                b
             }
-            self.v[i] = self.v[p];
-            i = p;
-        }
-        self.v[i] = e;
+        };
+        // the invariant that makes a FIFO per time the (time, seq) order
+        debug_assert!(e.seq > self.last_seq, "sequence numbers only grow");
+        self.last_seq = e.seq;
+        self.buckets[b as usize].events.push(Queued {
+            id: e.id,
+            version: e.version,
+            kind: e.kind,
+        });
+        self.len += 1;
+        self.high_water = self.high_water.max(self.len);
     }
 
     fn pop(&mut self) -> Option<Event> {
-        let last = self.v.pop()?;
-        let n = self.v.len();
-        if n == 0 {
-            return Some(last);
+        let &(time, b) = self.times.first()?;
+        let bucket = &mut self.buckets[b as usize];
+        let q = bucket.events[bucket.head];
+        let e = Event {
+            time,
+            seq: 0, // its place in the FIFO is its order; not read once popped
+            kind: q.kind,
+            id: q.id,
+            version: q.version,
+        };
+        bucket.head += 1;
+        if bucket.head == bucket.events.len() {
+            bucket.events.clear();
+            bucket.head = 0;
+            self.index.remove(&time);
+            self.pop_time();
+            self.free.push(b);
         }
-        let top = self.v[0];
-        let k = last.key();
+        self.len -= 1;
+        Some(e)
+    }
+
+    /// Time of the next event.
+    fn peek_time(&self) -> Option<u64> {
+        self.times.first().map(|t| t.0)
+    }
+
+    fn push_time(&mut self, time: u64, bucket: u32) {
+        let mut i = self.times.len();
+        self.times.push((time, bucket));
+        while i > 0 {
+            let p = (i - 1) / 4;
+            if self.times[p].0 <= time {
+                break;
+            }
+            self.times[i] = self.times[p];
+            i = p;
+        }
+        self.times[i] = (time, bucket);
+    }
+
+    fn pop_time(&mut self) {
+        let Some(last) = self.times.pop() else {
+            return;
+        };
+        let n = self.times.len();
+        if n == 0 {
+            return;
+        }
         let mut i = 0;
         loop {
             let c = 4 * i + 1;
@@ -184,22 +273,31 @@ impl EventQueue {
             }
             let mut m = c;
             for j in c + 1..(c + 4).min(n) {
-                if self.v[j].key() < self.v[m].key() {
+                if self.times[j].0 < self.times[m].0 {
                     m = j;
                 }
             }
-            if self.v[m].key() >= k {
+            if self.times[m].0 >= last.0 {
                 break;
             }
-            self.v[i] = self.v[m];
+            self.times[i] = self.times[m];
             i = m;
         }
-        self.v[i] = last;
-        Some(top)
+        self.times[i] = last;
     }
 
-    fn peek(&self) -> Option<&Event> {
-        self.v.first()
+    /// Bytes held on the heap, by capacity (the index counted at its entry
+    /// and control byte).
+    fn heap_bytes(&self) -> usize {
+        self.times.capacity() * 16
+            + self
+                .buckets
+                .iter()
+                .map(|b| b.events.capacity() * std::mem::size_of::<Queued>())
+                .sum::<usize>()
+            + self.buckets.capacity() * std::mem::size_of::<Bucket>()
+            + self.free.capacity() * 4
+            + self.index.capacity() * (8 + 4 + 1)
     }
 }
 
@@ -370,7 +468,11 @@ impl<'a> Sim<'a> {
             dag,
             topo: Cow::Borrowed(topo),
             cfg,
-            runner: DagRunner::new(dag),
+            runner: if cfg.skip_task_spans {
+                DagRunner::without_spans(dag)
+            } else {
+                DagRunner::new(dag)
+            },
             heap: EventQueue::default(),
             seq: 0,
             flows: Vec::new(),
@@ -456,7 +558,7 @@ impl<'a> Sim<'a> {
                 }
             }
             self.start_ready(&mut ready, now)?;
-            if self.heap.peek().is_none_or(|e| e.time > now) {
+            if self.heap.peek_time().is_none_or(|t| t > now) {
                 // all changes of this timestamp are in: one recomputation
                 self.recompute(now);
             }
@@ -1312,10 +1414,7 @@ impl<'a> Sim<'a> {
                 "flow per-link scalars",
                 nl * (8 + 8 + 8 + 4 + 4 + 8 + 8 + 4),
             ),
-            (
-                "flow event heap",
-                self.heap.v.capacity() * std::mem::size_of::<Event>(),
-            ),
+            ("flow event heap", self.heap.heap_bytes()),
             (
                 "flow route cache",
                 self.route_index.capacity() * (16 + 4 + 1)
@@ -1344,7 +1443,7 @@ impl<'a> Sim<'a> {
             self.dag.edges(),
             nl,
             self.flows.len(),
-            self.heap.v.capacity()
+            self.heap.high_water
         );
         for (name, b) in rows {
             eprintln!(
@@ -1359,23 +1458,24 @@ impl<'a> Sim<'a> {
     fn output(mut self, makespan: u64) -> RunOutput {
         let delivered = self.delivered;
         // Memory: the output is built where the run's per-task tables were,
-        // not beside them: the scheduling tables are freed first, the start and
-        // done times moved out, and the ideal times compacted in place to the
-        // transfers'. What this backend holds per task peaks during the run
-        // (37 B, budget::RUN_BYTES_PER_TASK_FLOW), no longer here (53 B).
+        // not beside them: the successors are freed first and the ideal times
+        // compacted in place to the transfers'; the completion times come from
+        // the runner's slots (done − start), the two ends only when asked for.
+        // What this backend holds per task peaks here (32 B without spans,
+        // budget::RUN_BYTES_PER_TASK_FLOW).
         self.runner.free_schedule();
-        let (task_start, task_done) = self.runner.take_spans();
         let n = self.dag.tasks().filter(|t| t.kind.is_transfer()).count();
         let mut fct = Vec::with_capacity(n);
         let mut ideal = std::mem::take(&mut self.ideal);
         for (i, t) in self.dag.tasks().enumerate() {
             if t.kind.is_transfer() {
                 ideal[fct.len()] = ideal[i];
-                fct.push(task_done[i] - task_start[i]);
+                fct.push(self.runner.span(TaskId(i as u32)));
             }
         }
         ideal.truncate(n);
         ideal.shrink_to_fit();
+        let (task_start, task_done) = self.runner.take_spans();
         let links = self
             .link_bytes
             .iter()
@@ -1455,6 +1555,9 @@ impl std::hash::Hasher for MixHasher {
             self.0 = mix64(self.0 ^ u64::from(b));
         }
     }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = mix64(self.0 ^ x);
+    }
     fn write_u128(&mut self, x: u128) {
         self.0 = mix64(self.0 ^ x as u64) ^ (x >> 64) as u64;
     }
@@ -1495,6 +1598,50 @@ mod tests {
     use crate::dag::Dep;
     use crate::topology::{build, ClusterSpec, FabricLinkSpec, GpuId, TopologySpec};
     use crate::units::Rate;
+
+    /// The bucketed queue pops exactly the (time, sequence) order of a heap
+    /// of events (`std`'s, the reference) over pushes and pops interleaved as
+    /// the run does them: many events sharing a time, pushes at the time
+    /// being popped (a zero-duration task), a time emptied and pushed again.
+    #[test]
+    fn event_queue_pops_in_time_then_sequence_order() {
+        use std::cmp::Reverse;
+        let mut q = EventQueue::default();
+        let mut reference = BinaryHeap::new();
+        let (mut seq, mut now, mut popped) = (0u64, 0u64, 0usize);
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for step in 0..20_000u32 {
+            x = mix64(x);
+            if x % 3 != 0 || reference.is_empty() {
+                seq += 1;
+                // few distinct times, some at `now` itself
+                let e = Event {
+                    time: now + (x >> 8) % 4 * 1_000 * ((x >> 4) % 2),
+                    seq,
+                    kind: EvKind::TaskDone,
+                    id: step,
+                    version: 0,
+                };
+                q.push(e);
+                reference.push(Reverse((e.time, e.seq, e.id)));
+            } else {
+                let Reverse((time, _, id)) = reference.pop().expect("non-empty");
+                let e = q.pop().expect("the queue holds as many as the reference");
+                // ids are unique: the same event, not only the same time
+                assert_eq!((e.time, e.id), (time, id), "pop {popped}");
+                assert_eq!(q.peek_time(), reference.peek().map(|r| r.0 .0));
+                now = e.time;
+                popped += 1;
+            }
+        }
+        while let Some(Reverse((time, _, id))) = reference.pop() {
+            let e = q.pop().expect("as many as the reference");
+            assert_eq!((e.time, e.id), (time, id));
+        }
+        assert!(q.pop().is_none() && q.peek_time().is_none());
+        assert!(popped > 5_000, "the sequence pops often: {popped}");
+        assert!(q.buckets.len() < 64, "emptied times' buckets are reused");
+    }
 
     fn single_switch(hosts: u32) -> Topology {
         let c = ClusterSpec {

@@ -382,7 +382,7 @@ pub fn transfer_times(
     let mut ideal = Vec::with_capacity(n);
     for (i, t) in dag.tasks().enumerate() {
         if t.kind.is_transfer() {
-            fct.push(runner.done_at[i] - runner.started_at[i]);
+            fct.push(runner.span(crate::dag::TaskId(i as u32)));
             ideal.push(ideal_by_task[i]);
         }
     }

@@ -646,6 +646,13 @@ impl TopologyBuilder {
             out_links[fill[l.from.0 as usize] as usize] = LinkId(i as u32);
             fill[l.from.0 as usize] += 1;
         }
+        // each node's out-links again, by far end (stable: in `out_links`
+        // order among links to one node), for `Topology::links_to`
+        let mut out_by_to = out_links.clone();
+        for i in 0..n {
+            let (s, e) = (out_start[i] as usize, out_start[i + 1] as usize);
+            out_by_to[s..e].sort_by_key(|l| self.links[l.0 as usize].to);
+        }
         let mut switch_index = vec![u32::MAX; n];
         let mut n_switches = 0u32;
         for (i, node) in self.nodes.iter().enumerate() {
@@ -673,6 +680,7 @@ impl TopologyBuilder {
             links: self.links,
             out_start,
             out_links,
+            out_by_to,
             hosts: self.hosts,
             gpus_per_host: self.gpus_per_host,
             gpus: self.gpus,
@@ -935,6 +943,79 @@ mod tests {
             );
             assert_eq!(est, want, "{} estimated", spec.name());
         }
+    }
+
+    /// A switch one hop from the destination's edge switch finds its next
+    /// hops by binary search (`Topology::links_to`); they are exactly, and in
+    /// the same order (the ECMP pick indexes them), the links a scan of
+    /// every port keeps: on a fat-tree, a leaf-spine at 2:1 and a
+    /// rail-optimized fabric, healthy and with a switch link down.
+    #[test]
+    fn next_hops_by_search_are_the_scan() {
+        // the scan `next_hops` did before the search, for a single-port NIC
+        fn scan(t: &Topology, at: NodeId, dst: GpuId) -> Vec<LinkId> {
+            let dnic = t.nic_of_node(t.gpus[dst.0 as usize].nic).expect("NIC");
+            let leaf = t.leaf_index[dnic.leaf.0 as usize] as usize;
+            let row = &t.dist[leaf * t.n_switches..(leaf + 1) * t.n_switches];
+            let here = row[t.switch_index[at.0 as usize] as usize];
+            t.out_links(at)
+                .iter()
+                .copied()
+                .filter(|l| {
+                    let si = t.switch_index[t.links[l.0 as usize].to.0 as usize];
+                    t.link_up[l.0 as usize] && si != u32::MAX && row[si as usize] + 1 == here
+                })
+                .collect()
+        }
+        let shapes = [
+            TopologySpec::FatTree { k: 4 },
+            TopologySpec::LeafSpine {
+                radix: 6,
+                oversubscription: 2.0,
+            },
+            TopologySpec::RailOptimized {
+                radix: 4,
+                spine_radix: 4,
+            },
+        ];
+        let mut searched = 0;
+        for spec in &shapes {
+            let (c, f) = test_specs(8, 2);
+            let mut t = build(&c, &f, spec).expect("builds");
+            for cut in [false, true] {
+                if cut {
+                    // the first switch-to-switch link goes down
+                    let l = (0..t.links.len())
+                        .find(|&l| {
+                            let k = &t.links[l];
+                            t.switch_index[k.from.0 as usize] != u32::MAX
+                                && t.switch_index[k.to.0 as usize] != u32::MAX
+                        })
+                        .expect("a switch link");
+                    t.set_link_up(LinkId(l as u32), false);
+                }
+                for at in 0..t.nodes.len() {
+                    let at = NodeId(at as u32);
+                    if t.switch_index[at.0 as usize] == u32::MAX {
+                        continue;
+                    }
+                    for g in 0..t.gpus.len() {
+                        let dst = GpuId(g as u32);
+                        let dnic = t.nic_of_node(t.gpus[g].nic).expect("NIC");
+                        if dnic.leaf == at {
+                            continue; // the down link to the NIC, not a scan
+                        }
+                        let mut got = Vec::new();
+                        t.next_hops(at, dst, &mut got);
+                        assert_eq!(got, scan(&t, at, dst), "{} {at:?} -> {dst:?}", spec.name());
+                        let leaf = t.leaf_index[dnic.leaf.0 as usize] as usize;
+                        let si = t.switch_index[at.0 as usize] as usize;
+                        searched += usize::from(t.dist[leaf * t.n_switches + si] == 1);
+                    }
+                }
+            }
+        }
+        assert!(searched > 100, "the search ran {searched} times");
     }
 
     /// The shortcut of `Topology::path_cost` (one path where all equal-cost

@@ -585,7 +585,7 @@ impl<'a> Sim<'a> {
         for (i, t) in self.dag.tasks().enumerate() {
             // a run stopped early (a deadlock) reports the transfers it finished
             if t.kind.is_transfer() && self.runner.is_done(crate::dag::TaskId(i as u32)) {
-                fct.push(self.done_at[i] - self.runner.started_at[i]);
+                fct.push(self.done_at[i] - self.runner.started_at(crate::dag::TaskId(i as u32)));
                 ideal.push(self.ideal[i]);
             }
         }

@@ -1200,6 +1200,7 @@ fn run_traffic(
         _ => None,
     };
     crate::workload::traffic::add_extra_flows(&mut dag, exec.scenario.extra_flows());
+    crate::workload::traffic::one_connection_per_flow(&mut dag);
     let mut out = exec.run_faulty(&dag, SimTime::ZERO)?;
     if let (TrafficSpec::Flows(list), Some(ops)) = (&spec, &listed_ops) {
         let rows = list

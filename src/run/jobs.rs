@@ -207,13 +207,16 @@ fn logical_traffic(
         }
         _ => {}
     }
-    if let TrafficSpec::Flows(list) = &spec {
+    let mut dag = if let TrafficSpec::Flows(list) = &spec {
         let mut dag = Dag::new();
         crate::workload::flows::lower(list, &mut dag);
-        return Ok(dag);
-    }
-    generate(&spec, &logical)
-        .map_err(|e| RunError::Unsupported(format!("workload.{}: {}", e.field, e.message)))
+        dag
+    } else {
+        generate(&spec, &logical)
+            .map_err(|e| RunError::Unsupported(format!("workload.{}: {}", e.field, e.message)))?
+    };
+    crate::workload::traffic::one_connection_per_flow(&mut dag);
+    Ok(dag)
 }
 
 /// Adds job `j`'s DAG to `dag` behind a delay of its start; returns the range

@@ -20,7 +20,7 @@
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
-use crate::dag::{Dag, Dep};
+use crate::dag::{Dag, Dep, TaskId, TaskKind};
 use crate::topology::{GpuId, Topology};
 use crate::units::{Rate, SimTime};
 
@@ -250,6 +250,30 @@ pub fn add_extra_flows(dag: &mut Dag, flows: &[ExtraFlow]) {
     }
 }
 
+/// Gives every flow of a traffic DAG its own connection: the k-th transfer
+/// between one (source, destination) pair, in task order, rides queue pair
+/// k mod 256 of that pair (the first keeps 0, so patterns whose pairs are
+/// distinct are unchanged). Independent flows are separate connections in
+/// the traffic they stand for (a web-search query is its own TCP
+/// connection; the HPCC simulator opens a queue pair per flow), so a short
+/// flow never waits behind a long one on the same pair at the sending NIC,
+/// and each takes its own ECMP path, at every fidelity (the flow level
+/// hashes the queue pair too). Pairs with more than 256 flows reuse queue
+/// pairs in turn, by then most likely finished: the DAG keeps one byte per
+/// transfer for it.
+pub fn one_connection_per_flow(dag: &mut Dag) {
+    let mut seen: std::collections::HashMap<(u32, u32), u32> = std::collections::HashMap::new();
+    for t in 0..dag.len() {
+        if let TaskKind::Transfer { src, dst, .. } = dag.task(t).kind {
+            let k = seen.entry((src.0, dst.0)).or_insert(0);
+            if *k > 0 {
+                dag.set_qp(TaskId(t as u32), (*k % 256) as u8);
+            }
+            *k += 1;
+        }
+    }
+}
+
 /// Builds the DAG of `spec` on `topo` (one operation named after the pattern).
 ///
 /// # Errors
@@ -377,6 +401,34 @@ pub fn generate(spec: &TrafficSpec, topo: &Topology) -> Result<Dag, TrafficError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_flow_of_a_pair_gets_the_next_queue_pair() {
+        // flows 0→1, 0→1, 1→0, 0→1 and 300 more 2→3: queue pairs 0, 1, 0,
+        // 2, then 0..255 and around again for 2→3
+        let mut dag = Dag::new();
+        dag.begin_op("flows");
+        let mut ids = Vec::new();
+        for (s, d) in [(0, 1), (0, 1), (1, 0), (0, 1)] {
+            ids.push(dag.transfer(GpuId(s), GpuId(d), 1000, &[]));
+        }
+        let c = dag.compute(GpuId(2), SimTime::from_secs_f64(1e-6), &[]);
+        for _ in 0..300 {
+            ids.push(dag.transfer(GpuId(2), GpuId(3), 1000, &[Dep::Done(c)]));
+        }
+        one_connection_per_flow(&mut dag);
+        let qp = |i: usize| dag.qp_of(ids[i].0 as usize);
+        assert_eq!([qp(0), qp(1), qp(2), qp(3)], [0, 1, 0, 2]);
+        assert_eq!(
+            (qp(4), qp(5), qp(4 + 255), qp(4 + 256), qp(4 + 299)),
+            (0, 1, 255, 0, 43)
+        );
+        assert_eq!(
+            dag.qp_of(c.0 as usize),
+            0,
+            "a compute task has no queue pair"
+        );
+    }
     use crate::dag::TaskKind;
 
     fn topo(hosts: u32, gpus: u32) -> Topology {

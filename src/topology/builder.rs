@@ -950,6 +950,22 @@ mod tests {
     /// the same order (the ECMP pick indexes them), the links a scan of
     /// every port keeps: on a fat-tree, a leaf-spine at 2:1 and a
     /// rail-optimized fabric, healthy and with a switch link down.
+    /// The three switch-tiered shapes the routing tests walk: a k = 4 fat-tree,
+    /// a 2:1 oversubscribed leaf-spine and a rail-optimized fabric.
+    fn test_shapes() -> [TopologySpec; 3] {
+        [
+            TopologySpec::FatTree { k: 4 },
+            TopologySpec::LeafSpine {
+                radix: 6,
+                oversubscription: 2.0,
+            },
+            TopologySpec::RailOptimized {
+                radix: 4,
+                spine_radix: 4,
+            },
+        ]
+    }
+
     #[test]
     fn next_hops_by_search_are_the_scan() {
         // the scan `next_hops` did before the search, for a single-port NIC
@@ -967,17 +983,7 @@ mod tests {
                 })
                 .collect()
         }
-        let shapes = [
-            TopologySpec::FatTree { k: 4 },
-            TopologySpec::LeafSpine {
-                radix: 6,
-                oversubscription: 2.0,
-            },
-            TopologySpec::RailOptimized {
-                radix: 4,
-                spine_radix: 4,
-            },
-        ];
+        let shapes = test_shapes();
         let mut searched = 0;
         for spec in &shapes {
             let (c, f) = test_specs(8, 2);
@@ -1026,17 +1032,7 @@ mod tests {
     /// takes the walk again.
     #[test]
     fn paths_alike_holds_where_the_walk_finds_one_cost() {
-        let shapes = [
-            TopologySpec::FatTree { k: 4 },
-            TopologySpec::LeafSpine {
-                radix: 6,
-                oversubscription: 2.0,
-            },
-            TopologySpec::RailOptimized {
-                radix: 4,
-                spine_radix: 4,
-            },
-        ];
+        let shapes = test_shapes();
         // (NICs per host, planes, dual ToR, tier rates, override host 1)
         let variants = [
             (1, 1, false, false, false),

@@ -237,13 +237,39 @@ impl Port {
 /// The queue, its byte count and the port's totals (`qtotal`, `max_q`, the
 /// queue integral, the lane bitmap) must change together; they only change
 /// through [`Ports::push`] and [`Ports::pop`], so they cannot drift apart.
-/// Flat vectors, as before: a port is one record, a lane one `VecDeque`.
+///
+/// A lane is an intrusive FIFO: its 16-byte [`Lane`] record holds the head
+/// and tail packet and the queued bytes, and `next` (one `u32` per slab
+/// slot) links a queued packet to the one behind it. Measured (perf
+/// annotate, 1,024-host permutation bench): with a `VecDeque` per lane, the
+/// head of a queue was three dependent cache misses (the deque's header,
+/// its heap buffer, the packet), 60% of `try_send`'s samples, and `qbytes`
+/// lay in a third array; now the lane record (address known from the port
+/// id alone, two ports' lanes per cache line at 2 lanes) gives the head
+/// packet directly. A packet is in at most one lane at a time (it is popped
+/// before it is sent, dropped or freed), so one `next` per slot suffices.
 pub struct Ports {
     ports: IdVec<PortId, Port>,
-    queues: IdVec<LaneIdx, VecDeque<PktIdx>>,
-    qbytes: IdVec<LaneIdx, u64>,
+    lanes: IdVec<LaneIdx, Lane>,
+    /// Per packet slot: the packet queued behind it in its lane, or
+    /// [`PktIdx`]`(NONE)`; meaningful only while the packet is queued. Grows
+    /// with the slab's high-water mark, never per packet in steady state.
+    next: Vec<PktIdx>,
     vls: usize,
 }
+
+/// One egress lane's FIFO (see [`Ports`]): 16 bytes.
+#[derive(Clone, Copy, Debug)]
+struct Lane {
+    /// First packet, or `PktIdx(NONE)` when empty.
+    head: PktIdx,
+    /// Last packet (meaningless when empty).
+    tail: PktIdx,
+    /// Queued wire bytes.
+    bytes: u64,
+}
+
+const NO_PKT: PktIdx = PktIdx(NONE);
 
 impl Ports {
     /// `ports` (one per directed link, same number) with `vls` empty lanes each.
@@ -251,8 +277,15 @@ impl Ports {
         let lanes = ports.len() * vls;
         Ports {
             ports,
-            queues: (0..lanes).map(|_| VecDeque::new()).collect(),
-            qbytes: IdVec::from_vec(vec![0; lanes]),
+            lanes: IdVec::from_vec(vec![
+                Lane {
+                    head: NO_PKT,
+                    tail: NO_PKT,
+                    bytes: 0,
+                };
+                lanes
+            ]),
+            next: Vec::new(),
             vls,
         }
     }
@@ -296,26 +329,56 @@ impl Ports {
     /// Wire bytes queued on lane `qi`.
     #[inline]
     pub fn queued_bytes(&self, qi: LaneIdx) -> u64 {
-        self.qbytes[qi]
+        self.lanes[qi].bytes
     }
 
     /// The packet at the head of lane `qi`, if any.
     #[inline]
     pub fn head(&self, qi: LaneIdx) -> Option<PktIdx> {
-        self.queues[qi].front().copied()
+        let h = self.lanes[qi].head;
+        (h != NO_PKT).then_some(h)
     }
 
     /// The packets queued on lane `qi`, head first.
     pub fn queued(&self, qi: LaneIdx) -> impl Iterator<Item = PktIdx> + '_ {
-        self.queues[qi].iter().copied()
+        let mut cur = self.lanes[qi].head;
+        std::iter::from_fn(move || {
+            (cur != NO_PKT).then(|| {
+                let p = cur;
+                cur = self.next[p.idx()];
+                p
+            })
+        })
+    }
+
+    /// Asks the CPU to load what handling a transmission on port `p` reads
+    /// first: its record and its lanes' heads (a hint, no effect on results).
+    #[inline(always)]
+    pub fn prefetch(&self, p: PortId) {
+        super::slab::prefetch(&self.ports[p]);
+        let first = p.lane(0, self.vls);
+        if let Some(l) = self.lanes.as_slice().get(first.idx()) {
+            super::slab::prefetch(l);
+        }
     }
 
     /// Appends `pkt` (`wire` bytes) to lane `vl` of port `p` at time `now`.
     #[inline]
     pub fn push(&mut self, p: PortId, vl: u8, pkt: PktIdx, wire: u64, now: u64) {
         let qi = self.lane(p, vl);
-        self.queues[qi].push_back(pkt);
-        self.qbytes[qi] += wire;
+        if pkt.idx() >= self.next.len() {
+            self.grow(pkt);
+        }
+        self.next[pkt.idx()] = NO_PKT;
+        let lane = &mut self.lanes[qi];
+        if lane.head == NO_PKT {
+            lane.head = pkt;
+        } else {
+            let tail = lane.tail;
+            self.next[tail.idx()] = pkt;
+        }
+        lane.tail = pkt;
+        lane.bytes += wire;
         let port = &mut self.ports[p];
         port.lanes_queued |= 1 << vl;
         port.account_queue(now);
@@ -325,15 +388,28 @@ impl Ports {
         }
     }
 
+    /// Makes room in `next` for slot `pkt` (the slab grew past its old high
+    /// water): doubling, so a run reallocates O(log high-water) times.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, pkt: PktIdx) {
+        let want = (pkt.idx() + 1).max(2 * self.next.len()).max(1024);
+        self.next.resize(want, NO_PKT);
+    }
+
     /// Removes the head packet (`wire` bytes, read by the caller from the
     /// packet) of lane `vl` of port `p` at time `now`.
     #[inline]
     pub fn pop(&mut self, p: PortId, vl: u8, wire: u64, now: u64) {
         let qi = self.lane(p, vl);
-        let queue = &mut self.queues[qi];
-        queue.pop_front();
-        let empty = queue.is_empty();
-        self.qbytes[qi] -= wire;
+        let lane = &mut self.lanes[qi];
+        debug_assert!(lane.head != NO_PKT, "pop from an empty lane");
+        if lane.head == NO_PKT {
+            return;
+        }
+        lane.head = self.next[lane.head.idx()];
+        let empty = lane.head == NO_PKT;
+        lane.bytes -= wire;
         let port = &mut self.ports[p];
         if empty {
             port.lanes_queued &= !(1 << vl);
@@ -1151,7 +1227,7 @@ impl Sim<'_> {
         } else {
             0x5bd1_e995
         };
-        let h = mix64(self.qps[k.qp].hash ^ salt ^ ((node as u64) << 32));
+        let h = mix64(self.qps.hash(k.qp) ^ salt ^ ((node as u64) << 32));
         // Multiply-shift instead of `h % n`: no division per hop.
         ((h as u128 * n as u128) >> 64) as usize
     }

@@ -362,6 +362,22 @@ impl Ports {
         }
     }
 
+    /// The head packet of port `p`'s highest queued lane, the one strict
+    /// priority serves first, with its `next` link prefetched: a hint for
+    /// prefetching the packet (see `Sim::prefetch_deep`).
+    #[inline(always)]
+    pub fn head_hint(&self, p: PortId) -> Option<PktIdx> {
+        let lanes = self.ports[p].lanes_queued;
+        if lanes == 0 {
+            return None;
+        }
+        let vl = 7 - lanes.leading_zeros() as u8;
+        let h = self.lanes[p.lane(vl, self.vls)].head;
+        let n = self.next.get(h.idx())?;
+        super::slab::prefetch(n);
+        Some(h)
+    }
+
     /// Appends `pkt` (`wire` bytes) to lane `vl` of port `p` at time `now`.
     #[inline]
     pub fn push(&mut self, p: PortId, vl: u8, pkt: PktIdx, wire: u64, now: u64) {
@@ -622,6 +638,24 @@ impl RouteCache {
             let d = dst as usize;
             &self.last_links[self.last_start[d] as usize..self.last_start[d + 1] as usize]
         })
+    }
+
+    /// Prefetches the span [`RouteCache::switch_hops`] will read for switch
+    /// `node` towards GPU `dst` (a hint; no effect on results).
+    #[inline(always)]
+    pub fn prefetch_hops(&self, node: u32, dst: u32) {
+        let (Some(&si), Some(&li)) = (
+            self.sw_index.get(node as usize),
+            self.leaf_of_gpu.get(dst as usize),
+        ) else {
+            return;
+        };
+        if si == NONE || li == NONE {
+            return;
+        }
+        if let Some(s) = self.span.get(si as usize * self.n_leaves + li as usize) {
+            super::slab::prefetch(s);
+        }
     }
 
     /// Appends the next hops from `node` towards GPU `dst` to `out`.
@@ -1593,5 +1627,79 @@ impl Sim<'_> {
         port.lanes_queued = 0;
         port.stall_since = NEVER;
         self.fc_port_down(p);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::LinkKind;
+
+    /// `n` ports of 100 Gb/s with `vls` lanes each.
+    fn ports(n: usize, vls: usize) -> Ports {
+        let link = Link {
+            from: NodeId(0),
+            to: NodeId(1),
+            rate: Rate::gbps(100),
+            latency: SimTime::from_ns(1),
+            kind: LinkKind::Network,
+        };
+        let v = (0..n)
+            .map(|_| Port::new(&link, SimTime::ZERO, LinkLaw::Lossy))
+            .collect();
+        Ports::new(IdVec::from_vec(v), vls)
+    }
+
+    #[test]
+    fn lanes_are_fifos_that_interleave_through_one_next_array() {
+        // The intrusive lanes must behave as the per-lane VecDeques they
+        // replaced: FIFO per lane, lanes independent although their packets
+        // share one `next` array, byte counts and lane bitmap in step.
+        let mut ps = ports(3, 2);
+        let (a, b) = (PortId(0), PortId(2));
+        // slot 5000 is beyond the initial `next` size: it must grow
+        for (i, (p, vl)) in [(a, 0), (b, 1), (a, 0), (a, 1), (b, 1), (a, 0)]
+            .into_iter()
+            .enumerate()
+        {
+            let pkt = PktIdx(if i == 3 { 5000 } else { i as u32 });
+            ps.push(p, vl, pkt, 100 + i as u64, i as u64);
+        }
+        let lane_a0 = ps.lane(a, 0);
+        assert_eq!(
+            ps.queued(lane_a0).collect::<Vec<_>>(),
+            vec![PktIdx(0), PktIdx(2), PktIdx(5)]
+        );
+        assert_eq!(ps.queued_bytes(lane_a0), 100 + 102 + 105);
+        assert_eq!(
+            ps.queued(ps.lane(a, 1)).collect::<Vec<_>>(),
+            vec![PktIdx(5000)]
+        );
+        assert_eq!(
+            ps.queued(ps.lane(b, 1)).collect::<Vec<_>>(),
+            vec![PktIdx(1), PktIdx(4)]
+        );
+        assert_eq!(ps[a].lanes_queued, 0b11);
+        assert_eq!(ps[a].qtotal, 100 + 102 + 103 + 105);
+        assert_eq!(ps.head_hint(a), Some(PktIdx(5000)), "highest lane first");
+        ps.pop(a, 0, 100, 10);
+        ps.pop(a, 1, 103, 10);
+        assert_eq!(ps[a].lanes_queued, 0b01);
+        assert_eq!(ps.head(lane_a0), Some(PktIdx(2)));
+        // a popped slot is reused while the lane still holds others
+        ps.push(a, 0, PktIdx(0), 7, 11);
+        assert_eq!(
+            ps.queued(lane_a0).collect::<Vec<_>>(),
+            vec![PktIdx(2), PktIdx(5), PktIdx(0)]
+        );
+        for (pkt, w) in [(2, 102), (5, 105), (0, 7)] {
+            assert_eq!(ps.head(lane_a0), Some(PktIdx(pkt)));
+            ps.pop(a, 0, w, 12);
+        }
+        assert_eq!(ps.head(lane_a0), None);
+        assert_eq!(ps.queued_bytes(lane_a0), 0);
+        assert_eq!((ps[a].lanes_queued, ps[a].qtotal), (0, 0));
+        assert_eq!(ps.head_hint(a), None);
+        assert_eq!(ps.queued(ps.lane(b, 1)).count(), 2, "port b untouched");
     }
 }

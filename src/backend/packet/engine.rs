@@ -306,19 +306,6 @@ impl EventQueue {
         self.front().map(|(_, (_, e))| Event::decode(e))
     }
 
-    /// The event after the next one, when the sorted current bucket holds it
-    /// (late pushes ignored): a hint for the main loop's first prefetch stage,
-    /// two events ahead, which may be wrong and is then merely wasted.
-    #[inline]
-    pub fn peek_hint_second(&self) -> Option<Event> {
-        if !self.cur_sorted {
-            return None;
-        }
-        let slot = &self.buckets[(self.cur & (N_BUCKETS - 1)) as usize];
-        let n = slot.len();
-        (n >= 2).then(|| Event::decode(slot[n - 2].1))
-    }
-
     /// The earliest entry of the sorted current bucket and its late pushes, and
     /// whether it is a late one.
     #[inline]
@@ -444,31 +431,6 @@ mod tests {
             assert_eq!(q.pop(), Some((t, Event::decode(e))));
         }
         assert!(q.is_empty() && q.pop().is_none());
-    }
-
-    #[test]
-    fn second_hint_is_the_event_after_next_when_nothing_intervenes() {
-        let mut q = EventQueue::default();
-        for i in 0..50u32 {
-            q.push(
-                3000 + u64::from(i % 7) * 100,
-                Event::TxDone { port: PortId(i) },
-            );
-        }
-        // times 3.0 to 3.6 ns: one bucket, sorted by the first pop
-        q.pop();
-        let mut hinted = 0;
-        while !q.is_empty() {
-            let second = q.peek_hint_second();
-            q.pop();
-            if let Some(second) = second {
-                // with no push in between, the hint is exactly what pops next
-                assert_eq!(q.peek_hint(), Some(second));
-                assert_eq!(q.pop().map(|(_, e)| e), Some(second));
-                hinted += 1;
-            }
-        }
-        assert!(hinted > 0, "the hint was never available");
     }
 
     #[test]

@@ -363,18 +363,8 @@ impl<'a> Sim<'a> {
             if self.events >= self.next_progress {
                 self.tick_progress();
             }
-            // Two prefetch stages: the records of the event after next, and
-            // for the next event the lines its records point to (the head
-            // packet of a port's lane, an arriving packet's route and PFC
-            // ingress lane), which the previous event's first stage loaded.
-            // At 1,024 hosts an event costs a few hundred ns, mostly misses
-            // on such chains; a stage issued one event ahead has that long.
-            if let Some(after) = self.q.peek_hint_second() {
-                self.prefetch_for(after);
-            }
             if let Some(next) = self.q.peek_hint() {
                 self.prefetch_for(next);
-                self.prefetch_deep(next);
             }
 
             match ev {
@@ -427,28 +417,6 @@ impl<'a> Sim<'a> {
             }
             Event::TxDone { port } | Event::Credit { link: port, .. } => {
                 self.ports.prefetch(port);
-            }
-            _ => {}
-        }
-    }
-
-    /// Prefetches the lines `ev`'s handler reaches through the records
-    /// [`Sim::prefetch_for`] loaded (reading those records, hints only).
-    #[inline]
-    fn prefetch_deep(&self, ev: Event) {
-        match ev {
-            Event::Arrive { pkt, link } => {
-                let k = &self.pkts[pkt];
-                let node = self.ports[link].to;
-                if self.gpu_of_node[node as usize] == NONE {
-                    self.routes.prefetch_hops(node, k.dst);
-                    self.pfc.prefetch_lane(link.lane(k.vl, self.vls));
-                }
-            }
-            Event::TxDone { port } => {
-                if let Some(h) = self.ports.head_hint(port) {
-                    prefetch(&self.pkts[h]);
-                }
             }
             _ => {}
         }

@@ -362,22 +362,6 @@ impl Ports {
         }
     }
 
-    /// The head packet of port `p`'s highest queued lane, the one strict
-    /// priority serves first, with its `next` link prefetched: a hint for
-    /// prefetching the packet (see `Sim::prefetch_deep`).
-    #[inline(always)]
-    pub fn head_hint(&self, p: PortId) -> Option<PktIdx> {
-        let lanes = self.ports[p].lanes_queued;
-        if lanes == 0 {
-            return None;
-        }
-        let vl = 7 - lanes.leading_zeros() as u8;
-        let h = self.lanes[p.lane(vl, self.vls)].head;
-        let n = self.next.get(h.idx())?;
-        super::slab::prefetch(n);
-        Some(h)
-    }
-
     /// Appends `pkt` (`wire` bytes) to lane `vl` of port `p` at time `now`.
     #[inline]
     pub fn push(&mut self, p: PortId, vl: u8, pkt: PktIdx, wire: u64, now: u64) {
@@ -638,24 +622,6 @@ impl RouteCache {
             let d = dst as usize;
             &self.last_links[self.last_start[d] as usize..self.last_start[d + 1] as usize]
         })
-    }
-
-    /// Prefetches the span [`RouteCache::switch_hops`] will read for switch
-    /// `node` towards GPU `dst` (a hint; no effect on results).
-    #[inline(always)]
-    pub fn prefetch_hops(&self, node: u32, dst: u32) {
-        let (Some(&si), Some(&li)) = (
-            self.sw_index.get(node as usize),
-            self.leaf_of_gpu.get(dst as usize),
-        ) else {
-            return;
-        };
-        if si == NONE || li == NONE {
-            return;
-        }
-        if let Some(s) = self.span.get(si as usize * self.n_leaves + li as usize) {
-            super::slab::prefetch(s);
-        }
     }
 
     /// Appends the next hops from `node` towards GPU `dst` to `out`.
@@ -1681,7 +1647,6 @@ mod tests {
         );
         assert_eq!(ps[a].lanes_queued, 0b11);
         assert_eq!(ps[a].qtotal, 100 + 102 + 103 + 105);
-        assert_eq!(ps.head_hint(a), Some(PktIdx(5000)), "highest lane first");
         ps.pop(a, 0, 100, 10);
         ps.pop(a, 1, 103, 10);
         assert_eq!(ps[a].lanes_queued, 0b01);
@@ -1699,7 +1664,6 @@ mod tests {
         assert_eq!(ps.head(lane_a0), None);
         assert_eq!(ps.queued_bytes(lane_a0), 0);
         assert_eq!((ps[a].lanes_queued, ps[a].qtotal), (0, 0));
-        assert_eq!(ps.head_hint(a), None);
         assert_eq!(ps.queued(ps.lane(b, 1)).count(), 2, "port b untouched");
     }
 }

@@ -228,18 +228,6 @@ impl PfcState {
         self.wd_any && self.wd_until[qi] > now
     }
 
-    /// Prefetches ingress lane `qi`'s byte counts, which admitting a packet
-    /// arriving on it reads (a hint; no effect on results).
-    #[inline(always)]
-    pub fn prefetch_lane(&self, qi: LaneIdx) {
-        if let Some(b) = self.ingress.as_slice().get(qi.idx()) {
-            crate::backend::packet::slab::prefetch(b);
-        }
-        if let Some(b) = self.hdrm.as_slice().get(qi.idx()) {
-            crate::backend::packet::slab::prefetch(b);
-        }
-    }
-
     /// Whether any lane is paused at `now` (the deadlock watchdog).
     pub fn any_paused(&self, now: u64) -> bool {
         self.paused_until.iter().any(|&u| u > now)

@@ -416,7 +416,7 @@ impl<'a> Sim<'a> {
                 prefetch(&self.ports[link]);
             }
             Event::TxDone { port } | Event::Credit { link: port, .. } => {
-                prefetch(&self.ports[port]);
+                self.ports.prefetch(port);
             }
             _ => {}
         }

@@ -149,12 +149,24 @@ pub struct PfcFrameRecord {
     pub arrive_ps: u64,
 }
 
+/// What the receiver of one link holds on one lane (see [`PfcState`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct Held {
+    /// Bytes that arrived over the link on the lane and are still held.
+    ingress: u64,
+    /// Of `ingress`, bytes held in headroom (past the lane's XOFF).
+    hdrm: u64,
+}
+
 /// PFC state of every network link, per link and lane (`link * vls + vl`).
 pub struct PfcState {
-    /// Bytes the link's receiver holds that arrived over it on that lane.
-    ingress: IdVec<LaneIdx, u64>,
-    /// Of `ingress`, bytes held in headroom (past the lane's XOFF).
-    hdrm: IdVec<LaneIdx, u64>,
+    /// Bytes the link's receiver holds that arrived over it on that lane,
+    /// and of those the bytes in headroom: one 16-byte record, since every
+    /// arrival and every departure of a packet reads and writes both.
+    /// Measured (perf annotate, 1,024-host permutation): as two arrays, a
+    /// PFC hop missed the cache on each (`pfc_release` 2.5%, admission part
+    /// of `on_arrive`'s misses).
+    held: IdVec<LaneIdx, Held>,
     /// The receiver wants the sender paused (from XOFF until XON).
     sent: IdVec<LaneIdx, bool>,
     /// What the receiver's last frame on the wire said (PAUSE = true).
@@ -196,8 +208,7 @@ impl PfcState {
     /// `nodes` nodes.
     pub fn new(lanes: usize, nodes: usize) -> PfcState {
         PfcState {
-            ingress: IdVec::from_vec(vec![0; lanes]),
-            hdrm: IdVec::from_vec(vec![0; lanes]),
+            held: IdVec::from_vec(vec![Held::default(); lanes]),
             sent: IdVec::from_vec(vec![false; lanes]),
             told: IdVec::from_vec(vec![false; lanes]),
             req_at: IdVec::from_vec(vec![0; lanes]),
@@ -289,38 +300,38 @@ impl Sim<'_> {
         let buf = self.cfg.shared_buffer_bytes;
         let pool = self.cfg.pfc_headroom_pool;
         let st = &mut self.pfc;
-        let below = st.ingress[qi] - st.hdrm[qi];
+        let below = st.held[qi].ingress - st.held[qi].hdrm;
         // HPCC's switch-mmu.cc order: once a lane is in headroom, all it gets
         // goes there until it drains; a packet the lane's XOFF (or the shared
         // buffer) cannot take goes there too.
-        let to_headroom = st.hdrm[qi] > 0
+        let to_headroom = st.held[qi].hdrm > 0
             || below + wire > limit
             || (buf > 0 && st.shared_used[node] + wire > buf);
         let overflow = to_headroom
             && if pool > 0 {
                 st.pool_used[node] + wire > pool
             } else {
-                st.hdrm[qi] + wire > headroom
+                st.held[qi].hdrm + wire > headroom
             };
         if overflow {
             // dropped, not held. The lane is past XOFF all the same: pause its
             // sender, unless it holds nothing whose departure could resume it.
-            self.counters.pfc_held(st.ingress[qi], true);
-            if !st.sent[qi] && st.ingress[qi] > 0 {
+            self.counters.pfc_held(st.held[qi].ingress, true);
+            if !st.sent[qi] && st.held[qi].ingress > 0 {
                 st.sent[qi] = true;
                 self.request_pfc_frame(link, vl, false);
                 self.start_refresh(link, vl, qi);
             }
             return false;
         }
-        st.ingress[qi] += wire;
+        st.held[qi].ingress += wire;
         if to_headroom {
-            st.hdrm[qi] += wire;
+            st.held[qi].hdrm += wire;
             st.pool_used[node] += wire;
         } else {
             st.shared_used[node] += wire;
         }
-        self.counters.pfc_held(st.ingress[qi], false);
+        self.counters.pfc_held(st.held[qi].ingress, false);
         if to_headroom && !st.sent[qi] {
             st.sent[qi] = true;
             self.request_pfc_frame(link, vl, false);
@@ -404,15 +415,15 @@ impl Sim<'_> {
         let qi = link.lane(vl, self.vls);
         let node = self.ports[link].to as usize;
         let st = &mut self.pfc;
-        st.ingress[qi] -= wire;
-        let from_hdrm = st.hdrm[qi].min(wire);
-        st.hdrm[qi] -= from_hdrm;
+        st.held[qi].ingress -= wire;
+        let from_hdrm = st.held[qi].hdrm.min(wire);
+        st.held[qi].hdrm -= from_hdrm;
         st.pool_used[node] -= from_hdrm;
         st.shared_used[node] -= wire - from_hdrm;
-        if !st.sent[qi] || st.hdrm[qi] > 0 {
+        if !st.sent[qi] || st.held[qi].hdrm > 0 {
             return;
         }
-        let held = st.ingress[qi];
+        let held = st.held[qi].ingress;
         let resume = match self.cfg.pfc_threshold {
             PfcThreshold::Static => held <= xon,
             PfcThreshold::Dynamic { .. } => {

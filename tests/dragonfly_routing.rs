@@ -739,3 +739,72 @@ fn steady_state_probe() {
         packet_figures(p, mib << 20);
     }
 }
+
+/// The bench's uniform sample on `n` hosts (`benches/dragonfly.rs`): every
+/// host sends `bytes` to each of 32 destinations spread over the fabric.
+fn uniform_sample(n: u32, bytes: u64) -> Dag {
+    let mut dag = Dag::new();
+    dag.begin_op("uniform");
+    let step = (n - 1) / 32;
+    for s in 0..n {
+        let j = fabricsim::topology::mix64(u64::from(s)) % u64::from(step);
+        for k in 0..32 {
+            let d = (s + 1 + k * step + j as u32) % n;
+            if d != s {
+                dag.transfer(GpuId(s), GpuId(d), bytes, &[]);
+            }
+        }
+    }
+    dag
+}
+
+#[test]
+#[ignore = "gap: UGAL-L on the 1,056-host dragonfly (p4 a8 h4 g33), worst case 0.379 against Valiant's 0.452 (0.84, needs 0.9); about 35 CPU-s"]
+fn ugal_l_takes_the_better_on_the_1056_host_dragonfly() {
+    // Kim §4.2, Fig. 8 (issue 14: UGAL within 10% of the better of minimal
+    // and Valiant) on the shape of Kim's Fig. 8, a = 2p = 2h, g = a·h + 1,
+    // 4 MiB per host on the worst case, the bench's uniform sample (64 KiB to
+    // each of 32 destinations). Measured (this test, release):
+    //   minimal worst 0.031 (1/(a·p) = 1/32), uniform 0.721
+    //   Valiant worst 0.452
+    //   UGAL-L  worst 0.379, uniform 0.701
+    // The trace of that run (source-router decisions, per-port busy time and
+    // mean queue): the direct global link of each group is 95% busy with a
+    // 339 KB mean queue while the other global links are 72% busy; 7.9% of
+    // the packets go minimal where balancing the direct link against the
+    // detours needs 2/g = 6.1%. Most excess minimal packets (49k of 85k) are
+    // those whose drawn detour leaves on the same local port as the minimal
+    // path (8.5% of decisions, 46% sent minimal): both classes share that
+    // port's lane, so UGAL-L_VC_H sees the detour class held up behind the
+    // minimal one. Where the minimal congestion sits: at the intermediate
+    // router's global port (mean queue 365 KB), seen at the source as its
+    // local port's queue (163 KB, credits held 132 KB), not invisible.
+    let (g, a, p, h) = (33, 8, 4, 4);
+    let cfg = packet_cfg();
+    let rate = payload_rate(&cfg);
+    let bytes = STEADY_BYTES;
+    let run = |routing, dag: &Dag| {
+        let topo = dragonfly(g, a, p, h, routing);
+        packet::run(dag, &topo, &cfg).expect("packet run completes")
+    };
+    let n = g * a * p;
+    let wc = worst_case(g, a, p, bytes);
+    let uni = uniform_sample(n, 64 << 10);
+    let min_u = throughput(&run(DragonflyRouting::Minimal, &uni), 32 << 16, rate);
+    let val_w = throughput(&run(DragonflyRouting::Valiant, &wc), bytes, rate);
+    let ugal_w = throughput(&run(DragonflyRouting::Ugal, &wc), bytes, rate);
+    let ugal_u = throughput(&run(DragonflyRouting::Ugal, &uni), 32 << 16, rate);
+    eprintln!(
+        "g33 a8 p4 h4: Valiant worst {val_w:.3}, minimal uniform {min_u:.3}, \
+         UGAL-L worst {ugal_w:.3}, uniform {ugal_u:.3}"
+    );
+    // Minimal's worst case is 1/(a·p) = 1/32 (Kim §4.1), below Valiant's.
+    assert!(
+        ugal_w >= 0.9 * val_w,
+        "UGAL-L worst {ugal_w:.3} vs {val_w:.3}"
+    );
+    assert!(
+        ugal_u >= 0.9 * min_u,
+        "UGAL-L uniform {ugal_u:.3} vs {min_u:.3}"
+    );
+}

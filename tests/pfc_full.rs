@@ -433,7 +433,7 @@ fn the_watchdog_recovery_period_is_its_own_key() {
         let p = r.pfc.as_ref().unwrap();
         let late = lanes
             .iter()
-            .map(|w| w.last_drop_at_ps - w.last_at_ps)
+            .map(|w| w.last_drop_at_ps.saturating_sub(w.last_at_ps))
             .max()
             .unwrap_or(0);
         eprintln!(
@@ -445,11 +445,18 @@ fn the_watchdog_recovery_period_is_its_own_key() {
             r.makespan_us
         );
         for w in &lanes {
-            assert!(w.last_at_ps >= w.first_at_ps && w.last_drop_at_ps >= w.last_at_ps);
-            assert!(
-                w.last_drop_at_ps - w.last_at_ps <= restore_ps,
-                "{restore:?}: {w:?}"
-            );
+            assert!(w.last_at_ps >= w.first_at_ps, "{restore:?}: {w:?}");
+            // a trigger on a paused lane with nothing queued drops nothing
+            // (SONiC fires on those too), so a lane's last drop may belong
+            // to an earlier trigger; a drop after the last trigger falls
+            // within its recovery period
+            assert!(w.packets_dropped > 0 || w.last_drop_at_ps == 0, "{w:?}");
+            if w.last_drop_at_ps >= w.last_at_ps {
+                assert!(
+                    w.last_drop_at_ps - w.last_at_ps <= restore_ps,
+                    "{restore:?}: {w:?}"
+                );
+            }
             assert!(
                 w.last_at_ps - w.first_at_ps >= (w.triggers - 1) * (restore_ps + detect),
                 "{restore:?}: {w:?}"

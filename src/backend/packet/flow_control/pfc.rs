@@ -105,7 +105,10 @@ pub struct WatchdogLane {
     /// period plus a detection period after the time before).
     pub last_at_ps: u64,
     /// When it last dropped a packet, ps (within the recovery period after a
-    /// trigger: the queue flushed at the trigger, then what joined the lane).
+    /// trigger: the queue flushed at the trigger, then what joined the lane);
+    /// 0 if it never dropped one. It can precede `last_at_ps`: the watchdog
+    /// also fires on a lane paused with nothing queued (SONiC's does), and
+    /// such a trigger drops nothing.
     pub last_drop_at_ps: u64,
     /// Times it fired.
     pub triggers: u64,

@@ -71,12 +71,17 @@ fn mean_between(s: &[(f64, f64)], from: f64, to: f64) -> f64 {
 /// together at line rate. Flows long enough to overlap for > 10 ms (60 MB over
 /// the bottleneck). Returns the run and its statistics.
 fn flows_on_40g(n: u32) -> (RunOutput, PacketStats) {
-    flows_on_40g_with(n, DcqcnParams::paper(Rate::gbps(40)))
+    flows_on_40g_with(
+        n,
+        DcqcnParams::paper(Rate::gbps(40)),
+        PacketConfig::default().seed,
+    )
 }
 
 /// [`flows_on_40g`] with the DCQCN parameters `p`; the switch's RED
-/// settings stay the paper's whatever `p` is (one scenario, two NIC laws).
-fn flows_on_40g_with(n: u32, p: DcqcnParams) -> (RunOutput, PacketStats) {
+/// settings stay the paper's whatever `p` is (one scenario, two NIC laws);
+/// `seed` draws the RED marks.
+fn flows_on_40g_with(n: u32, p: DcqcnParams, seed: u64) -> (RunOutput, PacketStats) {
     let line = Rate::gbps(40);
     let topo = single_switch(n + 1, line);
     let mut d = Dag::new();
@@ -103,6 +108,7 @@ fn flows_on_40g_with(n: u32, p: DcqcnParams) -> (RunOutput, PacketStats) {
         sample_interval: SimTime::from_us(50),
         series_ports: 1000,
         series_max_samples: 4096,
+        seed,
         ..PacketConfig::default()
     };
     run(&d, &topo, &cfg)
@@ -117,25 +123,29 @@ fn first_done(out: &RunOutput) -> f64 {
 }
 
 /// Asserts the issue's target for N flows of [`flows_on_40g_with`] under
-/// each of `profiles`: after 5 ms every flow within 10% of C/N and the
-/// bottleneck ≥ 90% busy. All profiles run (and print their figures) before
-/// the first assertion.
-fn flows_on_40g_converge(n: u32, profiles: &[DcqcnProfile]) {
+/// each of `profiles` and each of `seeds`: after 5 ms every flow within 10%
+/// of C/N and the bottleneck ≥ 90% busy. All runs (and print their figures)
+/// before the first assertion.
+fn flows_on_40g_converge(n: u32, profiles: &[DcqcnProfile], seeds: &[u64]) {
     // Expected (issue 13, after Zhu et al., SIGCOMM 2015, §6.1: DCQCN flows
     // sharing a 40 Gb/s bottleneck converge to equal shares with the link
     // fully used).
     let checks: Vec<Box<dyn Fn()>> = profiles
         .iter()
-        .map(|&p| flows_on_40g_measure(n, p))
+        .flat_map(|&p| {
+            seeds
+                .iter()
+                .map(move |&seed| flows_on_40g_measure(n, p, seed))
+        })
         .collect();
     checks.iter().for_each(|check| check());
 }
 
 /// Runs [`flows_on_40g_with`] under `profile`, prints its figures and
 /// returns the check of the issue's target on them.
-fn flows_on_40g_measure(n: u32, profile: DcqcnProfile) -> Box<dyn Fn()> {
-    let (out, st) = flows_on_40g_with(n, DcqcnParams::profile(profile, Rate::gbps(40)));
-    let n_p = format!("N = {n}, {}", profile.name());
+fn flows_on_40g_measure(n: u32, profile: DcqcnProfile, seed: u64) -> Box<dyn Fn()> {
+    let (out, st) = flows_on_40g_with(n, DcqcnParams::profile(profile, Rate::gbps(40)), seed);
+    let n_p = format!("N = {n}, {}, seed {seed}", profile.name());
     let (from, to) = (5_000.0, first_done(&out));
     assert!(to > from + 2_000.0, "{n_p}: flows overlap only to {to} us");
     let shares: Vec<f64> = (1..=n)
@@ -177,19 +187,52 @@ fn flows_on_40g_measure(n: u32, profile: DcqcnProfile) -> Box<dyn Fn()> {
     })
 }
 
+/// The seeds (RED's marking draws) on which the 40G fairness tests run.
+const SEEDS: [u64; 8] = [1, 2, 3, 4, 5, 6, 7, 8];
+
 #[test]
 fn two_flows_on_40g_converge_to_fair_shares_and_keep_the_link_busy() {
-    // Both profiles meet the target, so the test checks the one NICs run
-    // (`mellanox`, the default: issue 13 asks for DCQCN "as NICs run it") and
-    // the paper's, on the same scenario. Measured: mellanox (byte counter
-    // 2,097,088 B), shares 0.507 / 0.470 of 40G over [5, 12.7] ms, busy
-    // 0.976, queue mean 64 KB (above Kmax in 0.06 of the samples), 381 CNPs,
-    // no pause (with the counter read as 32,767 B: 0.514 / 0.484, busy 1.000,
-    // queue mean 196 KB, 1,491 CNPs). Paper: 0.468 / 0.523
-    // over [5, 12] ms, busy 0.992, 32 CNPs; two start-up cuts at α = 1 (44 and
-    // 94 µs) leave R_T = 20 Gb/s = C/2, so fast recovery alone refills the
-    // link (0.96 busy at 300 µs).
-    flows_on_40g_converge(2, &[DcqcnProfile::Mellanox, DcqcnProfile::Paper]);
+    // Both profiles meet the target on the default seed (1), so the test
+    // checks the one NICs run (`mellanox`, the default: issue 13 asks for
+    // DCQCN "as NICs run it") and the paper's, on the same scenario. Measured
+    // (seed 1): mellanox (byte counter 2,097,088 B), shares 0.464 / 0.507 of
+    // 40G over [5, 12.7] ms, busy 0.970, 383 CNPs, no pause. Paper: 0.502 /
+    // 0.491 over [5, 12.1] ms, busy 0.993, 23 CNPs; two start-up cuts at α = 1
+    // leave R_T = 20 Gb/s = C/2, so fast recovery alone refills the link.
+    // Not every seed does: see
+    // `two_flows_on_40g_converge_on_every_seed`, which is the target.
+    flows_on_40g_converge(2, &[DcqcnProfile::Mellanox, DcqcnProfile::Paper], &[1]);
+}
+
+/// Unmet on two of eight seeds (mellanox) and four (paper), and not by a
+/// modelling error found: the law keeps a start-up split. Measured (release,
+/// `cargo test --release --test dcqcn two_flows -- --include-ignored
+/// --nocapture`), shares over [5 ms, first done]: mellanox seeds 1–8 pass but
+/// 4 (0.415 / 0.574) and 6 (0.400 / 0.596); paper fails 2 (0.391 / 0.595), 4
+/// (0.528 / 0.432), 5 (0.443 / 0.559) and 8 (0.371 / 0.613).
+///
+/// Mellanox, traced on seed 6: the split (0.36 / 0.52 of the line) is set in
+/// the first millisecond and holds for 40 ms and 446 cuts with flows 4× as
+/// long (0.403 / 0.596). Each flow is cut every ≈ 185 µs (RED's 1% draws at
+/// the shared queue), shorter than the 300 µs increase timer that every cut
+/// restarts, and 2 MB of byte counter takes ≈ 1 ms at these rates: so
+/// between cuts there is seldom an increase, and without `clamp_tgt_rate`
+/// (NVIDIA's default 0, the HPCC simulator's `CheckRateDecreaseMlx`) a cut
+/// sets R_T ← R_C only after an increase. R_T stays at its start-up value,
+/// different per flow, and each flow's R_C keeps recovering towards its own
+/// target. With the byte counter off (2^40 B) the split stays (0.425 /
+/// 0.560); with `clamp_tgt_rate = true` the flows are equal (0.195 / 0.195)
+/// but the link is 0.39 busy (R_AI = 5 Mb/s per 300 µs refills it in tens of
+/// ms). Paper, seed 8: 14 CNPs in all, the start-up cuts leave 0.29 / 0.50 of
+/// the line and the queue empty, so no mark comes again until the additive
+/// increase (40 Mb/s per 55 µs, equal for both) refills the link at ≈ 10
+/// ms: the split is never cut away before the flows end; with 4× longer
+/// flows the paper's law converges (seed 8: 0.485 / 0.511 over [5, 47.7] ms;
+/// seed 2: 0.434 / 0.561) while mellanox's does not.
+#[test]
+#[ignore = "unmet target of issue 13 on 2 of 8 seeds (mellanox) and 4 (paper): the law keeps its start-up split, see the doc comment"]
+fn two_flows_on_40g_converge_on_every_seed() {
+    flows_on_40g_converge(2, &[DcqcnProfile::Mellanox, DcqcnProfile::Paper], &SEEDS);
 }
 
 #[test]
@@ -216,7 +259,8 @@ fn four_flows_on_40g_converge_to_fair_shares_and_keep_the_link_busy() {
     // as often as the timer) halves the gap to R_T eight times in 50 µs, so
     // all four flows are back at ≈ 39.9 Gb/s with the queue far above Kmax,
     // and R_T stays at 32 to 37 Gb/s for the whole run instead of C/4.
-    flows_on_40g_converge(4, &[DcqcnProfile::Mellanox]);
+    // Every seed of SEEDS meets it: the worst flow is 0.234 (seed 3).
+    flows_on_40g_converge(4, &[DcqcnProfile::Mellanox], &SEEDS);
 }
 
 #[test]
@@ -241,7 +285,7 @@ fn four_flows_on_40g_under_the_papers_profile_converge_and_keep_the_link_busy() 
     // checks the ramp against the law); the issue's "after 5 ms" is shorter
     // than that law's recovery. The two-flow case passes because its
     // start-up queue (230 KB) costs two cuts, leaving R_T at C/2.
-    flows_on_40g_converge(4, &[DcqcnProfile::Paper]);
+    flows_on_40g_converge(4, &[DcqcnProfile::Paper], &[1]);
 }
 
 #[test]

@@ -139,28 +139,35 @@ fn fast_retransmit_recovers_losses_without_a_timeout() {
     // duplicate ACKs resend the first (RFC 5681 §3.2), each partial ACK the
     // next (RFC 6582): the 200 ms timer never fires, and goodput stays
     // near the link's 1460/1500 of 1 Gb/s.
-    let cfg = tcp_config(
-        CongestionControl::NewReno { initial_window: 10 },
-        SimTime::from_us(200_000),
-        64 << 10,
-    );
-    let (g, st) = incast(4, 256 << 10, 4, &cfg);
-    eprintln!(
-        "4 senders: goodput {g:.3} Gb/s, drops {}, fast retransmits + partial ACKs {}, timeouts {}, window cuts {}",
-        st.drops_total(),
-        st.nack_rewinds,
-        st.timeouts,
-        st.dctcp_window_cuts
-    );
-    assert!(
-        st.drops_total() > 0,
-        "the buffer must overflow for this test"
-    );
-    assert!(st.nack_rewinds > 0);
-    // the TCP receiver answers a gap with duplicate ACKs, never a NACK
-    assert_eq!(st.nacks_sent, 0);
-    assert_eq!(st.timeouts, 0, "every loss recovered by fast retransmit");
-    assert!(g > 0.85, "goodput {g:.3} Gb/s");
+    // On every seed of the jitter (1-6 measured: 0.965-0.966 Gb/s).
+    for seed in 1..=6u64 {
+        let mut cfg = tcp_config(
+            CongestionControl::NewReno { initial_window: 10 },
+            SimTime::from_us(200_000),
+            64 << 10,
+        );
+        cfg.seed = seed;
+        let (g, st) = incast(4, 256 << 10, 4, &cfg);
+        eprintln!(
+            "seed {seed}, 4 senders: goodput {g:.3} Gb/s, drops {}, fast retransmits + partial ACKs {}, timeouts {}, window cuts {}",
+            st.drops_total(),
+            st.nack_rewinds,
+            st.timeouts,
+            st.dctcp_window_cuts
+        );
+        assert!(
+            st.drops_total() > 0,
+            "seed {seed}: the buffer must overflow for this test"
+        );
+        assert!(st.nack_rewinds > 0, "seed {seed}");
+        // the TCP receiver answers a gap with duplicate ACKs, never a NACK
+        assert_eq!(st.nacks_sent, 0, "seed {seed}");
+        assert_eq!(
+            st.timeouts, 0,
+            "seed {seed}: every loss recovered by fast retransmit"
+        );
+        assert!(g > 0.85, "seed {seed}: goodput {g:.3} Gb/s");
+    }
 }
 
 /// Goodput of the synchronized read with `n` senders, a fixed block of
@@ -169,16 +176,28 @@ fn fast_retransmit_recovers_losses_without_a_timeout() {
 fn striped(n: u32, cc: CongestionControl, min_rto_us: u64, ecn: bool) -> (f64, PacketStats) {
     let mut cfg = tcp_config(cc, SimTime::from_us(min_rto_us), 64 << 10);
     if ecn {
-        // DCTCP's K for 1 Gb/s: 20 packets (Alizadeh et al. 2010, §3.4: K >
-        // C × RTT / 7, and their 1 Gb/s deployment's 20)
-        let k = 20 * WIRE;
-        cfg.ecn = Some(Ecn {
-            kmin: k,
-            kmax: k,
-            pmax: 1.0,
-        });
-        cfg.ecn_mark_at = EcnMarkAt::Enqueue;
+        dctcp_marking(&mut cfg);
     }
+    incast(n, (1 << 20) / n as u64, 8, &cfg)
+}
+
+/// DCTCP's step marking at 1 Gb/s: K = 20 packets (Alizadeh et al. 2010,
+/// §3.4: K > C × RTT / 7, and their 1 Gb/s deployment's 20), at enqueue.
+fn dctcp_marking(cfg: &mut PacketConfig) {
+    let k = 20 * WIRE;
+    cfg.ecn = Some(Ecn {
+        kmin: k,
+        kmax: k,
+        pmax: 1.0,
+    });
+    cfg.ecn_mark_at = EcnMarkAt::Enqueue;
+}
+
+/// [`striped`] with the seed of the TCP stack's per-packet jitter (the only
+/// draw: it decides which sender's segments meet a full buffer).
+fn striped_seeded(n: u32, cc: CongestionControl, min_rto_us: u64, seed: u64) -> (f64, PacketStats) {
+    let mut cfg = tcp_config(cc, SimTime::from_us(min_rto_us), 64 << 10);
+    cfg.seed = seed;
     incast(n, (1 << 20) / n as u64, 8, &cfg)
 }
 
@@ -189,22 +208,36 @@ fn incast_collapses_with_a_200ms_minimum_rto_and_not_with_200us() {
     // senders overflow the port's buffer, since every timeout idles the
     // link for 200 ms while a round moves 1 MB in ≈ 8.6 ms; with a 200 µs
     // RTOmin (their fine-grained timers) goodput stays high at the same
-    // fan-in, an order of magnitude above. Measured (this file's
-    // `incast_table`): NewReno, 200 ms: N = 2 0.965 Gb/s (no timeout), N = 4
-    // 0.146, N = 16 0.022; 200 µs: N = 16 see the eprintln.
+    // fan-in, an order of magnitude above. Their goodputs are means over
+    // repeated trials, and how many of a run's 8 rounds meet a timeout is
+    // the luck of which segments drop, so the collapse is asserted on the
+    // mean over six seeds of the jitter; what holds for every run is
+    // asserted per seed. Measured, N = 16, seeds 1-6: 200 ms 0.054, 0.064,
+    // 0.101, 0.144, 0.033, 0.079 Gb/s (4-9 timeouts; mean 0.079); 200 µs
+    // 0.707, 0.896, 0.913, 0.912, 0.895, 0.913 (mean 0.873, 11×); N = 2
+    // 0.966 with no timeout on every seed. With 32 rounds the spread stays
+    // (0.070-0.145): it is the run-to-run spread of the mechanism.
     let newreno = CongestionControl::NewReno { initial_window: 10 };
-    let (few, s_few) = striped(2, newreno, 200_000, false);
-    let (slow, s_slow) = striped(16, newreno, 200_000, false);
-    let (fast, s_fast) = striped(16, newreno, 200, false);
-    eprintln!(
-        "NewReno: N = 2 {few:.3} Gb/s ({} timeouts); N = 16: {slow:.3} Gb/s with RTOmin 200 ms ({} timeouts), {fast:.3} Gb/s with 200 us ({} timeouts)",
-        s_few.timeouts, s_slow.timeouts, s_fast.timeouts
-    );
-    // few senders: the buffer holds the burst, no timeout, near line rate
-    assert_eq!(s_few.timeouts, 0);
-    assert!(few > 0.9, "N = 2: {few:.3} Gb/s");
-    // many senders: collapse (a 90% reduction) with 200 ms ...
-    assert!(s_slow.timeouts > 0);
+    let seeds = 1..=6u64;
+    let (mut slow, mut fast) = (0.0, 0.0);
+    for seed in seeds.clone() {
+        let (few, s_few) = striped_seeded(2, newreno, 200_000, seed);
+        let (s16, st_slow) = striped_seeded(16, newreno, 200_000, seed);
+        let (f16, st_fast) = striped_seeded(16, newreno, 200, seed);
+        eprintln!(
+            "seed {seed}, NewReno: N = 2 {few:.3} Gb/s ({} timeouts); N = 16: {s16:.3} Gb/s with RTOmin 200 ms ({} timeouts), {f16:.3} Gb/s with 200 us ({} timeouts)",
+            s_few.timeouts, st_slow.timeouts, st_fast.timeouts
+        );
+        // few senders: the buffer holds the burst, no timeout, near line rate
+        assert_eq!(s_few.timeouts, 0, "seed {seed}");
+        assert!(few > 0.9, "seed {seed}, N = 2: {few:.3} Gb/s");
+        // many senders overflow it: timeouts with either RTOmin
+        assert!(st_slow.timeouts > 0 && st_fast.timeouts > 0, "seed {seed}");
+        slow += s16 / seeds.clone().count() as f64;
+        fast += f16 / seeds.clone().count() as f64;
+    }
+    eprintln!("N = 16, mean over the seeds: {slow:.3} Gb/s (200 ms), {fast:.3} Gb/s (200 us)");
+    // collapse (a 90% reduction) with 200 ms ...
     assert!(slow < 0.1, "200 ms RTOmin at N = 16: {slow:.3} Gb/s");
     // ... and an order of magnitude more with 200 µs
     assert!(fast > 10.0 * slow, "{fast:.3} vs {slow:.3} Gb/s");
@@ -221,24 +254,32 @@ fn dctcp_pushes_the_collapse_fan_in_out() {
     // DCTCP's smallest windows plus K no longer fit 43 packets of buffer.
     let newreno = CongestionControl::NewReno { initial_window: 10 };
     let dctcp = CongestionControl::Dctcp { g: 1.0 / 16.0 };
+    // Every seed of the jitter, 1-6 measured: NewReno 0.033-0.047 Gb/s
+    // (19-30 timeouts), DCTCP 0.962-0.965 (none).
     let n = 8;
-    // measured with NewReno's own recovery (RFC 6582, `tcp_sack = false`):
-    // with SACK NewReno reaches 0.144 Gb/s here with 2 timeouts
-    // (`tests/tcp_sack.rs`), still collapsed but above this bound
-    let mut cfg = tcp_config(newreno, SimTime::from_us(200_000), 64 << 10);
-    cfg.tcp_sack = false;
-    let (c, sc) = incast(n, (1 << 20) / n as u64, 8, &cfg);
-    let (d, sd) = striped(n, dctcp, 200_000, true);
-    eprintln!(
-        "N = {n}: NewReno {c:.3} Gb/s ({} timeouts), DCTCP {d:.3} Gb/s ({} timeouts)",
-        sc.timeouts, sd.timeouts
-    );
-    assert!(
-        sc.timeouts > 0 && c < 0.1,
-        "NewReno must collapse here: {c:.3}"
-    );
-    assert_eq!(sd.timeouts, 0);
-    assert!(d > 0.9, "DCTCP: {d:.3} Gb/s");
+    for seed in 1..=6u64 {
+        // measured with NewReno's own recovery (RFC 6582, `tcp_sack = false`):
+        // with SACK NewReno reaches 0.144 Gb/s here with 2 timeouts
+        // (`tests/tcp_sack.rs`), still collapsed but above this bound
+        let mut cfg = tcp_config(newreno, SimTime::from_us(200_000), 64 << 10);
+        cfg.tcp_sack = false;
+        cfg.seed = seed;
+        let (c, sc) = incast(n, (1 << 20) / n as u64, 8, &cfg);
+        let mut cfg = tcp_config(dctcp, SimTime::from_us(200_000), 64 << 10);
+        dctcp_marking(&mut cfg);
+        cfg.seed = seed;
+        let (d, sd) = incast(n, (1 << 20) / n as u64, 8, &cfg);
+        eprintln!(
+            "seed {seed}, N = {n}: NewReno {c:.3} Gb/s ({} timeouts), DCTCP {d:.3} Gb/s ({} timeouts)",
+            sc.timeouts, sd.timeouts
+        );
+        assert!(
+            sc.timeouts > 0 && c < 0.1,
+            "seed {seed}: NewReno must collapse here: {c:.3}"
+        );
+        assert_eq!(sd.timeouts, 0, "seed {seed}");
+        assert!(d > 0.9, "seed {seed}: DCTCP: {d:.3} Gb/s");
+    }
 }
 
 /// The table behind the incast figures (README): goodput per fan-in.

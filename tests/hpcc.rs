@@ -186,59 +186,81 @@ fn a_flow_joining_a_busy_bottleneck_gets_its_fair_share() {
 #[test]
 fn web_search_at_half_load_hpcc_cuts_the_fct_tail_against_dcqcn() {
     // HPCC paper (Li et al., SIGCOMM 2019) Fig. 11: on the web-search mix
-    // at 50% load, HPCC's FCT slowdown is well below DCQCN's for the short
-    // flows, tail included: it starts at line rate and holds near-zero
-    // queues, while DCQCN's ECN thresholds let queues stand in front of
-    // them. Small fabric, 3 ms of arrivals, 167 flows, 93 of them under
-    // 100 KB; every flow its own queue pair, as the HPCC simulator opens
-    // one per flow (`traffic::one_connection_per_flow`). Measured, short
-    // flows' slowdown p95 / p99: HPCC 1.56 / 2.97, DCQCN 4.51 / 7.59; FCT
-    // over all flows p50 15.0 / 22.5 µs, p99 2827 / 3580 µs. (10 ms of
-    // arrivals, 595 flows: short flows' p99 slowdown 2.65 against 10.16;
-    // the long flows' tail is HPCC's cost, 16.3 against 11.6, at η = 0.95.)
+    // at 50% load, HPCC's FCT slowdown (by flow size, p95 / p99) is well
+    // below DCQCN's for the short flows, tail included: it starts at line
+    // rate and holds near-zero queues, while DCQCN's ECN thresholds let
+    // queues stand in front of them. Small fabric, 10 ms of arrivals (≈ 590
+    // flows, ≈ 330 under 100 KB: at 3 ms, 93 short flows, p99 is the second
+    // largest and the comparison flipped on one seed of six), every flow its
+    // own queue pair, as the HPCC simulator opens one per flow
+    // (`traffic::one_connection_per_flow`); three seeds of the arrivals,
+    // each asserted. Measured, seeds 5 / 1 / 2: slowdown of flows < 100 KB
+    // p95 HPCC 2.05 / 1.89 / 2.21 against DCQCN 6.08 / 6.47 / 6.19, p99
+    // 2.65 / 2.56 / 3.12 against 10.16 / 9.98 / 8.43; 100 KB - 1 MB p95
+    // 3.04 / 2.95 / 2.64 against 9.03 / 7.87 / 8.00; FCT p50 over all flows
+    // 18.6 / 18.6 / 18.6 µs against 34.9 / 35.7 / 31.7 (seeds 3 and 7 alike).
+    // Not asserted, and not met on every seed: the FCT p99 over all flows,
+    // which the flows of 1 MB and more decide: 8,053 / 7,273 / 9,614 µs
+    // against 7,265 / 6,434 / 13,464 (their p99 slowdown 16.3 / 19.6 / 25.0
+    // against 11.6 / 10.0 / 17.8). Not only η = 0.95's 5% headroom: at η =
+    // 0.99 (the HPCC project's later runs) seeds 5 / 1 give 7,449 / 7,168
+    // µs, still above DCQCN's. Untraced; issue 13's "FCT p99 lower" holds
+    // for the short and medium flows, not for this whole-mix p99.
     // Before flows had their own queue pairs a 13 KB flow waited 2.6 ms
     // behind a 5.9 MB one of the same pair in the sending NIC, whatever the
     // law: a short flow's p99 slowdown was 365 under HPCC.
-    let go = |cc: &str| {
-        let s = config::parse("ws.toml", &web_search(cc, 0.5, "3ms")).unwrap();
-        let opts = RunOptions {
-            flow_records: true,
-            ..RunOptions::default()
+    for seed in [5u64, 1, 2] {
+        let go = |cc: &str| {
+            let text = web_search(cc, 0.5, "10ms").replace("seed = 5", &format!("seed = {seed}"));
+            let s = config::parse("ws.toml", &text).unwrap();
+            let opts = RunOptions {
+                flow_records: true,
+                ..RunOptions::default()
+            };
+            run(&s, &opts).unwrap()
         };
-        run(&s, &opts).unwrap()
-    };
-    let h = go("cc = \"hpcc\"\necn = false");
-    let d = go("cc = \"dcqcn\"\necn = true");
-    let short_slowdown = |r: &Report, q: f64| {
-        let mut s: Vec<f64> = r
-            .flow_records
-            .rows
-            .iter()
-            .filter(|f| f.bytes < 100_000)
-            .map(|f| f.fct_us / f.ideal_us)
-            .collect();
-        s.sort_by(f64::total_cmp);
-        s[((q * s.len() as f64) as usize).min(s.len() - 1)]
-    };
-    for (name, r) in [("HPCC", &h), ("DCQCN", &d)] {
-        println!(
-            "web search 50%: {name}: {} flows, FCT p50 {:.1} us, p99 {:.1} us; flows < 100 KB slowdown p95 {:.2}, p99 {:.2}; {} PAUSE frames",
-            r.flows.count,
-            r.flows.fct_us.p50,
-            r.flows.fct_us.p99,
-            short_slowdown(r, 0.95),
-            short_slowdown(r, 0.99),
-            r.fabric.pfc_pause_frames.unwrap()
+        let h = go("cc = \"hpcc\"\necn = false");
+        let d = go("cc = \"dcqcn\"\necn = true");
+        // slowdown (FCT over its ideal) quantile `q` of flows in [lo, hi) bytes
+        let slowdown = |r: &Report, lo: u64, hi: u64, q: f64| {
+            let mut s: Vec<f64> = r
+                .flow_records
+                .rows
+                .iter()
+                .filter(|f| (lo..hi).contains(&f.bytes))
+                .map(|f| f.fct_us / f.ideal_us)
+                .collect();
+            s.sort_by(f64::total_cmp);
+            s[((q * s.len() as f64) as usize).min(s.len() - 1)]
+        };
+        for (name, r) in [("HPCC", &h), ("DCQCN", &d)] {
+            println!(
+                "web search 50%, seed {seed}: {name}: {} flows, FCT p50 {:.1} us, p99 {:.1} us; flows < 100 KB slowdown p95 {:.2}, p99 {:.2}; 100 KB - 1 MB p95 {:.2}; >= 1 MB p99 {:.2}; {} PAUSE frames",
+                r.flows.count,
+                r.flows.fct_us.p50,
+                r.flows.fct_us.p99,
+                slowdown(r, 0, 100_000, 0.95),
+                slowdown(r, 0, 100_000, 0.99),
+                slowdown(r, 100_000, 1_000_000, 0.95),
+                slowdown(r, 1_000_000, u64::MAX, 0.99),
+                r.fabric.pfc_pause_frames.unwrap()
+            );
+        }
+        assert_eq!(h.flows.count, d.flows.count);
+        assert!(h.flows.count > 500, "enough flows for a p99");
+        assert_eq!(h.flow_records.rows.len() as u64, h.flows.count);
+        for q in [0.95, 0.99] {
+            assert!(
+                slowdown(&h, 0, 100_000, q) < slowdown(&d, 0, 100_000, q),
+                "seed {seed}: short flows p{q}"
+            );
+        }
+        assert!(
+            slowdown(&h, 100_000, 1_000_000, 0.95) < slowdown(&d, 100_000, 1_000_000, 0.95),
+            "seed {seed}: 100 KB - 1 MB p95"
         );
+        assert!(h.flows.fct_us.p50 < d.flows.fct_us.p50, "seed {seed}");
     }
-    assert_eq!(h.flows.count, d.flows.count);
-    assert!(h.flows.count > 100, "enough flows for a p99");
-    assert_eq!(h.flow_records.rows.len() as u64, h.flows.count);
-    for q in [0.95, 0.99] {
-        assert!(short_slowdown(&h, q) < short_slowdown(&d, q), "p{q}");
-    }
-    assert!(h.flows.fct_us.p99 < d.flows.fct_us.p99);
-    assert!(h.flows.fct_us.p50 < d.flows.fct_us.p50);
 }
 
 #[test]

@@ -485,3 +485,108 @@ fn the_result_reports_what_trimming_cut_and_null_where_nothing_trims() {
         assert!(!fabricsim::report::table::fabric_line(&r.fabric).contains("trimmed"));
     }
 }
+
+/// A 16-host non-blocking leaf-spine (radix 8: 4 leaves, 4 spines) at 100
+/// Gb/s, a permutation of 4 MiB per host (host s → s + 4, every flow across
+/// the spines), packets sprayed over the spines, and, when `lossy`, a bit
+/// error rate on every network link such that a 4,174-byte packet crossing
+/// the path's four links is lost with probability 1%. Returns the mean over
+/// flows of goodput (payload over FCT) as a fraction of the line rate, and
+/// the statistics.
+fn sprayed_permutation(rec: LossRecovery, lossy: bool) -> (f64, PacketStats) {
+    use fabricsim::backend::packet::Routing;
+    use fabricsim::backend::{LinkEvent, LinkEventKind};
+    use fabricsim::topology::{LinkId, LinkKind};
+    let c = ClusterSpec {
+        hosts: 16,
+        gpus_per_host: 1,
+        nics_per_host: 1,
+        nvlink_rate: Rate::gbps(3600),
+        nvlink_latency: SimTime::from_ns(100),
+        pcie_rate: Rate::gbps(512),
+        pcie_latency: SimTime::from_ns(250),
+    };
+    let f = FabricLinkSpec {
+        link_rate: Rate::gbps(100),
+        link_latency: SimTime::from_ns(500),
+        switch_latency: SimTime::from_ns(500),
+        ..Default::default()
+    };
+    let spec = TopologySpec::LeafSpine {
+        radix: 8,
+        oversubscription: 1.0,
+    };
+    let t = build(&c, &f, &spec).unwrap();
+    let mut d = Dag::new();
+    d.begin_op("permutation");
+    for s in 0..16u32 {
+        d.transfer(GpuId(s), GpuId((s + 4) % 16), 4 << 20, &[]);
+    }
+    // 1 − (1 − p_link)^4 = 1%, p_link = 1 − (1 − ber)^(8 × 4174)
+    let per_link = 1.0 - 0.99f64.powf(0.25);
+    let ber = 1.0 - (1.0 - per_link).powf(1.0 / (8.0 * 4174.0));
+    let mut cfg = roce(rec, 512 << 10, 0);
+    cfg.routing = Routing::Spray;
+    if lossy {
+        cfg.link_events = t
+            .links
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.kind == LinkKind::Network)
+            .map(|(i, _)| LinkEvent {
+                at: SimTime::ZERO,
+                link: LinkId(i as u32),
+                kind: LinkEventKind::Ber(ber),
+            })
+            .collect();
+    }
+    let (o, s) = run(&d, &t, &cfg);
+    let ideal_us = (4u64 << 20) as f64 * 8.0 / 100e9 * 1e6;
+    let goodput = o
+        .transfer_fct
+        .iter()
+        .map(|x| ideal_us / x.as_us())
+        .sum::<f64>()
+        / o.transfer_fct.len() as f64;
+    println!(
+        "{:>16}, spray, {}: mean goodput {goodput:.3} of the line, slowest {:.1} us, lost {}, retransmitted {}, duplicates {}, timeouts {}, selective NACKs {}",
+        rec.name(),
+        if lossy { "1% loss" } else { "no loss" },
+        max_fct_us(&o),
+        s.drops_corrupt,
+        s.retransmitted_packets,
+        s.data_duplicate,
+        s.timeouts,
+        s.nacks_sent
+    );
+    (goodput, s)
+}
+
+#[test]
+fn selective_repeat_recovers_sprayed_losses_by_time_where_go_back_0_collapses() {
+    // Issue 13: on a lossy spray fabric with 1% drops, goodput ≥ 0.8 with
+    // selective repeat where go-back-0 collapses. Under spraying a gap is
+    // not a loss, so selective repeat judges loss by time (RACK, RFC 8985
+    // §6.2) and its window counts the packets in flight, not the span from
+    // the cumulative ACK (see `recovery/selective.rs`). Before, it waited
+    // for the retransmission timer, which then resent the whole window the
+    // receiver mostly held: 0.149 of the line rate, 96 timeouts, 5,748
+    // duplicates; with RACK alone 0.748 (each loss stalled the window for
+    // the RACK wait plus a round trip). Measured now, default 512 KiB
+    // window: selective repeat 0.847 (1 timeout, 10 duplicates), go-back-0
+    // 0.110 (77 timeouts); without loss 0.920 (no retransmission) and
+    // 0.914. Expected: the issue's 0.8; no spurious retransmission without
+    // loss; at most a few timeouts; go-back-0 under half its loss-free
+    // goodput; every run conserves packets (`run`).
+    let (sr_clean, sc) = sprayed_permutation(LossRecovery::SelectiveRepeat, false);
+    let (sr, s) = sprayed_permutation(LossRecovery::SelectiveRepeat, true);
+    let (g0_clean, _) = sprayed_permutation(LossRecovery::GoBack0, false);
+    let (g0, s0) = sprayed_permutation(LossRecovery::GoBack0, true);
+    assert!(s.drops_corrupt > 100, "the fabric must lose packets: {s:?}");
+    assert_eq!(sc.retransmitted_packets, 0, "spurious resends: {sc:?}");
+    assert!(sr >= 0.8, "selective repeat {sr:.3} of the line");
+    assert!(sr < sr_clean, "{sr:.3} vs {sr_clean:.3}");
+    assert!(s.timeouts <= 3, "{s:?}");
+    assert!(g0 < 0.5 * g0_clean, "go-back-0 {g0:.3} vs {g0_clean:.3}");
+    assert!(s0.timeouts > 10 * s.timeouts.max(1), "{s0:?}");
+}

@@ -69,7 +69,8 @@
 //!   NACK per gap makes the sender rewind. Under adaptive routing or spraying
 //!   packets reorder legitimately, so the receiver keeps a bitmap of received
 //!   PSNs, never NACKs, and loss is recovered by the retransmission timeout
-//!   (which rewinds go-back-N from the oldest unacknowledged PSN).
+//!   (which rewinds go-back-N from the oldest unacknowledged PSN); selective
+//!   repeat there marks loss by time instead (RACK, `recovery/selective.rs`).
 //! * **Host paths.** [`HostPath::GpuDirect`] (the NIC reads GPU memory over
 //!   PCIe) or [`HostPath::HostStaged`] (a copy through host memory first: each
 //!   message waits `copy_latency`, and its bytes become available at

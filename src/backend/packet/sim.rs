@@ -78,6 +78,17 @@ pub(super) struct Sim<'a> {
     /// (`vc_held` index) its source router counted it in, until the next
     /// router releases it.
     pub vc_cls: Vec<u8>,
+    /// Under dragonfly UGAL-L with lane escalation (and no traffic classes):
+    /// a data packet its source router sends minimally goes one lane above
+    /// its hop stage from there on, a detour stays on it, so the two classes
+    /// never share a lane on the same port (Kim et al., ISCA 2008, §4.2 and
+    /// booksim's `ugal_dragonflynew`: the VC is the routing phase). Sharing
+    /// one, the detours through the router that holds the group's direct
+    /// global link queued behind the minimal packets waiting for that link
+    /// (measured on the 1,056-host dragonfly, `tests/dragonfly_routing.rs`).
+    /// A minimal path has at most three switch-to-switch hops, so its lanes
+    /// still rise hop by hop below the top data lane (deadlock freedom).
+    pub ugal_lanes: bool,
     /// Ideal completion time per task (transfers), from the unfaulted topology.
     pub ideal: Vec<SimTime>,
     /// Queue pairs and their messages (the transport's, [`super::nic`]).
@@ -217,6 +228,9 @@ impl<'a> Sim<'a> {
                 vec![[0; 2]; topo.links.len()]
             },
             vc_cls: Vec::new(),
+            ugal_lanes: topo.dragonfly_routing() == crate::topology::DragonflyRouting::Ugal
+                && cfg.vl_escalation
+                && cfg.classes.is_none(),
             ideal: ideal_times(dag, topo, cfg),
             qps: QueuePairs::default(),
             flowlets: Flowlets::default(),

@@ -762,15 +762,11 @@ fn uniform_sample(n: u32, bytes: u64) -> Dag {
 }
 
 #[test]
-#[cfg_attr(
-    debug_assertions,
-    ignore = "about 35 CPU-s in release, far more in debug: run with --release"
-)]
 fn ugal_l_takes_the_better_on_the_1056_host_dragonfly() {
     // Kim §4.2, Fig. 8 (issue 14: UGAL within 10% of the better of minimal
     // and Valiant) on the shape of Kim's Fig. 8, a = 2p = 2h, g = a·h + 1,
     // 4 MiB per host on the worst case, the bench's uniform sample (64 KiB to
-    // each of 32 destinations). Measured (this test, release):
+    // each of 32 destinations); ~40 s in the test profile. Measured:
     //   minimal worst 0.031 (1/(a·p) = 1/32), uniform 0.721
     //   Valiant worst 0.452
     //   UGAL-L  worst 0.419, uniform 0.703 (0.93 and 0.98 of the better)

@@ -231,7 +231,11 @@ impl Default for EventQueue {
 
 impl EventQueue {
     /// Schedules `ev` at `time` picoseconds (never earlier than the last popped time).
-    #[inline]
+    ///
+    /// Always inlined: measured (callgrind, 1,024-host permutation), the
+    /// out-of-line call saved and restored registers for 12 of its ~40
+    /// instructions, at 1.7 pushes per event from a dozen call sites.
+    #[inline(always)]
     pub fn push(&mut self, time: u64, ev: Event) {
         self.seq += 1;
         debug_assert!(self.seq < 1 << SEQ_BITS);
@@ -249,7 +253,7 @@ impl EventQueue {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn insert(&mut self, time: u64, seq: u64, ev: u64) {
         let b = time >> BUCKET_BITS;
         let key = (time & ((1 << BUCKET_BITS) - 1)) << SEQ_BITS | seq;

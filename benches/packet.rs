@@ -306,7 +306,7 @@ fn main() {
     println!(
         "memory: {} B per in-flight packet (slab record), {} B per queue pair (plus its message queue)",
         std::mem::size_of::<fabricsim::backend::packet::slab::Packet>(),
-        std::mem::size_of::<fabricsim::backend::packet::nic::Qp>()
+        fabricsim::backend::packet::nic::QP_BYTES
     );
 }
 

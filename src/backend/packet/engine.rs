@@ -168,6 +168,8 @@ const BUCKET_BITS: u32 = 11;
 /// heap. Measured: 2048 buckets ran 9–12 M events/s where 8192 ran 8–9 M on the
 /// permutation bench (the bucket headers alone were 196 KB of cache at 8192).
 const N_BUCKETS: u64 = 2048;
+/// Words of the wheel's occupancy bitmap.
+const WORDS: usize = N_BUCKETS as usize / 64;
 
 /// The pending events of a run, popped in (time, sequence number) order.
 ///
@@ -186,6 +188,14 @@ const N_BUCKETS: u64 = 2048;
 /// A test checks that it pops exactly what a binary heap would.
 pub struct EventQueue {
     buckets: Vec<Vec<Slot>>,
+    /// One bit per bucket (ring position): it may hold events. Set by every
+    /// insert, cleared when the wheel leaves the bucket empty; the wheel
+    /// turns straight to the next set bit instead of stepping through empty
+    /// buckets. Measured (callgrind, htsim 127→1 incast: one 100 Gb/s
+    /// bottleneck, ~60 events per simulated µs, so ~8 empty 2 ns buckets per
+    /// event): `pop` was 26% of the run's instructions, stepping; with the
+    /// bitmap 10%, and the run 30% fewer instructions.
+    occupied: [u64; WORDS],
     /// Absolute index (time >> BUCKET_BITS) of the current bucket.
     cur: u64,
     /// The current bucket is sorted in descending order (pop from its end).
@@ -206,6 +216,7 @@ impl Default for EventQueue {
     fn default() -> Self {
         EventQueue {
             buckets: (0..N_BUCKETS).map(|_| Vec::new()).collect(),
+            occupied: [0; WORDS],
             cur: 0,
             cur_sorted: false,
             late: BinaryHeap::new(),
@@ -220,7 +231,11 @@ impl Default for EventQueue {
 
 impl EventQueue {
     /// Schedules `ev` at `time` picoseconds (never earlier than the last popped time).
-    #[inline]
+    ///
+    /// Always inlined: measured (callgrind, 1,024-host permutation), the
+    /// out-of-line call saved and restored registers for 12 of its ~40
+    /// instructions, at 1.7 pushes per event from a dozen call sites.
+    #[inline(always)]
     pub fn push(&mut self, time: u64, ev: Event) {
         self.seq += 1;
         debug_assert!(self.seq < 1 << SEQ_BITS);
@@ -238,16 +253,45 @@ impl EventQueue {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn insert(&mut self, time: u64, seq: u64, ev: u64) {
         let b = time >> BUCKET_BITS;
         let key = (time & ((1 << BUCKET_BITS) - 1)) << SEQ_BITS | seq;
         if b == self.cur && self.cur_sorted {
             self.late.push(Reverse((key, ev)));
         } else {
-            self.buckets[(b & (N_BUCKETS - 1)) as usize].push((key, ev));
+            let i = (b & (N_BUCKETS - 1)) as usize;
+            let bucket = &mut self.buckets[i];
+            if bucket.is_empty() {
+                // once per bucket and turn: a bucket holds ~18 events at
+                // 1,024 hosts, and setting the bit on every push cost 1% of
+                // the 128-host permutation's instructions
+                self.occupied[i / 64] |= 1 << (i % 64);
+            }
+            bucket.push((key, ev));
         }
         self.in_wheel += 1;
+    }
+
+    /// The first bucket at or after absolute index `from` (within the
+    /// horizon) whose bit is set; `from` itself if none is (the wheel then
+    /// steps as it did without the bitmap).
+    #[inline]
+    fn next_occupied(&self, from: u64) -> u64 {
+        let n = N_BUCKETS as usize;
+        let p = (from & (N_BUCKETS - 1)) as usize;
+        let mut w = p / 64;
+        let mut bits = self.occupied[w] & (!0u64 << (p % 64));
+        // WORDS + 1 words: the first one's bits below `p` come last
+        for _ in 0..=WORDS {
+            if bits != 0 {
+                let i = w * 64 + bits.trailing_zeros() as usize;
+                return from + ((i + n - p) % n) as u64;
+            }
+            w = (w + 1) % WORDS;
+            bits = self.occupied[w];
+        }
+        from
     }
 
     /// Removes and returns the earliest event.
@@ -277,12 +321,17 @@ impl EventQueue {
                 let t = self.cur << BUCKET_BITS | key >> SEQ_BITS;
                 return Some((t, Event::decode(e)));
             }
+            // the bucket is left empty
+            let i = (self.cur & (N_BUCKETS - 1)) as usize;
+            self.occupied[i / 64] &= !(1 << (i % 64));
             if self.in_wheel == 0 {
                 // Nothing near: jump straight to the earliest far event.
                 let Reverse(top) = self.far.peek().expect("len > 0");
                 self.cur = top.0 >> BUCKET_BITS;
             } else {
-                self.cur += 1;
+                // Far events lie at or beyond the old horizon, so none is
+                // due before the next occupied bucket.
+                self.cur = self.next_occupied(self.cur + 1);
             }
             self.cur_sorted = false;
             while let Some(&Reverse((t, seq, ev))) = self.far.peek() {
@@ -431,6 +480,41 @@ mod tests {
             assert_eq!(q.pop(), Some((t, Event::decode(e))));
         }
         assert!(q.is_empty() && q.pop().is_none());
+    }
+
+    #[test]
+    fn occupancy_bitmap_finds_the_next_bucket_across_the_ring_end() {
+        let mut q = EventQueue::default();
+        let w = 1u64 << BUCKET_BITS;
+        // the wheel starts at bucket 0; one event in the ring's last bucket
+        q.push((N_BUCKETS - 1) * w + 5, Event::Sample);
+        assert_eq!(q.next_occupied(1), N_BUCKETS - 1);
+        assert_eq!(q.pop(), Some(((N_BUCKETS - 1) * w + 5, Event::Sample)));
+        // now at bucket N-1: the next events wrap to ring positions 0 and 3,
+        // a far one lies beyond the horizon, a near one in the current bucket
+        let (a, b) = ((N_BUCKETS + 3) * w, N_BUCKETS * w + 1);
+        let far = (3 * N_BUCKETS + 7) * w;
+        q.push(a, Event::TxDone { port: PortId(3) });
+        q.push(far, Event::TxDone { port: PortId(9) });
+        q.push(b, Event::TxDone { port: PortId(0) });
+        q.push((N_BUCKETS - 1) * w + 6, Event::TxDone { port: PortId(1) });
+        assert_eq!(q.next_occupied(N_BUCKETS), N_BUCKETS);
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(
+            order,
+            vec![
+                ((N_BUCKETS - 1) * w + 6, Event::TxDone { port: PortId(1) }),
+                (b, Event::TxDone { port: PortId(0) }),
+                (a, Event::TxDone { port: PortId(3) }),
+                (far, Event::TxDone { port: PortId(9) }),
+            ]
+        );
+        // every bucket the wheel left has its bit cleared (the current one's
+        // is cleared when the wheel leaves it)
+        let i = (q.cur & (N_BUCKETS - 1)) as usize;
+        let mut rest = q.occupied;
+        rest[i / 64] &= !(1 << (i % 64));
+        assert!(rest.iter().all(|&x| x == 0));
     }
 
     #[test]

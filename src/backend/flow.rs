@@ -1464,18 +1464,34 @@ impl<'a> Sim<'a> {
         // What this backend holds per task peaks here (32 B without spans,
         // budget::RUN_BYTES_PER_TASK_FLOW).
         self.runner.free_schedule();
-        let n = self.dag.tasks().filter(|t| t.kind.is_transfer()).count();
-        let mut fct = Vec::with_capacity(n);
+        let op_timing = self.runner.op_timing.clone();
+        // without spans the completion times are written over the runner's
+        // slots (into_completion_times), not beside them
+        let runner = std::mem::replace(&mut self.runner, DagRunner::without_spans(&Dag::new()));
+        let dag = &self.dag;
+        let (fct, task_start, task_done) =
+            match runner.into_completion_times(|i| dag.kind(i).is_transfer()) {
+                Ok(fct) => (fct, Vec::new(), Vec::new()),
+                Err(mut runner) => {
+                    let fct = (0..dag.len())
+                        .filter(|&i| dag.kind(i).is_transfer())
+                        .map(|i| runner.span(TaskId(i as u32)))
+                        .collect();
+                    let (start, done) = runner.take_spans();
+                    (fct, start, done)
+                }
+            };
+        let n = fct.len();
         let mut ideal = std::mem::take(&mut self.ideal);
-        for (i, t) in self.dag.tasks().enumerate() {
-            if t.kind.is_transfer() {
-                ideal[fct.len()] = ideal[i];
-                fct.push(self.runner.span(TaskId(i as u32)));
+        let mut k = 0;
+        for i in 0..dag.len() {
+            if dag.kind(i).is_transfer() {
+                ideal[k] = ideal[i];
+                k += 1;
             }
         }
         ideal.truncate(n);
         ideal.shrink_to_fit();
-        let (task_start, task_done) = self.runner.take_spans();
         let links = self
             .link_bytes
             .iter()
@@ -1497,7 +1513,7 @@ impl<'a> Sim<'a> {
             .collect();
         RunOutput {
             makespan: SimTime(makespan),
-            op_timing: self.runner.op_timing.clone(),
+            op_timing,
             transfer_fct: fct,
             transfer_ideal: ideal,
             fabric: FabricCounters {

@@ -316,31 +316,71 @@ impl Dag {
     /// dependencies, GPU-id shift); shifts are zero for a stored task.
     #[inline]
     fn locate(&self, t: usize) -> (usize, u32, u32) {
-        if self.runs.is_empty() {
-            return (t, 0, 0);
-        }
-        let mut i = self.run_pages[t >> PAGE_BITS] as usize;
-        while i < self.runs.len() && self.runs[i].start as usize <= t {
-            i += 1;
-        }
-        let Some(r) = i.checked_sub(1).map(|i| &self.runs[i]) else {
-            return (t, 0, 0);
-        };
-        let rel = t - r.start as usize;
-        let span = r.len as usize * r.count as usize;
-        if rel < span {
-            let k = (rel / r.len as usize + 1) as u32;
-            let j = rel % r.len as usize;
-            (
-                r.base_stored as usize + j,
-                k * r.len,
-                r.delta.wrapping_mul(k),
-            )
-        } else {
-            (t - r.removed_before as usize - span, 0, 0)
-        }
+        locate_in(&self.runs, &self.run_pages, t)
     }
 
+    /// Where task `t` sits in the runs: (run, copy) with copy 0 for the
+    /// run's base and k for its k-th repeat; `None` for a task in no run.
+    fn copy_of(&self, t: usize) -> Option<(usize, u32)> {
+        if self.runs.is_empty() {
+            return None;
+        }
+        let (_, off, _) = self.locate(t);
+        if off != 0 {
+            let i = run_index(&self.runs, &self.run_pages, t)?;
+            return Some((i, off / self.runs[i].len));
+        }
+        let j = self.runs.partition_point(|r| r.base as usize <= t);
+        let r = j.checked_sub(1)?;
+        (t < (self.runs[r].base + self.runs[r].len) as usize).then_some((r, 0))
+    }
+
+    /// The dependencies of task `t`, each with whether its repeats keep it
+    /// unshifted (a gate, see [`Run`]); false for a task in no run.
+    fn deps_flagged(&self, t: TaskId) -> impl Iterator<Item = (Dep, bool)> + '_ {
+        let (st, _, _) = self.locate(t.0 as usize);
+        let gates = self.deps[self.dep_start[st] as usize..self.dep_start[st + 1] as usize]
+            .iter()
+            .map(|&p| p & GATE != 0);
+        self.deps_of(t).zip(gates)
+    }
+}
+
+/// The run whose repeats hold task `t`, or the last run starting before it.
+#[inline]
+fn run_index(runs: &[Run], pages: &[u32], t: usize) -> Option<usize> {
+    if runs.is_empty() {
+        return None;
+    }
+    let mut i = pages[t >> PAGE_BITS] as usize;
+    while i < runs.len() && runs[i].start as usize <= t {
+        i += 1;
+    }
+    i.checked_sub(1)
+}
+
+/// [`Dag::locate`] over the runs `runs` and their page table `pages`.
+#[inline]
+fn locate_in(runs: &[Run], pages: &[u32], t: usize) -> (usize, u32, u32) {
+    let Some(r) = run_index(runs, pages, t).map(|i| &runs[i]) else {
+        return (t, 0, 0);
+    };
+    let rel = t - r.start as usize;
+    let span = r.len as usize * r.count as usize;
+    if rel < span {
+        let k = (rel / r.len as usize + 1) as u32;
+        let j = rel % r.len as usize;
+        (
+            r.base_stored as usize + j,
+            k * r.len,
+            r.delta.wrapping_mul(k),
+        )
+    } else {
+        (t - r.removed_before as usize - span, 0, 0)
+    }
+}
+
+impl Dag {
     /// Task `t`'s packed kind, GPU ids shifted when it is a repeat.
     #[inline]
     fn packed(&self, t: usize) -> Packed {
@@ -1021,7 +1061,17 @@ pub struct DagRunner {
     /// Per task, plus one whose `succ_start` ends the last task's successors.
     slots: Vec<Slot>,
     /// Successors: CSR over tasks (starts in `slots`); entries packed `succ << 1 | on_sent`.
+    /// Only those not in `shared`.
     succ: Vec<u32>,
+    /// Successors every copy of a stored task of the DAG's runs has alike
+    /// (see [`Dag::begin_block`]): CSR over stored tasks (starts in
+    /// `shared_start`), entries packed `(succ − task) << 1 | on_sent`. Held
+    /// once per stored task, not per copy: most edges of a run's tasks.
+    shared: Vec<u32>,
+    shared_start: Vec<u32>,
+    /// The DAG's runs and their page table, to find a task's stored copy.
+    runs: Vec<Run>,
+    run_pages: Vec<u32>,
     /// When each task completed, picoseconds (empty without spans).
     done_at: Vec<SimTime>,
     /// `done_at` is kept (else a done task's slot holds its completion time).
@@ -1083,13 +1133,33 @@ impl DagRunner {
 
     fn build(dag: &Dag, spans: bool) -> DagRunner {
         let n = dag.len();
+        // An edge x → y is shared when y is copy k of a run, its dependency
+        // shifts with the copies, and x is copy k of a run of the same
+        // length and count: then every copy j of x's stored task has the
+        // edge to y − (k − j)·len, held once as (y − x) with copy 0.
+        let shape = |r: usize| (dag.runs[r].len, dag.runs[r].count);
+        let classify = |y: usize, x: usize, gate: bool| -> Option<u32> {
+            if gate {
+                return None;
+            }
+            let (ry, ky) = dag.copy_of(y)?;
+            let (rx, kx) = dag.copy_of(x)?;
+            (kx == ky && shape(rx) == shape(ry)).then_some(ky)
+        };
         // exact size: n tasks and the end of the last one's successors
         let mut slots = vec![Slot::default(); n + 1];
+        let stored = dag.stored_tasks();
+        let mut shared_start = vec![0u32; if dag.runs.is_empty() { 0 } else { stored + 1 }];
         for t in 0..n {
-            for d in dag.deps_of(TaskId(t as u32)) {
+            for (d, gate) in dag.deps_flagged(TaskId(t as u32)) {
                 let (Dep::Sent(p) | Dep::Done(p)) = d;
-                // counted one slot up, then summed: slot t ends as the start
-                slots[p.0 as usize + 1].succ_start += 1;
+                let x = p.0 as usize;
+                match classify(t, x, gate) {
+                    Some(0) => shared_start[dag.locate(x).0 + 1] += 1,
+                    Some(_) => {}
+                    // counted one slot up, then summed: slot t ends as the start
+                    None => slots[x + 1].succ_start += 1,
+                }
                 slots[t].pend += 1;
             }
             debug_assert!(
@@ -1100,26 +1170,56 @@ impl DagRunner {
         for i in 0..n {
             slots[i + 1].succ_start += slots[i].succ_start;
         }
+        for i in 1..shared_start.len() {
+            shared_start[i] += shared_start[i - 1];
+        }
         let mut succ = vec![0u32; slots[n].succ_start as usize];
+        let mut shared = vec![0u32; shared_start.last().map_or(0, |&e| e as usize)];
+        let mut shared_fill = vec![0u32; shared_start.len()];
         // fill: each predecessor's next free entry, kept in its slot's time
         // (zero until the run starts) instead of a 4 B/task copy of the starts
         for t in 0..n {
-            for d in dag.deps_of(TaskId(t as u32)) {
+            for (d, gate) in dag.deps_flagged(TaskId(t as u32)) {
                 let (p, on_sent) = match d {
                     Dep::Sent(p) => (p, 1),
                     Dep::Done(p) => (p, 0),
                 };
-                let s = &mut slots[p.0 as usize];
-                succ[(u64::from(s.succ_start) + s.time) as usize] = (t as u32) << 1 | on_sent;
-                s.time += 1;
+                let x = p.0 as usize;
+                match classify(t, x, gate) {
+                    Some(0) => {
+                        let st = dag.locate(x).0;
+                        let i = shared_start[st] + shared_fill[st];
+                        shared[i as usize] = ((t - x) as u32) << 1 | on_sent;
+                        shared_fill[st] += 1;
+                    }
+                    Some(_) => {}
+                    None => {
+                        let s = &mut slots[x];
+                        succ[(u64::from(s.succ_start) + s.time) as usize] =
+                            (t as u32) << 1 | on_sent;
+                        s.time += 1;
+                    }
+                }
             }
         }
         for s in &mut slots {
             s.time = 0;
         }
+        let (runs, run_pages) = if shared.is_empty() {
+            (Vec::new(), Vec::new())
+        } else {
+            (dag.runs.clone(), dag.run_pages.clone())
+        };
+        if shared.is_empty() {
+            shared_start = Vec::new();
+        }
         DagRunner {
             slots,
             succ,
+            shared,
+            shared_start,
+            runs,
+            run_pages,
             done_at: if spans {
                 vec![SimTime::ZERO; n]
             } else {
@@ -1161,10 +1261,44 @@ impl DagRunner {
         if !self.scheduled {
             return; // successors freed: the run is over
         }
-        let s = self.slots[t.0 as usize].succ_start as usize;
-        let e = self.slots[t.0 as usize + 1].succ_start as usize;
-        for i in s..e {
-            let packed = self.succ[i];
+        let x = t.0 as usize;
+        let (mut i, e) = (
+            self.slots[x].succ_start as usize,
+            self.slots[x + 1].succ_start as usize,
+        );
+        let (mut j, f) = if self.shared.is_empty() {
+            (0, 0)
+        } else {
+            let st = locate_in(&self.runs, &self.run_pages, x).0;
+            (
+                self.shared_start[st] as usize,
+                self.shared_start[st + 1] as usize,
+            )
+        };
+        // both lists ascend by successor: merged, the successors are
+        // released in task order, as from one list
+        loop {
+            let own = self.succ.get(i).filter(|_| i < e).copied();
+            let common = self
+                .shared
+                .get(j)
+                .filter(|_| j < f)
+                .map(|&r| r + ((x as u32) << 1));
+            let packed = match (own, common) {
+                (Some(a), Some(b)) if b < a => {
+                    j += 1;
+                    b
+                }
+                (Some(a), _) => {
+                    i += 1;
+                    a
+                }
+                (None, Some(b)) => {
+                    j += 1;
+                    b
+                }
+                (None, None) => break,
+            };
             if (packed & 1 == 1) != want_sent {
                 continue;
             }
@@ -1306,6 +1440,8 @@ impl DagRunner {
     /// sees none.
     pub fn free_schedule(&mut self) {
         self.succ = Vec::new();
+        self.shared = Vec::new();
+        self.shared_start = Vec::new();
         self.scheduled = false;
     }
     /// Bytes each of the runner's tables holds on the heap, by capacity, named:
@@ -1317,7 +1453,12 @@ impl DagRunner {
                 "runner slots: unmet count, state, successor start, start time (16 B/task)",
                 self.slots.capacity() * std::mem::size_of::<Slot>(),
             ),
-            ("runner successors (4 B/edge)", self.succ.capacity() * 4),
+            (
+                "runner successors (4 B/edge, once per stored task in runs)",
+                (self.succ.capacity() + self.shared.capacity() + self.shared_start.capacity()) * 4
+                    + self.run_pages.capacity() * 4
+                    + self.runs.capacity() * std::mem::size_of::<Run>(),
+            ),
             (
                 "runner done times (8 B/task, only with spans)",
                 self.done_at.capacity() * 8,
@@ -1657,10 +1798,23 @@ mod tests {
             assert_eq!(a.software_latency(id), b.software_latency(id));
         }
         let (ra, rb) = (DagRunner::new(a), DagRunner::new(b));
-        assert_eq!(ra.succ, rb.succ);
-        let key = |r: &DagRunner| -> Vec<(u32, u32)> {
-            r.slots.iter().map(|s| (s.pend, s.succ_start)).collect()
+        // a task's successors: its own list and its stored copy's shared one
+        let succ = |r: &DagRunner, x: usize| -> Vec<u32> {
+            let own = &r.succ[r.slots[x].succ_start as usize..r.slots[x + 1].succ_start as usize];
+            let mut all = own.to_vec();
+            if !r.shared.is_empty() {
+                let st = locate_in(&r.runs, &r.run_pages, x).0;
+                let common =
+                    &r.shared[r.shared_start[st] as usize..r.shared_start[st + 1] as usize];
+                all.extend(common.iter().map(|&c| c + ((x as u32) << 1)));
+            }
+            all.sort_unstable();
+            all
         };
+        for x in 0..a.len() {
+            assert_eq!(succ(&ra, x), succ(&rb, x), "successors of {x}");
+        }
+        let key = |r: &DagRunner| -> Vec<u32> { r.slots.iter().map(|s| s.pend).collect() };
         assert_eq!(key(&ra), key(&rb));
         assert_eq!(run_spans(a), run_spans(b));
     }
@@ -1677,6 +1831,16 @@ mod tests {
         assert_eq!(flat.stored_tasks(), flat.len());
         assert_eq!(blocked.stored_tasks(), flat.len() - 2 * 4 * 4);
         assert!(blocked.heap_bytes() < flat.heap_bytes());
+        // the runner holds the edges into hosts 1–3 (and 5) once, with host
+        // 0's (4's) stored tasks; only those from the gates are the repeats'
+        // own: per repeat 4 edges inside the block in round 0, and 5 in round
+        // 1 (plus the one on its previous round), 4 repeats per round
+        let shared = DagRunner::new(&blocked).shared.len();
+        assert_eq!(shared, 2 * 4 + 2 * 5);
+        assert_eq!(
+            DagRunner::new(&blocked).succ.len() + shared + 4 * 4 + 4 * 5,
+            DagRunner::new(&flat).succ.len()
+        );
         assert_same(&blocked, &flat);
         // task 1 + 2·4 + 1: host 2's second transfer, a repeat
         let t = TaskId(1 + 2 * 4 + 1);

@@ -1409,9 +1409,9 @@ impl DagRunner {
     pub fn into_completion_times(
         self,
         mut keep: impl FnMut(usize) -> bool,
-    ) -> Result<Vec<SimTime>, DagRunner> {
+    ) -> Result<Vec<SimTime>, Box<DagRunner>> {
         if self.spans {
-            return Err(self);
+            return Err(Box::new(self));
         }
         let mut times: Vec<SimTime> = self
             .slots

@@ -1474,11 +1474,12 @@ impl<'a> Sim<'a> {
     fn output(mut self, makespan: u64) -> RunOutput {
         let delivered = self.delivered;
         // Memory: the output is built where the run's per-task tables were,
-        // not beside them: the successors are freed first and the ideal times
-        // compacted in place to the transfers'; the completion times come from
-        // the runner's slots (done − start), the two ends only when asked for.
-        // What this backend holds per task peaks here (32 B without spans,
-        // budget::RUN_BYTES_PER_TASK_FLOW).
+        // not beside them: the successors are freed first; the completion
+        // times are written over the runner's slots (done − start), the two
+        // ends only when asked for; the ideal times widen from 4 B per task
+        // to 8 B per transfer. Per task this is at most the run's 20 B (slot
+        // and ideal time) plus 8 B; budget::RUN_BYTES_PER_TASK_FLOW (32 B)
+        // bounds it.
         self.runner.free_schedule();
         let op_timing = self.runner.op_timing.clone();
         // without spans the completion times are written over the runner's
@@ -1882,8 +1883,8 @@ mod tests {
 
     /// Ideal times are kept in 4 B below 2^32 ps and whole above: a 1 MiB
     /// and a 1 GiB transfer one after the other on an idle path each
-    /// complete in their ideal time, α + S/B (α = 730 ns: PCIe 250 + link 50
-    /// + switch 130 + link 50 + PCIe 250; B = 400 Gb/s), the second
+    /// complete in their ideal time, α + S/B with α = 730 ns (PCIe 250, link
+    /// 50, switch 130, link 50, PCIe 250) and B = 400 Gb/s; the second takes
     /// 21.47 ms, past the 4.29 ms (2^32 ps) held in 4 B.
     #[test]
     fn wide_ideal_times_are_kept_whole() {

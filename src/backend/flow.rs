@@ -440,8 +440,14 @@ struct Sim<'a> {
     share_heap: BinaryHeap<Share>,
     epoch: u32,
     events: u64,
-    /// Ideal completion time per task (transfers only; others stay zero).
-    ideal: Vec<SimTime>,
+    /// Ideal completion time per task, picoseconds (transfers only; others
+    /// stay zero), in 4 B: below 4.3 ms (a 200 MiB message at 400 Gb/s)
+    /// as is, else [`u32::MAX`] here and whole in `ideal_wide`. 8 B per task
+    /// were 512 MiB at flow131k, a quarter of its peak.
+    ideal: Vec<u32>,
+    /// (task, ideal time, ps) of each ideal time too wide for `ideal`, in
+    /// the order the transfers started.
+    ideal_wide: Vec<(u32, u64)>,
     delivered: u64,
     // scratch buffers reused across recomputations
     comp_links: Vec<u32>,
@@ -496,7 +502,8 @@ impl<'a> Sim<'a> {
             share_heap: BinaryHeap::new(),
             epoch: 0,
             events: 0,
-            ideal: vec![SimTime::ZERO; dag.len()],
+            ideal: vec![0; dag.len()],
+            ideal_wide: Vec::new(),
             delivered: 0,
             comp_links: Vec::new(),
             comp_flows: Vec::new(),
@@ -1006,7 +1013,13 @@ impl<'a> Sim<'a> {
     }
 
     fn record_ideal(&mut self, t: TaskId, ideal: u64) {
-        self.ideal[t.0 as usize] = SimTime(ideal);
+        match u32::try_from(ideal) {
+            Ok(v) if v < u32::MAX => self.ideal[t.0 as usize] = v,
+            _ => {
+                self.ideal[t.0 as usize] = u32::MAX;
+                self.ideal_wide.push((t.0, ideal));
+            }
+        }
     }
 
     /// A link whose allocated rates fill its capacity (it bottlenecks its flows).
@@ -1403,7 +1416,10 @@ impl<'a> Sim<'a> {
         rows.extend(self.dag.table_bytes());
         rows.extend(self.runner.table_bytes());
         rows.extend([
-            ("flow ideal times (8 B/task)", self.ideal.capacity() * 8),
+            (
+                "flow ideal times (4 B/task)",
+                self.ideal.capacity() * 4 + self.ideal_wide.capacity() * 16,
+            ),
             (
                 "flow state (per concurrent flow)",
                 self.flows.capacity() * std::mem::size_of::<Flow>() + self.free.capacity() * 4,
@@ -1458,24 +1474,48 @@ impl<'a> Sim<'a> {
     fn output(mut self, makespan: u64) -> RunOutput {
         let delivered = self.delivered;
         // Memory: the output is built where the run's per-task tables were,
-        // not beside them: the successors are freed first and the ideal times
-        // compacted in place to the transfers'; the completion times come from
-        // the runner's slots (done − start), the two ends only when asked for.
-        // What this backend holds per task peaks here (32 B without spans,
-        // budget::RUN_BYTES_PER_TASK_FLOW).
+        // not beside them: the successors are freed first; the completion
+        // times are written over the runner's slots (done − start), the two
+        // ends only when asked for; the ideal times widen from 4 B per task
+        // to 8 B per transfer. Per task this is at most the run's 20 B (slot
+        // and ideal time) plus 8 B; budget::RUN_BYTES_PER_TASK_FLOW (32 B)
+        // bounds it.
         self.runner.free_schedule();
-        let n = self.dag.tasks().filter(|t| t.kind.is_transfer()).count();
-        let mut fct = Vec::with_capacity(n);
-        let mut ideal = std::mem::take(&mut self.ideal);
-        for (i, t) in self.dag.tasks().enumerate() {
-            if t.kind.is_transfer() {
-                ideal[fct.len()] = ideal[i];
-                fct.push(self.runner.span(TaskId(i as u32)));
+        let op_timing = self.runner.op_timing.clone();
+        // without spans the completion times are written over the runner's
+        // slots (into_completion_times), not beside them
+        let runner = std::mem::replace(&mut self.runner, DagRunner::without_spans(&Dag::new()));
+        let dag = &self.dag;
+        let (fct, task_start, task_done) =
+            match runner.into_completion_times(|i| dag.kind(i).is_transfer()) {
+                Ok(fct) => (fct, Vec::new(), Vec::new()),
+                Err(mut runner) => {
+                    let fct = (0..dag.len())
+                        .filter(|&i| dag.kind(i).is_transfer())
+                        .map(|i| runner.span(TaskId(i as u32)))
+                        .collect();
+                    let (start, done) = runner.take_spans();
+                    (fct, start, done)
+                }
+            };
+        let short = std::mem::take(&mut self.ideal);
+        let mut wide = std::mem::take(&mut self.ideal_wide);
+        wide.sort_unstable_by_key(|w| w.0);
+        let mut ideal = Vec::with_capacity(fct.len());
+        for (i, &v) in short.iter().enumerate() {
+            if dag.kind(i).is_transfer() {
+                ideal.push(SimTime(match v {
+                    u32::MAX => {
+                        let j = wide.partition_point(|w| (w.0 as usize) < i);
+                        wide.get(j)
+                            .filter(|w| w.0 as usize == i)
+                            .map_or(u64::from(v), |w| w.1)
+                    }
+                    v => u64::from(v),
+                }));
             }
         }
-        ideal.truncate(n);
-        ideal.shrink_to_fit();
-        let (task_start, task_done) = self.runner.take_spans();
+        drop(short);
         let links = self
             .link_bytes
             .iter()
@@ -1497,7 +1537,7 @@ impl<'a> Sim<'a> {
             .collect();
         RunOutput {
             makespan: SimTime(makespan),
-            op_timing: self.runner.op_timing.clone(),
+            op_timing,
             transfer_fct: fct,
             transfer_ideal: ideal,
             fabric: FabricCounters {
@@ -1840,71 +1880,93 @@ mod tests {
             Err(FlowError::Unreachable { .. })
         ));
     }
-}
 
-#[cfg(test)]
-mod local_vs_global {
-    //! The localized recomputation must give the same rates as the global one.
-    use super::*;
-    use crate::dag::Dep;
-    use crate::topology::{build, ClusterSpec, FabricLinkSpec, GpuId, TopologySpec};
-    use crate::units::Rate;
-    use proptest::prelude::*;
-
-    fn fabric(hosts: u32) -> Topology {
-        let c = ClusterSpec {
-            hosts,
-            gpus_per_host: 2,
-            nics_per_host: 1,
-            nvlink_rate: Rate::gbps(3600),
-            nvlink_latency: SimTime::from_ns(250),
-            pcie_rate: Rate::gbps(256),
-            pcie_latency: SimTime::from_ns(250),
-        };
-        let f = FabricLinkSpec {
-            link_rate: Rate::gbps(100),
-            link_latency: SimTime::from_ns(50),
-            switch_latency: SimTime::from_ns(300),
-            ..Default::default()
-        };
-        // 3:1 oversubscribed: saturated and unsaturated links mix.
-        build(
-            &c,
-            &f,
-            &TopologySpec::LeafSpine {
-                radix: 4,
-                oversubscription: 3.0,
-            },
-        )
-        .unwrap()
+    /// Ideal times are kept in 4 B below 2^32 ps and whole above: a 1 MiB
+    /// and a 1 GiB transfer one after the other on an idle path each
+    /// complete in their ideal time, α + S/B with α = 730 ns (PCIe 250, link
+    /// 50, switch 130, link 50, PCIe 250) and B = 400 Gb/s; the second takes
+    /// 21.47 ms, past the 4.29 ms (2^32 ps) held in 4 B.
+    #[test]
+    fn wide_ideal_times_are_kept_whole() {
+        let topo = single_switch(2);
+        let mut dag = Dag::new();
+        dag.begin_op("p2p");
+        let a = dag.transfer(GpuId(0), GpuId(1), 1 << 20, &[]);
+        dag.transfer(GpuId(0), GpuId(1), 1 << 30, &[Dep::Done(a)]);
+        let out = run(&dag, &topo, &FlowConfig::default()).unwrap();
+        let want = [730_000 + 20_971_520, 730_000 + 21_474_836_480u64];
+        assert!(want[1] > u64::from(u32::MAX));
+        for (i, w) in want.iter().enumerate() {
+            let (ideal, fct) = (out.transfer_ideal[i].ps(), out.transfer_fct[i].ps());
+            assert!(ideal.abs_diff(*w) <= 2, "ideal {i}: {ideal} ps, want {w}");
+            assert!(fct.abs_diff(*w) <= 2, "completion {i}: {fct} ps, want {w}");
+        }
     }
 
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(48))]
-        #[test]
-        fn same_completion_times(
-            flows in proptest::collection::vec((0u32..24, 0u32..24, 1u64..4_000_000, 0usize..4), 2..60),
-            seed in 0u64..1000,
-        ) {
-            let topo = fabric(12);
-            let mut dag = Dag::new();
-            dag.begin_op("random");
-            let mut ids: Vec<TaskId> = Vec::new();
-            for (i, &(s, d, bytes, dep)) in flows.iter().enumerate() {
-                // dep 1-2: wait for delivery (a later timestamp); dep 3: chain on Sent,
-                // so flows end and start at the same timestamp (pipelined chunks)
-                let deps: Vec<Dep> = match dep {
-                    3 if i >= 1 => vec![Dep::Sent(ids[i - 1])],
-                    d if d > 0 && i >= d => vec![Dep::Done(ids[i - d])],
-                    _ => vec![],
-                };
-                ids.push(dag.transfer(GpuId(s), GpuId(d), bytes, &deps));
-            }
-            let local = run(&dag, &topo, &FlowConfig { seed, ..Default::default() }).unwrap();
-            let global = run(&dag, &topo, &FlowConfig { seed, full_recompute: true, ..Default::default() }).unwrap();
-            for (a, b) in local.transfer_fct.iter().zip(&global.transfer_fct) {
-                let tol = (b.ps() as f64 * 1e-6).max(4.0);
-                prop_assert!((a.ps() as f64 - b.ps() as f64).abs() <= tol, "{} vs {}", a.ps(), b.ps());
+    #[cfg(test)]
+    mod local_vs_global {
+        //! The localized recomputation must give the same rates as the global one.
+        use super::*;
+        use crate::dag::Dep;
+        use crate::topology::{build, ClusterSpec, FabricLinkSpec, GpuId, TopologySpec};
+        use crate::units::Rate;
+        use proptest::prelude::*;
+
+        fn fabric(hosts: u32) -> Topology {
+            let c = ClusterSpec {
+                hosts,
+                gpus_per_host: 2,
+                nics_per_host: 1,
+                nvlink_rate: Rate::gbps(3600),
+                nvlink_latency: SimTime::from_ns(250),
+                pcie_rate: Rate::gbps(256),
+                pcie_latency: SimTime::from_ns(250),
+            };
+            let f = FabricLinkSpec {
+                link_rate: Rate::gbps(100),
+                link_latency: SimTime::from_ns(50),
+                switch_latency: SimTime::from_ns(300),
+                ..Default::default()
+            };
+            // 3:1 oversubscribed: saturated and unsaturated links mix.
+            build(
+                &c,
+                &f,
+                &TopologySpec::LeafSpine {
+                    radix: 4,
+                    oversubscription: 3.0,
+                },
+            )
+            .unwrap()
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(48))]
+            #[test]
+            fn same_completion_times(
+                flows in proptest::collection::vec((0u32..24, 0u32..24, 1u64..4_000_000, 0usize..4), 2..60),
+                seed in 0u64..1000,
+            ) {
+                let topo = fabric(12);
+                let mut dag = Dag::new();
+                dag.begin_op("random");
+                let mut ids: Vec<TaskId> = Vec::new();
+                for (i, &(s, d, bytes, dep)) in flows.iter().enumerate() {
+                    // dep 1-2: wait for delivery (a later timestamp); dep 3: chain on Sent,
+                    // so flows end and start at the same timestamp (pipelined chunks)
+                    let deps: Vec<Dep> = match dep {
+                        3 if i >= 1 => vec![Dep::Sent(ids[i - 1])],
+                        d if d > 0 && i >= d => vec![Dep::Done(ids[i - d])],
+                        _ => vec![],
+                    };
+                    ids.push(dag.transfer(GpuId(s), GpuId(d), bytes, &deps));
+                }
+                let local = run(&dag, &topo, &FlowConfig { seed, ..Default::default() }).unwrap();
+                let global = run(&dag, &topo, &FlowConfig { seed, full_recompute: true, ..Default::default() }).unwrap();
+                for (a, b) in local.transfer_fct.iter().zip(&global.transfer_fct) {
+                    let tol = (b.ps() as f64 * 1e-6).max(4.0);
+                    prop_assert!((a.ps() as f64 - b.ps() as f64).abs() <= tol, "{} vs {}", a.ps(), b.ps());
+                }
             }
         }
     }

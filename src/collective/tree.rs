@@ -377,7 +377,11 @@ fn emit_tree_chunks(
     let mut up_sent: Vec<Vec<TaskId>> = vec![Vec::new(); n];
     if up {
         let mut last: Vec<Option<TaskId>> = vec![None; n];
+        // each chunk's n − 1 sends are the previous chunk's shifted by n − 1
+        // tasks (from the second chunk on; the first waits for `after`): as
+        // blocks, the DAG stores one per run (see `Dag::begin_block`)
         for &(o, b) in chunks {
+            em.dag.begin_block();
             for &v in tree.by_depth.iter().rev() {
                 let Some(p) = tree.parent[v] else { continue };
                 let c = up_sent[v].len();
@@ -392,11 +396,13 @@ fn emit_tree_chunks(
                 up_sent[v].push(t);
             }
         }
+        em.dag.end_blocks();
     }
     // down_recv[v][c]: the transfer bringing chunk c to v.
     let mut down_recv: Vec<Vec<TaskId>> = vec![Vec::new(); n];
     let mut last: Vec<Option<TaskId>> = vec![None; n];
     for (c, &(o, b)) in chunks.iter().enumerate() {
+        em.dag.begin_block();
         for &v in &tree.by_depth {
             for &ch in &tree.children[v] {
                 let mut deps: Vec<Dep> = Vec::with_capacity(3);
@@ -419,6 +425,7 @@ fn emit_tree_chunks(
             }
         }
     }
+    em.dag.end_blocks();
     // A later chunk's arrival does not imply an earlier one's in the DAG, so the
     // end waits for every chunk.
     ends.extend(down_recv.iter().flatten().map(|&t| Dep::Done(t)));
@@ -783,6 +790,42 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// A pipelined tree's chunks after the second are stored once: the first
+    /// chunk waits for the start, the second for the first, and each later
+    /// one repeats the one before shifted by n − 1 tasks (the n − 1 edges of
+    /// the tree). Double tree over 8 ranks, 5 equal chunks per tree: 2 trees
+    /// × (up + down) × 5 chunks × 7 sends = 140 tasks, of which
+    /// 2 × 2 × (5 − 2) × 7 = 84 are repeats. The DAG reads as a flat copy.
+    #[test]
+    fn tree_chunks_are_stored_once() {
+        let topo = crate::collective::test_topo(8, 1);
+        let ranks: Vec<GpuId> = (0..8).map(GpuId).collect();
+        let mut dag = Dag::new();
+        dag.begin_op("tree");
+        let chunk = 1 << 20;
+        let mut em = Emitter::new(&mut dag, &topo);
+        let ends = emit_op(
+            CollectiveOp::AllReduce,
+            10 * chunk,
+            0,
+            chunk,
+            0,
+            &ranks,
+            &mut em,
+            &[],
+        );
+        assert_eq!(ends.len(), 2 * 5 * 7);
+        assert_eq!(dag.len(), 140);
+        assert_eq!(dag.stored_tasks(), 140 - 84);
+        let mut flat = Dag::new();
+        flat.append(&dag, |g| g, &[], "");
+        assert_eq!(flat.stored_tasks(), 140);
+        assert!(dag.tasks().eq(flat.tasks()));
+        for t in 0..140 {
+            assert!(dag.deps_of(TaskId(t)).eq(flat.deps_of(TaskId(t))));
         }
     }
 }

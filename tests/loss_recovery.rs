@@ -13,7 +13,9 @@ use fabricsim::dag::{Dag, Dep};
 use fabricsim::topology::{build, ClusterSpec, FabricLinkSpec, GpuId, Topology, TopologySpec};
 use fabricsim::units::{Rate, SimTime};
 
-fn topo(hosts: u32) -> Topology {
+/// `hosts` hosts of one GPU and one NIC on 100 Gb/s links of 500 ns, 500 ns
+/// switches, connected by `shape`.
+fn topo_of(hosts: u32, shape: &TopologySpec) -> Topology {
     let c = ClusterSpec {
         hosts,
         gpus_per_host: 1,
@@ -29,7 +31,11 @@ fn topo(hosts: u32) -> Topology {
         switch_latency: SimTime::from_ns(500),
         ..Default::default()
     };
-    build(&c, &f, &TopologySpec::SingleSwitch).unwrap()
+    build(&c, &f, shape).unwrap()
+}
+
+fn topo(hosts: u32) -> Topology {
+    topo_of(hosts, &TopologySpec::SingleSwitch)
 }
 
 /// `n` senders → GPU 0, `bytes` each, all at once.
@@ -497,26 +503,13 @@ fn sprayed_permutation(rec: LossRecovery, lossy: bool) -> (f64, PacketStats) {
     use fabricsim::backend::packet::Routing;
     use fabricsim::backend::{LinkEvent, LinkEventKind};
     use fabricsim::topology::{LinkId, LinkKind};
-    let c = ClusterSpec {
-        hosts: 16,
-        gpus_per_host: 1,
-        nics_per_host: 1,
-        nvlink_rate: Rate::gbps(3600),
-        nvlink_latency: SimTime::from_ns(100),
-        pcie_rate: Rate::gbps(512),
-        pcie_latency: SimTime::from_ns(250),
-    };
-    let f = FabricLinkSpec {
-        link_rate: Rate::gbps(100),
-        link_latency: SimTime::from_ns(500),
-        switch_latency: SimTime::from_ns(500),
-        ..Default::default()
-    };
-    let spec = TopologySpec::LeafSpine {
-        radix: 8,
-        oversubscription: 1.0,
-    };
-    let t = build(&c, &f, &spec).unwrap();
+    let t = topo_of(
+        16,
+        &TopologySpec::LeafSpine {
+            radix: 8,
+            oversubscription: 1.0,
+        },
+    );
     let mut d = Dag::new();
     d.begin_op("permutation");
     for s in 0..16u32 {

@@ -544,12 +544,22 @@ impl RecoveryLaw for SelectiveRepeat {
 mod tests {
     use super::*;
 
-    /// Sends PSN `nxt` at `now` as the transport does.
-    fn send(sr: &mut SelectiveRepeat, seq: &mut SendSeq, now: u64) {
-        let psn = seq.nxt;
-        sr.on_send(seq, psn, now, 320_000_000);
-        seq.nxt += 1;
-        seq.max = seq.max.max(seq.nxt);
+    /// A queue pair (`reorder` as the routing) that sent PSNs 0..8 one ns
+    /// apart, as the transport does, and got PSN 0's ACK at 10 ns.
+    fn eight_sent(reorder: bool) -> (SelectiveRepeat, SendSeq) {
+        let mut sr = SelectiveRepeat::new(16, reorder, 100_000_000);
+        let mut seq = SendSeq {
+            posted: 100,
+            ..SendSeq::default()
+        };
+        for i in 0..8u64 {
+            let psn = seq.nxt;
+            sr.on_send(&seq, psn, i * 1000, 320_000_000);
+            seq.nxt += 1;
+            seq.max = seq.max.max(seq.nxt);
+        }
+        sr.on_ack(&mut seq, 1, Feedback::Ack, 10_000, 320_000_000);
+        (sr, seq)
     }
 
     #[test]
@@ -563,15 +573,7 @@ mod tests {
         // SRTT 10.25 ns, so PSN 1's wait ends at 21.25 ns; the timer at 21 ns
         // re-arms for it, then PSN 1 is declared lost and is the next to go,
         // PSN 2 is not resent.
-        let mut sr = SelectiveRepeat::new(16, true, 100_000_000);
-        let mut seq = SendSeq {
-            posted: 100,
-            ..SendSeq::default()
-        };
-        for i in 0..8 {
-            send(&mut sr, &mut seq, i * 1000);
-        }
-        sr.on_ack(&mut seq, 1, Feedback::Ack, 10_000, 320_000_000);
+        let (mut sr, mut seq) = eight_sent(true);
         assert_eq!((sr.srtt, sr.min_rtt, sr.rack_rtt), (10_000, 10_000, 10_000));
         let e = sr.on_ack(&mut seq, 1, Feedback::Sack(3), 13_000, 320_000_000);
         assert_eq!(e.timer, Some(21_000), "the reordering timer");
@@ -602,15 +604,7 @@ mod tests {
     #[test]
     fn in_order_routing_keeps_irns_rule_a_sack_marks_every_psn_below_it() {
         // IRN §3.1 under ECMP: a selective NACK of PSN 3 means 1 and 2 are lost.
-        let mut sr = SelectiveRepeat::new(16, false, 100_000_000);
-        let mut seq = SendSeq {
-            posted: 100,
-            ..SendSeq::default()
-        };
-        for i in 0..8 {
-            send(&mut sr, &mut seq, i * 1000);
-        }
-        sr.on_ack(&mut seq, 1, Feedback::Ack, 10_000, 320_000_000);
+        let (mut sr, mut seq) = eight_sent(false);
         let e = sr.on_ack(&mut seq, 1, Feedback::Sack(3), 13_000, 320_000_000);
         assert!(e.nack_rewind);
         assert_eq!((sr.n_due, sr.next_psn(&seq)), (2, 1));

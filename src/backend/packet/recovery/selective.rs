@@ -251,6 +251,18 @@ impl SelectiveRepeat {
         marked
     }
 
+    /// Enters recovery (IRN: until `una` passes the highest PSN sent now)
+    /// unless already in it; true if it started now.
+    #[inline]
+    fn enter_recovery(&mut self, seq: &SendSeq) -> bool {
+        let start = !self.in_recovery;
+        if start {
+            self.in_recovery = true;
+            self.recovery_seq = seq.max;
+        }
+        start
+    }
+
     /// Reordering routings: the reordering timer at `reo_at` becomes the
     /// pending timer event if it is earlier; its time if a new event is due.
     #[inline]
@@ -427,19 +439,15 @@ impl RecoveryLaw for SelectiveRepeat {
                 self.n_sacked += 1;
                 self.rack_update(s, now);
             }
-            if self.rack_detect(seq, now) && !self.in_recovery {
-                self.in_recovery = true;
-                self.recovery_seq = seq.max;
-                e.nack_rewind = true;
+            if self.rack_detect(seq, now) {
+                e.nack_rewind = self.enter_recovery(seq);
             }
             if let Some(at) = self.arm_reorder() {
                 e.timer = Some(e.timer.map_or(at, |t| t.min(at)));
             }
             return e;
         }
-        if !self.in_recovery {
-            self.in_recovery = true;
-            self.recovery_seq = seq.max;
+        if self.enter_recovery(seq) {
             e.nack_rewind = true;
         }
         if let Feedback::Sack(s) = fb {
@@ -473,10 +481,7 @@ impl RecoveryLaw for SelectiveRepeat {
             let lost = self.reorder && self.reo_at <= now && self.rack_detect(seq, now);
             self.timer_at = self.deadline.min(self.reo_at);
             if lost {
-                if !self.in_recovery {
-                    self.in_recovery = true;
-                    self.recovery_seq = seq.max;
-                }
+                self.enter_recovery(seq);
                 return TimerEffect::Resend {
                     at: self.timer_at,
                     loss: true,
@@ -489,10 +494,7 @@ impl RecoveryLaw for SelectiveRepeat {
             self.mark_due(p);
         }
         self.scan = self.scan.max(seq.max);
-        if !self.in_recovery {
-            self.in_recovery = true;
-            self.recovery_seq = seq.max;
-        }
+        self.enter_recovery(seq);
         self.backoff = (self.backoff + 1).min(MAX_BACKOFF);
         self.armed_at = now;
         self.timer_at = NO_TIMER;

@@ -15,6 +15,7 @@ mod entry;
 pub mod flow;
 mod link_event;
 pub mod packet;
+pub mod partition;
 mod timeline;
 
 pub use entry::{

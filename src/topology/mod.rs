@@ -24,6 +24,7 @@ pub mod fat_tree;
 pub mod file;
 pub mod import;
 pub mod leaf_spine;
+pub mod partition;
 pub mod rail;
 pub mod single_switch;
 

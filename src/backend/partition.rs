@@ -128,26 +128,11 @@ mod tests {
     use super::*;
     use crate::collective::{lower, Algorithm, CollectiveOp, CollectiveSpec, ProtoCost};
     use crate::topology::partition::partition;
-    use crate::topology::{build, ClusterSpec, FabricLinkSpec, GpuId, TopologySpec};
-    use crate::units::{Rate, SimTime};
+    use crate::topology::{GpuId, TopologySpec};
+    use crate::units::SimTime;
 
     fn fat_tree(hosts: u32, gpus: u32) -> Topology {
-        let cluster = ClusterSpec {
-            hosts,
-            gpus_per_host: gpus,
-            nics_per_host: gpus,
-            nvlink_rate: Rate::gbps(3600),
-            nvlink_latency: SimTime::from_ns(150),
-            pcie_rate: Rate::gbps(512),
-            pcie_latency: SimTime::from_ns(200),
-        };
-        let fabric = FabricLinkSpec {
-            link_rate: Rate::gbps(400),
-            link_latency: SimTime::from_ns(500),
-            switch_latency: SimTime::from_ns(300),
-            ..Default::default()
-        };
-        build(&cluster, &fabric, &TopologySpec::FatTree { k: 4 }).unwrap()
+        crate::topology::test_cluster(hosts, gpus, &TopologySpec::FatTree { k: 4 })
     }
 
     fn lowered(algorithm: Algorithm, inter_host: Algorithm, t: &Topology) -> Dag {

@@ -989,27 +989,11 @@ pub fn auto_select(
         .ok_or_else(|| last_err.unwrap_or_else(|| unsupported(spec.algorithm, spec.op)))
 }
 
-/// A single-switch test cluster: `hosts` × `gpus` GPUs, NVLink 3600 Gb/s / 150 ns,
-/// PCIe 512 Gb/s / 200 ns, 400 Gb/s links of 50 ns, 300 ns switch.
+/// A single-switch test cluster: `hosts` × `gpus` GPUs (see
+/// [`crate::topology::test_cluster`] for the links).
 #[cfg(test)]
 pub(crate) fn test_topo(hosts: u32, gpus: u32) -> Topology {
-    use crate::topology::{build, ClusterSpec, FabricLinkSpec, TopologySpec};
-    let c = ClusterSpec {
-        hosts,
-        gpus_per_host: gpus,
-        nics_per_host: gpus,
-        nvlink_rate: Rate::gbps(3600),
-        nvlink_latency: SimTime::from_ns(150),
-        pcie_rate: Rate::gbps(512),
-        pcie_latency: SimTime::from_ns(200),
-    };
-    let f = FabricLinkSpec {
-        link_rate: Rate::gbps(400),
-        link_latency: SimTime::from_ns(50),
-        switch_latency: SimTime::from_ns(300),
-        ..Default::default()
-    };
-    build(&c, &f, &TopologySpec::SingleSwitch).expect("test topology")
+    crate::topology::test_cluster(hosts, gpus, &crate::topology::TopologySpec::SingleSwitch)
 }
 
 #[cfg(test)]

@@ -204,26 +204,10 @@ pub fn partition(topo: &Topology, parts: u32) -> Result<Partitioning, PartitionE
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::{build, ClusterSpec, FabricLinkSpec, TopologySpec};
-    use crate::units::Rate;
+    use crate::topology::TopologySpec;
 
     fn topo(hosts: u32, gpus: u32, spec: TopologySpec) -> Topology {
-        let cluster = ClusterSpec {
-            hosts,
-            gpus_per_host: gpus,
-            nics_per_host: gpus,
-            nvlink_rate: Rate::gbps(3600),
-            nvlink_latency: SimTime::from_ns(150),
-            pcie_rate: Rate::gbps(512),
-            pcie_latency: SimTime::from_ns(200),
-        };
-        let fabric = FabricLinkSpec {
-            link_rate: Rate::gbps(400),
-            link_latency: SimTime::from_ns(500),
-            switch_latency: SimTime::from_ns(300),
-            ..Default::default()
-        };
-        build(&cluster, &fabric, &spec).unwrap()
+        crate::topology::test_cluster(hosts, gpus, &spec)
     }
 
     /// Every node's partition agrees with its host's, and the cut is exactly
@@ -258,7 +242,7 @@ mod tests {
         // k = 4: 4 pods of 2 edge + 2 aggregation switches and 4 hosts, 4 cores.
         // Four partitions are the four pods; each takes one core (ties go to the
         // lightest), so the cut is the 16 aggregation-core cables minus the 4
-        // inside a partition, both directions: 24 directed links, all 500 ns.
+        // inside a partition, both directions: 24 directed links, all 50 ns.
         let t = topo(16, 1, TopologySpec::FatTree { k: 4 });
         let p = partition(&t, 4).unwrap();
         check_invariants(&t, &p);
@@ -276,7 +260,7 @@ mod tests {
             .iter()
             .all(|l| matches!(t.nodes[t.links[l.0 as usize].from.0 as usize].kind, NodeKind::Switch { tier } if tier >= 1)));
         assert_eq!(p.cut.len(), 24);
-        assert_eq!(p.lookahead, Some(SimTime::from_ns(500)));
+        assert_eq!(p.lookahead, Some(SimTime::from_ns(50)));
     }
 
     #[test]
@@ -341,7 +325,7 @@ mod tests {
         let p = partition(&t, 3).unwrap();
         check_invariants(&t, &p);
         assert_eq!(p.hosts, vec![6, 5, 5]);
-        assert_eq!(p.lookahead, Some(SimTime::from_ns(500)));
+        assert_eq!(p.lookahead, Some(SimTime::from_ns(50)));
         // a single switch: hosts split, the switch in one partition, the
         // other partition's NIC links cut
         let s = topo(8, 1, TopologySpec::SingleSwitch);

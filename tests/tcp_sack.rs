@@ -75,25 +75,99 @@ fn one_flow(segments: u64) -> Dag {
 
 /// `n` senders into one receiver, 8 barrier-synchronized rounds of 1 MB
 /// striped over them (the incast of Vasudevan et al., SIGCOMM 2009 §3);
-/// goodput, Gb/s.
+/// goodput, Gb/s. Lockstep: every sender starts at 0 and no draw moves a
+/// packet, so every seed gives the same run.
 fn striped(n: u32, cfg: &PacketConfig) -> (f64, PacketStats) {
+    striped_in(n, (1 << 20) / n as u64, 8, cfg, Variant::Lockstep)
+}
+
+/// How a run of an incast breaks the lockstep order of simultaneous
+/// events (tests/tcp.rs's seeds of the jitter, tests/loss_recovery.rs's
+/// staggered starts).
+#[derive(Clone, Copy, Debug)]
+enum Variant {
+    /// No jitter, every sender starts at 0: one order of simultaneous events.
+    Lockstep,
+    /// The TCP stack's per-segment CPU jitter (uniform in [0, 500 ns),
+    /// tests/tcp.rs's) drawn from this seed: which sender's segments meet
+    /// a full buffer changes in every round.
+    Jitter(u64),
+    /// No jitter; each sender's first round starts at a time of its own in
+    /// [0, 200 µs) (two idle round trips; xorshift64 of this seed, fixed by
+    /// the test): the first round's bursts no longer coincide, the later
+    /// rounds start on the barrier.
+    Spread(u64),
+}
+
+/// Lockstep, seeds 1-6 of the jitter and six start spreads.
+fn variants() -> Vec<Variant> {
+    let mut v = vec![Variant::Lockstep];
+    v.extend((1..=6).map(Variant::Jitter));
+    v.extend((1..=6).map(Variant::Spread));
+    v
+}
+
+/// [`striped`] with `per` bytes per sender and round, `rounds` rounds,
+/// under `variant`.
+fn striped_in(
+    n: u32,
+    per: u64,
+    rounds: u32,
+    cfg: &PacketConfig,
+    variant: Variant,
+) -> (f64, PacketStats) {
     let t = fabric(n + 1, 1);
+    let mut cfg = cfg.clone();
     let mut d = Dag::new();
     d.begin_op("incast");
     let mut last: Vec<Dep> = Vec::new();
-    for _ in 0..8 {
+    match variant {
+        Variant::Lockstep => {}
+        Variant::Jitter(seed) => {
+            cfg.transport = Transport::Tcp {
+                per_packet_overhead: SimTime::from_ns(100),
+                jitter: SimTime::from_ns(500),
+            };
+            cfg.seed = seed;
+        }
+        Variant::Spread(seed) => {
+            cfg.transport = Transport::Tcp {
+                per_packet_overhead: SimTime::from_ns(100),
+                jitter: SimTime::from_ns(500),
+            };
+            cfg.seed = seed;
+            let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+            for s in 1..=n {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let c = d.compute(GpuId(s), SimTime(x % 200_000_000), &[]);
+                last.push(Dep::Done(c));
+            }
+        }
+    }
+    for r in 0..rounds {
         let this: Vec<Dep> = (1..=n)
-            .map(|s| Dep::Done(d.transfer(GpuId(s), GpuId(0), (1 << 20) / n as u64, &last)))
+            .map(|s| {
+                // a spread's first round: each sender waits for its own start only
+                let deps = match variant {
+                    Variant::Spread(_) if r == 0 => vec![last[s as usize - 1]],
+                    _ => last.clone(),
+                };
+                Dep::Done(d.transfer(GpuId(s), GpuId(0), per, &deps))
+            })
             .collect();
         last = this;
     }
-    let (us, st) = run(&d, &t, cfg);
+    let (us, st) = run(&d, &t, &cfg);
     (d.transfer_bytes() as f64 * 8.0 / (us * 1e3), st)
 }
 
 /// The table behind the README's SACK figures: each law over NewReno's
 /// recovery, SACK with RACK-TLP and PRR (the default) and SACK without
-/// RACK-TLP (`tcp_rack = false`).
+/// RACK-TLP (`tcp_rack = false`). Lockstep, one run per cell: a cell's
+/// timeouts move with the order of simultaneous events (the tests above
+/// check their claims on the seeds of the jitter and on start spreads).
 /// `cargo test --release --test tcp_sack sack_table -- --ignored --nocapture`
 #[test]
 #[ignore = "prints the incast table, asserts nothing"]
@@ -124,19 +198,78 @@ fn sack_with_rack_tlp_does_no_worse_than_newrenos_recovery_at_low_fan_in() {
     // SACK's recovery resends every loss of a window in one round trip where
     // NewReno's resends one per round trip (Fall and Floyd, CCR 1996), so
     // it must do no worse: at N = 2 and 4, no timeout for either law, and
-    // goodput within 1% of the recovery without SACK or better.
-    for n in [2u32, 4] {
-        for cc in [CUBIC, NEWRENO] {
-            let (g0, s0) = striped(n, &tcp(cc, false, SimTime::ZERO, 200_000));
-            let (g1, s1) = striped(n, &tcp(cc, true, SimTime::ZERO, 200_000));
-            eprintln!(
-                "N = {n}, {cc:?}: without SACK {g0:.3} Gb/s ({} timeouts), SACK + RACK-TLP {g1:.3} Gb/s ({} timeouts)",
-                s0.timeouts, s1.timeouts
-            );
-            assert_eq!(s1.timeouts, 0);
-            assert!(g1 >= 0.99 * g0, "{g1:.3} vs {g0:.3} Gb/s");
+    // goodput within 1% of the recovery without SACK or better, on every
+    // run: lockstep and seeds 1-6 of the jitter. Measured: SACK + RACK-TLP
+    // 0.963-0.966 Gb/s with no timeout on all 28 runs; without SACK CUBIC
+    // collapses on most (N = 4: 0.009-0.064 Gb/s, 10-28 timeouts; N = 2
+    // on seeds 1 and 4: 0.019, 6 timeouts) and NewReno once (N = 4, seed
+    // 1: 0.146, 2 timeouts). Under start spreads the claim does not hold
+    // for any recovery (`low_fan_in_under_start_spreads`, ignored, with
+    // its trace).
+    for v in std::iter::once(Variant::Lockstep).chain((1..=6).map(Variant::Jitter)) {
+        for n in [2u32, 4] {
+            for cc in [CUBIC, NEWRENO] {
+                let per = (1 << 20) / n as u64;
+                let (g0, s0) = striped_in(n, per, 8, &tcp(cc, false, SimTime::ZERO, 200_000), v);
+                let (g1, s1) = striped_in(n, per, 8, &tcp(cc, true, SimTime::ZERO, 200_000), v);
+                eprintln!(
+                    "{v:?}, N = {n}, {cc:?}: without SACK {g0:.3} Gb/s ({} timeouts), SACK + RACK-TLP {g1:.3} Gb/s ({} timeouts)",
+                    s0.timeouts, s1.timeouts
+                );
+                assert_eq!(s1.timeouts, 0, "{v:?}, N = {n}, {cc:?}");
+                assert!(g1 >= 0.99 * g0, "{v:?}: {g1:.3} vs {g0:.3} Gb/s");
+            }
         }
     }
+}
+
+#[test]
+#[ignore = "unmet under start spreads: drop-tail lock-out of a whole window (trace in the comment)"]
+fn low_fan_in_under_start_spreads() {
+    // The target of the test above (no timeout at N = 2 and 4 with SACK +
+    // RACK-TLP, no worse than NewReno's recovery) on six start spreads (each
+    // sender's first round starts at its own time in [0, 200 µs), with the
+    // jitter of the same seed). Unmet, for every recovery. Measured, N = 2:
+    // SACK + RACK-TLP 3-8 timeouts on every spread (NewReno 0.005-0.101
+    // Gb/s, CUBIC 0.046-0.064), without SACK 3-8 as well (NewReno
+    // 0.053-0.101, CUBIC 0.017-0.052); N = 4: CUBIC with SACK 0.249-0.966
+    // (3 timeouts on spread 2, a 200 ms stall on spread 3).
+    //
+    // Trace (spread 1, N = 2, NewReno with SACK; senders start at 123.8 and
+    // 180.5 µs): the second sender's segments 43-95 all drop at the
+    // receiver's full port (53 in a row, the whole window) while the first
+    // sender's never do: both NICs send back to back at line rate into a
+    // line-rate port (12.0 µs per 1,500 B segment), so arrivals and
+    // departures keep one phase, and the first sender's segment always
+    // takes the slot a departure frees (drop-tail lock-out, Floyd and
+    // Jacobson, "On Traffic Phase Effects in Packet-Switched Gateways",
+    // 1992). The CPU's jitter (< 0.5 µs) does not reach the wire once the
+    // NIC holds a queue. With nothing above the hole arriving, no SACK, no
+    // duplicate ACK and no RACK mark is possible; TLP's probe (1.706 ms,
+    // new data) drops too, and the RTO (200 ms) recovers. The first sender,
+    // never losing, keeps a window of hundreds of segments into the next
+    // rounds and the lock-out repeats (RTOs at 201.7, 407.7, 613.7 and
+    // 825.2 ms). A lockstep start gives both senders the same phase, so
+    // both lose and both recover by SACK. What would meet it is not in the
+    // recovery: randomness at the bottleneck (RED's random drop, which
+    // Floyd and Jacobson propose) or in the NIC's wire timing.
+    let mut worst = 0;
+    for seed in 1..=6 {
+        for n in [2u32, 4] {
+            for cc in [CUBIC, NEWRENO] {
+                let per = (1 << 20) / n as u64;
+                let v = Variant::Spread(seed);
+                let (g0, s0) = striped_in(n, per, 8, &tcp(cc, false, SimTime::ZERO, 200_000), v);
+                let (g1, s1) = striped_in(n, per, 8, &tcp(cc, true, SimTime::ZERO, 200_000), v);
+                eprintln!(
+                    "{v:?}, N = {n}, {cc:?}: without SACK {g0:.3} Gb/s ({} timeouts), SACK + RACK-TLP {g1:.3} Gb/s ({} timeouts)",
+                    s0.timeouts, s1.timeouts
+                );
+                worst = worst.max(s1.timeouts);
+            }
+        }
+    }
+    assert_eq!(worst, 0, "SACK + RACK-TLP timed out under a start spread");
 }
 
 const DELACK: SimTime = SimTime::from_us(40_000);
@@ -280,33 +413,30 @@ fn fast_retransmit_still_fires_under_delayed_ack() {
     // tests/tcp.rs's four-sender incast (each 256 KB per round, 64 KB port)
     // with a 40 ms delayed-ACK timer: out-of-order segments are still ACKed
     // at once (RFC 5681 §4.2), so three duplicate ACKs still resend a hole
-    // (RFC 5681 §3.2), never a NACK. Measured, not asserted: NewReno's
-    // recovery timed out 3 times (0.144 Gb/s) before Linux's quick-ACK
-    // mode was modelled and none with it (0.958 Gb/s; an ACK per segment:
-    // 0.966 Gb/s, tests/tcp.rs); SACK with RACK-TLP and PRR has none
-    // (0.961 Gb/s before, 0.965 with it).
-    for sack in [false, true] {
-        let cfg = tcp(NEWRENO, sack, DELACK, 200_000);
-        let t = fabric(5, 1);
-        let mut d = Dag::new();
-        d.begin_op("incast");
-        let mut last: Vec<Dep> = Vec::new();
-        for _ in 0..4 {
-            let this: Vec<Dep> = (1..=4)
-                .map(|s| Dep::Done(d.transfer(GpuId(s), GpuId(0), 256 << 10, &last)))
-                .collect();
-            last = this;
+    // (RFC 5681 §3.2), never a NACK: on every variant (lockstep, seeds 1-6
+    // of the jitter, six start spreads). SACK with RACK-TLP and PRR resends
+    // every loss of a window within the recovery (RFC 6675) and never times
+    // out: measured 0.960-0.966 Gb/s on all 13 variants. NewReno's recovery
+    // (one hole per round trip, RFC 6582), measured, not asserted: lockstep
+    // 0.958 Gb/s with no timeout (3 timeouts, 0.144, before Linux's
+    // quick-ACK mode was modelled), but 1 timeout on jitter seed 5 and on
+    // spreads 1, 2 and 5 (0.144-0.146 Gb/s) and 8 on spread 4 (0.047).
+    for v in variants() {
+        for sack in [false, true] {
+            let cfg = tcp(NEWRENO, sack, DELACK, 200_000);
+            let (g, st) = striped_in(4, 256 << 10, 4, &cfg, v);
+            eprintln!(
+                "{v:?}, delayed ACK, sack {sack}: goodput {g:.3} Gb/s, drops {}, fast retransmits {}, timeouts {}",
+                st.drops_total(),
+                st.nack_rewinds,
+                st.timeouts
+            );
+            assert!(st.drops_total() > 0 && st.nack_rewinds > 0, "{v:?}");
+            assert_eq!(st.nacks_sent, 0, "{v:?}");
+            if sack {
+                assert_eq!(st.timeouts, 0, "{v:?}");
+            }
         }
-        let (us, st) = run(&d, &t, &cfg);
-        let g = d.transfer_bytes() as f64 * 8.0 / (us * 1e3);
-        eprintln!(
-            "delayed ACK, sack {sack}: goodput {g:.3} Gb/s, drops {}, fast retransmits {}, timeouts {}",
-            st.drops_total(),
-            st.nack_rewinds,
-            st.timeouts
-        );
-        assert!(st.drops_total() > 0 && st.nack_rewinds > 0);
-        assert_eq!(st.nacks_sent, 0);
     }
 }
 
@@ -314,20 +444,28 @@ fn fast_retransmit_still_fires_under_delayed_ack() {
 fn sack_recovers_an_incast_newreno_recovery_times_out_on() {
     // Eight senders, 1 MB rounds, 64 KB port, 200 ms RTOmin: several
     // segments of one window drop. NewReno's recovery resends one hole per
-    // round trip (RFC 6582) and runs into the 200 ms timer (measured: 0.033
-    // Gb/s, 30 timeouts, 852 packets resent); SACK's (RFC 6675, with
-    // RACK-TLP and PRR) resends every lost segment in the recovery's first
-    // round trip (Fall and Floyd, CCR 1996, §5) and times out less
-    // (measured: 0.961 Gb/s, no timeout, 385 resent). Expected: fewer
-    // timeouts and at least 3× the goodput; every byte conserved (sent =
-    // delivered + duplicates + dropped, `run`).
-    let (g0, s0) = striped(8, &tcp(NEWRENO, false, SimTime::ZERO, 200_000));
-    let (g1, s1) = striped(8, &tcp(NEWRENO, true, SimTime::ZERO, 200_000));
-    eprintln!(
-        "N = 8: NewReno recovery {g0:.3} Gb/s ({} timeouts, {} resent), SACK {g1:.3} Gb/s ({} timeouts, {} resent)",
-        s0.timeouts, s0.retransmitted_packets, s1.timeouts, s1.retransmitted_packets
-    );
-    assert!(s1.timeouts < s0.timeouts);
-    assert!(s1.retransmitted_packets < s0.retransmitted_packets);
-    assert!(g1 > 3.0 * g0, "{g1:.3} vs {g0:.3} Gb/s");
+    // round trip (RFC 6582) and runs into the 200 ms timer; SACK's (RFC
+    // 6675, with RACK-TLP and PRR) resends every lost segment in the
+    // recovery's first round trip (Fall and Floyd, CCR 1996, §5) and times
+    // out less. Expected on every variant (lockstep, seeds 1-6 of the
+    // jitter, six start spreads): fewer timeouts, fewer packets resent and
+    // at least 3× the goodput; every byte conserved (sent = delivered +
+    // duplicates + dropped, `run`). Measured: lockstep NewReno 0.033 Gb/s
+    // (30 timeouts, 852 resent), SACK 0.961 (none, 377); jitter NewReno
+    // 0.033-0.047 (19-30, 596-693), SACK 0.960-0.965 (none, 367-393);
+    // spreads NewReno 0.033-0.064 (10-16, 386-557), SACK 0.254-0.961 (0-2,
+    // 363-463): SACK's timeouts there are whole-window losses of the
+    // drop-tail lock-out `low_fan_in_under_start_spreads` traces.
+    for v in variants() {
+        let per = (1 << 20) / 8;
+        let (g0, s0) = striped_in(8, per, 8, &tcp(NEWRENO, false, SimTime::ZERO, 200_000), v);
+        let (g1, s1) = striped_in(8, per, 8, &tcp(NEWRENO, true, SimTime::ZERO, 200_000), v);
+        eprintln!(
+            "{v:?}, N = 8: NewReno recovery {g0:.3} Gb/s ({} timeouts, {} resent), SACK {g1:.3} Gb/s ({} timeouts, {} resent)",
+            s0.timeouts, s0.retransmitted_packets, s1.timeouts, s1.retransmitted_packets
+        );
+        assert!(s1.timeouts < s0.timeouts, "{v:?}");
+        assert!(s1.retransmitted_packets < s0.retransmitted_packets, "{v:?}");
+        assert!(g1 > 3.0 * g0, "{v:?}: {g1:.3} vs {g0:.3} Gb/s");
+    }
 }

@@ -40,7 +40,11 @@
 //! / 2 MSS of them, at most 16, at least 2), again after an idle gap longer
 //! than the RTO (`tcp_event_data_recv`) and after a duplicate segment
 //! (`tcp_data_queue`: `tcp_enter_quickack_mode`), each ACK sent using one
-//! up; with [`PacketConfig::tcp_dsack`](super::PacketConfig::tcp_dsack)
+//! up; under classic ECN (NewReno or CUBIC on a fabric that marks, RFC 3168)
+//! a CE mark while no CWR is demanded grants 2 (`__tcp_ecn_check_ce`), so
+//! the echo is not held by the timer, and a segment carrying CWR (the first
+//! new one after the sender's window cut, `F_CWR`) is ACKed at once
+//! (`tcp_ecn_accept_cwr`); with [`PacketConfig::tcp_dsack`](super::PacketConfig::tcp_dsack)
 //! a duplicate segment's ACK carries a D-SACK block (RFC 2883). The CPU
 //! cost is paid per TSO segment ([`PacketConfig::tcp_tso_bytes`](super::PacketConfig::tcp_tso_bytes)).
 //!
@@ -70,7 +74,7 @@ use super::recovery::{
     TimerEffect, TCP_MAX_QUICKACKS,
 };
 use super::sim::Sim;
-use super::slab::{Packet, PktKind, F_DSACK, F_ECN, F_SACK, F_TRIMMED, NONE};
+use super::slab::{Packet, PktKind, F_CWR, F_DSACK, F_ECN, F_SACK, F_TRIMMED, NONE};
 use super::switch::NEVER;
 use super::{HostPath, LossRecovery, PacketError, Routing, Transport};
 use crate::topology::{GpuId, LinkId, LinkKind};
@@ -142,6 +146,9 @@ pub struct QpTx {
     /// network (not NVLink) and the run's law is not `none` (whose every
     /// reaction is nothing, so its pairs skip the calls and the law's state).
     pub cc_on: bool,
+    /// TCP: the next new segment carries CWR ([`F_CWR`]): the window was
+    /// reduced since the last one (Linux's `TCP_ECN_QUEUE_CWR`).
+    pub queue_cwr: bool,
 }
 
 /// A queue pair's receiver-side state that every data packet touches, in one
@@ -173,6 +180,9 @@ pub struct QpRx {
     /// The last data packet carried a CE mark (DCTCP's ECN echo under
     /// delayed ACK, RFC 8257 §3.2).
     pub last_ce: bool,
+    /// Classic ECN (RFC 3168): a CE mark was seen and no CWR since (Linux's
+    /// `TCP_ECN_DEMAND_CWR`); a CE while it is clear enters quick-ACK mode.
+    pub demand_cwr: bool,
     /// The run's congestion-control law is not `none`: the receiver's calls
     /// into the law (`on_data`, `take_ce_echo`) do something.
     pub cc_law: bool,
@@ -457,6 +467,7 @@ impl Sim<'_> {
             lane,
             in_ring: false,
             cc_on,
+            queue_cwr: false,
         });
         self.qps.rx.push(QpRx {
             rcv_end: u32::MAX,
@@ -468,6 +479,7 @@ impl Sim<'_> {
             delack_at: NEVER,
             last_rcv: NEVER,
             last_ce: false,
+            demand_cwr: false,
             cc_law,
         });
         self.qps.recs.push(RecSlot(rec));
@@ -632,6 +644,12 @@ impl Sim<'_> {
                 continue;
             }
             let last = idx + 1 == m.npkts;
+            // CWR rides the first new segment after a window reduction
+            // (Linux's `tcp_ecn_send`: new data only, not a retransmission)
+            let cwr = first && self.qps.tx[qpi].queue_cwr;
+            if cwr {
+                self.qps.tx[qpi].queue_cwr = false;
+            }
             let pkt = self.pkts.alloc(Packet {
                 qp: qpi,
                 psn: snd_nxt,
@@ -642,7 +660,7 @@ impl Sim<'_> {
                 dst: qp_dst,
                 kind: PktKind::Data,
                 vl: lane,
-                flags: 0,
+                flags: if cwr { F_CWR } else { 0 },
                 sack_end: 0,
                 sack_len: 0,
             });
@@ -791,6 +809,14 @@ impl Sim<'_> {
         // DCTCP under delayed ACK: a change of the CE state is ACKed at once
         // (RFC 8257 §3.2), so the echo stays exact per segment run
         let ce = k.flags & F_ECN != 0;
+        // classic ECN (RFC 3168): NewReno and CUBIC answer the echo, on a
+        // fabric that marks (where a connection would negotiate ECN; without
+        // it Linux sets no CWR and its receiver ignores the bits)
+        let classic_ecn = matches!(
+            self.cfg.cc,
+            super::CongestionControl::NewReno { .. } | super::CongestionControl::Cubic { .. }
+        ) && delack > 0
+            && self.sched.ecn.iter().any(Option::is_some);
         let ce_changed = ce != rx.last_ce;
         rx.last_ce = ce;
         let rec = &mut self.qps.recs[qpi].0;
@@ -851,6 +877,28 @@ impl Sim<'_> {
             // 2 MSS of them, at least 2)
             let rx = &mut self.qps.rx[qpi];
             if let Recovery::Tcp(t) = &self.qps.recs[qpi].0 {
+                if classic_ecn {
+                    // Linux's `tcp_ecn_accept_cwr`: the sender reduced its
+                    // window (it may be down to one segment): ACK at once,
+                    // and stop demanding a CWR
+                    if k.flags & F_CWR != 0 {
+                        rx.demand_cwr = false;
+                        ack_now = true;
+                    }
+                    // `__tcp_ecn_check_ce`: a CE mark while no CWR is
+                    // demanded enters quick-ACK mode for 2 ACKs
+                    // (`tcp_enter_quickack_mode(sk, 2)`: "better not delay
+                    // acks, sender can have a very low cwnd"), so the ECE
+                    // reaches the sender without the delayed-ACK wait
+                    if ce && !rx.demand_cwr {
+                        rx.demand_cwr = true;
+                        let grant = match t.rwnd / 2 {
+                            0 => 2,
+                            q => q.min(2),
+                        };
+                        rx.quick_acks = rx.quick_acks.max(grant);
+                    }
+                }
                 let dup = ack_now && !accepted;
                 let idle = rx.last_rcv == NEVER || now.saturating_sub(rx.last_rcv) > t.est.rto();
                 if dup || (in_order && idle) {
@@ -1138,7 +1186,8 @@ impl Sim<'_> {
                 tx.wnd = w;
             }
             if r.window_cut {
-                self.counters.window_cut();
+                self.counters.window_cut(now);
+                tx.queue_cwr = true;
             }
         }
         if e.advanced {
@@ -1186,6 +1235,8 @@ impl Sim<'_> {
                 if tx.cc_on {
                     if let Some(w) = qp.cc.on_timeout(&self.cfg.cc) {
                         tx.wnd = w;
+                        // Linux's `tcp_enter_loss` queues CWR too
+                        tx.queue_cwr = true;
                     }
                 }
                 self.q.push(at, Event::Rto { qp: qpi });
@@ -1217,7 +1268,8 @@ impl Sim<'_> {
                             tx.wnd = w;
                         }
                         if r.window_cut {
-                            self.counters.window_cut();
+                            self.counters.window_cut(now);
+                            tx.queue_cwr = true;
                         }
                     }
                 }

@@ -44,6 +44,10 @@ pub const F_SACK: u8 = 64;
 /// then the block's end as a signed (`i16`) offset from `psn`, since a
 /// duplicate may lie below the cumulative ACK.
 pub const F_DSACK: u8 = 128;
+/// Flag: on a TCP data packet (the bit [`F_DSACK`] has on an ACK), CWR
+/// (RFC 3168 §6.1.2): the first new segment the sender sends after it
+/// reduced its window; the receiver stops demanding one.
+pub const F_CWR: u8 = F_DSACK;
 /// Flag: the packet's lane was raised at this node; it arrived (and holds
 /// credits) on lane `vl − 1`.
 pub const F_VL_RAISED: u8 = 8;

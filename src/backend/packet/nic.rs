@@ -71,7 +71,7 @@ use super::flow_control::Gate;
 use super::ids::{IdVec, PktIdx, PortId, QpId};
 use super::recovery::{
     Feedback, GoBack0, GoBackN, Recovery, RxVerdict, SelectiveRepeat, SendSeq, TcpRecovery,
-    TimerEffect, TCP_MAX_QUICKACKS,
+    TimerEffect, SACK_BLOCKS, TCP_MAX_QUICKACKS,
 };
 use super::sim::Sim;
 use super::slab::{Packet, PktKind, F_CWR, F_DSACK, F_ECN, F_SACK, F_TRIMMED, NONE};
@@ -751,6 +751,14 @@ impl Sim<'_> {
     /// A packet reached its destination GPU.
     pub(super) fn deliver(&mut self, pkt: PktIdx) {
         let k = self.pkts[pkt];
+        if k.kind == PktKind::Ack && k.flags & F_DSACK != 0 {
+            // the regular SACK blocks after the D-SACK block, to the
+            // recovery that takes them with this ACK
+            let x = self.pkts.sack_extra(pkt);
+            if let Recovery::Tcp(t) = &mut self.qps.recs[k.qp].0 {
+                t.ack_extra = x;
+            }
+        }
         self.pkts.free(pkt);
         match k.kind {
             PktKind::Data => self.receive_data(&k),
@@ -965,27 +973,40 @@ impl Sim<'_> {
             rx.delack_at = NEVER;
             let e = rec.expected();
             let ce = self.ce_echo(qpi);
-            let rec = &self.qps.recs[qpi].0;
             // SACK (RFC 2018): an ACK of an out-of-order segment carries the
             // block that holds it, as offsets from the cumulative PSN; that
             // of a duplicate its D-SACK block (RFC 2883), whose end may lie
-            // below the cumulative PSN (a signed offset)
-            let (block, flags) = match rec {
-                Recovery::Tcp(t) if self.cfg.tcp_sack && ack_now && accepted => (
-                    t.sack_block(k.psn)
-                        .map_or((0, 0), |(lo, hi)| ((hi - e) as u16, (hi - lo) as u8)),
-                    0,
-                ),
-                Recovery::Tcp(t) if ack_now && !accepted => t
-                    .dsack_block(k.psn)
-                    .and_then(|(lo, hi)| {
-                        let off = i16::try_from(i64::from(hi) - i64::from(e)).ok()?;
-                        Some(((off as u16, (hi - lo) as u8), F_DSACK))
-                    })
-                    .unwrap_or(((0, 0), 0)),
+            // below the cumulative PSN (a signed offset), and after it the
+            // regular blocks (RFC 2883 §4), which ride beside the packet
+            // (`Slab::set_sack_extra`). An ordinary ACK carries its first
+            // block only: the ones a real option repeats matter when an ACK
+            // is lost (the module doc of `recovery::tcp`).
+            let mut extra = None;
+            let (block, flags) = match &mut self.qps.recs[qpi].0 {
+                Recovery::Tcp(t) if self.cfg.tcp_sack && ack_now => {
+                    let o = t.sack_option(k.psn, !accepted);
+                    match o.as_slice().first() {
+                        Some(&(lo, hi)) if o.dsack => {
+                            match i16::try_from(i64::from(hi) - i64::from(e)) {
+                                Ok(off) => {
+                                    let mut x = [(0, 0); SACK_BLOCKS - 1];
+                                    x[..o.as_slice().len() - 1].copy_from_slice(&o.as_slice()[1..]);
+                                    extra = Some(x);
+                                    ((off as u16, (hi - lo) as u8), F_DSACK)
+                                }
+                                Err(_) => ((0, 0), 0),
+                            }
+                        }
+                        Some(&(lo, hi)) => (((hi - e) as u16, (hi - lo) as u8), 0),
+                        None => ((0, 0), 0),
+                    }
+                }
                 _ => ((0, 0), 0),
             };
-            self.send_ctrl_sack(k.qp, PktKind::Ack, e, ce, flags, block);
+            let ack = self.send_ctrl_sack(k.qp, PktKind::Ack, e, ce, flags, block);
+            if let Some(x) = extra {
+                self.pkts.set_sack_extra(ack, x);
+            }
         } else if delack > 0 && rx.delack_at == NEVER {
             // the first segment left unacknowledged starts the timer
             rx.delack_at = now + delack;
@@ -1090,7 +1111,7 @@ impl Sim<'_> {
         info: u32,
         flags: u8,
         sack: (u16, u8),
-    ) {
+    ) -> PktIdx {
         let rx = &mut self.qps.rx[qpi];
         if kind == PktKind::Ack && rx.quick_acks > 0 {
             // every ACK sent uses up one of quick-ACK mode's (Linux's
@@ -1124,6 +1145,7 @@ impl Sim<'_> {
         });
         self.counters.ctrl_sent(kind == PktKind::Nack);
         self.enqueue(port, vl, pkt, wire as u64);
+        pkt
     }
 
     /// Moves `send_cursor` to the message holding the next PSN to send.

@@ -95,10 +95,11 @@ enum Variant {
     /// tests/tcp.rs's) drawn from this seed: which sender's segments meet
     /// a full buffer changes in every round.
     Jitter(u64),
-    /// No jitter; each sender's first round starts at a time of its own in
-    /// [0, 200 µs) (two idle round trips; xorshift64 of this seed, fixed by
-    /// the test): the first round's bursts no longer coincide, the later
-    /// rounds start on the barrier.
+    /// Each sender's first round starts at a time of its own in [0, 200
+    /// µs) (two idle round trips; xorshift64 of this seed, fixed by the
+    /// test), with the jitter of [`Variant::Jitter`] of the same seed: the
+    /// first round's bursts no longer coincide, the later rounds start on
+    /// the barrier.
     Spread(u64),
 }
 
@@ -249,13 +250,16 @@ fn low_fan_in_under_start_spreads() {
     // 1992). The CPU's jitter (< 0.5 µs) does not reach the wire once the
     // NIC holds a queue. With nothing above the hole arriving, no SACK, no
     // duplicate ACK and no RACK mark is possible; TLP's probe (1.706 ms,
-    // new data) drops too, and the RTO (200 ms) recovers. The first sender,
-    // never losing, keeps a window of hundreds of segments into the next
-    // rounds and the lock-out repeats (RTOs at 201.7, 407.7, 613.7 and
-    // 825.2 ms). A lockstep start gives both senders the same phase, so
-    // both lose and both recover by SACK. What would meet it is not in the
-    // recovery: randomness at the bottleneck (RED's random drop, which
-    // Floyd and Jacobson propose) or in the NIC's wire timing.
+    // new data) drops too, and the RTO (200 ms) recovers at 201.7 ms. The
+    // first sender meets no timeout (96 segments outstanding at 1.8 ms,
+    // none SACKed); the second loses its whole window again in the next
+    // two rounds (probe and RTO at 207.7 / 407.7 ms and 413.7 / 613.7 ms,
+    // nothing SACKed) and times out once more inside a SACK recovery at
+    // 825.2 ms. The same spread without the jitter gives the same first
+    // loss (segments 43-95, RTO at 201.7 ms). Lockstep and the jitter seeds
+    // alone (coinciding starts) meet no timeout. What would meet it is not
+    // in the recovery: randomness at the bottleneck (RED's random drop,
+    // which Floyd and Jacobson propose) or in the NIC's wire timing.
     let mut worst = 0;
     for seed in 1..=6 {
         for n in [2u32, 4] {

@@ -586,3 +586,38 @@ fn classic_ecn_a_ce_mark_is_acked_at_once_under_delayed_ack() {
     let (_, cut, _) = ce_then_cut(DELACK, false);
     assert_eq!(cut, u64::MAX);
 }
+
+#[test]
+#[ignore = "unmet on the jitter seeds: lost retransmissions at a round's tail wait for the RTO (trace in the comment)"]
+fn cubic_with_sack_rides_out_the_eight_sender_incast() {
+    // The lockstep `sack_table` shows CUBIC + SACK + RACK-TLP at N = 8 with
+    // no timeout (0.961 Gb/s), as NewReno + SACK. On seeds 1-6 of the
+    // jitter it is unmet: 3-5 timeouts on every seed, mean 0.173 Gb/s
+    // (NewReno + SACK: none on every seed, 0.960-0.965; the test above).
+    //
+    // Trace (seed 1, the first timeout, 201.6 ms): one connection's recovery
+    // starts at 0.88 ms (recover = PSN 30); its holes 16, 18 and 22 are
+    // resent, RACK marks the resent 16 and 22 lost again once segments sent
+    // after them are SACKed (RFC 8985 §6.2), and their last retransmissions
+    // leave at 5.151 and 5.247 ms into the queue the other seven senders
+    // keep full (CUBIC keeps 0.7 of its window through a loss, NewReno half)
+    // and drop. The round's data are all sent (the latest segment delivered
+    // left at 4.635 ms): no segment sent after those retransmissions can be
+    // delivered, so RACK has nothing to time them against, TLP is not armed
+    // during a recovery (RFC 8985 §7.2), and only the RTO (200 ms) finds
+    // them. Two other connections time out the same way at 206.5 and 207.8
+    // ms (PSN 29 resent at 7.641 ms, PSN 39 at 7.665 ms). Lockstep meets no
+    // timeout: one order of events where no such tail is lost. This is the
+    // RFCs' behaviour (Linux schedules no loss probe outside the Open and CWR
+    // states either); RFC 6675's rescue retransmission (NextSeg rule 4, not
+    // modelled) would resend one such tail segment per recovery.
+    for seed in 1..=6 {
+        let cfg = tcp(CUBIC, true, SimTime::ZERO, 200_000);
+        let (g, s) = striped_in(8, (1 << 20) / 8, 8, &cfg, Variant::Jitter(seed));
+        eprintln!(
+            "seed {seed}: CUBIC + SACK, N = 8: {g:.3} Gb/s ({} timeouts)",
+            s.timeouts
+        );
+        assert_eq!(s.timeouts, 0, "seed {seed}");
+    }
+}

@@ -5,10 +5,13 @@
 //! 1460 B of payload and 40 B of headers; drop-tail ports of 64 KB.
 
 use fabricsim::backend::packet::{
-    self, CongestionControl, FlowControl, LossRecovery, PacketConfig, PacketStats, Transport,
+    self, CongestionControl, Ecn, EcnMarkAt, FlowControl, LossRecovery, PacketConfig, PacketStats,
+    Transport,
 };
 use fabricsim::dag::{Dag, Dep};
-use fabricsim::topology::{build, ClusterSpec, FabricLinkSpec, GpuId, Topology, TopologySpec};
+use fabricsim::topology::{
+    build, ClusterSpec, FabricLinkSpec, GpuId, NicOverride, Topology, TopologySpec,
+};
 use fabricsim::units::{Rate, SimTime};
 
 const PAYLOAD: u32 = 1460;
@@ -75,30 +78,108 @@ fn one_flow(segments: u64) -> Dag {
 
 /// `n` senders into one receiver, 8 barrier-synchronized rounds of 1 MB
 /// striped over them (the incast of Vasudevan et al., SIGCOMM 2009 §3);
-/// goodput, Gb/s.
+/// goodput, Gb/s. Lockstep: every sender starts at 0 and no draw moves a
+/// packet, so every seed gives the same run.
 fn striped(n: u32, cfg: &PacketConfig) -> (f64, PacketStats) {
+    striped_in(n, (1 << 20) / n as u64, 8, cfg, Variant::Lockstep)
+}
+
+/// How a run of an incast breaks the lockstep order of simultaneous
+/// events (tests/tcp.rs's seeds of the jitter, tests/loss_recovery.rs's
+/// staggered starts).
+#[derive(Clone, Copy, Debug)]
+enum Variant {
+    /// No jitter, every sender starts at 0: one order of simultaneous events.
+    Lockstep,
+    /// The TCP stack's per-segment CPU jitter (uniform in [0, 500 ns),
+    /// tests/tcp.rs's) drawn from this seed: which sender's segments meet
+    /// a full buffer changes in every round.
+    Jitter(u64),
+    /// Each sender's first round starts at a time of its own in [0, 200
+    /// µs) (two idle round trips; xorshift64 of this seed, fixed by the
+    /// test), with the jitter of [`Variant::Jitter`] of the same seed: the
+    /// first round's bursts no longer coincide, the later rounds start on
+    /// the barrier.
+    Spread(u64),
+}
+
+/// Lockstep, seeds 1-6 of the jitter and six start spreads.
+fn variants() -> Vec<Variant> {
+    let mut v = vec![Variant::Lockstep];
+    v.extend((1..=6).map(Variant::Jitter));
+    v.extend((1..=6).map(Variant::Spread));
+    v
+}
+
+/// [`striped`] with `per` bytes per sender and round, `rounds` rounds,
+/// under `variant`.
+fn striped_in(
+    n: u32,
+    per: u64,
+    rounds: u32,
+    cfg: &PacketConfig,
+    variant: Variant,
+) -> (f64, PacketStats) {
     let t = fabric(n + 1, 1);
+    let mut cfg = cfg.clone();
     let mut d = Dag::new();
     d.begin_op("incast");
     let mut last: Vec<Dep> = Vec::new();
-    for _ in 0..8 {
+    match variant {
+        Variant::Lockstep => {}
+        Variant::Jitter(seed) => {
+            cfg.transport = Transport::Tcp {
+                per_packet_overhead: SimTime::from_ns(100),
+                jitter: SimTime::from_ns(500),
+            };
+            cfg.seed = seed;
+        }
+        Variant::Spread(seed) => {
+            cfg.transport = Transport::Tcp {
+                per_packet_overhead: SimTime::from_ns(100),
+                jitter: SimTime::from_ns(500),
+            };
+            cfg.seed = seed;
+            let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+            for s in 1..=n {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let c = d.compute(GpuId(s), SimTime(x % 200_000_000), &[]);
+                last.push(Dep::Done(c));
+            }
+        }
+    }
+    for r in 0..rounds {
         let this: Vec<Dep> = (1..=n)
-            .map(|s| Dep::Done(d.transfer(GpuId(s), GpuId(0), (1 << 20) / n as u64, &last)))
+            .map(|s| {
+                // a spread's first round: each sender waits for its own start only
+                let deps = match variant {
+                    Variant::Spread(_) if r == 0 => vec![last[s as usize - 1]],
+                    _ => last.clone(),
+                };
+                Dep::Done(d.transfer(GpuId(s), GpuId(0), per, &deps))
+            })
             .collect();
         last = this;
     }
-    let (us, st) = run(&d, &t, cfg);
+    let (us, st) = run(&d, &t, &cfg);
     (d.transfer_bytes() as f64 * 8.0 / (us * 1e3), st)
 }
 
 /// The table behind the README's SACK figures: each law over NewReno's
 /// recovery, SACK with RACK-TLP and PRR (the default) and SACK without
-/// RACK-TLP (`tcp_rack = false`).
+/// RACK-TLP (`tcp_rack = false`). Each cell: the lockstep run (Gb/s,
+/// timeouts, retransmitted), then the mean goodput and the range of
+/// timeouts over seeds 1-6 of the jitter (a lockstep cell's timeouts move
+/// with the order of simultaneous events; the tests below check their
+/// claims on every variant).
 /// `cargo test --release --test tcp_sack sack_table -- --ignored --nocapture`
 #[test]
 #[ignore = "prints the incast table, asserts nothing"]
 fn sack_table() {
-    eprintln!("N  cubic  cubic+sack  cubic+sack-rack  newreno  newreno+sack  newreno+sack-rack  (Gb/s, timeouts, retransmitted), RTOmin 200 ms");
+    eprintln!("N  cubic  cubic+sack  cubic+sack-rack  newreno  newreno+sack  newreno+sack-rack");
+    eprintln!("   each: lockstep Gb/s (timeouts, retransmitted) | jitter seeds 1-6: mean Gb/s [timeouts min-max]; RTOmin 200 ms");
     for n in [1u32, 2, 3, 4, 6, 8, 12, 16] {
         let mut line = format!("{n:2}");
         for cc in [CUBIC, NEWRENO] {
@@ -106,7 +187,18 @@ fn sack_table() {
                 let mut cfg = tcp(cc, sack, SimTime::ZERO, 200_000);
                 cfg.tcp_rack = rack;
                 let (g, s) = striped(n, &cfg);
-                line += &format!("  {g:.3} ({}, {})", s.timeouts, s.retransmitted_packets);
+                let (mut mean, mut lo, mut hi) = (0.0, u64::MAX, 0);
+                for seed in 1..=6 {
+                    let (gj, sj) =
+                        striped_in(n, (1 << 20) / n as u64, 8, &cfg, Variant::Jitter(seed));
+                    mean += gj / 6.0;
+                    lo = lo.min(sj.timeouts);
+                    hi = hi.max(sj.timeouts);
+                }
+                line += &format!(
+                    "  {g:.3} ({}, {}) | {mean:.3} [{lo}-{hi}]",
+                    s.timeouts, s.retransmitted_packets
+                );
             }
         }
         eprintln!("{line}");
@@ -124,19 +216,81 @@ fn sack_with_rack_tlp_does_no_worse_than_newrenos_recovery_at_low_fan_in() {
     // SACK's recovery resends every loss of a window in one round trip where
     // NewReno's resends one per round trip (Fall and Floyd, CCR 1996), so
     // it must do no worse: at N = 2 and 4, no timeout for either law, and
-    // goodput within 1% of the recovery without SACK or better.
-    for n in [2u32, 4] {
-        for cc in [CUBIC, NEWRENO] {
-            let (g0, s0) = striped(n, &tcp(cc, false, SimTime::ZERO, 200_000));
-            let (g1, s1) = striped(n, &tcp(cc, true, SimTime::ZERO, 200_000));
-            eprintln!(
-                "N = {n}, {cc:?}: without SACK {g0:.3} Gb/s ({} timeouts), SACK + RACK-TLP {g1:.3} Gb/s ({} timeouts)",
-                s0.timeouts, s1.timeouts
-            );
-            assert_eq!(s1.timeouts, 0);
-            assert!(g1 >= 0.99 * g0, "{g1:.3} vs {g0:.3} Gb/s");
+    // goodput within 1% of the recovery without SACK or better, on every
+    // run: lockstep and seeds 1-6 of the jitter. Measured: SACK + RACK-TLP
+    // 0.963-0.966 Gb/s with no timeout on all 28 runs; without SACK CUBIC
+    // collapses on most (N = 4: 0.009-0.064 Gb/s, 10-28 timeouts; N = 2
+    // on seeds 1 and 4: 0.019, 6 timeouts) and NewReno once (N = 4, seed
+    // 1: 0.146, 2 timeouts). Under start spreads the claim does not hold
+    // for any recovery (`low_fan_in_under_start_spreads`, ignored, with
+    // its trace).
+    for v in std::iter::once(Variant::Lockstep).chain((1..=6).map(Variant::Jitter)) {
+        for n in [2u32, 4] {
+            for cc in [CUBIC, NEWRENO] {
+                let per = (1 << 20) / n as u64;
+                let (g0, s0) = striped_in(n, per, 8, &tcp(cc, false, SimTime::ZERO, 200_000), v);
+                let (g1, s1) = striped_in(n, per, 8, &tcp(cc, true, SimTime::ZERO, 200_000), v);
+                eprintln!(
+                    "{v:?}, N = {n}, {cc:?}: without SACK {g0:.3} Gb/s ({} timeouts), SACK + RACK-TLP {g1:.3} Gb/s ({} timeouts)",
+                    s0.timeouts, s1.timeouts
+                );
+                assert_eq!(s1.timeouts, 0, "{v:?}, N = {n}, {cc:?}");
+                assert!(g1 >= 0.99 * g0, "{v:?}: {g1:.3} vs {g0:.3} Gb/s");
+            }
         }
     }
+}
+
+#[test]
+#[ignore = "unmet under start spreads: drop-tail lock-out of a whole window (trace in the comment)"]
+fn low_fan_in_under_start_spreads() {
+    // The target of the test above (no timeout at N = 2 and 4 with SACK +
+    // RACK-TLP, no worse than NewReno's recovery) on six start spreads (each
+    // sender's first round starts at its own time in [0, 200 µs), with the
+    // jitter of the same seed). Unmet, for every recovery. Measured, N = 2:
+    // SACK + RACK-TLP 3-8 timeouts on every spread (NewReno 0.005-0.101
+    // Gb/s, CUBIC 0.046-0.064), without SACK 3-8 as well (NewReno
+    // 0.053-0.101, CUBIC 0.017-0.052); N = 4: CUBIC with SACK 0.249-0.966
+    // (3 timeouts on spread 2, a 200 ms stall on spread 3).
+    //
+    // Trace (spread 1, N = 2, NewReno with SACK; senders start at 123.8 and
+    // 180.5 µs): the second sender's segments 43-95 all drop at the
+    // receiver's full port (53 in a row, the whole window) while the first
+    // sender's never do: both NICs send back to back at line rate into a
+    // line-rate port (12.0 µs per 1,500 B segment), so arrivals and
+    // departures keep one phase, and the first sender's segment always
+    // takes the slot a departure frees (drop-tail lock-out, Floyd and
+    // Jacobson, "On Traffic Phase Effects in Packet-Switched Gateways",
+    // 1992). The CPU's jitter (< 0.5 µs) does not reach the wire once the
+    // NIC holds a queue. With nothing above the hole arriving, no SACK, no
+    // duplicate ACK and no RACK mark is possible; TLP's probe (1.706 ms,
+    // new data) drops too, and the RTO (200 ms) recovers at 201.7 ms. The
+    // first sender meets no timeout (96 segments outstanding at 1.8 ms,
+    // none SACKed); the second loses its whole window again in the next
+    // two rounds (probe and RTO at 207.7 / 407.7 ms and 413.7 / 613.7 ms,
+    // nothing SACKed) and times out once more inside a SACK recovery at
+    // 825.2 ms. The same spread without the jitter gives the same first
+    // loss (segments 43-95, RTO at 201.7 ms). Lockstep and the jitter seeds
+    // alone (coinciding starts) meet no timeout. What would meet it is not
+    // in the recovery: randomness at the bottleneck (RED's random drop,
+    // which Floyd and Jacobson propose) or in the NIC's wire timing.
+    let mut worst = 0;
+    for seed in 1..=6 {
+        for n in [2u32, 4] {
+            for cc in [CUBIC, NEWRENO] {
+                let per = (1 << 20) / n as u64;
+                let v = Variant::Spread(seed);
+                let (g0, s0) = striped_in(n, per, 8, &tcp(cc, false, SimTime::ZERO, 200_000), v);
+                let (g1, s1) = striped_in(n, per, 8, &tcp(cc, true, SimTime::ZERO, 200_000), v);
+                eprintln!(
+                    "{v:?}, N = {n}, {cc:?}: without SACK {g0:.3} Gb/s ({} timeouts), SACK + RACK-TLP {g1:.3} Gb/s ({} timeouts)",
+                    s0.timeouts, s1.timeouts
+                );
+                worst = worst.max(s1.timeouts);
+            }
+        }
+    }
+    assert_eq!(worst, 0, "SACK + RACK-TLP timed out under a start spread");
 }
 
 const DELACK: SimTime = SimTime::from_us(40_000);
@@ -280,33 +434,31 @@ fn fast_retransmit_still_fires_under_delayed_ack() {
     // tests/tcp.rs's four-sender incast (each 256 KB per round, 64 KB port)
     // with a 40 ms delayed-ACK timer: out-of-order segments are still ACKed
     // at once (RFC 5681 §4.2), so three duplicate ACKs still resend a hole
-    // (RFC 5681 §3.2), never a NACK. Measured, not asserted: NewReno's
-    // recovery timed out 3 times (0.144 Gb/s) before Linux's quick-ACK
-    // mode was modelled and none with it (0.958 Gb/s; an ACK per segment:
-    // 0.966 Gb/s, tests/tcp.rs); SACK with RACK-TLP and PRR has none
-    // (0.961 Gb/s before, 0.965 with it).
-    for sack in [false, true] {
-        let cfg = tcp(NEWRENO, sack, DELACK, 200_000);
-        let t = fabric(5, 1);
-        let mut d = Dag::new();
-        d.begin_op("incast");
-        let mut last: Vec<Dep> = Vec::new();
-        for _ in 0..4 {
-            let this: Vec<Dep> = (1..=4)
-                .map(|s| Dep::Done(d.transfer(GpuId(s), GpuId(0), 256 << 10, &last)))
-                .collect();
-            last = this;
+    // (RFC 5681 §3.2), never a NACK: on every variant (lockstep, seeds 1-6
+    // of the jitter, six start spreads). SACK with RACK-TLP and PRR resends
+    // every loss of a window within the recovery (RFC 6675) and never times
+    // out: measured 0.959-0.966 Gb/s on all 13 variants. NewReno's recovery
+    // (one hole per round trip, RFC 6582), measured, not asserted: lockstep
+    // 0.958 Gb/s with no timeout (3 timeouts, 0.144, before Linux's
+    // quick-ACK mode was modelled), but 1 timeout on jitter seed 5 (0.144
+    // Gb/s) and on spreads 1 and 3 (0.146, 0.078), 2 on spread 2 (0.053)
+    // and 8 on spread 4 (0.047).
+    for v in variants() {
+        for sack in [false, true] {
+            let cfg = tcp(NEWRENO, sack, DELACK, 200_000);
+            let (g, st) = striped_in(4, 256 << 10, 4, &cfg, v);
+            eprintln!(
+                "{v:?}, delayed ACK, sack {sack}: goodput {g:.3} Gb/s, drops {}, fast retransmits {}, timeouts {}",
+                st.drops_total(),
+                st.nack_rewinds,
+                st.timeouts
+            );
+            assert!(st.drops_total() > 0 && st.nack_rewinds > 0, "{v:?}");
+            assert_eq!(st.nacks_sent, 0, "{v:?}");
+            if sack {
+                assert_eq!(st.timeouts, 0, "{v:?}");
+            }
         }
-        let (us, st) = run(&d, &t, &cfg);
-        let g = d.transfer_bytes() as f64 * 8.0 / (us * 1e3);
-        eprintln!(
-            "delayed ACK, sack {sack}: goodput {g:.3} Gb/s, drops {}, fast retransmits {}, timeouts {}",
-            st.drops_total(),
-            st.nack_rewinds,
-            st.timeouts
-        );
-        assert!(st.drops_total() > 0 && st.nack_rewinds > 0);
-        assert_eq!(st.nacks_sent, 0);
     }
 }
 
@@ -314,20 +466,158 @@ fn fast_retransmit_still_fires_under_delayed_ack() {
 fn sack_recovers_an_incast_newreno_recovery_times_out_on() {
     // Eight senders, 1 MB rounds, 64 KB port, 200 ms RTOmin: several
     // segments of one window drop. NewReno's recovery resends one hole per
-    // round trip (RFC 6582) and runs into the 200 ms timer (measured: 0.033
-    // Gb/s, 30 timeouts, 852 packets resent); SACK's (RFC 6675, with
-    // RACK-TLP and PRR) resends every lost segment in the recovery's first
-    // round trip (Fall and Floyd, CCR 1996, §5) and times out less
-    // (measured: 0.961 Gb/s, no timeout, 385 resent). Expected: fewer
-    // timeouts and at least 3× the goodput; every byte conserved (sent =
-    // delivered + duplicates + dropped, `run`).
-    let (g0, s0) = striped(8, &tcp(NEWRENO, false, SimTime::ZERO, 200_000));
-    let (g1, s1) = striped(8, &tcp(NEWRENO, true, SimTime::ZERO, 200_000));
+    // round trip (RFC 6582) and runs into the 200 ms timer; SACK's (RFC
+    // 6675, with RACK-TLP and PRR) resends every lost segment in the
+    // recovery's first round trip (Fall and Floyd, CCR 1996, §5) and times
+    // out less. Expected on every variant (lockstep, seeds 1-6 of the
+    // jitter, six start spreads): fewer timeouts, fewer packets resent and
+    // at least 3× the goodput; every byte conserved (sent = delivered +
+    // duplicates + dropped, `run`). Measured: lockstep NewReno 0.033 Gb/s
+    // (30 timeouts, 852 resent), SACK 0.961 (none, 377); jitter NewReno
+    // 0.033-0.047 (19-30, 596-693), SACK 0.960-0.965 (none, 367-393);
+    // spreads NewReno 0.033-0.064 (10-16, 386-557), SACK 0.254-0.961 (0-2,
+    // 363-463): SACK's timeouts there are whole-window losses of the
+    // drop-tail lock-out `low_fan_in_under_start_spreads` traces.
+    for v in variants() {
+        let per = (1 << 20) / 8;
+        let (g0, s0) = striped_in(8, per, 8, &tcp(NEWRENO, false, SimTime::ZERO, 200_000), v);
+        let (g1, s1) = striped_in(8, per, 8, &tcp(NEWRENO, true, SimTime::ZERO, 200_000), v);
+        eprintln!(
+            "{v:?}, N = 8: NewReno recovery {g0:.3} Gb/s ({} timeouts, {} resent), SACK {g1:.3} Gb/s ({} timeouts, {} resent)",
+            s0.timeouts, s0.retransmitted_packets, s1.timeouts, s1.retransmitted_packets
+        );
+        assert!(s1.timeouts < s0.timeouts, "{v:?}");
+        assert!(s1.retransmitted_packets < s0.retransmitted_packets, "{v:?}");
+        assert!(g1 > 3.0 * g0, "{v:?}: {g1:.3} vs {g0:.3} Gb/s");
+    }
+}
+
+/// Host 1 (10 Gb/s) sends host 0 (its NIC at 1 Gb/s) 16 messages of one
+/// segment, each posted once the previous one arrived (their 16 ACKs spend
+/// the receiver's quick ACKs of the connection's start, none of them
+/// marked: a lone segment never queues), then one of 3 segments, which
+/// leave back to back: the third finds the second waiting behind the first
+/// at the receiver's 1 Gb/s port and is marked CE when `ecn` (a step at K =
+/// 0 at enqueue: a packet that finds one waiting is marked). NewReno with
+/// SACK, a delayed-ACK timer `delack` (0: an ACK per segment). (First CE
+/// mark, first window cut) in ps, and the stats.
+fn ce_then_cut(delack: SimTime, ecn: bool) -> (u64, u64, PacketStats) {
+    let cluster = ClusterSpec {
+        hosts: 2,
+        gpus_per_host: 1,
+        nics_per_host: 1,
+        nvlink_rate: Rate::gbps(3600),
+        nvlink_latency: SimTime::from_ns(10),
+        pcie_rate: Rate::gbps(512),
+        pcie_latency: SimTime::from_ns(10),
+    };
+    let spec = FabricLinkSpec {
+        link_rate: Rate::gbps(10),
+        link_latency: SimTime::from_ns(24_400),
+        switch_latency: SimTime::from_ns(100),
+        nic_overrides: vec![NicOverride {
+            hosts: vec![0],
+            rate: Rate::gbps(1),
+        }],
+        ..Default::default()
+    };
+    let t = build(&cluster, &spec, &TopologySpec::SingleSwitch).unwrap();
+    let mut d = Dag::new();
+    d.begin_op("16 lone segments, then 3");
+    let mut last = Vec::new();
+    for _ in 0..16 {
+        last = vec![Dep::Done(d.transfer(
+            GpuId(1),
+            GpuId(0),
+            PAYLOAD as u64,
+            &last,
+        ))];
+    }
+    d.transfer(GpuId(1), GpuId(0), 3 * PAYLOAD as u64, &last);
+    let mut c = tcp(NEWRENO, true, delack, 200_000);
+    c.ack_every = 1;
+    if ecn {
+        c.ecn = Some(Ecn {
+            kmin: 0,
+            kmax: 0,
+            pmax: 1.0,
+        });
+        c.ecn_mark_at = EcnMarkAt::Enqueue;
+    }
+    let (_, st) = run(&d, &t, &c);
+    (st.first_ecn_mark_ps, st.first_window_cut_ps, st)
+}
+
+#[test]
+fn classic_ecn_a_ce_mark_is_acked_at_once_under_delayed_ack() {
+    // Linux's receiver under classic ECN (RFC 3168): a CE mark while it
+    // demands no CWR enters quick-ACK mode for 2 ACKs
+    // (net/ipv4/tcp_input.c, `__tcp_ecn_check_ce`:
+    // `tcp_enter_quickack_mode(sk, 2)`, "Better not delay acks, sender can
+    // have a very low cwnd"), so the echo (ECE) reaches the sender without
+    // the delayed-ACK wait, and the sender cuts (RFC 3168 §6.1.2).
+    //
+    // [`ce_then_cut`]: the last message's first segment waits for a second
+    // (an ACK per two segments, RFC 5681 §4.2), which comes and is ACKed
+    // with it; the third, marked, is alone (the message ends), so without
+    // the rule its ACK waits for the 40 ms timer and the cut with it. With
+    // the rule the mark reaches the sender exactly as fast as with an ACK
+    // per segment (no timer), to the picosecond: one trip of the marked
+    // segment and its ACK, far below the timer. Measured: CE at 1,024.503
+    // µs, cut 107.519 µs later either way; without the rule the ECE waits
+    // for the timer and the run (done when the data arrived) ends before
+    // it: no cut at all.
+    let (mark, cut, st) = ce_then_cut(DELACK, true);
+    let (mark0, cut0, _) = ce_then_cut(SimTime::ZERO, true);
     eprintln!(
-        "N = 8: NewReno recovery {g0:.3} Gb/s ({} timeouts, {} resent), SACK {g1:.3} Gb/s ({} timeouts, {} resent)",
-        s0.timeouts, s0.retransmitted_packets, s1.timeouts, s1.retransmitted_packets
+        "CE at {:.3} us, cut {:.3} us later (an ACK per segment: CE at {:.3} us, cut {:.3} us later); marks {}, cuts {}",
+        mark as f64 / 1e6,
+        cut.saturating_sub(mark) as f64 / 1e6,
+        mark0 as f64 / 1e6,
+        cut0.saturating_sub(mark0) as f64 / 1e6,
+        st.ecn_marks,
+        st.dctcp_window_cuts
     );
-    assert!(s1.timeouts < s0.timeouts);
-    assert!(s1.retransmitted_packets < s0.retransmitted_packets);
-    assert!(g1 > 3.0 * g0, "{g1:.3} vs {g0:.3} Gb/s");
+    assert_eq!(st.ecn_marks, 1, "the last message's third segment only");
+    assert_eq!(st.drops_total(), 0);
+    assert_eq!((mark, cut), (mark0, cut0));
+    assert!(cut - mark < DELACK.0 / 100, "{} ps", cut - mark);
+    // no mark, no cut (the path loses nothing)
+    let (_, cut, _) = ce_then_cut(DELACK, false);
+    assert_eq!(cut, u64::MAX);
+}
+
+#[test]
+#[ignore = "unmet on the jitter seeds: lost retransmissions at a round's tail wait for the RTO (trace in the comment)"]
+fn cubic_with_sack_rides_out_the_eight_sender_incast() {
+    // The lockstep `sack_table` shows CUBIC + SACK + RACK-TLP at N = 8 with
+    // no timeout (0.961 Gb/s), as NewReno + SACK. On seeds 1-6 of the
+    // jitter it is unmet: 3-5 timeouts on every seed, mean 0.173 Gb/s
+    // (NewReno + SACK: none on every seed, 0.960-0.965; the test above).
+    //
+    // Trace (seed 1, the first timeout, 201.6 ms): one connection's recovery
+    // starts at 0.88 ms (recover = PSN 30); its holes 16, 18 and 22 are
+    // resent, RACK marks the resent 16 and 22 lost again once segments sent
+    // after them are SACKed (RFC 8985 §6.2), and their last retransmissions
+    // leave at 5.151 and 5.247 ms into the queue the other seven senders
+    // keep full (CUBIC keeps 0.7 of its window through a loss, NewReno half)
+    // and drop. The round's data are all sent (the latest segment delivered
+    // left at 4.635 ms): no segment sent after those retransmissions can be
+    // delivered, so RACK has nothing to time them against, TLP is not armed
+    // during a recovery (RFC 8985 §7.2), and only the RTO (200 ms) finds
+    // them. Two other connections time out the same way at 206.5 and 207.8
+    // ms (PSN 29 resent at 7.641 ms, PSN 39 at 7.665 ms). Lockstep meets no
+    // timeout: one order of events where no such tail is lost. This is the
+    // RFCs' behaviour (Linux schedules no loss probe outside the Open and CWR
+    // states either); RFC 6675's rescue retransmission (NextSeg rule 4, not
+    // modelled) would resend one such tail segment per recovery.
+    for seed in 1..=6 {
+        let cfg = tcp(CUBIC, true, SimTime::ZERO, 200_000);
+        let (g, s) = striped_in(8, (1 << 20) / 8, 8, &cfg, Variant::Jitter(seed));
+        eprintln!(
+            "seed {seed}: CUBIC + SACK, N = 8: {g:.3} Gb/s ({} timeouts)",
+            s.timeouts
+        );
+        assert_eq!(s.timeouts, 0, "seed {seed}");
+    }
 }

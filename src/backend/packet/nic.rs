@@ -40,7 +40,11 @@
 //! / 2 MSS of them, at most 16, at least 2), again after an idle gap longer
 //! than the RTO (`tcp_event_data_recv`) and after a duplicate segment
 //! (`tcp_data_queue`: `tcp_enter_quickack_mode`), each ACK sent using one
-//! up; with [`PacketConfig::tcp_dsack`](super::PacketConfig::tcp_dsack)
+//! up; under classic ECN (NewReno or CUBIC on a fabric that marks, RFC 3168)
+//! a CE mark while no CWR is demanded grants 2 (`__tcp_ecn_check_ce`), so
+//! the echo is not held by the timer, and a segment carrying CWR (the first
+//! new one after the sender's window cut, `F_CWR`) is ACKed at once
+//! (`tcp_ecn_accept_cwr`); with [`PacketConfig::tcp_dsack`](super::PacketConfig::tcp_dsack)
 //! a duplicate segment's ACK carries a D-SACK block (RFC 2883). The CPU
 //! cost is paid per TSO segment ([`PacketConfig::tcp_tso_bytes`](super::PacketConfig::tcp_tso_bytes)).
 //!
@@ -67,10 +71,10 @@ use super::flow_control::Gate;
 use super::ids::{IdVec, PktIdx, PortId, QpId};
 use super::recovery::{
     Feedback, GoBack0, GoBackN, Recovery, RxVerdict, SelectiveRepeat, SendSeq, TcpRecovery,
-    TimerEffect, TCP_MAX_QUICKACKS,
+    TimerEffect, SACK_BLOCKS, TCP_MAX_QUICKACKS,
 };
 use super::sim::Sim;
-use super::slab::{Packet, PktKind, F_DSACK, F_ECN, F_SACK, F_TRIMMED, NONE};
+use super::slab::{Packet, PktKind, F_CWR, F_DSACK, F_ECN, F_SACK, F_TRIMMED, NONE};
 use super::switch::NEVER;
 use super::{HostPath, LossRecovery, PacketError, Routing, Transport};
 use crate::topology::{GpuId, LinkId, LinkKind};
@@ -142,6 +146,9 @@ pub struct QpTx {
     /// network (not NVLink) and the run's law is not `none` (whose every
     /// reaction is nothing, so its pairs skip the calls and the law's state).
     pub cc_on: bool,
+    /// TCP: the next new segment carries CWR ([`F_CWR`]): the window was
+    /// reduced since the last one (Linux's `TCP_ECN_QUEUE_CWR`).
+    pub queue_cwr: bool,
 }
 
 /// A queue pair's receiver-side state that every data packet touches, in one
@@ -173,6 +180,9 @@ pub struct QpRx {
     /// The last data packet carried a CE mark (DCTCP's ECN echo under
     /// delayed ACK, RFC 8257 §3.2).
     pub last_ce: bool,
+    /// Classic ECN (RFC 3168): a CE mark was seen and no CWR since (Linux's
+    /// `TCP_ECN_DEMAND_CWR`); a CE while it is clear enters quick-ACK mode.
+    pub demand_cwr: bool,
     /// The run's congestion-control law is not `none`: the receiver's calls
     /// into the law (`on_data`, `take_ce_echo`) do something.
     pub cc_law: bool,
@@ -457,6 +467,7 @@ impl Sim<'_> {
             lane,
             in_ring: false,
             cc_on,
+            queue_cwr: false,
         });
         self.qps.rx.push(QpRx {
             rcv_end: u32::MAX,
@@ -468,6 +479,7 @@ impl Sim<'_> {
             delack_at: NEVER,
             last_rcv: NEVER,
             last_ce: false,
+            demand_cwr: false,
             cc_law,
         });
         self.qps.recs.push(RecSlot(rec));
@@ -632,6 +644,12 @@ impl Sim<'_> {
                 continue;
             }
             let last = idx + 1 == m.npkts;
+            // CWR rides the first new segment after a window reduction
+            // (Linux's `tcp_ecn_send`: new data only, not a retransmission)
+            let cwr = first && self.qps.tx[qpi].queue_cwr;
+            if cwr {
+                self.qps.tx[qpi].queue_cwr = false;
+            }
             let pkt = self.pkts.alloc(Packet {
                 qp: qpi,
                 psn: snd_nxt,
@@ -642,7 +660,7 @@ impl Sim<'_> {
                 dst: qp_dst,
                 kind: PktKind::Data,
                 vl: lane,
-                flags: 0,
+                flags: if cwr { F_CWR } else { 0 },
                 sack_end: 0,
                 sack_len: 0,
             });
@@ -733,6 +751,14 @@ impl Sim<'_> {
     /// A packet reached its destination GPU.
     pub(super) fn deliver(&mut self, pkt: PktIdx) {
         let k = self.pkts[pkt];
+        if k.kind == PktKind::Ack && k.flags & F_DSACK != 0 {
+            // the regular SACK blocks after the D-SACK block, to the
+            // recovery that takes them with this ACK
+            let x = self.pkts.sack_extra(pkt);
+            if let Recovery::Tcp(t) = &mut self.qps.recs[k.qp].0 {
+                t.ack_extra = x;
+            }
+        }
         self.pkts.free(pkt);
         match k.kind {
             PktKind::Data => self.receive_data(&k),
@@ -791,6 +817,14 @@ impl Sim<'_> {
         // DCTCP under delayed ACK: a change of the CE state is ACKed at once
         // (RFC 8257 §3.2), so the echo stays exact per segment run
         let ce = k.flags & F_ECN != 0;
+        // classic ECN (RFC 3168): NewReno and CUBIC answer the echo, on a
+        // fabric that marks (where a connection would negotiate ECN; without
+        // it Linux sets no CWR and its receiver ignores the bits)
+        let classic_ecn = matches!(
+            self.cfg.cc,
+            super::CongestionControl::NewReno { .. } | super::CongestionControl::Cubic { .. }
+        ) && delack > 0
+            && self.sched.ecn.iter().any(Option::is_some);
         let ce_changed = ce != rx.last_ce;
         rx.last_ce = ce;
         let rec = &mut self.qps.recs[qpi].0;
@@ -851,6 +885,28 @@ impl Sim<'_> {
             // 2 MSS of them, at least 2)
             let rx = &mut self.qps.rx[qpi];
             if let Recovery::Tcp(t) = &self.qps.recs[qpi].0 {
+                if classic_ecn {
+                    // Linux's `tcp_ecn_accept_cwr`: the sender reduced its
+                    // window (it may be down to one segment): ACK at once,
+                    // and stop demanding a CWR
+                    if k.flags & F_CWR != 0 {
+                        rx.demand_cwr = false;
+                        ack_now = true;
+                    }
+                    // `__tcp_ecn_check_ce`: a CE mark while no CWR is
+                    // demanded enters quick-ACK mode for 2 ACKs
+                    // (`tcp_enter_quickack_mode(sk, 2)`: "better not delay
+                    // acks, sender can have a very low cwnd"), so the ECE
+                    // reaches the sender without the delayed-ACK wait
+                    if ce && !rx.demand_cwr {
+                        rx.demand_cwr = true;
+                        let grant = match t.rwnd / 2 {
+                            0 => 2,
+                            q => q.min(2),
+                        };
+                        rx.quick_acks = rx.quick_acks.max(grant);
+                    }
+                }
                 let dup = ack_now && !accepted;
                 let idle = rx.last_rcv == NEVER || now.saturating_sub(rx.last_rcv) > t.est.rto();
                 if dup || (in_order && idle) {
@@ -917,27 +973,40 @@ impl Sim<'_> {
             rx.delack_at = NEVER;
             let e = rec.expected();
             let ce = self.ce_echo(qpi);
-            let rec = &self.qps.recs[qpi].0;
             // SACK (RFC 2018): an ACK of an out-of-order segment carries the
             // block that holds it, as offsets from the cumulative PSN; that
             // of a duplicate its D-SACK block (RFC 2883), whose end may lie
-            // below the cumulative PSN (a signed offset)
-            let (block, flags) = match rec {
-                Recovery::Tcp(t) if self.cfg.tcp_sack && ack_now && accepted => (
-                    t.sack_block(k.psn)
-                        .map_or((0, 0), |(lo, hi)| ((hi - e) as u16, (hi - lo) as u8)),
-                    0,
-                ),
-                Recovery::Tcp(t) if ack_now && !accepted => t
-                    .dsack_block(k.psn)
-                    .and_then(|(lo, hi)| {
-                        let off = i16::try_from(i64::from(hi) - i64::from(e)).ok()?;
-                        Some(((off as u16, (hi - lo) as u8), F_DSACK))
-                    })
-                    .unwrap_or(((0, 0), 0)),
+            // below the cumulative PSN (a signed offset), and after it the
+            // regular blocks (RFC 2883 §4), which ride beside the packet
+            // (`Slab::set_sack_extra`). An ordinary ACK carries its first
+            // block only: the ones a real option repeats matter when an ACK
+            // is lost (the module doc of `recovery::tcp`).
+            let mut extra = None;
+            let (block, flags) = match &mut self.qps.recs[qpi].0 {
+                Recovery::Tcp(t) if self.cfg.tcp_sack && ack_now => {
+                    let o = t.sack_option(k.psn, !accepted);
+                    match o.as_slice().first() {
+                        Some(&(lo, hi)) if o.dsack => {
+                            match i16::try_from(i64::from(hi) - i64::from(e)) {
+                                Ok(off) => {
+                                    let mut x = [(0, 0); SACK_BLOCKS - 1];
+                                    x[..o.as_slice().len() - 1].copy_from_slice(&o.as_slice()[1..]);
+                                    extra = Some(x);
+                                    ((off as u16, (hi - lo) as u8), F_DSACK)
+                                }
+                                Err(_) => ((0, 0), 0),
+                            }
+                        }
+                        Some(&(lo, hi)) => (((hi - e) as u16, (hi - lo) as u8), 0),
+                        None => ((0, 0), 0),
+                    }
+                }
                 _ => ((0, 0), 0),
             };
-            self.send_ctrl_sack(k.qp, PktKind::Ack, e, ce, flags, block);
+            let ack = self.send_ctrl_sack(k.qp, PktKind::Ack, e, ce, flags, block);
+            if let Some(x) = extra {
+                self.pkts.set_sack_extra(ack, x);
+            }
         } else if delack > 0 && rx.delack_at == NEVER {
             // the first segment left unacknowledged starts the timer
             rx.delack_at = now + delack;
@@ -1042,7 +1111,7 @@ impl Sim<'_> {
         info: u32,
         flags: u8,
         sack: (u16, u8),
-    ) {
+    ) -> PktIdx {
         let rx = &mut self.qps.rx[qpi];
         if kind == PktKind::Ack && rx.quick_acks > 0 {
             // every ACK sent uses up one of quick-ACK mode's (Linux's
@@ -1076,6 +1145,7 @@ impl Sim<'_> {
         });
         self.counters.ctrl_sent(kind == PktKind::Nack);
         self.enqueue(port, vl, pkt, wire as u64);
+        pkt
     }
 
     /// Moves `send_cursor` to the message holding the next PSN to send.
@@ -1138,7 +1208,8 @@ impl Sim<'_> {
                 tx.wnd = w;
             }
             if r.window_cut {
-                self.counters.window_cut();
+                self.counters.window_cut(now);
+                tx.queue_cwr = true;
             }
         }
         if e.advanced {
@@ -1186,6 +1257,8 @@ impl Sim<'_> {
                 if tx.cc_on {
                     if let Some(w) = qp.cc.on_timeout(&self.cfg.cc) {
                         tx.wnd = w;
+                        // Linux's `tcp_enter_loss` queues CWR too
+                        tx.queue_cwr = true;
                     }
                 }
                 self.q.push(at, Event::Rto { qp: qpi });
@@ -1217,7 +1290,8 @@ impl Sim<'_> {
                             tx.wnd = w;
                         }
                         if r.window_cut {
-                            self.counters.window_cut();
+                            self.counters.window_cut(now);
+                            tx.queue_cwr = true;
                         }
                     }
                 }

@@ -44,6 +44,10 @@ pub const F_SACK: u8 = 64;
 /// then the block's end as a signed (`i16`) offset from `psn`, since a
 /// duplicate may lie below the cumulative ACK.
 pub const F_DSACK: u8 = 128;
+/// Flag: on a TCP data packet (the bit [`F_DSACK`] has on an ACK), CWR
+/// (RFC 3168 §6.1.2): the first new segment the sender sends after it
+/// reduced its window; the receiver stops demanding one.
+pub const F_CWR: u8 = F_DSACK;
 /// Flag: the packet's lane was raised at this node; it arrived (and holds
 /// credits) on lane `vl − 1`.
 pub const F_VL_RAISED: u8 = 8;
@@ -92,6 +96,12 @@ pub struct Slab {
     slots: Vec<Packet>,
     free: Vec<PktIdx>,
     live: u32,
+    /// Beside the slots, by index: the regular SACK blocks `[lo, hi)` a
+    /// TCP ACK with a D-SACK block ([`F_DSACK`]) carries after it (RFC 2883
+    /// §4), which the 32-byte record has no room for. Written when such an
+    /// ACK is built, read only while its slot holds one; grows to the
+    /// highest slot written (no allocation per packet in steady state).
+    sack_extra: Vec<[(u32, u32); 2]>,
 }
 
 impl Slab {
@@ -112,6 +122,17 @@ impl Slab {
     pub fn free(&mut self, i: PktIdx) {
         self.live -= 1;
         self.free.push(i);
+    }
+    /// Stores the regular SACK blocks of D-SACK ACK `i` (see `sack_extra`).
+    pub fn set_sack_extra(&mut self, i: PktIdx, blocks: [(u32, u32); 2]) {
+        if self.sack_extra.len() <= i.idx() {
+            self.sack_extra.resize(i.idx() + 1, [(0, 0); 2]);
+        }
+        self.sack_extra[i.idx()] = blocks;
+    }
+    /// The regular SACK blocks of D-SACK ACK `i` (none if never stored).
+    pub fn sack_extra(&self, i: PktIdx) -> [(u32, u32); 2] {
+        self.sack_extra.get(i.idx()).copied().unwrap_or([(0, 0); 2])
     }
     /// Packets currently alive.
     pub fn live(&self) -> u32 {

@@ -122,6 +122,9 @@ pub struct PacketStats {
     pub first_cnp_at_sender_ps: u64,
     /// When DCQCN first cut a sender's rate, ps (`u64::MAX`: never).
     pub first_rate_cut_ps: u64,
+    /// When a window law (DCTCP, NewReno, CUBIC) first cut a sender's
+    /// window, for a loss or an ECN echo, ps (`u64::MAX`: never).
+    pub first_window_cut_ps: u64,
 }
 
 impl PacketStats {
@@ -398,6 +401,7 @@ impl Default for Counters {
                 first_ecn_mark_ps: u64::MAX,
                 first_cnp_at_sender_ps: u64::MAX,
                 first_rate_cut_ps: u64::MAX,
+                first_window_cut_ps: u64::MAX,
                 ..PacketStats::default()
             },
         }
@@ -486,10 +490,11 @@ impl Counters {
     pub fn cnp_at_sender(&mut self, now: u64) {
         self.stats.first_cnp_at_sender_ps = self.stats.first_cnp_at_sender_ps.min(now);
     }
-    /// DCTCP cut a sender's window.
+    /// A window law cut a sender's window at `now`.
     #[inline]
-    pub fn window_cut(&mut self) {
+    pub fn window_cut(&mut self, now: u64) {
         self.stats.dctcp_window_cuts += 1;
+        self.stats.first_window_cut_ps = self.stats.first_window_cut_ps.min(now);
     }
     /// A NACK rewound a sender.
     #[inline]

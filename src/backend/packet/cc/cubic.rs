@@ -122,6 +122,17 @@ impl CcLaw for CubicState {
     }
 
     #[inline]
+    fn on_ce(&mut self, _iw: &u32, _now: u64) -> bool {
+        self.w.on_ce();
+        false
+    }
+
+    #[inline]
+    fn take_ce_echo(&mut self) -> u32 {
+        self.w.take_ce_echo()
+    }
+
+    #[inline]
     fn window(&self) -> Option<u32> {
         Some(self.w.window())
     }

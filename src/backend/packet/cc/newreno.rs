@@ -24,6 +24,16 @@
 //! * **Timeout**: ssthresh = max(cwnd / 2, 2), cwnd = 1 (RFC 5681 §3.1, eq.
 //!   4, with the window standing in for FlightSize, which a window-limited
 //!   sender equals).
+//! * **Classic ECN** (RFC 3168 §6.1.2, when the fabric marks): an ACK that
+//!   echoes a CE mark (ECE) cuts as a fast retransmit would, ssthresh =
+//!   max(β × FlightSize, 2) and cwnd = ssthresh (no inflation: nothing left
+//!   the network), then the sender is in congestion window reduction
+//!   (Linux's `TCP_CA_CWR`) until everything sent before the cut is
+//!   acknowledged: no other ECE cuts and the window does not grow (at most
+//!   one reduction per window of data), nor during a fast recovery. The
+//!   receiver's echo is the number of CE-marked segments the ACK covers
+//!   (RFC 3168's receiver repeats ECE until it sees CWR; without lost ACKs
+//!   the two cut the same, since the sender ignores ECE in CWR).
 //!
 //! The window never exceeds [`PacketConfig::window_bytes`](crate::backend::packet::PacketConfig::window_bytes)
 //! (the receive window). Windows are in packets (segments of one MTU).
@@ -54,6 +64,12 @@ pub struct LossWindow {
     pub ssthresh: f64,
     /// In fast recovery.
     pub in_recovery: bool,
+    /// In congestion window reduction after an ECE cut (RFC 3168 §6.1.2)
+    /// until the cumulative ACK reaches this PSN (`snd_nxt` at the cut,
+    /// Linux's `high_seq`); `None`: not in CWR.
+    pub cwr_until: Option<u32>,
+    /// Receiver: CE-marked segments since the last ACK (the ECN echo).
+    pub ce_unacked: u32,
 }
 
 impl LossWindow {
@@ -63,6 +79,8 @@ impl LossWindow {
             cwnd: iw.min(max_pkts).max(1) as f64,
             ssthresh: f64::MAX,
             in_recovery: false,
+            cwr_until: None,
+            ce_unacked: 0,
         }
     }
 
@@ -71,7 +89,20 @@ impl LossWindow {
         // segments outstanding before this ACK (una has not moved on a
         // duplicate, which is when a loss is reported)
         let flight = a.nxt.saturating_sub(a.una.saturating_sub(a.newly_acked)) as f64;
-        let step = if a.loss {
+        if self.cwr_until.is_some_and(|h| a.una >= h) {
+            // everything sent before the ECE cut is acknowledged: CWR ends
+            self.cwr_until = None;
+        }
+        // an ACK (not a NACK) that echoes a CE mark: ECE (RFC 3168 §6.1.2)
+        let ece = a.ce > 0 && !a.nack && a.echo.is_some();
+        let step = if a.loss && self.cwr_until.is_some() {
+            // a loss inside an ECE reduction's window: recovery starts
+            // without a second cut (Linux's `tcp_enter_recovery` inits no
+            // reduction while one runs)
+            self.cwr_until = None;
+            self.in_recovery = true;
+            Step::Hold
+        } else if a.loss {
             self.ssthresh = (flight * beta).max(2.0);
             // RFC 6675 §5 step 4.2: cwnd = ssthresh, `pipe` accounts for
             // what left the network; NewReno inflates by the three
@@ -83,6 +114,15 @@ impl LossWindow {
             };
             self.in_recovery = true;
             Step::Cut
+        } else if ece && !self.in_recovery && self.cwr_until.is_none() {
+            // at most once per window of data: CWR until `nxt` is acknowledged
+            self.ssthresh = (flight * beta).max(2.0);
+            self.cwnd = self.ssthresh;
+            self.cwr_until = Some(a.nxt);
+            Step::Cut
+        } else if self.cwr_until.is_some() && !self.in_recovery {
+            // CWR: the window holds until the reduction's window is acknowledged
+            Step::Hold
         } else if self.in_recovery && a.in_recovery {
             if a.sack {
                 // the window stays ssthresh through a SACK recovery
@@ -114,6 +154,17 @@ impl LossWindow {
         self.ssthresh = (self.cwnd * beta).max(2.0);
         self.cwnd = 1.0;
         self.in_recovery = false;
+        self.cwr_until = None;
+    }
+
+    /// Receiver: a CE-marked segment arrived (counted for the next ACK's echo).
+    pub fn on_ce(&mut self) {
+        self.ce_unacked = self.ce_unacked.saturating_add(1);
+    }
+
+    /// Receiver: the echo an ACK carries, the CE marks since the last ACK.
+    pub fn take_ce_echo(&mut self) -> u32 {
+        std::mem::take(&mut self.ce_unacked)
     }
 
     /// The window in whole segments, at least 1 (truncated: a sender may not
@@ -166,6 +217,17 @@ impl CcLaw for NewRenoState {
     fn on_timeout(&mut self, _iw: &u32) -> Option<u32> {
         self.w.on_timeout(NEWRENO_BETA);
         Some(self.w.window())
+    }
+
+    #[inline]
+    fn on_ce(&mut self, _iw: &u32, _now: u64) -> bool {
+        self.w.on_ce();
+        false
+    }
+
+    #[inline]
+    fn take_ce_echo(&mut self) -> u32 {
+        self.w.take_ce_echo()
     }
 
     #[inline]
@@ -224,6 +286,64 @@ mod tests {
         }
         // 160 ACKs of 1/cwnd each: 160 ln(1 + 1/160) = 0.9969 of a segment
         assert!((s.w.cwnd - 160.9969).abs() < 1e-3, "{}", s.w.cwnd);
+    }
+
+    #[test]
+    fn an_ece_cuts_once_per_window_and_the_window_holds_until_it_is_acknowledged() {
+        // RFC 3168 §6.1.2: an ACK echoing CE (ECE) halves the window as a
+        // loss would (ssthresh = max(FlightSize / 2, 2), cwnd = ssthresh,
+        // no inflation) at most once per window of data: the sender is in
+        // CWR until what it had sent at the cut (nxt = 40) is acknowledged,
+        // and neither cuts again nor grows meanwhile.
+        let mut w = LossWindow::new(40, 1000);
+        w.ssthresh = 40.0;
+        let mut a = ack(1, 40, 1);
+        a.ce = 1;
+        a.echo = Some(1);
+        assert_eq!(w.on_ack(&a, NEWRENO_BETA), Step::Cut);
+        assert_eq!((w.cwnd, w.ssthresh), (20.0, 20.0));
+        assert_eq!(w.cwr_until, Some(40));
+        // more ECE inside the window: no second cut, no growth
+        for una in 2..40 {
+            let mut b = ack(una, 45, 1);
+            b.ce = 1;
+            b.echo = Some(1);
+            assert_eq!(w.on_ack(&b, NEWRENO_BETA), Step::Hold);
+        }
+        assert_eq!(w.cwnd, 20.0);
+        // a NACK's field is no echo
+        let mut n = ack(39, 45, 0);
+        n.ce = 1;
+        n.nack = true;
+        assert_eq!(w.on_ack(&n, NEWRENO_BETA), Step::Hold);
+        // the ACK that covers PSN 39 ends CWR; its ECE (data sent after the
+        // cut was marked) cuts again: flight 45 − 39 = 6 → ssthresh 3
+        let mut c = ack(40, 45, 1);
+        c.ce = 1;
+        c.echo = Some(1);
+        assert_eq!(w.on_ack(&c, NEWRENO_BETA), Step::Cut);
+        assert_eq!(w.cwnd, 3.0);
+        // a loss inside the reduction's window starts recovery without a
+        // second cut (Linux's `tcp_enter_recovery` in CWR)
+        let mut l = ack(40, 45, 0);
+        l.loss = true;
+        l.dupack = true;
+        l.in_recovery = true;
+        assert_eq!(w.on_ack(&l, NEWRENO_BETA), Step::Hold);
+        assert!(w.in_recovery && w.cwr_until.is_none());
+        assert_eq!(w.cwnd, 3.0);
+        // an ECE during fast recovery cuts nothing
+        let mut r = ack(40, 45, 0);
+        r.ce = 1;
+        r.echo = Some(1);
+        r.in_recovery = true;
+        r.dupack = true;
+        assert_eq!(w.on_ack(&r, NEWRENO_BETA), Step::Hold);
+        // the receiver's echo: CE marks since the last ACK
+        let mut rx = LossWindow::new(10, 100);
+        rx.on_ce();
+        rx.on_ce();
+        assert_eq!((rx.take_ce_echo(), rx.take_ce_echo()), (2, 0));
     }
 
     #[test]

@@ -37,7 +37,9 @@ mod tcp;
 pub use go_back_0::GoBack0;
 pub use go_back_n::GoBackN;
 pub use selective::SelectiveRepeat;
-pub use tcp::{RttEstimator, TcpRecovery, CLOCK_G, DUP_THRESH, TCP_MAX_QUICKACKS};
+pub use tcp::{
+    RttEstimator, SackOption, TcpRecovery, CLOCK_G, DUP_THRESH, SACK_BLOCKS, TCP_MAX_QUICKACKS,
+};
 
 /// The sender's sequence space of one queue pair, PSNs (32-bit, never wrap
 /// within a run).

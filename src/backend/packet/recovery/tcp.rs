@@ -23,9 +23,11 @@
 //! **SACK** (RFC 2018, RFC 6675; `tcp_sack`, on by default). The receiver's
 //! ACK of an out-of-order segment carries the block of contiguous PSNs it
 //! holds around that segment (RFC 2018 §4: the first block reports the
-//! most recently received segment). The packet carries that one block
-//! (offsets from the cumulative ACK, see `Packet::sack_end`), not the two or
-//! three earlier blocks a real option repeats: those only matter when an
+//! most recently received segment). The receiver builds the whole option
+//! ([`TcpRecovery::sack_option`]: that block, then the blocks it reported
+//! most recently, at most [`SACK_BLOCKS`]); an ordinary ACK carries its
+//! first block (offsets from the cumulative ACK, see `Packet::sack_end`), not
+//! the two earlier ones a real option repeats: those only matter when an
 //! ACK is lost, and a lost ACK's block is then missing from the sender's
 //! scoreboard until the cumulative ACK covers it. The sender keeps a
 //! scoreboard of SACKed PSNs above `una`. A duplicate ACK is one that SACKs
@@ -77,9 +79,14 @@
 //! **D-SACK** (RFC 2883; `tcp_dsack`, with SACK, on by default as Linux's
 //! `net.ipv4.tcp_dsack`). A receiver that gets a segment it already has
 //! (below the cumulative ACK, or held beyond a gap) ACKs it at once with a
-//! block naming that segment (§4: the D-SACK comes first; the ACK carries it
-//! alone here). The sender's RACK widens its reordering window on it
-//! (above); it counts as no duplicate ACK (it SACKs nothing new).
+//! block naming that segment, and after it the regular blocks as RFC 2018
+//! orders them (§4: for a duplicate held beyond a gap, first the block it
+//! lies in; then the most recently reported), all three carried (the
+//! regular ones beside the packet, `Slab::sack_extra`, set on the sender as
+//! [`TcpRecovery::ack_extra`]): a spurious retransmission's ACK keeps
+//! telling the sender what is held. The sender's RACK widens its
+//! reordering window on it (above); it counts as a duplicate ACK only if
+//! its regular blocks SACK something new (RFC 6675 §2).
 //!
 //! **Timer** (RFC 6298). The first round trip comes from the connection's
 //! handshake: SRTT = R, RTTVAR = R/2 with R the path's idle round trip (the
@@ -106,6 +113,51 @@ pub const DUP_THRESH: u32 = 3;
 
 /// Longest SACK block an ACK carries, PSNs (its length field is one byte).
 pub const SACK_BLOCK_MAX: u32 = 255;
+
+/// Most SACK blocks one option holds with timestamps on (RFC 2018 §3: 40
+/// bytes of options, 10 taken by timestamps, 8 per block, 2 for the kind and
+/// length: 3 blocks; Linux sends timestamps by default).
+pub const SACK_BLOCKS: usize = 3;
+
+/// No PSN (an empty slot of the receiver's reported-block history).
+const NO_PSN: u32 = u32::MAX;
+
+/// The SACK option of one ACK as the receiver builds it (RFC 2018 §4, RFC
+/// 2883 §4): `blocks[..len]`, each `[lo, hi)` in PSNs, in the order the
+/// option lists them; with `dsack`, `blocks[0]` is the D-SACK block.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SackOption {
+    /// The first block reports a duplicate segment (RFC 2883).
+    pub dsack: bool,
+    /// Blocks in use.
+    pub len: u8,
+    /// The blocks, `[lo, hi)` PSNs, first `len` used.
+    pub blocks: [(u32, u32); SACK_BLOCKS],
+}
+
+impl SackOption {
+    /// Appends `b` unless the option is full or `b` overlaps a regular block
+    /// already listed (RFC 2018 §4: repeated blocks that are not subsets of
+    /// one already included; a D-SACK block is no regular block).
+    fn push(&mut self, b: (u32, u32)) {
+        let first = usize::from(self.dsack);
+        let len = usize::from(self.len);
+        if len == SACK_BLOCKS
+            || self.blocks[first.min(len)..len]
+                .iter()
+                .any(|&(lo, hi)| b.0 < hi && lo < b.1)
+        {
+            return;
+        }
+        self.blocks[len] = b;
+        self.len += 1;
+    }
+
+    /// The blocks in use.
+    pub fn as_slice(&self) -> &[(u32, u32)] {
+        &self.blocks[..usize::from(self.len)]
+    }
+}
 
 /// Most ACKs a receiver sends at once in quick-ACK mode before it delays
 /// them again (Linux's `TCP_MAX_QUICKACKS`, 16; `tcp_incr_quickack` grants
@@ -277,6 +329,15 @@ pub struct TcpRecovery {
     /// Sender: recovering from a timeout until `una` reaches `recover`
     /// (RFC 8985's "RTO recovery", whose end counts for `reo_wnd_persist`).
     rto_recovery: bool,
+    /// Receiver: a PSN of each of the last SACK blocks reported, most
+    /// recent first ([`NO_PSN`]: none): the blocks an option repeats after
+    /// its first (RFC 2018 §4), found again around these PSNs.
+    reported: [u32; SACK_BLOCKS],
+    /// Sender: regular SACK blocks `[lo, hi)` that came with the D-SACK
+    /// block of the ACK being processed (RFC 2883 §4: they follow it),
+    /// `(0, 0)` for none; the transport sets them before
+    /// [`RecoveryLaw::on_ack`], which takes them.
+    pub ack_extra: [(u32, u32); SACK_BLOCKS - 1],
 }
 
 /// RFC 8985 §6.2 step 4: recoveries without a D-SACK after which
@@ -348,7 +409,62 @@ impl TcpRecovery {
             reo_wnd_persist: 0,
             dsack_round: 0,
             rto_recovery: false,
+            reported: [NO_PSN; SACK_BLOCKS],
+            ack_extra: [(0, 0); SACK_BLOCKS - 1],
         }
+    }
+
+    /// Receiver: the SACK option of the ACK that answers PSN `psn`, which
+    /// just arrived (`dup`: refused as a duplicate,
+    /// [`RxVerdict::DuplicateAck`]), built as RFC 2883 §4 and RFC 2018 §4
+    /// order it: a D-SACK block first if `psn` is a duplicate the receiver
+    /// held ([`TcpRecovery::dsack_block`]); then the block holding `psn` if
+    /// it is held beyond the expected PSN (for a duplicate, "the (possibly
+    /// larger) block of data" the D-SACK lies in); then the blocks reported
+    /// most recently, still held and not overlapping one listed, at most
+    /// [`SACK_BLOCKS`] in all. Records what it reports as the most recent.
+    pub fn sack_option(&mut self, psn: u32, dup: bool) -> SackOption {
+        let mut o = SackOption::default();
+        if dup {
+            if let Some(d) = self.dsack_block(psn) {
+                o.dsack = true;
+                o.blocks[0] = d;
+                o.len = 1;
+            }
+        }
+        let own = self.sack_block(psn);
+        if let Some(b) = own {
+            o.push(b);
+        }
+        for i in 0..SACK_BLOCKS {
+            let r = self.reported[i];
+            if r == NO_PSN {
+                break;
+            }
+            if let Some(b) = self.sack_block(r) {
+                o.push(b);
+            }
+        }
+        if own.is_some() {
+            // `psn`'s block is now the most recently reported: it moves to
+            // the front, the others keep their order, one in its block
+            // (reported before and now a subset) drops out
+            let mut next = [NO_PSN; SACK_BLOCKS];
+            next[0] = psn;
+            let mut n = 1;
+            for &r in &self.reported {
+                if n == SACK_BLOCKS {
+                    break;
+                }
+                let same = own.is_some_and(|(lo, hi)| lo <= r && r < hi);
+                if r != NO_PSN && !same {
+                    next[n] = r;
+                    n += 1;
+                }
+            }
+            self.reported = next;
+        }
+        o
     }
 
     /// Receiver: the D-SACK block (RFC 2883 §4) for PSN `psn`, which just
@@ -795,6 +911,8 @@ impl RecoveryLaw for TcpRecovery {
             Feedback::AckBlock(lo, hi) if self.sack => Some((lo, hi)),
             _ => None,
         };
+        // the regular blocks after a D-SACK block (RFC 2883 §4)
+        let extra = std::mem::take(&mut self.ack_extra);
         // una + SACKed grows by what this ACK delivers (PRR's DeliveredData)
         let before = seq.una + self.nsacked;
         let sacked_before = self.nsacked;
@@ -832,6 +950,11 @@ impl RecoveryLaw for TcpRecovery {
             if let Some((lo, hi)) = block {
                 self.mark_sacked(seq, lo, hi, now);
             }
+            if self.sack {
+                for (lo, hi) in extra {
+                    self.mark_sacked(seq, lo, hi, now);
+                }
+            }
             if self.rto_recovery && a >= self.recover {
                 self.rto_recovery = false;
                 self.recovery_ended();
@@ -855,7 +978,12 @@ impl RecoveryLaw for TcpRecovery {
             && seq.una < seq.max
         {
             // with SACK a duplicate ACK is one that SACKs new data (RFC 6675 §2)
-            let new = block.is_some_and(|(lo, hi)| self.mark_sacked(seq, lo, hi, now));
+            let mut new = block.is_some_and(|(lo, hi)| self.mark_sacked(seq, lo, hi, now));
+            if self.sack {
+                for (lo, hi) in extra {
+                    new |= self.mark_sacked(seq, lo, hi, now);
+                }
+            }
             if !self.sack || new {
                 e.dupack = true;
                 self.dupacks += 1;
@@ -1532,6 +1660,85 @@ mod tests {
         assert_eq!(r.reo_wnd_mult(), 2);
         r.recovery_ended();
         assert_eq!(r.reo_wnd_mult(), 1);
+    }
+
+    /// The receiver's SACK option after each arrival of `psns`: its blocks
+    /// (the first the D-SACK one when flagged).
+    fn options(psns: &[u32]) -> Vec<(bool, Vec<(u32, u32)>)> {
+        let mut r = TcpRecovery::new(64, 100 * US, 200_000 * US, 1_000_000 * US, true, true);
+        psns.iter()
+            .map(|&p| {
+                let dup = r.on_data(p) == RxVerdict::DuplicateAck;
+                let o = r.sack_option(p, dup);
+                (o.dsack, o.as_slice().to_vec())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_dsack_block_comes_first_then_the_sack_blocks_as_rfc_2883_shows() {
+        // RFC 2883 §4.1, segments of 500 bytes from 3000 as PSNs (3000 → 0,
+        // 3500 → 1, 4000 → 2 ...); the ACKs the examples drop are built all
+        // the same (the receiver does not know), blocks `[lo, hi)`.
+        //
+        // §4.1.1, a duplicate segment: 0, 1, then 0 again: "4000,
+        // SACK=3000-3500", the D-SACK block alone (nothing held).
+        let o = options(&[0, 1, 0]);
+        assert_eq!(o[0], (false, vec![]));
+        assert_eq!(o[2], (true, vec![(0, 1)]));
+        // §4.1.2, an out-of-order segment and a duplicate: 0, 1, (2
+        // dropped), 3: "4000, SACK=4500-5000"; then 0 again: "4000,
+        // SACK=3000-3500, 4500-5000", the D-SACK block, then the block
+        // reported before. (This is the ACK the one-block packet used to
+        // send as the D-SACK block alone.)
+        let o = options(&[0, 1, 3, 0]);
+        assert_eq!(o[2], (false, vec![(3, 4)]));
+        assert_eq!(o[3], (true, vec![(0, 1), (3, 4)]));
+        // §4.1.3, a duplicate of an out-of-order segment: 0, 1, (2
+        // dropped), 3: "SACK=4500-5000"; 4: "SACK=4500-5500"; (5 dropped),
+        // 6: "SACK=6000-6500, 4500-5500", the newest block first (RFC 2018
+        // §4); 3 again: "SACK=4500-5000, 4500-5500, 6000-6500": the D-SACK
+        // block, the larger block it lies in, then the other.
+        let o = options(&[0, 1, 3, 4, 6, 3]);
+        assert_eq!(o[2], (false, vec![(3, 4)]));
+        assert_eq!(o[3], (false, vec![(3, 5)]));
+        assert_eq!(o[4], (false, vec![(6, 7), (3, 5)]));
+        assert_eq!(o[5], (true, vec![(3, 4), (3, 5), (6, 7)]));
+        // at most three blocks (RFC 2018 §3 with timestamps): four holes,
+        // the newest three blocks, newest first; a block the cumulative ACK
+        // has covered is not repeated
+        let o = options(&[1, 3, 5, 7, 0]);
+        assert_eq!(o[3], (false, vec![(7, 8), (5, 6), (3, 4)]));
+        assert_eq!(o[4], (false, vec![(7, 8), (5, 6), (3, 4)]));
+        let o = options(&[1, 3, 5, 7, 0, 2, 4]);
+        assert_eq!(o[6], (false, vec![(7, 8)]), "0-6 arrived: 7 held");
+    }
+
+    #[test]
+    fn the_sack_blocks_after_a_dsack_reach_the_senders_scoreboard() {
+        // RFC 2883 §4.1.2 at the sender: PSNs 0..6 sent, 2 lost, 3's ACK
+        // (SACK 3-4) lost, and the sender retransmitted 0 (spuriously). The
+        // receiver's ACK of the duplicate 0 carries the D-SACK block and 3's
+        // block after it: the scoreboard learns 3 is held (no D-SACK alone
+        // could say it), and the ACK counts as a duplicate ACK (it SACKs new
+        // data, RFC 6675 §2).
+        let mut r = TcpRecovery::new(64, 100 * US, 200_000 * US, 1_000_000 * US, true, true);
+        let mut s = SendSeq::default();
+        sent(&mut r, &mut s, 6, 0);
+        r.on_ack(&mut s, 2, Feedback::Ack, 100 * US, 0);
+        assert_eq!(r.nsacked, 0);
+        r.ack_extra = [(3, 4), (0, 0)];
+        let e = r.on_ack(&mut s, 2, Feedback::Dsack(0, 1), 102 * US, 0);
+        assert!(e.dupack);
+        assert!(r.sacked.get(3) && r.nsacked == 1);
+        assert_eq!(r.ack_extra, [(0, 0); 2], "taken with the ACK");
+        // a D-SACK alone SACKs nothing
+        let mut r = TcpRecovery::new(64, 100 * US, 200_000 * US, 1_000_000 * US, true, true);
+        let mut s = SendSeq::default();
+        sent(&mut r, &mut s, 6, 0);
+        r.on_ack(&mut s, 2, Feedback::Ack, 100 * US, 0);
+        let e = r.on_ack(&mut s, 2, Feedback::Dsack(0, 1), 102 * US, 0);
+        assert!(!e.dupack && r.nsacked == 0);
     }
 
     #[test]

@@ -908,6 +908,52 @@ impl Dag {
         self.deps.len() + self.repeated_edges
     }
 
+    /// At least the number of successor entries a [`DagRunner`] of this DAG
+    /// holds (its `succ` and `shared` lists): one per stored dependency, plus,
+    /// for every repeat of a run, its base's dependencies on tasks before the
+    /// base (a gate, or a task whose copies may not line up with the run's),
+    /// which a repeat holds on its own. A dependency inside the block is held
+    /// once for every copy ([`DagRunner`]'s `shared`). Exact for the DAGs the
+    /// collectives build; for budgets ([`crate::budget`]), not the hot path.
+    pub fn runner_edges(&self) -> usize {
+        let mut n = self.deps.len();
+        for r in &self.runs {
+            let bs = r.base_stored as usize;
+            let (e0, e1) = (
+                self.dep_start[bs] as usize,
+                self.dep_start[bs + r.len as usize] as usize,
+            );
+            let outside = self.deps[e0..e1]
+                .iter()
+                .filter(|&&p| ((p & !GATE) >> 1) < r.base)
+                .count();
+            n += outside * r.count as usize;
+        }
+        n
+    }
+
+    /// Bytes a [`DagRunner`] of this DAG holds beyond its 16-byte slot per
+    /// task ([`DagRunner::table_bytes`]): the successors
+    /// ([`Dag::runner_edges`], 4 B each), with repeated blocks where the
+    /// shared ones start (4 B per stored task) and its copy of the runs, the
+    /// operation of each task, and the slot that ends the last successors.
+    /// An upper bound, for budgets ([`crate::budget`]).
+    pub fn runner_schedule_bytes(&self) -> usize {
+        let runs = if self.runs.is_empty() {
+            0
+        } else {
+            (self.kinds.len() + 1) * 4
+                + self.runs.len() * std::mem::size_of::<Run>()
+                + self.run_pages.len() * 4
+        };
+        let ops = if self.op_runs.len() > self.n / 4 {
+            self.n * 4
+        } else {
+            self.op_runs.len() * 8
+        };
+        std::mem::size_of::<Slot>() + self.runner_edges() * 4 + runs + ops
+    }
+
     /// Bytes the DAG's tables hold on the heap (tasks, dependencies,
     /// operation labels, software latencies), by their capacities.
     pub fn heap_bytes(&self) -> usize {

@@ -552,6 +552,18 @@ impl<'a> Sim<'a> {
     }
 
     fn run(mut self) -> Result<RunOutput, FlowError> {
+        self.simulate()?;
+        if std::env::var_os("FABRICSIM_FLOW_MEM").is_some() {
+            self.print_memory();
+        }
+        // The makespan is the end of the last task, not the time of the last
+        // event popped (a stale completion or a fault after the work ended).
+        let makespan = self.runner.last_done().ps();
+        Ok(self.output(makespan))
+    }
+
+    /// Runs every event until the DAG completes (the output is not built).
+    fn simulate(&mut self) -> Result<(), FlowError> {
         let mut ready = Vec::new();
         self.runner.start(&mut ready);
         let mut now = 0u64;
@@ -609,13 +621,7 @@ impl<'a> Sim<'a> {
         if !self.runner.finished() {
             return Err(FlowError::Stalled(self.dag.len() - self.runner.completed()));
         }
-        if std::env::var_os("FABRICSIM_FLOW_MEM").is_some() {
-            self.print_memory();
-        }
-        // The makespan is the end of the last task, not the time of the last
-        // event popped (a stale completion or a fault after the work ended).
-        let makespan = self.runner.last_done().ps();
-        Ok(self.output(makespan))
+        Ok(())
     }
 
     fn finish_flow(&mut self, fid: u32, now: u64, ready: &mut Vec<TaskId>) {
@@ -1453,6 +1459,28 @@ impl<'a> Sim<'a> {
     /// largest first: where a large run's memory goes (issue 16). Printed when
     /// `FABRICSIM_FLOW_MEM` is set; diagnostics only, results are unchanged.
     fn print_memory(&self) {
+        let rows = self.memory_rows();
+        let total: usize = rows.iter().map(|r| r.1).sum();
+        eprintln!(
+            "flow memory: {} tasks, {} dependencies, {} links, peak {} flows at once, {} events queued at most",
+            self.dag.len(),
+            self.dag.edges(),
+            self.cap.len(),
+            self.flows.len(),
+            self.heap.high_water
+        );
+        for (name, b) in rows {
+            eprintln!(
+                "  {:>10.1} MiB {:>5.1}%  {name}",
+                b as f64 / (1u64 << 20) as f64,
+                100.0 * b as f64 / total.max(1) as f64
+            );
+        }
+        eprintln!("  {:>10.1} MiB total", total as f64 / (1u64 << 20) as f64);
+    }
+
+    /// [`Sim::print_memory`]'s rows: (table, bytes by capacity), largest first.
+    fn memory_rows(&self) -> Vec<(&'static str, usize)> {
         let on_link: usize = self.on_link.iter().map(|l| l.capacity() * 4).sum::<usize>()
             + self.on_link.capacity() * std::mem::size_of::<Vec<u32>>();
         let nl = self.cap.len();
@@ -1496,23 +1524,7 @@ impl<'a> Sim<'a> {
             ),
         ]);
         rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-        let total: usize = rows.iter().map(|r| r.1).sum();
-        eprintln!(
-            "flow memory: {} tasks, {} dependencies, {} links, peak {} flows at once, {} events queued at most",
-            self.dag.len(),
-            self.dag.edges(),
-            nl,
-            self.flows.len(),
-            self.heap.high_water
-        );
-        for (name, b) in rows {
-            eprintln!(
-                "  {:>10.1} MiB {:>5.1}%  {name}",
-                b as f64 / (1u64 << 20) as f64,
-                100.0 * b as f64 / total.max(1) as f64
-            );
-        }
-        eprintln!("  {:>10.1} MiB total", total as f64 / (1u64 << 20) as f64);
+        rows
     }
 
     fn output(mut self, makespan: u64) -> RunOutput {
@@ -1522,8 +1534,9 @@ impl<'a> Sim<'a> {
         // times are written over the runner's slots (done − start), the two
         // ends only when asked for; the ideal times widen from 4 B per task
         // to 8 B per transfer. Per task this is at most the run's 20 B (slot
-        // and ideal time) plus 8 B; budget::RUN_BYTES_PER_TASK_FLOW (32 B)
-        // bounds it.
+        // and ideal time): 8 B of completion time collected over the 16-byte
+        // slot and shrunk, then 4 + 8 B of ideal times
+        // (budget::RUN_BYTES_PER_TASK_FLOW).
         self.runner.free_schedule();
         let op_timing = self.runner.op_timing.clone();
         // without spans the completion times are written over the runner's
@@ -1930,6 +1943,57 @@ mod tests {
     /// complete in their ideal time, α + S/B with α = 730 ns (PCIe 250, link
     /// 50, switch 130, link 50, PCIe 250) and B = 400 Gb/s; the second takes
     /// 21.47 ms, past the 4.29 ms (2^32 ps) held in 4 B.
+    /// The flow level's budget ([`crate::budget::dag_memory_at`]) against the
+    /// per-task and per-dependency tables a run holds (`FABRICSIM_FLOW_MEM`'s
+    /// dag, runner and ideal-time rows) on a hierarchical all-reduce whose
+    /// intra-host rings are repeated blocks (16 hosts × 8 GPUs, a tree
+    /// between hosts, 64 MiB in 1 MiB chunks): never below them, and at most
+    /// 10% above (the per-stored-task start of the shared successors is
+    /// counted for every stored task, and a repeat's dependencies before its
+    /// block as its own).
+    #[test]
+    fn budget_flow_estimate_is_the_measured_tables() {
+        use crate::collective::{Algorithm, CollectiveOp, CollectiveSpec};
+        let topo = crate::collective::test_topo(16, 8);
+        let spec = CollectiveSpec {
+            op: CollectiveOp::AllReduce,
+            algorithm: Algorithm::Hierarchical,
+            bytes: 1 << 26,
+            chunk_bytes: 1 << 20,
+            inter_host: Algorithm::Tree,
+            root: 0,
+            channels: 1,
+            pxn: false,
+            proto: crate::collective::ProtoCost::NONE,
+        };
+        let ranks: Vec<GpuId> = (0..128).map(GpuId).collect();
+        let mut dag = Dag::new();
+        crate::collective::lower(&spec, &ranks, &topo, &mut dag, &[]).unwrap();
+        assert!(dag.stored_tasks() * 2 < dag.len(), "blocks stored once");
+        let cfg = FlowConfig {
+            skip_task_spans: true,
+            ..FlowConfig::default()
+        };
+        let mut sim = Sim::new(&dag, &topo, &cfg);
+        sim.simulate().unwrap();
+        let measured: usize = sim
+            .memory_rows()
+            .iter()
+            .filter(|r| {
+                r.0.starts_with("dag ")
+                    || r.0.starts_with("runner ")
+                    || r.0.starts_with("flow ideal")
+            })
+            .map(|r| r.1)
+            .sum();
+        let est = crate::budget::dag_memory_at(&dag, true);
+        let ratio = est / measured as f64;
+        assert!(
+            (1.0..=1.1).contains(&ratio),
+            "estimate {est} B, measured {measured} B"
+        );
+    }
+
     #[test]
     fn wide_ideal_times_are_kept_whole() {
         let topo = single_switch(2);

@@ -5,19 +5,23 @@
 //! `cargo bench --bench scale -- CASE` runs one case. Cases:
 //! - `demo`: the built-in demo (512 GPUs, 10 sizes) at flow level;
 //! - `flow16k`: hierarchical all-reduce of 1 GiB over 16,384 GPUs (2,048 DGX H100
-//!   nodes, rail-optimized NDR) at flow level — target < 2 min and < 8 GiB;
+//!   nodes, rail-optimized NDR) at flow level — target < 2 min and < 8 GiB
+//!   (140 CPU-s, 143 s wall, 6,197 MiB on 2026-12-07, against 181 CPU-s and
+//!   220 s for the binary before, run just before it);
 //! - `ana131k`: the same over 131,072 GPUs at the analytical level — target < 1 s;
 //! - `flow131k`: 131,072 GPUs (16,384 DGX H100 nodes), hierarchical with a tree
 //!   between nodes, 1 GiB in 4 MiB chunks, at flow level (67 M tasks, 16 M
-//!   stored: 1,812 MiB and 153 CPU-s on 2026-12-07 on 2 cores shared with
-//!   three other builds, with the DAG's repeated blocks stored once, the
-//!   runner's successors held once per stored task and ideal times in 4 B;
-//!   177 CPU-s and 4,298 MiB on 2026-12-03, 320 CPU-s and 4,805 MiB before
-//!   the bucketed event queue and `Topology::links_to`;
+//!   stored: 1,821 MiB and 103 CPU-s, 135 s wall, on 2026-12-07 on 2 cores
+//!   shared with three other builds, with a starting chunk's route read from
+//!   the slot its predecessor freed, the hand-over's groups hashed and a
+//!   link's hot scalars in one record; 1,812 MiB and 150 CPU-s before, the
+//!   same day; 177 CPU-s and 4,298 MiB on 2026-12-03, 320 CPU-s and 4,805
+//!   MiB before the bucketed event queue and `Topology::links_to`;
 //!   issue 16's target is 60 s and 2 GiB; by name only, not in the default
 //!   list);
-//! - `flow16k-tree-4m`: the same at 16,384 GPUs (235 MiB and ~12 CPU-s on
-//!   2026-12-07 under the same load, where main took 546 MiB and ~12 CPU-s);
+//! - `flow16k-tree-4m`: the same at 16,384 GPUs (237 MiB and 6.6–8.8 CPU-s
+//!   on 2026-12-07, alternating with the binary before those three changes:
+//!   7.4–11.3 CPU-s; 546 MiB before the template DAG);
 //! - `pkt1k`: hierarchical all-reduce of 256 MiB over 1,024 GPUs (128 nodes × 8,
 //!   rail-optimized, 400 Gb/s, 4 KiB MTU) at packet level — target < 60 s, < 4 GiB.
 //! - `report1k`: the cost of `--report` on a 1,024-GPU run (128 DGX H100 nodes, the

@@ -321,18 +321,25 @@ impl Dag {
 
     /// Where task `t` sits in the runs: (run, copy) with copy 0 for the
     /// run's base and k for its k-th repeat; `None` for a task in no run.
+    /// O(1) through the page table: a run's base is the block just before
+    /// its first repeat (`base + len == start`, see [`Dag::close_block`]), so
+    /// a task that is no repeat can only be in the base of the next run
+    /// starting after it (a binary search over the bases here was 5% of
+    /// flow16k-tree-4m's CPU, called twice per edge by the runner's build).
+    #[inline]
     fn copy_of(&self, t: usize) -> Option<(usize, u32)> {
-        if self.runs.is_empty() {
-            return None;
+        let i = run_index(&self.runs, &self.run_pages, t);
+        if let Some(i) = i {
+            let r = &self.runs[i];
+            let rel = t - r.start as usize;
+            if rel < r.len as usize * r.count as usize {
+                return Some((i, (rel / r.len as usize + 1) as u32));
+            }
         }
-        let (_, off, _) = self.locate(t);
-        if off != 0 {
-            let i = run_index(&self.runs, &self.run_pages, t)?;
-            return Some((i, off / self.runs[i].len));
-        }
-        let j = self.runs.partition_point(|r| r.base as usize <= t);
-        let r = j.checked_sub(1)?;
-        (t < (self.runs[r].base + self.runs[r].len) as usize).then_some((r, 0))
+        let j = i.map_or(0, |i| i + 1);
+        let r = self.runs.get(j)?;
+        debug_assert_eq!(r.base + r.len, r.start);
+        (r.base as usize <= t && t < (r.base + r.len) as usize).then_some((j, 0))
     }
 
     /// The dependencies of task `t`, each with whether its repeats keep it
@@ -901,6 +908,52 @@ impl Dag {
         self.deps.len() + self.repeated_edges
     }
 
+    /// At least the number of successor entries a [`DagRunner`] of this DAG
+    /// holds (its `succ` and `shared` lists): one per stored dependency, plus,
+    /// for every repeat of a run, its base's dependencies on tasks before the
+    /// base (a gate, or a task whose copies may not line up with the run's),
+    /// which a repeat holds on its own. A dependency inside the block is held
+    /// once for every copy ([`DagRunner`]'s `shared`). Exact for the DAGs the
+    /// collectives build; for budgets ([`crate::budget`]), not the hot path.
+    pub fn runner_edges(&self) -> usize {
+        let mut n = self.deps.len();
+        for r in &self.runs {
+            let bs = r.base_stored as usize;
+            let (e0, e1) = (
+                self.dep_start[bs] as usize,
+                self.dep_start[bs + r.len as usize] as usize,
+            );
+            let outside = self.deps[e0..e1]
+                .iter()
+                .filter(|&&p| ((p & !GATE) >> 1) < r.base)
+                .count();
+            n += outside * r.count as usize;
+        }
+        n
+    }
+
+    /// Bytes a [`DagRunner`] of this DAG holds beyond its 16-byte slot per
+    /// task ([`DagRunner::table_bytes`]): the successors
+    /// ([`Dag::runner_edges`], 4 B each), with repeated blocks where the
+    /// shared ones start (4 B per stored task) and its copy of the runs, the
+    /// operation of each task, and the slot that ends the last successors.
+    /// An upper bound, for budgets ([`crate::budget`]).
+    pub fn runner_schedule_bytes(&self) -> usize {
+        let runs = if self.runs.is_empty() {
+            0
+        } else {
+            (self.kinds.len() + 1) * 4
+                + self.runs.len() * std::mem::size_of::<Run>()
+                + self.run_pages.len() * 4
+        };
+        let ops = if self.op_runs.len() > self.n / 4 {
+            self.n * 4
+        } else {
+            self.op_runs.len() * 8
+        };
+        std::mem::size_of::<Slot>() + self.runner_edges() * 4 + runs + ops
+    }
+
     /// Bytes the DAG's tables hold on the heap (tasks, dependencies,
     /// operation labels, software latencies), by their capacities.
     pub fn heap_bytes(&self) -> usize {
@@ -1138,11 +1191,12 @@ impl DagRunner {
         // length and count: then every copy j of x's stored task has the
         // edge to y − (k − j)·len, held once as (y − x) with copy 0.
         let shape = |r: usize| (dag.runs[r].len, dag.runs[r].count);
-        let classify = |y: usize, x: usize, gate: bool| -> Option<u32> {
+        // `cy`: `dag.copy_of(y)`, looked up once per task, not per edge
+        let classify = |cy: Option<(usize, u32)>, x: usize, gate: bool| -> Option<u32> {
             if gate {
                 return None;
             }
-            let (ry, ky) = dag.copy_of(y)?;
+            let (ry, ky) = cy?;
             let (rx, kx) = dag.copy_of(x)?;
             (kx == ky && shape(rx) == shape(ry)).then_some(ky)
         };
@@ -1151,10 +1205,11 @@ impl DagRunner {
         let stored = dag.stored_tasks();
         let mut shared_start = vec![0u32; if dag.runs.is_empty() { 0 } else { stored + 1 }];
         for t in 0..n {
+            let cy = dag.copy_of(t);
             for (d, gate) in dag.deps_flagged(TaskId(t as u32)) {
                 let (Dep::Sent(p) | Dep::Done(p)) = d;
                 let x = p.0 as usize;
-                match classify(t, x, gate) {
+                match classify(cy, x, gate) {
                     Some(0) => shared_start[dag.locate(x).0 + 1] += 1,
                     Some(_) => {}
                     // counted one slot up, then summed: slot t ends as the start
@@ -1179,13 +1234,14 @@ impl DagRunner {
         // fill: each predecessor's next free entry, kept in its slot's time
         // (zero until the run starts) instead of a 4 B/task copy of the starts
         for t in 0..n {
+            let cy = dag.copy_of(t);
             for (d, gate) in dag.deps_flagged(TaskId(t as u32)) {
                 let (p, on_sent) = match d {
                     Dep::Sent(p) => (p, 1),
                     Dep::Done(p) => (p, 0),
                 };
                 let x = p.0 as usize;
-                match classify(t, x, gate) {
+                match classify(cy, x, gate) {
                     Some(0) => {
                         let st = dag.locate(x).0;
                         let i = shared_start[st] + shared_fill[st];
@@ -1861,5 +1917,28 @@ mod tests {
         flat.set_kind(3, slow);
         assert_eq!(blocked.kind(7), flat.kind(7));
         assert_same(&blocked, &flat);
+    }
+
+    /// `copy_of` through the page table finds the same (run, copy) as the
+    /// definition (a scan of every run's base and repeats) for every task.
+    #[test]
+    fn copy_of_matches_a_scan_of_the_runs() {
+        let d = host_blocks(true);
+        assert!(!d.runs.is_empty());
+        for t in 0..d.len() {
+            let scan = d.runs.iter().enumerate().find_map(|(i, r)| {
+                let (b, s) = (r.base as usize, r.start as usize);
+                let span = (r.len * r.count) as usize;
+                if (b..b + r.len as usize).contains(&t) {
+                    Some((i, 0))
+                } else if (s..s + span).contains(&t) {
+                    Some((i, ((t - s) / r.len as usize + 1) as u32))
+                } else {
+                    None
+                }
+            });
+            assert_eq!(d.copy_of(t), scan, "task {t}");
+        }
+        assert_eq!(host_blocks(false).copy_of(3), None);
     }
 }

@@ -338,7 +338,25 @@ struct Flow {
     class: u8,
     /// Sending (not yet finished, not a free slot).
     live: bool,
+    /// (source, destination, queue pair) of the cached route (see
+    /// [`Sim::start_path`]) that `path` is, its latency, picoseconds, and
+    /// bottleneck rate; [`NO_ROUTE`] when `path` is no cached route (not
+    /// cacheable, or rerouted). Kept after the flow ends, until its slot is
+    /// reused: the next chunk on the same connection usually starts right
+    /// after, and reads its route here, in a line just touched, instead of
+    /// in the route cache (a miss per started flow: 11% of flow16k-tree-4m).
+    route_key: u128,
+    route_latency: u64,
+    route_bottleneck: crate::units::Rate,
 }
+
+/// [`Flow::route_key`] of a flow whose path is no cached route (a real key
+/// has a 40-bit source shift, so its top bits are zero).
+const NO_ROUTE: u128 = u128::MAX;
+
+/// Freed flow slots [`Sim::start_path`] looks at for a starting transfer's
+/// route before the route cache (the most recently freed first).
+const RECENT_FREED: usize = 4;
 
 /// What a run that shares links among traffic classes keeps.
 struct Classed {
@@ -347,11 +365,13 @@ struct Classed {
     /// Class of a transfer naming none.
     data: u8,
     share: ClassShare,
+    /// Capacity of each link, bytes per picosecond (the solver reads it whole).
+    cap: Vec<f64>,
 }
 
 impl Classed {
     /// `Some` when the transfers of `dag` ride more than one class.
-    fn new(dag: &Dag, classes: Option<&TrafficClasses>) -> Option<Classed> {
+    fn new(dag: &Dag, classes: Option<&TrafficClasses>, cap: &[f64]) -> Option<Classed> {
         let tc = classes?;
         let mut seen: Option<u8> = None;
         let mut mixed = false;
@@ -380,6 +400,7 @@ impl Classed {
                 .collect(),
             data: tc.data,
             share: ClassShare::default(),
+            cap: cap.to_vec(),
         })
     }
 
@@ -410,30 +431,33 @@ struct Sim<'a> {
     seq: u64,
     flows: Vec<Flow>,
     free: Vec<u32>,
-    /// Capacity of each link, bytes per picosecond.
-    cap: Vec<f64>,
     /// Active flows on each link.
     on_link: Vec<Vec<u32>>,
-    link_bytes: Vec<u64>,
+    /// What finishing a flow and growing a component read and write on each
+    /// link of a path, together: one miss per link where five tables cost
+    /// up to five (flow131k: a million links, the flows' paths spread over them).
+    hot: Vec<LinkHot>,
     /// Flows that finished at this timestamp (their paths and rates).
     vacated: Vec<Vacated>,
     /// (path key, index in `vacated`), sorted, and each key group's live
     /// length at its first entry: the hand-over's lookup ([`Sim::hand_over`]).
     vacated_by_key: Vec<(u64, u32)>,
     vacated_group_len: Vec<u32>,
+    /// Open-addressing table over the key groups of `vacated_by_key`: at
+    /// `key & mask`, probing on, each group's first index plus one (0:
+    /// empty); a power of two at least twice the entries.
+    vacated_table: Vec<u32>,
     /// Routes of transfers on the fabric as built, by (source, destination,
     /// queue pair); see [`Sim::start_path`].
     route_index: std::collections::HashMap<u128, u32, std::hash::BuildHasherDefault<MixHasher>>,
     routes: Vec<CachedRoute>,
     route_links: Vec<LinkId>,
+    /// [`Flow::route_key`] of the path [`Sim::start_path`] wrote last.
+    started_key: u128,
     /// Flows started since the last recomputation.
     new_flows: Vec<u32>,
     /// Links whose every flow must be recomputed (rate changes, rerouting).
     forced: Vec<u32>,
-    /// Sum of the rates of the flows on each link, bytes per picosecond.
-    load: Vec<f64>,
-    link_mark: Vec<u32>,
-    cons_mark: Vec<u32>,
     cons_links: Vec<u32>,
     /// Fair share at which a link froze flows in the last filling (∞ if none).
     share_at: Vec<f64>,
@@ -467,7 +491,7 @@ struct Sim<'a> {
 impl<'a> Sim<'a> {
     fn new(dag: &'a Dag, topo: &'a Topology, cfg: &'a FlowConfig) -> Sim<'a> {
         let nl = topo.links.len();
-        let cap = (0..nl)
+        let cap_v: Vec<f64> = (0..nl)
             .map(|l| topo.effective_rate(LinkId(l as u32)).bps() as f64 / 8e12)
             .collect();
         Sim {
@@ -483,20 +507,24 @@ impl<'a> Sim<'a> {
             seq: 0,
             flows: Vec::new(),
             free: Vec::new(),
-            cap,
             on_link: vec![Vec::new(); nl],
-            link_bytes: vec![0; nl],
+            hot: cap_v
+                .iter()
+                .map(|&cap| LinkHot {
+                    cap,
+                    ..LinkHot::default()
+                })
+                .collect(),
             vacated: Vec::new(),
             vacated_by_key: Vec::new(),
             vacated_group_len: Vec::new(),
+            vacated_table: Vec::new(),
             route_index: Default::default(),
             routes: Vec::new(),
             route_links: Vec::new(),
+            started_key: NO_ROUTE,
             new_flows: Vec::new(),
             forced: Vec::new(),
-            load: vec![0.0; nl],
-            link_mark: vec![0; nl],
-            cons_mark: vec![0; nl],
             cons_links: Vec::new(),
             share_at: vec![f64::INFINITY; nl],
             share_heap: BinaryHeap::new(),
@@ -515,7 +543,7 @@ impl<'a> Sim<'a> {
                 .link_timeline
                 .then(|| Timeline::new(nl, cfg.timeline_horizon)),
             next_progress: PROGRESS_EVERY,
-            classed: Classed::new(dag, cfg.classes.as_ref()),
+            classed: Classed::new(dag, cfg.classes.as_ref(), &cap_v),
         }
     }
 
@@ -531,6 +559,18 @@ impl<'a> Sim<'a> {
     }
 
     fn run(mut self) -> Result<RunOutput, FlowError> {
+        self.simulate()?;
+        if std::env::var_os("FABRICSIM_FLOW_MEM").is_some() {
+            self.print_memory();
+        }
+        // The makespan is the end of the last task, not the time of the last
+        // event popped (a stale completion or a fault after the work ended).
+        let makespan = self.runner.last_done().ps();
+        Ok(self.output(makespan))
+    }
+
+    /// Runs every event until the DAG completes (the output is not built).
+    fn simulate(&mut self) -> Result<(), FlowError> {
         let mut ready = Vec::new();
         self.runner.start(&mut ready);
         let mut now = 0u64;
@@ -588,13 +628,7 @@ impl<'a> Sim<'a> {
         if !self.runner.finished() {
             return Err(FlowError::Stalled(self.dag.len() - self.runner.completed()));
         }
-        if std::env::var_os("FABRICSIM_FLOW_MEM").is_some() {
-            self.print_memory();
-        }
-        // The makespan is the end of the last task, not the time of the last
-        // event popped (a stale completion or a fault after the work ended).
-        let makespan = self.runner.last_done().ps();
-        Ok(self.output(makespan))
+        Ok(())
     }
 
     fn finish_flow(&mut self, fid: u32, now: u64, ready: &mut Vec<TaskId>) {
@@ -617,8 +651,8 @@ impl<'a> Sim<'a> {
                 tight_mask |= 1 << j;
             }
             self.unlink(fid, j);
-            self.link_bytes[li] += path_bytes;
-            self.load[li] = (self.load[li] - rate).max(0.0);
+            self.hot[li].bytes += path_bytes;
+            self.hot[li].load = (self.hot[li].load - rate).max(0.0);
         }
         // Whether the freed capacity changes anyone's rate is decided at the end of
         // the timestamp: a flow started on the same path takes it over unchanged.
@@ -648,7 +682,8 @@ impl<'a> Sim<'a> {
                 }
                 kind @ (TaskKind::Transfer { .. } | TaskKind::NetTransfer { .. }) => {
                     let bytes = kind.transfer_bytes();
-                    let (latency, local, bottleneck) = self.start_path(t.0, kind)?;
+                    let (route_latency, local, bottleneck) = self.start_path(t.0, kind)?;
+                    let latency = route_latency;
                     // the receiver's software sees the data this much later
                     let latency = latency + self.dag.software_latency(t).0;
                     let ideal = bottleneck.tx_time(bytes).ps() + latency;
@@ -682,6 +717,9 @@ impl<'a> Sim<'a> {
                                 visit: 0,
                                 class: 0,
                                 live: false,
+                                route_key: NO_ROUTE,
+                                route_latency: 0,
+                                route_bottleneck: crate::units::Rate(0),
                             });
                             self.flows.len() as u32 - 1
                         }
@@ -703,6 +741,9 @@ impl<'a> Sim<'a> {
                     f.tl_left = bytes as f64;
                     f.tl_from = now;
                     f.live = true;
+                    f.route_key = self.started_key;
+                    f.route_latency = route_latency;
+                    f.route_bottleneck = bottleneck;
                     if let Some(c) = &self.classed {
                         f.class = Classed::class_of(self.dag.class_of(t.0 as usize), c.data);
                     }
@@ -733,6 +774,7 @@ impl<'a> Sim<'a> {
         kind: TaskKind,
     ) -> Result<(u64, bool, crate::units::Rate), FlowError> {
         use crate::topology::DragonflyRouting as D;
+        self.started_key = NO_ROUTE;
         let cacheable = matches!(kind, TaskKind::Transfer { .. })
             && matches!(self.topo, Cow::Borrowed(_))
             && !matches!(self.topo.dragonfly_routing(), D::Ugal | D::UgalG);
@@ -746,16 +788,30 @@ impl<'a> Sim<'a> {
         }
         let qp = self.dag.qp_of(task as usize);
         let key = (u128::from(src.0) << 40) | (u128::from(dst.0) << 8) | u128::from(qp);
+        // a path is a function of its key here: any slot holding the key
+        // holds the path the cache would give (see `Flow::route_key`)
+        for &fid in self.free.iter().rev().take(RECENT_FREED) {
+            let f = &self.flows[fid as usize];
+            if f.route_key == key {
+                self.path_buf.clear();
+                self.path_buf
+                    .extend(f.path[..f.path_len as usize].iter().map(|&l| LinkId(l)));
+                self.started_key = key;
+                return Ok((f.route_latency, false, f.route_bottleneck));
+            }
+        }
         if let Some(&i) = self.route_index.get(&key) {
             let r = self.routes[i as usize];
             self.path_buf.clear();
             self.path_buf.extend_from_slice(
                 &self.route_links[r.start as usize..r.start as usize + r.len as usize],
             );
+            self.started_key = key;
             return Ok((r.latency, false, r.bottleneck));
         }
         let (latency, local) = self.task_path(task, kind, 0)?;
         let bottleneck = self.topo.path_bottleneck(&self.path_buf);
+        self.started_key = key;
         if self.route_links.len() + MAX_PATH > u32::MAX as usize {
             return Ok((latency, local, bottleneck)); // full: route anew
         }
@@ -883,7 +939,7 @@ impl<'a> Sim<'a> {
     /// capacity ÷ (flows + 1) over its links, bytes per picosecond.
     fn path_share(&self, path: &[LinkId]) -> f64 {
         path.iter()
-            .map(|l| self.cap[l.0 as usize] / (self.on_link[l.0 as usize].len() + 1) as f64)
+            .map(|l| self.hot[l.0 as usize].cap / (self.on_link[l.0 as usize].len() + 1) as f64)
             .fold(f64::INFINITY, f64::min)
     }
 
@@ -898,7 +954,11 @@ impl<'a> Sim<'a> {
         match ev.kind {
             LinkEventKind::Rate(r) => {
                 self.topo.to_mut().set_link_rate(l, r);
-                self.cap[l.0 as usize] = self.topo.effective_rate(l).bps() as f64 / 8e12;
+                let cap = self.topo.effective_rate(l).bps() as f64 / 8e12;
+                self.hot[l.0 as usize].cap = cap;
+                if let Some(c) = &mut self.classed {
+                    c.cap[l.0 as usize] = cap;
+                }
                 // every flow on the link may change rate
                 self.forced.push(l.0);
             }
@@ -932,6 +992,7 @@ impl<'a> Sim<'a> {
         let sent_here = (f.path_bytes - f.remaining).max(0.0).round() as u64;
         f.path_bytes = f.remaining;
         f.reroutes += 1;
+        f.route_key = NO_ROUTE; // the new path is drawn anew
         if let Some(tl) = &mut self.timeline {
             let sent = f.tl_left - f.remaining;
             tl.add(&f.path[..f.path_len as usize], f.tl_from, now, sent);
@@ -947,8 +1008,8 @@ impl<'a> Sim<'a> {
                 self.forced.push(l);
             }
             self.unlink(fid, j);
-            self.link_bytes[li] += sent_here;
-            self.load[li] = (self.load[li] - rate).max(0.0);
+            self.hot[li].bytes += sent_here;
+            self.hot[li].load = (self.hot[li].load - rate).max(0.0);
         }
         let kind = self.dag.kind(task as usize);
         if !kind.is_transfer() {
@@ -1025,7 +1086,7 @@ impl<'a> Sim<'a> {
     /// A link whose allocated rates fill its capacity (it bottlenecks its flows).
     #[inline]
     fn tight(&self, l: usize) -> bool {
-        self.load[l] >= self.cap[l] * (1.0 - 1e-9)
+        self.hot[l].load >= self.hot[l].cap * (1.0 - 1e-9)
     }
 
     /// A flow that starts on exactly the path of a flow that ended at this same
@@ -1055,20 +1116,40 @@ impl<'a> Sim<'a> {
         let group_len = &mut self.vacated_group_len;
         group_len.clear();
         group_len.resize(by_key.len(), 0);
+        // Each group's start in a hash table (the keys are already mixed):
+        // one probe per new flow where a binary search over every vacated
+        // path was 12% of flow131k's CPU (tens of thousands end at once).
+        let table = &mut self.vacated_table;
+        let size = (2 * by_key.len()).next_power_of_two();
+        table.clear();
+        table.resize(size, 0);
+        let mask = size - 1;
         let mut g = 0;
         for i in 0..by_key.len() {
-            if by_key[i].0 != by_key[g].0 {
+            if by_key[i].0 != by_key[g].0 || i == 0 {
                 g = i;
+                let mut h = by_key[g].0 as usize & mask;
+                while table[h] != 0 {
+                    h = (h + 1) & mask;
+                }
+                table[h] = g as u32 + 1;
             }
             group_len[g] += 1;
         }
         for &fid in new_flows {
             let f = &self.flows[fid as usize];
             let key = path_key(&f.path[..f.path_len as usize]);
-            let g = self.vacated_by_key.partition_point(|&(k, _)| k < key);
-            if g == self.vacated_by_key.len() || self.vacated_by_key[g].0 != key {
-                continue;
-            }
+            let mut h = key as usize & mask;
+            let g = loop {
+                match self.vacated_table[h] {
+                    0 => break None,
+                    e if self.vacated_by_key[e as usize - 1].0 == key => {
+                        break Some(e as usize - 1)
+                    }
+                    _ => h = (h + 1) & mask,
+                }
+            };
+            let Some(g) = g else { continue };
             let len = self.vacated_group_len[g] as usize;
             let cands = &self.vacated_by_key[g..g + len];
             let pos = cands.iter().position(|&(_, i)| {
@@ -1091,7 +1172,7 @@ impl<'a> Sim<'a> {
             let (version, rem, plen) = (f.version, f.remaining, f.path_len as usize);
             for j in 0..plen {
                 let pl = self.flows[fid as usize].path[j] as usize;
-                self.load[pl] += rate;
+                self.hot[pl].load += rate;
             }
             if rate > 0.0 {
                 self.push(
@@ -1120,14 +1201,14 @@ impl<'a> Sim<'a> {
         let plen = f.path_len as usize;
         for j in 0..plen {
             let pl = self.flows[fid as usize].path[j] as usize;
-            if self.link_mark[pl] == epoch {
+            if self.hot[pl].mark == epoch {
                 continue;
             }
             if self.tight(pl) || self.cfg.full_recompute {
-                self.link_mark[pl] = epoch;
+                self.hot[pl].mark = epoch;
                 self.comp_links.push(pl as u32);
-            } else if self.cons_mark[pl] != epoch {
-                self.cons_mark[pl] = epoch;
+            } else if self.hot[pl].cons != epoch {
+                self.hot[pl].cons = epoch;
                 self.cons_links.push(pl as u32);
             }
         }
@@ -1154,8 +1235,10 @@ impl<'a> Sim<'a> {
         }
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
-            self.link_mark.iter_mut().for_each(|m| *m = 0);
-            self.cons_mark.iter_mut().for_each(|m| *m = 0);
+            self.hot.iter_mut().for_each(|h| {
+                h.mark = 0;
+                h.cons = 0;
+            });
             self.flows.iter_mut().for_each(|f| f.visit = 0);
             self.epoch = 1;
         }
@@ -1165,8 +1248,8 @@ impl<'a> Sim<'a> {
         self.comp_flows.clear();
         for i in 0..self.forced.len() {
             let l = self.forced[i] as usize;
-            if self.link_mark[l] != epoch {
-                self.link_mark[l] = epoch;
+            if self.hot[l].mark != epoch {
+                self.hot[l].mark = epoch;
                 self.comp_links.push(l as u32);
             }
         }
@@ -1190,8 +1273,8 @@ impl<'a> Sim<'a> {
             for (j, &l) in v.path[..v.path_len as usize].iter().enumerate() {
                 let li = l as usize;
                 let was_tight = v.tight_mask & (1 << j) != 0;
-                if (was_tight || self.cfg.full_recompute) && self.link_mark[li] != epoch {
-                    self.link_mark[li] = epoch;
+                if (was_tight || self.cfg.full_recompute) && self.hot[li].mark != epoch {
+                    self.hot[li].mark = epoch;
                     self.comp_links.push(l);
                 }
             }
@@ -1214,7 +1297,7 @@ impl<'a> Sim<'a> {
             let mut expanded = false;
             for i in 0..self.cons_links.len() {
                 let l = self.cons_links[i] as usize;
-                if self.link_mark[l] == epoch {
+                if self.hot[l].mark == epoch {
                     continue;
                 }
                 let share = self.share_at[l];
@@ -1225,7 +1308,7 @@ impl<'a> Sim<'a> {
                         .map(|&f| self.flows[f as usize].rate)
                         .fold(0.0f64, f64::max);
                     if outside_max > share * (1.0 + 1e-9) {
-                        self.link_mark[l] = epoch;
+                        self.hot[l].mark = epoch;
                         self.comp_links.push(l as u32);
                         expanded = true;
                     }
@@ -1268,7 +1351,7 @@ impl<'a> Sim<'a> {
             .iter()
             .map(|&f| flows[f as usize].class)
             .collect();
-        let rates = c.share.solve(&self.cap, &paths, &class, &c.weights);
+        let rates = c.share.solve(&c.cap, &paths, &class, &c.weights);
         for (i, &fid) in self.comp_flows.iter().enumerate() {
             self.flows[fid as usize].rate = rates[i];
         }
@@ -1284,7 +1367,7 @@ impl<'a> Sim<'a> {
                 let plen = self.flows[fid].path_len as usize;
                 for j in 0..plen {
                     let pl = self.flows[fid].path[j] as usize;
-                    self.load[pl] = (self.load[pl] + delta).max(0.0);
+                    self.hot[pl].load = (self.hot[pl].load + delta).max(0.0);
                 }
             }
         }
@@ -1329,15 +1412,15 @@ impl<'a> Sim<'a> {
             };
             for &l in links.iter() {
                 let l = l as usize;
-                self.cap_left[l] = self.cap[l];
+                self.cap_left[l] = self.hot[l].cap;
                 self.unfrozen[l] = 0;
                 self.share_at[l] = f64::INFINITY;
             }
         }
         for &l in &self.cons_links {
             let l = l as usize;
-            if self.link_mark[l] != epoch {
-                self.cap_left[l] = self.cap[l] - self.load[l];
+            if self.hot[l].mark != epoch {
+                self.cap_left[l] = self.hot[l].cap - self.hot[l].load;
             }
         }
         for &fid in &self.comp_flows {
@@ -1346,7 +1429,7 @@ impl<'a> Sim<'a> {
             for &pl in &f.path[..f.path_len as usize] {
                 let pl = pl as usize;
                 self.unfrozen[pl] += 1;
-                if self.link_mark[pl] != epoch {
+                if self.hot[pl].mark != epoch {
                     // a constraint link's load includes this flow's old rate
                     self.cap_left[pl] += f.old_rate;
                 }
@@ -1409,55 +1492,13 @@ impl<'a> Sim<'a> {
     /// largest first: where a large run's memory goes (issue 16). Printed when
     /// `FABRICSIM_FLOW_MEM` is set; diagnostics only, results are unchanged.
     fn print_memory(&self) {
-        let on_link: usize = self.on_link.iter().map(|l| l.capacity() * 4).sum::<usize>()
-            + self.on_link.capacity() * std::mem::size_of::<Vec<u32>>();
-        let nl = self.cap.len();
-        let mut rows: Vec<(&str, usize)> = Vec::new();
-        rows.extend(self.dag.table_bytes());
-        rows.extend(self.runner.table_bytes());
-        rows.extend([
-            (
-                "flow ideal times (4 B/task)",
-                self.ideal.capacity() * 4 + self.ideal_wide.capacity() * 16,
-            ),
-            (
-                "flow state (per concurrent flow)",
-                self.flows.capacity() * std::mem::size_of::<Flow>() + self.free.capacity() * 4,
-            ),
-            ("flow per-link flow lists", on_link),
-            // cap, link_bytes, load, link_mark, cons_mark, share_at, cap_left, unfrozen
-            (
-                "flow per-link scalars",
-                nl * (8 + 8 + 8 + 4 + 4 + 8 + 8 + 4),
-            ),
-            ("flow event heap", self.heap.heap_bytes()),
-            (
-                "flow route cache",
-                self.route_index.capacity() * (16 + 4 + 1)
-                    + self.routes.capacity() * std::mem::size_of::<CachedRoute>()
-                    + self.route_links.capacity() * 4,
-            ),
-            (
-                "flow hand-over and water-filling scratch",
-                self.vacated.capacity() * std::mem::size_of::<Vacated>()
-                    + (self.vacated_by_key.capacity() * 16)
-                    + (self.vacated_group_len.capacity()
-                        + self.new_flows.capacity()
-                        + self.forced.capacity()
-                        + self.cons_links.capacity()
-                        + self.comp_links.capacity()
-                        + self.comp_flows.capacity())
-                        * 4
-                    + self.share_heap.capacity() * std::mem::size_of::<Share>(),
-            ),
-        ]);
-        rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        let rows = self.memory_rows();
         let total: usize = rows.iter().map(|r| r.1).sum();
         eprintln!(
             "flow memory: {} tasks, {} dependencies, {} links, peak {} flows at once, {} events queued at most",
             self.dag.len(),
             self.dag.edges(),
-            nl,
+            self.hot.len(),
             self.flows.len(),
             self.heap.high_water
         );
@@ -1471,6 +1512,55 @@ impl<'a> Sim<'a> {
         eprintln!("  {:>10.1} MiB total", total as f64 / (1u64 << 20) as f64);
     }
 
+    /// [`Sim::print_memory`]'s rows: (table, bytes by capacity), largest first.
+    fn memory_rows(&self) -> Vec<(&'static str, usize)> {
+        let on_link: usize = self.on_link.iter().map(|l| l.capacity() * 4).sum::<usize>()
+            + self.on_link.capacity() * std::mem::size_of::<Vec<u32>>();
+        let nl = self.hot.len();
+        let mut rows: Vec<(&str, usize)> = Vec::new();
+        rows.extend(self.dag.table_bytes());
+        rows.extend(self.runner.table_bytes());
+        rows.extend([
+            (
+                "flow ideal times (4 B/task)",
+                self.ideal.capacity() * 4 + self.ideal_wide.capacity() * 16,
+            ),
+            (
+                "flow state (per concurrent flow)",
+                self.flows.capacity() * std::mem::size_of::<Flow>() + self.free.capacity() * 4,
+            ),
+            ("flow per-link flow lists", on_link),
+            // hot (cap, load, bytes, two marks), share_at, cap_left, unfrozen
+            (
+                "flow per-link scalars",
+                nl * (std::mem::size_of::<LinkHot>() + 8 + 8 + 4),
+            ),
+            ("flow event heap", self.heap.heap_bytes()),
+            (
+                "flow route cache",
+                self.route_index.capacity() * (16 + 4 + 1)
+                    + self.routes.capacity() * std::mem::size_of::<CachedRoute>()
+                    + self.route_links.capacity() * 4,
+            ),
+            (
+                "flow hand-over and water-filling scratch",
+                self.vacated.capacity() * std::mem::size_of::<Vacated>()
+                    + (self.vacated_by_key.capacity() * 16)
+                    + (self.vacated_group_len.capacity()
+                        + self.vacated_table.capacity()
+                        + self.new_flows.capacity()
+                        + self.forced.capacity()
+                        + self.cons_links.capacity()
+                        + self.comp_links.capacity()
+                        + self.comp_flows.capacity())
+                        * 4
+                    + self.share_heap.capacity() * std::mem::size_of::<Share>(),
+            ),
+        ]);
+        rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        rows
+    }
+
     fn output(mut self, makespan: u64) -> RunOutput {
         let delivered = self.delivered;
         // Memory: the output is built where the run's per-task tables were,
@@ -1478,8 +1568,9 @@ impl<'a> Sim<'a> {
         // times are written over the runner's slots (done − start), the two
         // ends only when asked for; the ideal times widen from 4 B per task
         // to 8 B per transfer. Per task this is at most the run's 20 B (slot
-        // and ideal time) plus 8 B; budget::RUN_BYTES_PER_TASK_FLOW (32 B)
-        // bounds it.
+        // and ideal time): 8 B of completion time collected over the 16-byte
+        // slot and shrunk, then 4 + 8 B of ideal times
+        // (budget::RUN_BYTES_PER_TASK_FLOW).
         self.runner.free_schedule();
         let op_timing = self.runner.op_timing.clone();
         // without spans the completion times are written over the runner's
@@ -1517,11 +1608,12 @@ impl<'a> Sim<'a> {
         }
         drop(short);
         let links = self
-            .link_bytes
+            .hot
             .iter()
+            .map(|h| h.bytes)
             .enumerate()
-            .filter(|(_, &b)| b > 0)
-            .map(|(l, &b)| {
+            .filter(|&(_, b)| b > 0)
+            .map(|(l, b)| {
                 let rate = self.topo.links[l].rate.bps() as f64;
                 LinkCounters {
                     link: l as u32,
@@ -1548,16 +1640,34 @@ impl<'a> Sim<'a> {
             links,
             queue_pairs: Vec::new(),
             series: Vec::new(),
-            link_timeline: self
-                .timeline
-                .take()
-                .map(|tl| tl.finish(&self.link_bytes, &self.cap, self.cfg.timeline_links)),
+            link_timeline: self.timeline.take().map(|tl| {
+                let bytes: Vec<u64> = self.hot.iter().map(|h| h.bytes).collect();
+                let cap: Vec<f64> = self.hot.iter().map(|h| h.cap).collect();
+                tl.finish(&bytes, &cap, self.cfg.timeline_links)
+            }),
             events: self.events,
             task_start,
             task_done,
         }
     }
 }
+
+/// Per link, what the hot paths touch together ([`Sim::hot`]).
+#[derive(Clone, Copy, Default)]
+struct LinkHot {
+    /// Capacity, bytes per picosecond (a copy of `Sim::cap`, which the
+    /// class sharing and the timeline read whole).
+    cap: f64,
+    /// Sum of the rates of the flows on the link, bytes per picosecond.
+    load: f64,
+    /// Bytes carried.
+    bytes: u64,
+    /// Epoch at which the link joined the component being recomputed.
+    mark: u32,
+    /// Epoch at which it became one of the component's constraint links.
+    cons: u32,
+}
+const _: () = assert!(std::mem::size_of::<LinkHot>() == 32);
 
 /// A flow that finished at the current timestamp.
 #[derive(Clone, Copy)]
@@ -1886,6 +1996,57 @@ mod tests {
     /// complete in their ideal time, α + S/B with α = 730 ns (PCIe 250, link
     /// 50, switch 130, link 50, PCIe 250) and B = 400 Gb/s; the second takes
     /// 21.47 ms, past the 4.29 ms (2^32 ps) held in 4 B.
+    /// The flow level's budget ([`crate::budget::dag_memory_at`]) against the
+    /// per-task and per-dependency tables a run holds (`FABRICSIM_FLOW_MEM`'s
+    /// dag, runner and ideal-time rows) on a hierarchical all-reduce whose
+    /// intra-host rings are repeated blocks (16 hosts × 8 GPUs, a tree
+    /// between hosts, 64 MiB in 1 MiB chunks): never below them, and at most
+    /// 10% above (the per-stored-task start of the shared successors is
+    /// counted for every stored task, and a repeat's dependencies before its
+    /// block as its own).
+    #[test]
+    fn budget_flow_estimate_is_the_measured_tables() {
+        use crate::collective::{Algorithm, CollectiveOp, CollectiveSpec};
+        let topo = crate::collective::test_topo(16, 8);
+        let spec = CollectiveSpec {
+            op: CollectiveOp::AllReduce,
+            algorithm: Algorithm::Hierarchical,
+            bytes: 1 << 26,
+            chunk_bytes: 1 << 20,
+            inter_host: Algorithm::Tree,
+            root: 0,
+            channels: 1,
+            pxn: false,
+            proto: crate::collective::ProtoCost::NONE,
+        };
+        let ranks: Vec<GpuId> = (0..128).map(GpuId).collect();
+        let mut dag = Dag::new();
+        crate::collective::lower(&spec, &ranks, &topo, &mut dag, &[]).unwrap();
+        assert!(dag.stored_tasks() * 2 < dag.len(), "blocks stored once");
+        let cfg = FlowConfig {
+            skip_task_spans: true,
+            ..FlowConfig::default()
+        };
+        let mut sim = Sim::new(&dag, &topo, &cfg);
+        sim.simulate().unwrap();
+        let measured: usize = sim
+            .memory_rows()
+            .iter()
+            .filter(|r| {
+                r.0.starts_with("dag ")
+                    || r.0.starts_with("runner ")
+                    || r.0.starts_with("flow ideal")
+            })
+            .map(|r| r.1)
+            .sum();
+        let est = crate::budget::dag_memory_at(&dag, true);
+        let ratio = est / measured as f64;
+        assert!(
+            (1.0..=1.1).contains(&ratio),
+            "estimate {est} B, measured {measured} B"
+        );
+    }
+
     #[test]
     fn wide_ideal_times_are_kept_whole() {
         let topo = single_switch(2);

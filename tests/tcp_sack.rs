@@ -19,6 +19,11 @@ const NEWRENO: CongestionControl = CongestionControl::NewReno { initial_window: 
 const CUBIC: CongestionControl = CongestionControl::Cubic { initial_window: 10 };
 
 fn fabric(hosts: u32, gbps: u64) -> Topology {
+    fabric_with(hosts, gbps, Vec::new())
+}
+
+/// [`fabric`] with some hosts' NICs at their own rate.
+fn fabric_with(hosts: u32, gbps: u64, nic_overrides: Vec<NicOverride>) -> Topology {
     let cluster = ClusterSpec {
         hosts,
         gpus_per_host: 1,
@@ -32,6 +37,7 @@ fn fabric(hosts: u32, gbps: u64) -> Topology {
         link_rate: Rate::gbps(gbps),
         link_latency: SimTime::from_ns(24_400),
         switch_latency: SimTime::from_ns(100),
+        nic_overrides,
         ..Default::default()
     };
     build(&cluster, &fabric, &TopologySpec::SingleSwitch).unwrap()
@@ -502,26 +508,14 @@ fn sack_recovers_an_incast_newreno_recovery_times_out_on() {
 /// SACK, a delayed-ACK timer `delack` (0: an ACK per segment). (First CE
 /// mark, first window cut) in ps, and the stats.
 fn ce_then_cut(delack: SimTime, ecn: bool) -> (u64, u64, PacketStats) {
-    let cluster = ClusterSpec {
-        hosts: 2,
-        gpus_per_host: 1,
-        nics_per_host: 1,
-        nvlink_rate: Rate::gbps(3600),
-        nvlink_latency: SimTime::from_ns(10),
-        pcie_rate: Rate::gbps(512),
-        pcie_latency: SimTime::from_ns(10),
-    };
-    let spec = FabricLinkSpec {
-        link_rate: Rate::gbps(10),
-        link_latency: SimTime::from_ns(24_400),
-        switch_latency: SimTime::from_ns(100),
-        nic_overrides: vec![NicOverride {
+    let t = fabric_with(
+        2,
+        10,
+        vec![NicOverride {
             hosts: vec![0],
             rate: Rate::gbps(1),
         }],
-        ..Default::default()
-    };
-    let t = build(&cluster, &spec, &TopologySpec::SingleSwitch).unwrap();
+    );
     let mut d = Dag::new();
     d.begin_op("16 lone segments, then 3");
     let mut last = Vec::new();

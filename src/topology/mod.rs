@@ -1310,24 +1310,13 @@ impl Topology {
     }
 }
 
-/// A test cluster of `hosts` × `gpus` GPUs on `spec`: NVLink 3600 Gb/s / 150
-/// ns, PCIe 512 Gb/s / 200 ns, 400 Gb/s network links of 50 ns, 300 ns switch.
+/// A test cluster of `hosts` × `gpus` GPUs on `spec`: [`builder::test_specs`]
+/// with a NIC per GPU and NVLink's latency at 150 ns (the collective tests'
+/// figures).
 #[cfg(test)]
 pub(crate) fn test_cluster(hosts: u32, gpus: u32, spec: &TopologySpec) -> Topology {
-    let c = ClusterSpec {
-        hosts,
-        gpus_per_host: gpus,
-        nics_per_host: gpus,
-        nvlink_rate: Rate::gbps(3600),
-        nvlink_latency: SimTime::from_ns(150),
-        pcie_rate: Rate::gbps(512),
-        pcie_latency: SimTime::from_ns(200),
-    };
-    let f = FabricLinkSpec {
-        link_rate: Rate::gbps(400),
-        link_latency: SimTime::from_ns(50),
-        switch_latency: SimTime::from_ns(300),
-        ..Default::default()
-    };
+    let (mut c, f) = builder::test_specs(hosts, gpus);
+    c.nics_per_host = gpus;
+    c.nvlink_latency = SimTime::from_ns(150);
     build(&c, &f, spec).expect("test topology")
 }

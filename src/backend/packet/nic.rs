@@ -1254,6 +1254,9 @@ impl Sim<'_> {
             TimerEffect::Rearm(at) => self.q.push(at, Event::Rto { qp: qpi }),
             TimerEffect::Fired(at) => {
                 qp.timeouts += 1;
+                if recs[i].0.last_timeout_silent() {
+                    self.counters.silent_timeout();
+                }
                 if tx.cc_on {
                     if let Some(w) = qp.cc.on_timeout(&self.cfg.cc) {
                         tx.wnd = w;

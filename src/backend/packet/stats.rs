@@ -44,6 +44,14 @@ pub struct PacketStats {
     pub nack_rewinds: u64,
     /// Retransmission timeouts that fired.
     pub timeouts: u64,
+    /// TCP only (0 under the RDMA recoveries, which do not tell them
+    /// apart): those of `timeouts` that fired with no loss signal — no
+    /// recovery running, nothing SACKed, no duplicate ACK — so that no
+    /// ACK-clocked recovery could have avoided them (a whole window or
+    /// tail lost, as in a drop-tail lock-out); the rest are recovery
+    /// failures (Linux's `TCPTimeouts` against its `*RecoveryFail` and
+    /// `*Failures` counters).
+    pub tcp_silent_timeouts: u64,
     /// Data packets sent more than once.
     pub retransmitted_packets: u64,
     /// Drops because an egress buffer was full (lossy only; zero with credits).
@@ -495,6 +503,12 @@ impl Counters {
     pub fn window_cut(&mut self, now: u64) {
         self.stats.dctcp_window_cuts += 1;
         self.stats.first_window_cut_ps = self.stats.first_window_cut_ps.min(now);
+    }
+    /// A TCP retransmission timeout fired with no loss signal
+    /// ([`PacketStats::tcp_silent_timeouts`]).
+    #[inline]
+    pub fn silent_timeout(&mut self) {
+        self.stats.tcp_silent_timeouts += 1;
     }
     /// A NACK rewound a sender.
     #[inline]

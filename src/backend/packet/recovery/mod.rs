@@ -180,6 +180,17 @@ pub trait RecoveryLaw {
     ) -> AckEffect;
     /// The retransmission timer fired at `now`.
     fn on_timeout(&mut self, seq: &mut SendSeq, now: u64, rto: u64) -> TimerEffect;
+    /// Whether the timeout [`RecoveryLaw::on_timeout`] last fired found
+    /// no loss signal at all (TCP: no recovery running, nothing SACKed, no
+    /// duplicate ACK: every packet outstanding, or the whole tail, was
+    /// lost and no ACK told the sender, which no ACK-clocked recovery can
+    /// repair; Linux counts these as `TCPTimeouts`, apart from its
+    /// recovery failures `TCPSackRecoveryFail`, `TCPRenoRecoveryFail`,
+    /// `TCPSackFailures`). Laws that do not tell the two apart say false.
+    #[inline]
+    fn last_timeout_silent(&self) -> bool {
+        false
+    }
     /// Receiver: data packet `psn` arrived.
     fn on_data(&mut self, psn: u32) -> RxVerdict;
     /// Receiver: the next PSN expected in order (every PSN below it is received).
@@ -249,6 +260,11 @@ impl Recovery {
     #[inline]
     pub fn on_timeout(&mut self, seq: &mut SendSeq, now: u64, rto: u64) -> TimerEffect {
         with_law!(self, r => r.on_timeout(seq, now, rto))
+    }
+    /// See [`RecoveryLaw::last_timeout_silent`].
+    #[inline]
+    pub fn last_timeout_silent(&self) -> bool {
+        with_law!(self, r => r.last_timeout_silent())
     }
     /// See [`RecoveryLaw::on_data`].
     #[inline]

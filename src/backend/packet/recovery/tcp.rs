@@ -329,6 +329,10 @@ pub struct TcpRecovery {
     /// Sender: recovering from a timeout until `una` reaches `recover`
     /// (RFC 8985's "RTO recovery", whose end counts for `reo_wnd_persist`).
     rto_recovery: bool,
+    /// Sender: the last timeout fired with no loss signal: no recovery
+    /// running, nothing SACKed, no duplicate ACK since the last advance
+    /// ([`RecoveryLaw::last_timeout_silent`]).
+    silent_timeout: bool,
     /// Receiver: a PSN of each of the last SACK blocks reported, most
     /// recent first ([`NO_PSN`]: none): the blocks an option repeats after
     /// its first (RFC 2018 §4), found again around these PSNs.
@@ -409,6 +413,7 @@ impl TcpRecovery {
             reo_wnd_persist: 0,
             dsack_round: 0,
             rto_recovery: false,
+            silent_timeout: false,
             reported: [NO_PSN; SACK_BLOCKS],
             ack_extra: [(0, 0); SACK_BLOCKS - 1],
         }
@@ -1080,6 +1085,8 @@ impl RecoveryLaw for TcpRecovery {
             self.timer_at = at;
             return TimerEffect::Resend { at, loss: false };
         }
+        // (read before the state below is reset)
+        self.silent_timeout = !self.in_recovery && self.nsacked == 0 && self.dupacks == 0;
         seq.nxt = seq.una;
         self.timed = None;
         self.retx = None;
@@ -1110,6 +1117,11 @@ impl RecoveryLaw for TcpRecovery {
         self.rto_deadline = now.saturating_add(self.rto());
         self.timer_at = self.rto_deadline;
         TimerEffect::Fired(self.rto_deadline)
+    }
+
+    #[inline]
+    fn last_timeout_silent(&self) -> bool {
+        self.silent_timeout
     }
 
     #[inline]
@@ -1252,6 +1264,48 @@ mod tests {
         // full ACK: recovery over
         let e = r.on_ack(&mut s, 10, Feedback::Ack, 30 * US, 0);
         assert!(!e.in_recovery);
+    }
+
+    #[test]
+    fn a_timeout_is_silent_only_when_no_ack_told_of_a_loss() {
+        // NewReno's recovery (no SACK, so no probe timer): a window of 10.
+        let min = 200 * US;
+        // 1. Every segment lost, no ACK at all: silent (Linux: TCPTimeouts).
+        let mut r = TcpRecovery::new(64, 10 * US, min, 10_000 * US, false, false);
+        let mut s = SendSeq::default();
+        sent(&mut r, &mut s, 10, 0);
+        assert_eq!(r.on_timeout(&mut s, min, 0), TimerEffect::Fired(3 * min));
+        assert!(r.last_timeout_silent());
+        // 2. The tail lost after an ACK of the head: still silent (the ACK
+        //    advanced `una`, nothing told of the loss).
+        let mut r = TcpRecovery::new(64, 10 * US, min, 10_000 * US, false, false);
+        let mut s = SendSeq::default();
+        sent(&mut r, &mut s, 10, 0);
+        r.on_ack(&mut s, 6, Feedback::Ack, 100 * US, 0);
+        assert!(matches!(fire(&mut r, &mut s).1, TimerEffect::Fired(_)));
+        assert!(r.last_timeout_silent());
+        // 3. Three duplicate ACKs started a recovery whose retransmission
+        //    was lost too: a recovery failure, not silent (Linux:
+        //    TCPRenoRecoveryFail).
+        let mut r = TcpRecovery::new(64, 10 * US, min, 10_000 * US, false, false);
+        let mut s = SendSeq::default();
+        sent(&mut r, &mut s, 10, 0);
+        r.on_ack(&mut s, 2, Feedback::Ack, 100 * US, 0);
+        for _ in 0..3 {
+            r.on_ack(&mut s, 2, Feedback::Ack, 101 * US, 0);
+        }
+        assert!(r.in_recovery);
+        sent(&mut r, &mut s, 1, 102 * US);
+        assert!(matches!(fire(&mut r, &mut s).1, TimerEffect::Fired(_)));
+        assert!(!r.last_timeout_silent());
+        // 4. One duplicate ACK, below DupThresh: the sender was told, not silent.
+        let mut r = TcpRecovery::new(64, 10 * US, min, 10_000 * US, false, false);
+        let mut s = SendSeq::default();
+        sent(&mut r, &mut s, 10, 0);
+        r.on_ack(&mut s, 2, Feedback::Ack, 100 * US, 0);
+        r.on_ack(&mut s, 2, Feedback::Ack, 101 * US, 0);
+        assert!(matches!(fire(&mut r, &mut s).1, TimerEffect::Fired(_)));
+        assert!(!r.last_timeout_silent());
     }
 
     #[test]

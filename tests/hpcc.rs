@@ -122,24 +122,41 @@ fn an_incast_keeps_the_port_busy_with_a_near_empty_queue() {
             .collect();
         let max = steady.iter().fold(0f64, |a, &b| a.max(b));
         let mean = steady.iter().sum::<f64>() / steady.len() as f64;
+        // the receiver link's utilization (wire bytes) over the same window,
+        // while every flow is still sending
+        let u = r
+            .series
+            .iter()
+            .find(|s| s.name.starts_with("utilization") && s.name.contains("-> nic 0.0"))
+            .expect("the receiver port's utilization");
+        let busy: Vec<f64> = u
+            .samples
+            .iter()
+            .filter(|p| p.t_us > from && p.t_us < 0.8 * r.makespan_us)
+            .map(|p| p.value)
+            .collect();
+        let busy = busy.iter().sum::<f64>() / busy.len() as f64;
         println!(
-            "{n}:1 incast: goodput {goodput:.3} of line rate, first-RTT burst {:.0} KB, then queue max {:.1} KB, mean {:.1} KB (B·T = {:.0} KB)",
+            "{n}:1 incast: busy {busy:.4} of the line while every flow sends, goodput {goodput:.4} of line rate over the makespan, first-RTT burst {:.0} KB, then queue max {:.1} KB, mean {:.1} KB (B·T = {:.0} KB)",
             r.fabric.max_queue_bytes.unwrap() as f64 / 1e3,
             max / 1e3,
             mean / 1e3,
             bdp / 1e3
         );
-        // HPCC holds U = qlen/(B·T) + txRate/B at η = 0.95 (§3.3), so the
-        // payload rate is at most η × 4096/4174 = 0.932 of the line; the
-        // paced flows' collisions leave a packet or two of queue (each
-        // 3.4% of B·T here) that U counts too. Measured 0.896 (8) and 0.899
-        // (16), the makespan set by the last flow's finish; 0.901 for both
-        // while a packet's paced send time stayed at the window in force
-        // when the previous one left. It now follows every window change
-        // (the HPCC simulator's `RdmaHw::ChangeRate`, called on each ACK's
-        // update, moves `m_nextAvail` either way); the median flow finishes
-        // earlier (8: 2873 vs 2879 µs), the last one later (2995 vs 2980).
-        assert!(goodput >= 0.89, "{n}: goodput {goodput}");
+        // HPCC holds U = qlen/(B·T) + txRate/B at η = 0.95 (§3.3): the
+        // link carries what the target leaves after the queue's share, so
+        // while every flow sends it is busy at least η − mean qlen/(B·T).
+        // Measured: 0.938 (8) and 0.928 (16) against 0.918 and 0.910, the
+        // same with either order of simultaneous events (issue 16: 0.937,
+        // 0.927). The goodput over the makespan (printed) also counts the
+        // last flow's finish, which follows who wins the ties of this
+        // lockstep start: 0.896 (8) and 0.899 (16) when the same port always
+        // won them, 0.890 and 0.899 with issue 16's order, which rotates the
+        // winner (8: the median flow 15 µs earlier, the last 23 µs later).
+        // The payload rate is at most η × 4096/4174 = 0.932 of the line.
+        let target = 0.95 - mean / bdp;
+        assert!(busy >= target, "{n}: busy {busy:.4} vs {target:.4}");
+        assert!(goodput <= 0.95 * 4096.0 / 4174.0, "{n}: goodput {goodput}");
         // near-zero queue (Fig. 9/10): never a whole B·T after the first
         // burst, under four packets on average
         assert!(max < bdp, "{n}: steady queue max {max} vs B·T {bdp}");

@@ -257,13 +257,24 @@ fn a_dynamic_xoff_lets_a_lone_burst_use_more_buffer_and_pauses_sooner_when_many_
     };
     let (_, s2) = checked(&incast(2, 1 << 20), &topo, &stat);
     let (_, d2) = checked(&incast(2, 1 << 20), &topo, &dynamic);
-    let (_, d8) = checked(&incast(8, 512 << 10), &topo, &dynamic);
+    // 160 KiB each: one pause per lane, all at once. The closed form is
+    // for equally busy lanes, as the eight are at their first pause (the
+    // lockstep start); they resume one at a time (each RESUME a packet
+    // time after the previous, as the shared egress drains them), and the
+    // first back finds the buffer the others drained: with 512 KiB each the
+    // run's most held on a lane was 39 packets (162,786 B) when the same
+    // lane always won the ties of an instant, 40 (166,960 B) with issue
+    // 16's order, which rotates the winner, and 42 with a random order,
+    // against B/9 + headroom = 39.3 packets; at the first pause 35 under
+    // every order.
+    let (_, d8) = checked(&incast(8, 160 << 10), &topo, &dynamic);
     eprintln!(
         "max bytes one ingress lane held: static 2:1 {}, dynamic 2:1 {}, dynamic 8:1 {}",
         s2.pfc_max_ingress_bytes, d2.pfc_max_ingress_bytes, d8.pfc_max_ingress_bytes
     );
     assert!(s2.pfc_max_ingress_bytes <= (64 << 10) + HEADROOM);
-    assert!(s2.pfc_pause_frames > 0 && d2.pfc_pause_frames > 0 && d8.pfc_pause_frames > 0);
+    assert!(s2.pfc_pause_frames > 0 && d2.pfc_pause_frames > 0);
+    assert_eq!(d8.pfc_pause_frames, 8);
     // the lone burst goes past the static split, to about B/3
     assert!(d2.pfc_max_ingress_bytes > 2 * ((64 << 10) + HEADROOM));
     assert!(d2.pfc_max_ingress_bytes >= b / 3 - 2 * PKT);
@@ -424,7 +435,14 @@ fn the_watchdog_recovery_period_is_its_own_key() {
     // period paused after the trigger before: last − first ≥ (triggers − 1)
     // × (restore + detect). On the shipped dragonfly deadlock the resends
     // that reach a lane still in recovery are dropped too: a 1 ms recovery
-    // drops some later than the default's 100 µs window would.
+    // drops some later than the default's 100 µs window would, and more per
+    // trigger. Not more in all: a short recovery can let the cycle form
+    // again and fire more lanes, more often (measured, main until issue 16:
+    // 18 triggers on 18 lanes both ways, 6,712 vs 7,977 drops; with issue
+    // 16's event order 31 triggers on 29 lanes, 10,056 drops, vs 20 on 20,
+    // 9,097: 324 vs 455 per trigger, 373 vs 443 before), so the total is
+    // the luck of which lanes the run deadlocks again, the per-trigger
+    // figure the recovery period's own effect.
     let detect = 100_000_000u64; // 100 µs in ps
     let mut latest = Vec::new();
     let mut dropped = Vec::new();
@@ -463,11 +481,12 @@ fn the_watchdog_recovery_period_is_its_own_key() {
             );
         }
         latest.push(late);
-        dropped.push(p.watchdog_packets_dropped);
+        dropped.push(p.watchdog_packets_dropped as f64 / p.watchdog_triggers as f64);
     }
     // the longer recovery period dropped past the default's window, and more
+    // per trigger
     assert!(latest[1] > detect, "{latest:?}");
-    assert!(dropped[1] > dropped[0], "{dropped:?}");
+    assert!(dropped[1] > dropped[0], "drops per trigger {dropped:?}");
     // a zero recovery period is refused at its line
     let text = example("pfc-deadlock-dragonfly.toml").replace(
         "cc = \"none\"",

@@ -254,10 +254,23 @@ fn dctcp_pushes_the_collapse_fan_in_out() {
     // DCTCP's smallest windows plus K no longer fit 43 packets of buffer.
     let newreno = CongestionControl::NewReno { initial_window: 10 };
     let dctcp = CongestionControl::Dctcp { g: 1.0 / 16.0 };
-    // Every seed of the jitter, 1-6 measured: NewReno 0.033-0.047 Gb/s
-    // (19-30 timeouts), DCTCP 0.962-0.965 (none).
+    // Per seed: NewReno times out, and each round that meets a timeout
+    // idles the port for RTOmin, so goodput ≤ the run's bits / (rounds
+    // with a timeout × 200 ms) ≤ 8 MiB × 8 / 200 ms = 0.336 Gb/s; DCTCP
+    // never times out and holds line rate. How many of the 8 rounds meet a
+    // timeout is the luck of which segments drop, which in this lockstep
+    // incast is who wins the ties of an instant at the full port: measured
+    // NewReno, seeds 1-6, 0.033-0.047 Gb/s (19-30 timeouts, 7 to 10 × 200 ms idle)
+    // when the same sender always won them (main before issue 16); with
+    // issue 16's order, which rotates the winner, 0.041-0.103 (4-17
+    // timeouts, 3 to 8 × 200 ms; mean 0.070), with other rotating orders
+    // 0.054-0.253 (1-11). So the 90% collapse of Vasudevan et al. is
+    // printed (mean over the seeds), not asserted; DCTCP 0.960-0.966 with
+    // none under every order.
     let n = 8;
-    for seed in 1..=6u64 {
+    let seeds = 1..=6u64;
+    let mut slow = 0.0;
+    for seed in seeds.clone() {
         // measured with NewReno's own recovery (RFC 6582, `tcp_sack = false`):
         // with SACK NewReno reaches 0.144 Gb/s here with 2 timeouts
         // (`tests/tcp_sack.rs`), still collapsed but above this bound
@@ -273,13 +286,14 @@ fn dctcp_pushes_the_collapse_fan_in_out() {
             "seed {seed}, N = {n}: NewReno {c:.3} Gb/s ({} timeouts), DCTCP {d:.3} Gb/s ({} timeouts)",
             sc.timeouts, sd.timeouts
         );
-        assert!(
-            sc.timeouts > 0 && c < 0.1,
-            "seed {seed}: NewReno must collapse here: {c:.3}"
-        );
+        assert!(sc.timeouts > 0, "seed {seed}: NewReno must time out here");
+        let bits = (1u64 << 20) as f64 * 8.0 * 8.0;
+        assert!(c * 1e9 <= bits / 0.2, "seed {seed}: NewReno {c:.3} Gb/s");
         assert_eq!(sd.timeouts, 0, "seed {seed}");
         assert!(d > 0.9, "seed {seed}: DCTCP: {d:.3} Gb/s");
+        slow += c / seeds.clone().count() as f64;
     }
+    eprintln!("N = {n}, NewReno's mean over the seeds: {slow:.3} Gb/s");
 }
 
 /// The table behind the incast figures (README): goodput per fan-in.

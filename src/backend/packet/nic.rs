@@ -1254,9 +1254,7 @@ impl Sim<'_> {
             TimerEffect::Rearm(at) => self.q.push(at, Event::Rto { qp: qpi }),
             TimerEffect::Fired(at) => {
                 qp.timeouts += 1;
-                if recs[i].0.last_timeout_silent() {
-                    self.counters.silent_timeout();
-                }
+                self.counters.timeout_kind(recs[i].0.last_timeout_kind());
                 if tx.cc_on {
                     if let Some(w) = qp.cc.on_timeout(&self.cfg.cc) {
                         tx.wnd = w;

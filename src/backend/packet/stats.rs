@@ -44,14 +44,17 @@ pub struct PacketStats {
     pub nack_rewinds: u64,
     /// Retransmission timeouts that fired.
     pub timeouts: u64,
-    /// TCP only (0 under the RDMA recoveries, which do not tell them
-    /// apart): those of `timeouts` that fired with no loss signal — no
-    /// recovery running, nothing SACKed, no duplicate ACK — so that no
-    /// ACK-clocked recovery could have avoided them (a whole window or
-    /// tail lost, as in a drop-tail lock-out); the rest are recovery
-    /// failures (Linux's `TCPTimeouts` against its `*RecoveryFail` and
-    /// `*Failures` counters).
+    /// TCP only (0 under the RDMA recoveries, which do not tell timeouts
+    /// apart): those of `timeouts` that fired with no loss signal
+    /// ([`TimeoutKind::Silent`](super::recovery::TimeoutKind::Silent): a
+    /// window or its tail lost whole, which no ACK-clocked recovery sees).
     pub tcp_silent_timeouts: u64,
+    /// TCP only: those of `timeouts` that fired in a SACK recovery whose
+    /// every missing segment had been resent
+    /// ([`TimeoutKind::LostRetransmission`](super::recovery::TimeoutKind::LostRetransmission)).
+    /// The rest of `timeouts` (TCP) are recoveries that had a loss they were
+    /// told of and had not resent.
+    pub tcp_lost_retransmission_timeouts: u64,
     /// Data packets sent more than once.
     pub retransmitted_packets: u64,
     /// Drops because an egress buffer was full (lossy only; zero with credits).
@@ -504,11 +507,17 @@ impl Counters {
         self.stats.dctcp_window_cuts += 1;
         self.stats.first_window_cut_ps = self.stats.first_window_cut_ps.min(now);
     }
-    /// A TCP retransmission timeout fired with no loss signal
-    /// ([`PacketStats::tcp_silent_timeouts`]).
+    /// A retransmission timeout of this kind fired (counted in
+    /// `timeouts` apart: [`PacketStats::tcp_silent_timeouts`],
+    /// [`PacketStats::tcp_lost_retransmission_timeouts`]).
     #[inline]
-    pub fn silent_timeout(&mut self) {
-        self.stats.tcp_silent_timeouts += 1;
+    pub fn timeout_kind(&mut self, kind: super::recovery::TimeoutKind) {
+        use super::recovery::TimeoutKind;
+        match kind {
+            TimeoutKind::Silent => self.stats.tcp_silent_timeouts += 1,
+            TimeoutKind::LostRetransmission => self.stats.tcp_lost_retransmission_timeouts += 1,
+            TimeoutKind::Unclassified | TimeoutKind::Recovery => {}
+        }
     }
     /// A NACK rewound a sender.
     #[inline]

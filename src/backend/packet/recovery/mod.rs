@@ -136,6 +136,27 @@ pub enum TimerEffect {
     },
 }
 
+/// What a sender knew when its retransmission timer fired (TCP; Linux
+/// counts the first as `TCPTimeouts`, the others among its recovery
+/// failures `TCPSackRecoveryFail` / `TCPRenoRecoveryFail`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeoutKind {
+    /// The law does not tell timeouts apart (the RDMA recoveries).
+    Unclassified,
+    /// No loss signal: no recovery running, nothing SACKed, no duplicate
+    /// ACK since the last advance. The window or its whole tail was lost
+    /// and no ACK told the sender (a drop-tail lock-out): no ACK-clocked
+    /// recovery can see it.
+    Silent,
+    /// In a recovery, every segment neither acknowledged nor SACKed had
+    /// been retransmitted: a retransmission was lost and nothing sent after
+    /// it was delivered, so RACK has nothing to time it against and TLP is
+    /// off in recovery (RFC 8985 §6.2, §7.2); only the timer finds it.
+    LostRetransmission,
+    /// Anything else: a loss the sender was told of and had not resent.
+    Recovery,
+}
+
 /// What the receiver does with a data packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RxVerdict {
@@ -180,16 +201,12 @@ pub trait RecoveryLaw {
     ) -> AckEffect;
     /// The retransmission timer fired at `now`.
     fn on_timeout(&mut self, seq: &mut SendSeq, now: u64, rto: u64) -> TimerEffect;
-    /// Whether the timeout [`RecoveryLaw::on_timeout`] last fired found
-    /// no loss signal at all (TCP: no recovery running, nothing SACKed, no
-    /// duplicate ACK: every packet outstanding, or the whole tail, was
-    /// lost and no ACK told the sender, which no ACK-clocked recovery can
-    /// repair; Linux counts these as `TCPTimeouts`, apart from its
-    /// recovery failures `TCPSackRecoveryFail`, `TCPRenoRecoveryFail`,
-    /// `TCPSackFailures`). Laws that do not tell the two apart say false.
+    /// What the sender knew when the timeout [`RecoveryLaw::on_timeout`]
+    /// last fired. Laws that do not tell timeouts apart say
+    /// [`TimeoutKind::Unclassified`].
     #[inline]
-    fn last_timeout_silent(&self) -> bool {
-        false
+    fn last_timeout_kind(&self) -> TimeoutKind {
+        TimeoutKind::Unclassified
     }
     /// Receiver: data packet `psn` arrived.
     fn on_data(&mut self, psn: u32) -> RxVerdict;
@@ -261,10 +278,10 @@ impl Recovery {
     pub fn on_timeout(&mut self, seq: &mut SendSeq, now: u64, rto: u64) -> TimerEffect {
         with_law!(self, r => r.on_timeout(seq, now, rto))
     }
-    /// See [`RecoveryLaw::last_timeout_silent`].
+    /// See [`RecoveryLaw::last_timeout_kind`].
     #[inline]
-    pub fn last_timeout_silent(&self) -> bool {
-        with_law!(self, r => r.last_timeout_silent())
+    pub fn last_timeout_kind(&self) -> TimeoutKind {
+        with_law!(self, r => r.last_timeout_kind())
     }
     /// See [`RecoveryLaw::on_data`].
     #[inline]

@@ -102,7 +102,9 @@
 //! window allows), the RTO doubles (§5.5, at most `max_rto`) and stays
 //! doubled until a new valid sample (§5.7).
 
-use super::{AckEffect, Feedback, PsnBits, RecoveryLaw, RxVerdict, SendSeq, TimerEffect};
+use super::{
+    AckEffect, Feedback, PsnBits, RecoveryLaw, RxVerdict, SendSeq, TimeoutKind, TimerEffect,
+};
 
 /// Clock granularity G of RFC 6298 §2.4, ps: 1 µs, the resolution of
 /// Linux's RTT estimator since 4.13 (`tcp_rtt_estimator` works in µs).
@@ -329,10 +331,9 @@ pub struct TcpRecovery {
     /// Sender: recovering from a timeout until `una` reaches `recover`
     /// (RFC 8985's "RTO recovery", whose end counts for `reo_wnd_persist`).
     rto_recovery: bool,
-    /// Sender: the last timeout fired with no loss signal: no recovery
-    /// running, nothing SACKed, no duplicate ACK since the last advance
-    /// ([`RecoveryLaw::last_timeout_silent`]).
-    silent_timeout: bool,
+    /// Sender: what it knew when the last timeout fired
+    /// ([`RecoveryLaw::last_timeout_kind`]).
+    timeout_kind: TimeoutKind,
     /// Receiver: a PSN of each of the last SACK blocks reported, most
     /// recent first ([`NO_PSN`]: none): the blocks an option repeats after
     /// its first (RFC 2018 §4), found again around these PSNs.
@@ -413,7 +414,7 @@ impl TcpRecovery {
             reo_wnd_persist: 0,
             dsack_round: 0,
             rto_recovery: false,
-            silent_timeout: false,
+            timeout_kind: TimeoutKind::Unclassified,
             reported: [NO_PSN; SACK_BLOCKS],
             ack_extra: [(0, 0); SACK_BLOCKS - 1],
         }
@@ -815,6 +816,26 @@ impl TcpRecovery {
         }
     }
 
+    /// What the sender knows as its timer fires ([`TimeoutKind`]); a scan
+    /// of the outstanding window, once per timeout.
+    fn classify_timeout(&self, seq: &SendSeq) -> TimeoutKind {
+        if !self.in_recovery && self.nsacked == 0 && self.dupacks == 0 {
+            return TimeoutKind::Silent;
+        }
+        // without SACK `rtx` is not kept: NewReno's recovery resends one
+        // hole per partial ACK, and the one at `una` was resent
+        let all_resent = if self.sack {
+            (seq.una..seq.max).all(|p| self.sacked.get(p) || self.rtx.get(p))
+        } else {
+            false
+        };
+        if self.in_recovery && all_resent {
+            TimeoutKind::LostRetransmission
+        } else {
+            TimeoutKind::Recovery
+        }
+    }
+
     /// Sender (SACK): after the scoreboard changed: the DupThresh rule,
     /// RACK, a recovery's start, the next lost PSN, the probe timer.
     /// Whether a recovery started.
@@ -1086,7 +1107,7 @@ impl RecoveryLaw for TcpRecovery {
             return TimerEffect::Resend { at, loss: false };
         }
         // (read before the state below is reset)
-        self.silent_timeout = !self.in_recovery && self.nsacked == 0 && self.dupacks == 0;
+        self.timeout_kind = self.classify_timeout(seq);
         seq.nxt = seq.una;
         self.timed = None;
         self.retx = None;
@@ -1120,8 +1141,8 @@ impl RecoveryLaw for TcpRecovery {
     }
 
     #[inline]
-    fn last_timeout_silent(&self) -> bool {
-        self.silent_timeout
+    fn last_timeout_kind(&self) -> TimeoutKind {
+        self.timeout_kind
     }
 
     #[inline]
@@ -1267,7 +1288,7 @@ mod tests {
     }
 
     #[test]
-    fn a_timeout_is_silent_only_when_no_ack_told_of_a_loss() {
+    fn a_timeout_is_silent_only_when_no_ack_told_of_a_loss_and_says_what_the_recovery_knew() {
         // NewReno's recovery (no SACK, so no probe timer): a window of 10.
         let min = 200 * US;
         // 1. Every segment lost, no ACK at all: silent (Linux: TCPTimeouts).
@@ -1275,7 +1296,7 @@ mod tests {
         let mut s = SendSeq::default();
         sent(&mut r, &mut s, 10, 0);
         assert_eq!(r.on_timeout(&mut s, min, 0), TimerEffect::Fired(3 * min));
-        assert!(r.last_timeout_silent());
+        assert_eq!(r.last_timeout_kind(), TimeoutKind::Silent);
         // 2. The tail lost after an ACK of the head: still silent (the ACK
         //    advanced `una`, nothing told of the loss).
         let mut r = TcpRecovery::new(64, 10 * US, min, 10_000 * US, false, false);
@@ -1283,7 +1304,7 @@ mod tests {
         sent(&mut r, &mut s, 10, 0);
         r.on_ack(&mut s, 6, Feedback::Ack, 100 * US, 0);
         assert!(matches!(fire(&mut r, &mut s).1, TimerEffect::Fired(_)));
-        assert!(r.last_timeout_silent());
+        assert_eq!(r.last_timeout_kind(), TimeoutKind::Silent);
         // 3. Three duplicate ACKs started a recovery whose retransmission
         //    was lost too: a recovery failure, not silent (Linux:
         //    TCPRenoRecoveryFail).
@@ -1297,7 +1318,7 @@ mod tests {
         assert!(r.in_recovery);
         sent(&mut r, &mut s, 1, 102 * US);
         assert!(matches!(fire(&mut r, &mut s).1, TimerEffect::Fired(_)));
-        assert!(!r.last_timeout_silent());
+        assert_eq!(r.last_timeout_kind(), TimeoutKind::Recovery);
         // 4. One duplicate ACK, below DupThresh: the sender was told, not silent.
         let mut r = TcpRecovery::new(64, 10 * US, min, 10_000 * US, false, false);
         let mut s = SendSeq::default();
@@ -1305,7 +1326,33 @@ mod tests {
         r.on_ack(&mut s, 2, Feedback::Ack, 100 * US, 0);
         r.on_ack(&mut s, 2, Feedback::Ack, 101 * US, 0);
         assert!(matches!(fire(&mut r, &mut s).1, TimerEffect::Fired(_)));
-        assert!(!r.last_timeout_silent());
+        assert_eq!(r.last_timeout_kind(), TimeoutKind::Recovery);
+        // SACK (no RACK): PSNs 2 and 5 lost of 10; 3-4 and 6-9 SACKed.
+        let sack_lost = |resend_both: bool| {
+            let mut r = TcpRecovery::new(64, 10 * US, min, 10_000 * US, true, false);
+            let mut s = SendSeq::default();
+            sent(&mut r, &mut s, 10, 0);
+            r.on_ack(&mut s, 2, Feedback::Ack, 100 * US, 0);
+            for (i, p) in [3u32, 4, 6, 7, 8, 9].into_iter().enumerate() {
+                r.on_ack(
+                    &mut s,
+                    2,
+                    Feedback::AckBlock(p, p + 1),
+                    (101 + i as u64) * US,
+                    0,
+                );
+            }
+            assert!(r.in_recovery);
+            // the recovery resends 2 (and 5 when it may), both lost again
+            sent(&mut r, &mut s, if resend_both { 2 } else { 1 }, 110 * US);
+            assert!(matches!(fire(&mut r, &mut s).1, TimerEffect::Fired(_)));
+            r.last_timeout_kind()
+        };
+        // 5. Every missing segment resent, the resends lost: only the timer
+        //    can find them.
+        assert_eq!(sack_lost(true), TimeoutKind::LostRetransmission);
+        // 6. A hole the recovery was told of and had not resent yet.
+        assert_eq!(sack_lost(false), TimeoutKind::Recovery);
     }
 
     #[test]

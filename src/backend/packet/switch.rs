@@ -251,9 +251,10 @@ impl Port {
 pub struct Ports {
     ports: IdVec<PortId, Port>,
     lanes: IdVec<LaneIdx, Lane>,
-    /// Per packet slot: the packet queued behind it in its lane, or
-    /// [`PktIdx`]`(NONE)`; meaningful only while the packet is queued. Grows
-    /// with the slab's high-water mark, never per packet in steady state.
+    /// Per packet slot: the packet queued behind it in its lane; meaningful
+    /// only while the packet is queued and not its lane's tail (a lane ends
+    /// at its `tail`, not at a sentinel: see [`Ports::push`]). Grows with the
+    /// slab's high-water mark, never per packet in steady state.
     next: Vec<PktIdx>,
     vls: usize,
 }
@@ -341,11 +342,16 @@ impl Ports {
 
     /// The packets queued on lane `qi`, head first.
     pub fn queued(&self, qi: LaneIdx) -> impl Iterator<Item = PktIdx> + '_ {
-        let mut cur = self.lanes[qi].head;
+        let Lane { head, tail, .. } = self.lanes[qi];
+        let mut cur = head;
         std::iter::from_fn(move || {
             (cur != NO_PKT).then(|| {
                 let p = cur;
-                cur = self.next[p.idx()];
+                cur = if p == tail {
+                    NO_PKT
+                } else {
+                    self.next[p.idx()]
+                };
                 p
             })
         })
@@ -363,13 +369,20 @@ impl Ports {
     }
 
     /// Appends `pkt` (`wire` bytes) to lane `vl` of port `p` at time `now`.
+    ///
+    /// The new tail's own `next` is not written: a lane ends at its `tail`
+    /// (`pop` empties it when it pops the tail), so the slot's link is
+    /// written only when a packet joins behind it. Measured (callgrind, 2 MiB
+    /// last-level cache, 1,024-host permutation bench): clearing it was 23%
+    /// of the run's L1 write misses and 5% of its last-level misses, a line
+    /// of the 4-byte-per-slot array (424 KiB at 106,120 packets) that
+    /// nothing else read at that moment.
     #[inline]
     pub fn push(&mut self, p: PortId, vl: u8, pkt: PktIdx, wire: u64, now: u64) {
         let qi = self.lane(p, vl);
         if pkt.idx() >= self.next.len() {
             self.grow(pkt);
         }
-        self.next[pkt.idx()] = NO_PKT;
         let lane = &mut self.lanes[qi];
         if lane.head == NO_PKT {
             lane.head = pkt;
@@ -407,8 +420,12 @@ impl Ports {
         if lane.head == NO_PKT {
             return;
         }
-        lane.head = self.next[lane.head.idx()];
-        let empty = lane.head == NO_PKT;
+        let empty = lane.head == lane.tail;
+        lane.head = if empty {
+            NO_PKT
+        } else {
+            self.next[lane.head.idx()]
+        };
         lane.bytes -= wire;
         let port = &mut self.ports[p];
         if empty {
@@ -1726,5 +1743,34 @@ mod tests {
         assert_eq!(ps.queued_bytes(lane_a0), 0);
         assert_eq!((ps[a].lanes_queued, ps[a].qtotal), (0, 0));
         assert_eq!(ps.queued(ps.lane(b, 1)).count(), 2, "port b untouched");
+    }
+
+    #[test]
+    fn a_lane_ends_at_its_tail_whatever_the_tail_slot_s_next_holds() {
+        // `push` leaves the new tail's `next` as it was (a link from the
+        // slot's earlier life): the lane must end at `tail` regardless.
+        let mut ps = ports(2, 1);
+        let a = PortId(1);
+        let qi = ps.lane(a, 0);
+        ps.push(a, 0, PktIdx(3), 10, 0);
+        ps.next[3] = PktIdx(9); // stale: packet 9 is queued nowhere
+        assert_eq!(ps.queued(qi).collect::<Vec<_>>(), vec![PktIdx(3)]);
+        ps.push(a, 0, PktIdx(4), 20, 1);
+        ps.next[4] = PktIdx(3); // stale, and would make a cycle
+        assert_eq!(
+            ps.queued(qi).collect::<Vec<_>>(),
+            vec![PktIdx(3), PktIdx(4)]
+        );
+        ps.pop(a, 0, 10, 2);
+        assert_eq!(ps.head(qi), Some(PktIdx(4)));
+        ps.pop(a, 0, 20, 3);
+        assert_eq!(ps.head(qi), None, "popping the tail empties the lane");
+        assert_eq!(
+            (ps[a].lanes_queued, ps[a].qtotal, ps.queued_bytes(qi)),
+            (0, 0, 0)
+        );
+        // and it fills again from empty
+        ps.push(a, 0, PktIdx(4), 5, 4);
+        assert_eq!(ps.queued(qi).collect::<Vec<_>>(), vec![PktIdx(4)]);
     }
 }

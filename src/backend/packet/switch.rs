@@ -1695,6 +1695,43 @@ mod tests {
     }
 
     #[test]
+    fn route_cache_gives_the_topology_s_next_hops_in_order() {
+        // The shared lists must give every switch, for every GPU, exactly
+        // the topology's candidates in the topology's order (ECMP indexes
+        // into them: same list, same choices). k = 8 fat-tree: 128 hosts.
+        use crate::topology::{test_cluster, GpuId, NodeKind, TopologySpec};
+        let topo = test_cluster(128, 1, &TopologySpec::FatTree { k: 8 });
+        let mut rc = RouteCache::default();
+        rc.rebuild(&topo);
+        let (mut want, mut got, mut tmp) = (Vec::new(), Vec::new(), Vec::new());
+        let mut checked = 0;
+        for (n, node) in topo.nodes.iter().enumerate() {
+            if !matches!(node.kind, NodeKind::Switch { .. }) {
+                continue;
+            }
+            for g in 0..topo.gpus.len() as u32 {
+                want.clear();
+                topo.next_hops(NodeId(n as u32), GpuId(g), &mut want);
+                let want: Vec<PortId> = want.iter().map(|&l| PortId::from(l)).collect();
+                let hops = rc
+                    .switch_hops(n as u32, g)
+                    .expect("a switch's hops are cached");
+                assert_eq!(hops, &want[..], "switch {n} towards GPU {g}");
+                got.clear();
+                rc.next_hops(&topo, n as u32, g, &mut got, &mut tmp);
+                assert_eq!(got, want);
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, 80 * 128, "k = 8: 80 switches");
+        // each distinct list is stored once: a k = 8 fat-tree's way up is 4
+        // links per edge and aggregation switch (32 + 32 lists), and its
+        // ways down one link each (32 aggregations × 4 edges, 16 cores × 8
+        // pods): 64 × 4 + 128 + 128 = 512 entries
+        assert_eq!(rc.links.len(), 512);
+    }
+
+    #[test]
     fn lanes_are_fifos_that_interleave_through_one_next_array() {
         // The intrusive lanes must behave as the per-lane VecDeques they
         // replaced: FIFO per lane, lanes independent although their packets

@@ -31,13 +31,24 @@ pub const NEVER: u64 = u64::MAX;
 /// The sending side of one directed link, with its counters.
 ///
 /// `repr(C, align(64))`, and every field a packet hop reads or writes lies in
-/// the first two cache lines: line 0 the state (flags, ids, times), line 1
-/// the per-hop counters; the rest (line rate, drop and PFC counters, the
-/// queue-pair ring, HPCC's telemetry) is touched only off the common path.
-/// Measured (perf annotate, 1,024-host permutation bench): before, `to`
-/// (read on every arrival), `ber` and the ring's length (read on every
-/// transmission) lay in the third and fourth lines of a record that was only
-/// 16-byte aligned, so a hop touched up to four lines of its port.
+/// the first two cache lines: line 0 what queueing a packet, deciding to
+/// send and an arrival read and write (flags, lane bitmap, queue total and
+/// its integral, `tx_end`, the receiving node), line 1 what only a
+/// transmission adds (line rate, latencies, per-hop counters); the rest
+/// (drop and PFC counters, the queue-pair ring, HPCC's telemetry) is
+/// touched only off the common path. Measured (perf annotate, 1,024-host
+/// permutation bench): before, `to` (read on every arrival), `ber` and the
+/// ring's length (read on every transmission) lay in the third and fourth
+/// lines of a record that was only 16-byte aligned, so a hop touched up to
+/// four lines of its port. Then (callgrind, 2 MiB last-level cache, same
+/// bench): with the queue integral in line 1, a packet joining the queue of
+/// a busy port missed line 1 as well (`q_last`: 8% of the run's
+/// last-level misses, more than line 0's own), though a busy port needs
+/// nothing else there; moving it to line 0 took `enqueue`'s last-level
+/// misses from 3.59 M to 1.36 M, but `sent_task`, which had to make room,
+/// now costs the end of a serialization (`finish_tx`) ~1.5 M of them, for
+/// a net 1% of the run: the next step is room for `sent_task` in line 0
+/// (the ten flags as bits).
 #[repr(C, align(64))]
 pub struct Port {
     /// Serializing a packet.
@@ -68,35 +79,35 @@ pub struct Port {
     ring_used: bool,
     /// Bumped when the link goes down: packets sent in an older epoch are lost.
     pub epoch: u16,
+    /// Receiving node.
+    pub to: u32,
+    /// Queued wire bytes over all lanes.
+    pub qtotal: u64,
+    /// Last time `q_area` was brought up to date.
+    pub q_last: u64,
+    /// ∫ queue dt, byte·ps.
+    pub q_area: u128,
+    /// Largest queue, bytes.
+    pub max_q: u64,
+    /// When the current serialization ends, ps.
+    pub tx_end: u64,
     /// The task whose `Dep::Sent` completes when the current serialization ends
     /// (the last packet of a message leaving its source), or NONE.
     pub sent_task: u32,
     /// Sending node.
     pub from: u32,
-    /// Receiving node.
-    pub to: u32,
     /// Picoseconds per byte when the rate divides 8·10¹² exactly (fast path), else 0.
     pub ps_per_byte: u64,
-    /// When the current serialization ends, ps.
-    pub tx_end: u64,
     /// Propagation latency, ps.
     pub latency: u64,
     /// Forwarding latency of the receiving node, ps (folded into the arrival time).
     pub fwd_latency: u64,
-    /// Queued wire bytes over all lanes.
-    pub qtotal: u64,
-    /// ∫ queue dt, byte·ps.
-    pub q_area: u128,
     /// Since when the port has been waiting for credits, or [`NEVER`].
     pub stall_since: u64,
-    /// Last time `q_area` was brought up to date.
-    pub q_last: u64,
     /// Wire bytes sent.
     pub bytes: u64,
     /// Serialization time, ps.
     pub busy_ps: u64,
-    /// Largest queue, bytes.
-    pub max_q: u64,
     /// Bit-error rate.
     pub ber: f64,
     /// Line rate.
@@ -126,10 +137,17 @@ pub struct Port {
     pub fecn_since: u32,
 }
 
-// The hop's fields stay in the first two cache lines (see `Port`).
+// A hop's fields stay in the first two cache lines, and queueing, the send
+// decision and an arrival in the first (see `Port`).
 const _: () = {
-    assert!(std::mem::offset_of!(Port, qtotal) + 8 <= 64);
-    assert!(std::mem::offset_of!(Port, ber) + 8 <= 128);
+    use std::mem::offset_of;
+    assert!(offset_of!(Port, to) + 4 <= 64);
+    assert!(offset_of!(Port, qtotal) + 8 <= 64);
+    assert!(offset_of!(Port, q_last) + 8 <= 64);
+    assert!(offset_of!(Port, q_area) + 16 <= 64);
+    assert!(offset_of!(Port, max_q) + 8 <= 64);
+    assert!(offset_of!(Port, tx_end) + 8 <= 64);
+    assert!(offset_of!(Port, ber) + 8 <= 128);
     assert!(std::mem::align_of::<Port>() == 64);
 };
 

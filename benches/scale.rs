@@ -66,7 +66,18 @@ use fabricsim::metrics::peak_rss_mib;
 /// (0 where unavailable). Unlike wall time it does not count waiting for a core
 /// on a shared machine.
 fn cpu_secs() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    stat_cpu_secs("/proc/self/stat")
+}
+
+/// CPU seconds of the calling thread alone (`/proc/thread-self/stat`): on
+/// a run whose other threads work alongside it, the run's length on cores
+/// of its own (the main thread waits for its helpers only at their join).
+fn thread_cpu_secs() -> f64 {
+    stat_cpu_secs("/proc/thread-self/stat")
+}
+
+fn stat_cpu_secs(path: &str) -> f64 {
+    let stat = std::fs::read_to_string(path).unwrap_or_default();
     // fields after the parenthesised command name; utime and stime are 14 and 15
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
     let f: Vec<&str> = rest.split_whitespace().collect();
@@ -270,11 +281,20 @@ fn run_case(case: &str) {
     };
     let t = Instant::now();
     let s = config::parse(case, &text).unwrap_or_else(|e| panic!("{e}"));
-    let r = run(&s, &RunOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    // `--threads=N` (default the machine's cores): the flow level's threads
+    let threads =
+        std::env::args().find_map(|a| a.strip_prefix("--threads=").and_then(|n| n.parse().ok()));
+    let opts = RunOptions {
+        threads,
+        ..RunOptions::default()
+    };
+    let r = run(&s, &opts).unwrap_or_else(|e| panic!("{e}"));
     let wall = t.elapsed().as_secs_f64();
     let last = r.collectives.last().expect("one row");
     println!(
-        "{case:<13} {label}\n              wall {wall:.3} s (incl. validation), {} events, {:.2} M events/s, peak RSS {:.0} MiB; {}: {:.1} us, busbw {:.2} GB/s",
+        "{case:<13} {label}\n              wall {wall:.3} s (incl. validation), CPU {:.2} s (main thread {:.2} s), {} events, {:.2} M events/s, peak RSS {:.0} MiB; {}: {:.1} us, busbw {:.2} GB/s",
+        cpu_secs(),
+        thread_cpu_secs(),
         r.sim.events,
         r.sim.events_per_s / 1e6,
         peak_rss_mib(),

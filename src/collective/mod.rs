@@ -1062,6 +1062,44 @@ pub(crate) fn test_topo(hosts: u32, gpus: u32) -> Topology {
 mod tests {
     use super::*;
 
+    /// The closed forms' threads change nothing: items come back in their
+    /// order at 1, 2 and 4 threads (each worker takes the next item), and a
+    /// hierarchical all-reduce (16 hosts × 8 GPUs, a tree between hosts,
+    /// 64 MiB in 1 MiB chunks: 1, 2, 4 and 8 blocks weighed, a block at
+    /// least 8 MiB) picks the same number of pipeline blocks and the same
+    /// time; the count is restored when `with_threads` returns.
+    #[test]
+    fn closed_forms_are_the_same_on_one_two_and_four_threads() {
+        let items: Vec<u64> = (0..37).collect();
+        let topo = test_topo(16, 8);
+        let spec = CollectiveSpec {
+            op: CollectiveOp::AllReduce,
+            algorithm: Algorithm::Hierarchical,
+            bytes: 1 << 26,
+            chunk_bytes: 1 << 20,
+            inter_host: Algorithm::Tree,
+            root: 0,
+            channels: 1,
+            pxn: false,
+            proto: ProtoCost::NONE,
+        };
+        let ranks: Vec<GpuId> = (0..128).map(GpuId).collect();
+        let at = |threads: usize| {
+            with_threads(threads, || {
+                (
+                    map_on_threads(&items, |&i| i * i),
+                    hierarchical::pipeline_blocks(&spec, &ranks, &topo).unwrap(),
+                    hierarchical::time(&spec, &ranks, &topo).unwrap(),
+                )
+            })
+        };
+        let one = at(1);
+        assert_eq!(one.0, items.iter().map(|i| i * i).collect::<Vec<_>>());
+        assert_eq!(one, at(2));
+        assert_eq!(one, at(4));
+        assert_eq!(THREADS.with(|c| c.get()), 1);
+    }
+
     #[test]
     fn pieces_and_chunks_cover_the_buffer() {
         assert_eq!(piece(10, 4, 0), (0, 3));

@@ -2,7 +2,10 @@
 //!
 //! `cargo bench --bench scale` runs each case in its own process (so peak memory
 //! is per case) and prints wall time, events, events per second and peak RSS.
-//! `cargo bench --bench scale -- CASE` runs one case. Cases:
+//! `cargo bench --bench scale -- CASE` runs one case, `-- CASE --threads=N`
+//! with N threads (default the machine's cores; the flow level spreads its
+//! collective's closed forms over them); each case prints the process's CPU
+//! and its main thread's (what the run takes on cores of its own). Cases:
 //! - `demo`: the built-in demo (512 GPUs, 10 sizes) at flow level;
 //! - `flow16k`: hierarchical all-reduce of 1 GiB over 16,384 GPUs (2,048 DGX H100
 //!   nodes, rail-optimized NDR) at flow level — target < 2 min and < 8 GiB
@@ -18,10 +21,14 @@
 //!   same day; 177 CPU-s and 4,298 MiB on 2026-12-03, 320 CPU-s and 4,805
 //!   MiB before the bucketed event queue and `Topology::links_to`;
 //!   issue 16's target is 60 s and 2 GiB; by name only, not in the default
-//!   list);
+//!   list; with the closed forms on two threads, 2026-12-07, load average
+//!   6-9: `--threads=2` 134.3 CPU-s, 126.7 of them on the main thread,
+//!   1,834 MiB, against `--threads=1` 136.0 CPU-s, 1,821 MiB, run after it);
 //! - `flow16k-tree-4m`: the same at 16,384 GPUs (237 MiB and 6.6–8.8 CPU-s
 //!   on 2026-12-07, alternating with the binary before those three changes:
-//!   7.4–11.3 CPU-s; 546 MiB before the template DAG);
+//!   7.4–11.3 CPU-s; 546 MiB before the template DAG; `--threads=2`:
+//!   0.49–0.74 CPU-s of the run on a second thread, main thread 9.7–9.9
+//!   CPU-s, 239 MiB, against 8.1–11.3 CPU-s on one, alternating, load ~8);
 //! - `pkt1k`: hierarchical all-reduce of 256 MiB over 1,024 GPUs (128 nodes × 8,
 //!   rail-optimized, 400 Gb/s, 4 KiB MTU) at packet level — target < 60 s, < 4 GiB.
 //! - `report1k`: the cost of `--report` on a 1,024-GPU run (128 DGX H100 nodes, the

@@ -10,7 +10,10 @@
 //! - `flow16k`: hierarchical all-reduce of 1 GiB over 16,384 GPUs (2,048 DGX H100
 //!   nodes, rail-optimized NDR) at flow level — target < 2 min and < 8 GiB
 //!   (140 CPU-s, 143 s wall, 6,197 MiB on 2026-12-07, against 181 CPU-s and
-//!   220 s for the binary before, run just before it);
+//!   220 s for the binary before, run just before it; later that day, load
+//!   6-9: `--threads=2` 185.1 CPU-s, 1.4 of them on the second thread (a
+//!   ring between nodes weighs few pipeline candidates), 6,199 MiB;
+//!   `--threads=1` 179.9 CPU-s, 6,197 MiB; 251,592,704 events both);
 //! - `ana131k`: the same over 131,072 GPUs at the analytical level — target < 1 s;
 //! - `flow131k`: 131,072 GPUs (16,384 DGX H100 nodes), hierarchical with a tree
 //!   between nodes, 1 GiB in 4 MiB chunks, at flow level (67 M tasks, 16 M

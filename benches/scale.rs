@@ -2,12 +2,18 @@
 //!
 //! `cargo bench --bench scale` runs each case in its own process (so peak memory
 //! is per case) and prints wall time, events, events per second and peak RSS.
-//! `cargo bench --bench scale -- CASE` runs one case. Cases:
+//! `cargo bench --bench scale -- CASE` runs one case, `-- CASE --threads=N`
+//! with N threads (default the machine's cores; the flow level spreads its
+//! collective's closed forms over them); each case prints the process's CPU
+//! and its main thread's (what the run takes on cores of its own). Cases:
 //! - `demo`: the built-in demo (512 GPUs, 10 sizes) at flow level;
 //! - `flow16k`: hierarchical all-reduce of 1 GiB over 16,384 GPUs (2,048 DGX H100
 //!   nodes, rail-optimized NDR) at flow level — target < 2 min and < 8 GiB
 //!   (140 CPU-s, 143 s wall, 6,197 MiB on 2026-12-07, against 181 CPU-s and
-//!   220 s for the binary before, run just before it);
+//!   220 s for the binary before, run just before it; later that day, load
+//!   6-9: `--threads=2` 185.1 CPU-s, 1.4 of them on the second thread (a
+//!   ring between nodes weighs few pipeline candidates), 6,199 MiB;
+//!   `--threads=1` 179.9 CPU-s, 6,197 MiB; 251,592,704 events both);
 //! - `ana131k`: the same over 131,072 GPUs at the analytical level — target < 1 s;
 //! - `flow131k`: 131,072 GPUs (16,384 DGX H100 nodes), hierarchical with a tree
 //!   between nodes, 1 GiB in 4 MiB chunks, at flow level (67 M tasks, 16 M
@@ -18,10 +24,14 @@
 //!   same day; 177 CPU-s and 4,298 MiB on 2026-12-03, 320 CPU-s and 4,805
 //!   MiB before the bucketed event queue and `Topology::links_to`;
 //!   issue 16's target is 60 s and 2 GiB; by name only, not in the default
-//!   list);
+//!   list; with the closed forms on two threads, 2026-12-07, load average
+//!   6-9: `--threads=2` 134.3 CPU-s, 126.7 of them on the main thread,
+//!   1,834 MiB, against `--threads=1` 136.0 CPU-s, 1,821 MiB, run after it);
 //! - `flow16k-tree-4m`: the same at 16,384 GPUs (237 MiB and 6.6–8.8 CPU-s
 //!   on 2026-12-07, alternating with the binary before those three changes:
-//!   7.4–11.3 CPU-s; 546 MiB before the template DAG);
+//!   7.4–11.3 CPU-s; 546 MiB before the template DAG; `--threads=2`:
+//!   0.49–0.74 CPU-s of the run on a second thread, main thread 9.7–9.9
+//!   CPU-s, 239 MiB, against 8.1–11.3 CPU-s on one, alternating, load ~8);
 //! - `pkt1k`: hierarchical all-reduce of 256 MiB over 1,024 GPUs (128 nodes × 8,
 //!   rail-optimized, 400 Gb/s, 4 KiB MTU) at packet level — target < 60 s, < 4 GiB.
 //! - `report1k`: the cost of `--report` on a 1,024-GPU run (128 DGX H100 nodes, the
@@ -66,7 +76,18 @@ use fabricsim::metrics::peak_rss_mib;
 /// (0 where unavailable). Unlike wall time it does not count waiting for a core
 /// on a shared machine.
 fn cpu_secs() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    stat_cpu_secs("/proc/self/stat")
+}
+
+/// CPU seconds of the calling thread alone (`/proc/thread-self/stat`): on
+/// a run whose other threads work alongside it, the run's length on cores
+/// of its own (the main thread waits for its helpers only at their join).
+fn thread_cpu_secs() -> f64 {
+    stat_cpu_secs("/proc/thread-self/stat")
+}
+
+fn stat_cpu_secs(path: &str) -> f64 {
+    let stat = std::fs::read_to_string(path).unwrap_or_default();
     // fields after the parenthesised command name; utime and stime are 14 and 15
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
     let f: Vec<&str> = rest.split_whitespace().collect();
@@ -270,11 +291,20 @@ fn run_case(case: &str) {
     };
     let t = Instant::now();
     let s = config::parse(case, &text).unwrap_or_else(|e| panic!("{e}"));
-    let r = run(&s, &RunOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    // `--threads=N` (default the machine's cores): the flow level's threads
+    let threads =
+        std::env::args().find_map(|a| a.strip_prefix("--threads=").and_then(|n| n.parse().ok()));
+    let opts = RunOptions {
+        threads,
+        ..RunOptions::default()
+    };
+    let r = run(&s, &opts).unwrap_or_else(|e| panic!("{e}"));
     let wall = t.elapsed().as_secs_f64();
     let last = r.collectives.last().expect("one row");
     println!(
-        "{case:<13} {label}\n              wall {wall:.3} s (incl. validation), {} events, {:.2} M events/s, peak RSS {:.0} MiB; {}: {:.1} us, busbw {:.2} GB/s",
+        "{case:<13} {label}\n              wall {wall:.3} s (incl. validation), CPU {:.2} s (main thread {:.2} s), {} events, {:.2} M events/s, peak RSS {:.0} MiB; {}: {:.1} us, busbw {:.2} GB/s",
+        cpu_secs(),
+        thread_cpu_secs(),
         r.sim.events,
         r.sim.events_per_s / 1e6,
         peak_rss_mib(),

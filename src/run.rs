@@ -2,7 +2,7 @@
 //! runs each through [`backend::run`] and hands the outputs to
 //! [`crate::report::assemble`], which builds the [`Report`].
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt;
 use std::time::Instant;
 
@@ -577,9 +577,14 @@ fn read_backend_keys(
         "simulation.fidelity",
         "simulation.max_memory",
     ]);
-    usage.read_if("simulation.threads", independent_runs(s) > 1, || {
-        "worker threads run a scenario's independent simulations side by side (each job alone, the healthy fabric and each fault alone when there are several); this scenario has one simulation to run, and the engine itself runs on one thread".into()
-    });
+    // the flow level uses the threads the independent runs leave (`sim_threads`)
+    usage.read_if(
+        "simulation.threads",
+        independent_runs(s) > 1 || fidelity == Fidelity::Flow,
+        || {
+            "worker threads run a scenario's independent simulations side by side (each job alone, the healthy fabric and each fault alone when there are several) and the flow level's own work; this scenario has one simulation to run, and at this fidelity the engine runs on one thread".into()
+        },
+    );
     usage.read_if(
         "simulation.max_events",
         fidelity == Fidelity::Packet,
@@ -995,15 +1000,41 @@ fn independent_runs(s: &Scenario) -> usize {
 /// most one per run, and no more than the memory budget holds at once (each
 /// thread runs one whole simulation).
 fn workers(exec: &Executor<'_>, runs: usize, dag: &Dag) -> usize {
-    let asked = exec
-        .opts
-        .threads
-        .or(exec.scenario.budget().threads.map(|t| t as usize))
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+    let asked = asked_threads(exec);
     let estimate = crate::budget::run(exec.scenario, exec.topo, exec.fidelity);
     let per_run = crate::budget::run_memory(dag, &estimate).max(1.0);
     let fit = (exec.scenario.budget().max_memory as f64 / per_run).floor() as usize;
     asked.min(runs).min(fit).max(1)
+}
+
+/// Tasks from which a flow-level run counts its busiest NIC's bytes on a
+/// thread of its own: a pass over the tasks, ~10 ns each (1.3% of a
+/// 16,384-GPU run's 9 s), against some 50 µs to start and join a thread.
+const OVERLAP_MIN_TASKS: usize = 1 << 18;
+
+/// Threads asked for: `--threads`, else `simulation.threads`, else the
+/// machine's cores.
+fn asked_threads(exec: &Executor<'_>) -> usize {
+    exec.opts
+        .threads
+        .or(exec.scenario.budget().threads.map(|t| t as usize))
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
+        .max(1)
+}
+
+thread_local! {
+    /// Simulations running side by side with the one on this thread (itself
+    /// included): set in [`run_parallel`]'s workers, 1 elsewhere.
+    static SIDE_BY_SIDE: std::cell::Cell<usize> = const { std::cell::Cell::new(1) };
+}
+
+/// Threads one simulation may use itself (at the flow level, the closed
+/// forms that tune and lower a collective, [`collective::with_threads`],
+/// and its busiest NIC's count beside the run): those asked for
+/// ([`asked_threads`]) that the simulations running side by side leave, at
+/// least one. Results are identical at every count.
+fn sim_threads(exec: &Executor<'_>) -> usize {
+    (asked_threads(exec) / SIDE_BY_SIDE.with(|c| c.get())).max(1)
 }
 
 /// Runs the `n` independent simulations `run(0..n)` on up to `workers`
@@ -1022,9 +1053,11 @@ fn run_parallel<T: Send>(
     let done = std::sync::Mutex::new(Vec::with_capacity(n));
     // a worker that panics makes the scope panic when it joins, so every
     // index below `n` is in `done` afterwards
+    let side = workers.min(n);
     std::thread::scope(|scope| {
-        for _ in 0..workers.min(n) {
+        for _ in 0..side {
             scope.spawn(|| loop {
+                SIDE_BY_SIDE.with(|c| c.set(side));
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 if i >= n {
                     break;
@@ -1067,8 +1100,15 @@ fn run_collectives(
     if exec.opts.flow_records {
         acc.keep_every_record();
     }
+    // the closed forms that tune and lower a collective run on the
+    // simulation's threads (collective::hierarchical::pipeline_blocks)
+    let threads = if exec.fidelity == Fidelity::Flow {
+        sim_threads(exec)
+    } else {
+        1 // the other fidelities' notes say one thread (`read_backend_keys`)
+    };
     for &bytes in &w.sizes {
-        let spec = spec_for(w, bytes, &ranks, topo)?;
+        let spec = collective::with_threads(threads, || spec_for(w, bytes, &ranks, topo))?;
         read_collective_keys(exec.scenario, w, &spec, &ranks, topo, exec.fidelity, usage);
         // with faults every fidelity runs the schedule (the closed forms know
         // no timed link event), and the healthy fabric's time is the baseline
@@ -1083,7 +1123,9 @@ fn run_collectives(
         } else {
             let mut dag = Dag::new();
             dag.begin_op(spec.op.name());
-            lower_collective(w, &spec, &ranks, topo, &mut dag, &[])?;
+            collective::with_threads(threads, || {
+                lower_collective(w, &spec, &ranks, topo, &mut dag, &[])
+            })?;
             // the closed form is a cheap guess of the run's length for the timeline
             // (contention only stretches it, which the timeline absorbs by doubling)
             let horizon = if exec.opts.detail {
@@ -1092,9 +1134,16 @@ fn run_collectives(
                 SimTime::ZERO
             };
             let label = format!("{} {}", spec.op.name(), format_bytes(bytes));
-            let mut out = exec
-                .run_faulty(&dag, horizon)
-                .map_err(|e| e.during(|| label.clone()))?;
+            // the busiest NIC's bytes need the DAG only: on a large flow-level
+            // run they are counted on a thread of their own alongside it
+            let overlap =
+                exec.fidelity == Fidelity::Flow && threads > 1 && dag.len() >= OVERLAP_MIN_TASKS;
+            let (out, wire) = std::thread::scope(|s| {
+                let nic = overlap.then(|| s.spawn(|| busiest_nic_bytes(&dag, topo)));
+                let out = exec.run_faulty(&dag, horizon);
+                (out, nic.and_then(|h| h.join().ok()))
+            });
+            let mut out = out.map_err(|e| e.during(|| label.clone()))?;
             acc.add_run(&label, &dag, topo, &mut out, bytes);
             let t = out.op_timing[0];
             let time = t.end - t.start;
@@ -1110,7 +1159,7 @@ fn run_collectives(
                 r.healthy_time_us = Some(h.time_us);
                 r.healthy_busbw_gbps = Some(h.busbw_gbps);
             }
-            let wire = busiest_nic_bytes(&dag, topo);
+            let wire = wire.unwrap_or_else(|| busiest_nic_bytes(&dag, topo));
             if wire > 0 && time > SimTime::ZERO {
                 r.wirebw_gbps = Some(wire as f64 / time.as_secs_f64() / 1e9);
             }
@@ -1748,7 +1797,9 @@ pub fn row(w: &CollectiveWorkload, spec: &CollectiveSpec, n: u32, secs: f64) -> 
 /// relayed leg), and in-network reductions through the NIC of the GPU that
 /// sends to its edge switch. Zero when nothing leaves a host.
 pub fn busiest_nic_bytes(dag: &Dag, topo: &Topology) -> u64 {
-    let mut per_nic: BTreeMap<u32, u64> = BTreeMap::new();
+    // by node id: a table, not a map (a map's insert per transfer was 1.4%
+    // of flow16k-tree-4m)
+    let mut per_nic = vec![0u64; topo.nodes.len()];
     for t in dag.tasks() {
         let nic = match t.kind {
             TaskKind::Transfer { src, dst, bytes } if topo.host_of(src) != topo.host_of(dst) => {
@@ -1765,10 +1816,12 @@ pub fn busiest_nic_bytes(dag: &Dag, topo: &Topology) -> u64 {
             _ => None,
         };
         if let Some((n, b)) = nic {
-            *per_nic.entry(n.0).or_insert(0) += b;
+            if let Some(x) = per_nic.get_mut(n.0 as usize) {
+                *x += b;
+            }
         }
     }
-    per_nic.values().copied().max().unwrap_or(0)
+    per_nic.into_iter().max().unwrap_or(0)
 }
 
 // ---------------------------------------------------------------- training and inference

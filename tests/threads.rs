@@ -76,7 +76,12 @@ fn the_key_is_listed_where_there_is_one_simulation_and_read_where_there_are_more
     let with = |example: &str| {
         let text = common::example(example).replace("[simulation]", "[simulation]\nthreads = 2");
         let s = common::parse(example, &text);
-        ignored_settings(&s, s.fidelity())
+        // the flow level reads the key on one simulation too (its own threads)
+        let fidelity = match s.fidelity() {
+            Fidelity::Flow if example == "allreduce-leaf-spine.toml" => Fidelity::Analytical,
+            f => f,
+        };
+        ignored_settings(&s, fidelity)
             .unwrap()
             .into_iter()
             .find(|i| i.key == "simulation.threads")
@@ -85,6 +90,59 @@ fn the_key_is_listed_where_there_is_one_simulation_and_read_where_there_are_more
     assert!(one.reason.contains("one simulation"), "{}", one.reason);
     assert!(with("two-jobs-leaf-spine.toml").is_none());
     assert!(with("training-faults.toml").is_none());
+    let s = common::parse("a.toml", &common::example("allreduce-leaf-spine.toml"));
+    let read = ignored_settings(&s, Fidelity::Flow).unwrap();
+    assert!(!read.iter().any(|i| i.key == "simulation.threads"));
+}
+
+/// One collective at the flow level, large enough (128 DGX H100 nodes, a
+/// hierarchical all-reduce of 1 GiB in 4 MiB chunks: 523,809 tasks, above
+/// the 262,144 from which the busiest NIC is counted beside the run) that
+/// every use of the threads is taken (the tuner's and the lowering's
+/// pipeline candidates side by side too): the same JSON apart from `sim`,
+/// and the same event count, at 1, 2 and 4 threads.
+#[test]
+fn one_flow_level_run_gives_the_same_report_on_one_two_and_four_threads() {
+    let text = r#"name = "threads"
+[cluster]
+preset = "dgx-h100-node"
+nodes = 128
+[topology]
+kind = "rail_optimized"
+radix = 64
+spine_radix = 128
+[fabric]
+preset = "ib-ndr-400"
+[workload]
+op = "allreduce"
+algorithm = "hierarchical"
+inter_host = "tree"
+sizes = ["1GiB"]
+chunk = "4MiB"
+[simulation]
+fidelity = "flow"
+"#;
+    let at = |threads: usize| {
+        let r = common::run_with(
+            "threads.toml",
+            text,
+            &RunOptions {
+                threads: Some(threads),
+                collect_links: true,
+                ..RunOptions::default()
+            },
+        );
+        (json(&r), r.sim.events)
+    };
+    let one = at(1);
+    assert!(
+        // at most two events per task (sent, then done): ≥ 262,144 tasks
+        one.1 >= 2 * 262_144,
+        "{} events: too small to take the parallel path",
+        one.1
+    );
+    assert_eq!(one, at(2));
+    assert_eq!(one, at(4));
 }
 
 #[test]

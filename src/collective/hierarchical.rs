@@ -670,21 +670,35 @@ pub fn pipeline_blocks(
         bytes: (ranks.len() as u64).min(spec.bytes),
         ..spec.clone()
     };
-    let latency = Some(phase_times(&tiny, ranks, topo)?[1]);
-    let whole = stage_loads(spec, ranks, topo)?;
-    let mut best = (pipelined_time(spec, ranks, topo, 1, latency, whole)?, 1);
+    // The candidates are independent closed forms, each O(N) routes (~10% of
+    // flow131k's run: three protocols tuned, then the lowering): they run on
+    // the threads `with_threads` gave (`run` gives the simulation's), and
+    // the first smallest wins, in candidate order, whatever the count.
+    let (latency, whole) = super::join_on_threads(
+        || phase_times(&tiny, ranks, topo),
+        || stage_loads(spec, ranks, topo),
+    );
+    let (latency, whole) = (Some(latency?[1]), whole?);
+    let mut blocks = vec![1];
     let mut b = 2;
     // a block is at least one chunk per GPU of a host: the unit a ring step
     // moves inside a host (NCCL's loop iterations are g chunks per channel)
     let smallest = (ranks.len() as u64).max(g.saturating_mul(spec.chunk_bytes));
     while b <= MAX_PIPELINE_BLOCKS && spec.bytes / b >= smallest {
-        let t = pipelined_time(spec, ranks, topo, b, latency, whole)?;
-        if t < best.0 {
-            best = (t, b);
-        }
+        blocks.push(b);
         b *= 2;
     }
-    Ok(best.1)
+    let times = super::map_on_threads(&blocks, |&b| {
+        pipelined_time(spec, ranks, topo, b, latency, whole)
+    });
+    let mut best: Option<(SimTime, u64)> = None;
+    for (t, &b) in times.into_iter().zip(&blocks) {
+        let t = t?;
+        if best.is_none_or(|(bt, _)| t < bt) {
+            best = Some((t, b));
+        }
+    }
+    Ok(best.map_or(1, |(_, b)| b))
 }
 
 /// Closed-form time: the pipelined stages of [`pipeline_blocks`] for an

@@ -989,6 +989,68 @@ pub fn auto_select(
         .ok_or_else(|| last_err.unwrap_or_else(|| unsupported(spec.algorithm, spec.op)))
 }
 
+thread_local! {
+    /// Threads this thread's closed forms may use ([`with_threads`]; 1 outside).
+    static THREADS: std::cell::Cell<usize> = const { std::cell::Cell::new(1) };
+}
+
+/// Runs `f` with its closed forms (the candidates [`tune`] and the
+/// lowering weigh, [`hierarchical::pipeline_blocks`]) spread over `threads`
+/// threads, this one included; the results are the same at every count.
+pub fn with_threads<T>(threads: usize, f: impl FnOnce() -> T) -> T {
+    let before = THREADS.with(|c| c.replace(threads.max(1)));
+    let r = f();
+    THREADS.with(|c| c.set(before));
+    r
+}
+
+/// `f` of each item, in item order, on the threads [`with_threads`] gave
+/// (each takes the next item not yet taken; this thread is one of them).
+pub(crate) fn map_on_threads<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let n = THREADS.with(|c| c.get()).min(items.len());
+    if n <= 1 {
+        return items.iter().map(f).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done = std::sync::Mutex::new(Vec::with_capacity(items.len()));
+    let work = || loop {
+        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let Some(item) = items.get(i) else { break };
+        let r = f(item);
+        if let Ok(mut d) = done.lock() {
+            d.push((i, r));
+        }
+    };
+    // a helper that panics makes the scope panic when it joins
+    std::thread::scope(|s| {
+        for _ in 1..n {
+            s.spawn(work);
+        }
+        work();
+    });
+    let mut done = done.into_inner().unwrap_or_default();
+    done.sort_unstable_by_key(|&(i, _)| i);
+    done.into_iter().map(|(_, r)| r).collect()
+}
+
+/// `a` and `b`, side by side when [`with_threads`] gave more than one thread.
+pub(crate) fn join_on_threads<A: Send, B: Send>(
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    if THREADS.with(|c| c.get()) <= 1 {
+        return (a(), b());
+    }
+    std::thread::scope(|s| {
+        let hb = s.spawn(b);
+        let ra = a();
+        match hb.join() {
+            Ok(rb) => (ra, rb),
+            Err(p) => std::panic::resume_unwind(p),
+        }
+    })
+}
+
 /// A single-switch test cluster: `hosts` × `gpus` GPUs (see
 /// [`crate::topology::test_cluster`] for the links).
 #[cfg(test)]
@@ -999,6 +1061,44 @@ pub(crate) fn test_topo(hosts: u32, gpus: u32) -> Topology {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The closed forms' threads change nothing: items come back in their
+    /// order at 1, 2 and 4 threads (each worker takes the next item), and a
+    /// hierarchical all-reduce (16 hosts × 8 GPUs, a tree between hosts,
+    /// 64 MiB in 1 MiB chunks: 1, 2, 4 and 8 blocks weighed, a block at
+    /// least 8 MiB) picks the same number of pipeline blocks and the same
+    /// time; the count is restored when `with_threads` returns.
+    #[test]
+    fn closed_forms_are_the_same_on_one_two_and_four_threads() {
+        let items: Vec<u64> = (0..37).collect();
+        let topo = test_topo(16, 8);
+        let spec = CollectiveSpec {
+            op: CollectiveOp::AllReduce,
+            algorithm: Algorithm::Hierarchical,
+            bytes: 1 << 26,
+            chunk_bytes: 1 << 20,
+            inter_host: Algorithm::Tree,
+            root: 0,
+            channels: 1,
+            pxn: false,
+            proto: ProtoCost::NONE,
+        };
+        let ranks: Vec<GpuId> = (0..128).map(GpuId).collect();
+        let at = |threads: usize| {
+            with_threads(threads, || {
+                (
+                    map_on_threads(&items, |&i| i * i),
+                    hierarchical::pipeline_blocks(&spec, &ranks, &topo).unwrap(),
+                    hierarchical::time(&spec, &ranks, &topo).unwrap(),
+                )
+            })
+        };
+        let one = at(1);
+        assert_eq!(one.0, items.iter().map(|i| i * i).collect::<Vec<_>>());
+        assert_eq!(one, at(2));
+        assert_eq!(one, at(4));
+        assert_eq!(THREADS.with(|c| c.get()), 1);
+    }
 
     #[test]
     fn pieces_and_chunks_cover_the_buffer() {

@@ -127,6 +127,20 @@ fn first_done(out: &RunOutput) -> f64 {
 /// of C/N and the bottleneck ≥ 90% busy. All runs (and print their figures)
 /// before the first assertion.
 fn flows_on_40g_converge(n: u32, profiles: &[DcqcnProfile], seeds: &[u64]) {
+    flows_on_40g_check(n, profiles, seeds, true)
+}
+
+/// Asserts the part of the issue's target that holds on every seed for N
+/// flows of [`flows_on_40g_with`] under each of `profiles`: DCQCN acts and
+/// the bottleneck is ≥ 90% busy after 5 ms. All runs (and print their
+/// figures, shares included) before the first assertion.
+fn flows_on_40g_keep_busy(n: u32, profiles: &[DcqcnProfile], seeds: &[u64]) {
+    flows_on_40g_check(n, profiles, seeds, false)
+}
+
+/// Runs every (profile, seed), then asserts each (the fair shares only when
+/// `fair`).
+fn flows_on_40g_check(n: u32, profiles: &[DcqcnProfile], seeds: &[u64], fair: bool) {
     // Expected (issue 13, after Zhu et al., SIGCOMM 2015, §6.1: DCQCN flows
     // sharing a 40 Gb/s bottleneck converge to equal shares with the link
     // fully used).
@@ -135,23 +149,7 @@ fn flows_on_40g_converge(n: u32, profiles: &[DcqcnProfile], seeds: &[u64]) {
         .flat_map(|&p| {
             seeds
                 .iter()
-                .map(move |&seed| flows_on_40g_measure(n, p, seed, true))
-        })
-        .collect();
-    checks.iter().for_each(|check| check());
-}
-
-/// Asserts the part of the issue's target that holds on every seed for N
-/// flows of [`flows_on_40g_with`] under each of `profiles`: DCQCN acts and
-/// the bottleneck is ≥ 90% busy after 5 ms. All runs (and print their
-/// figures, shares included) before the first assertion.
-fn flows_on_40g_keep_busy(n: u32, profiles: &[DcqcnProfile], seeds: &[u64]) {
-    let checks: Vec<Box<dyn Fn()>> = profiles
-        .iter()
-        .flat_map(|&p| {
-            seeds
-                .iter()
-                .map(move |&seed| flows_on_40g_measure(n, p, seed, false))
+                .map(move |&seed| flows_on_40g_measure(n, p, seed, fair))
         })
         .collect();
     checks.iter().for_each(|check| check());

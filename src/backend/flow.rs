@@ -2006,20 +2006,8 @@ mod tests {
     /// block as its own).
     #[test]
     fn budget_flow_estimate_is_the_measured_tables() {
-        use crate::collective::{Algorithm, CollectiveOp, CollectiveSpec};
         let topo = crate::collective::test_topo(16, 8);
-        let spec = CollectiveSpec {
-            op: CollectiveOp::AllReduce,
-            algorithm: Algorithm::Hierarchical,
-            bytes: 1 << 26,
-            chunk_bytes: 1 << 20,
-            inter_host: Algorithm::Tree,
-            root: 0,
-            channels: 1,
-            pxn: false,
-            proto: crate::collective::ProtoCost::NONE,
-        };
-        let ranks: Vec<GpuId> = (0..128).map(GpuId).collect();
+        let (spec, ranks) = crate::collective::test_hierarchical_allreduce();
         let mut dag = Dag::new();
         crate::collective::lower(&spec, &ranks, &topo, &mut dag, &[]).unwrap();
         assert!(dag.stored_tasks() * 2 < dag.len(), "blocks stored once");

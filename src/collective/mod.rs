@@ -1058,6 +1058,25 @@ pub(crate) fn test_topo(hosts: u32, gpus: u32) -> Topology {
     crate::topology::test_cluster(hosts, gpus, &crate::topology::TopologySpec::SingleSwitch)
 }
 
+/// A hierarchical all-reduce on [`test_topo`]`(16, 8)`'s 128 GPUs: a tree
+/// between hosts, 64 MiB in 1 MiB chunks, one channel, no protocol cost
+/// (the intra-host rings are repeated blocks of the template DAG).
+#[cfg(test)]
+pub(crate) fn test_hierarchical_allreduce() -> (CollectiveSpec, Vec<GpuId>) {
+    let spec = CollectiveSpec {
+        op: CollectiveOp::AllReduce,
+        algorithm: Algorithm::Hierarchical,
+        bytes: 1 << 26,
+        chunk_bytes: 1 << 20,
+        inter_host: Algorithm::Tree,
+        root: 0,
+        channels: 1,
+        pxn: false,
+        proto: ProtoCost::NONE,
+    };
+    (spec, (0..128).map(GpuId).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1072,18 +1091,7 @@ mod tests {
     fn closed_forms_are_the_same_on_one_two_and_four_threads() {
         let items: Vec<u64> = (0..37).collect();
         let topo = test_topo(16, 8);
-        let spec = CollectiveSpec {
-            op: CollectiveOp::AllReduce,
-            algorithm: Algorithm::Hierarchical,
-            bytes: 1 << 26,
-            chunk_bytes: 1 << 20,
-            inter_host: Algorithm::Tree,
-            root: 0,
-            channels: 1,
-            pxn: false,
-            proto: ProtoCost::NONE,
-        };
-        let ranks: Vec<GpuId> = (0..128).map(GpuId).collect();
+        let (spec, ranks) = test_hierarchical_allreduce();
         let at = |threads: usize| {
             with_threads(threads, || {
                 (

@@ -1249,12 +1249,23 @@ impl Sim<'_> {
             pairs, tx, recs, ..
         } = &mut self.qps;
         let (qp, tx) = (&mut pairs[i], &mut tx[i]);
+        // whether the window held a retransmission the sender was about to
+        // send (read before the timeout resets the sender; only TCP tells
+        // its timeouts apart)
+        let held = match &recs[i].0 {
+            rec @ Recovery::Tcp(_) => {
+                let next = rec.next_psn(&tx.seq);
+                next < tx.seq.max && rec.blocked(&tx.seq, next, tx.wnd)
+            }
+            _ => false,
+        };
         match recs[i].0.on_timeout(&mut tx.seq, now, self.cfg.rto.0) {
             TimerEffect::Idle => {}
             TimerEffect::Rearm(at) => self.q.push(at, Event::Rto { qp: qpi }),
             TimerEffect::Fired(at) => {
                 qp.timeouts += 1;
-                self.counters.timeout_kind(recs[i].0.last_timeout_kind());
+                self.counters
+                    .timeout_kind(recs[i].0.last_timeout_kind().with_window_held(held));
                 if tx.cc_on {
                     if let Some(w) = qp.cc.on_timeout(&self.cfg.cc) {
                         tx.wnd = w;

@@ -52,9 +52,13 @@ pub struct PacketStats {
     /// TCP only: those of `timeouts` that fired in a SACK recovery whose
     /// every missing segment had been resent
     /// ([`TimeoutKind::LostRetransmission`](super::recovery::TimeoutKind::LostRetransmission)).
-    /// The rest of `timeouts` (TCP) are recoveries that had a loss they were
-    /// told of and had not resent.
     pub tcp_lost_retransmission_timeouts: u64,
+    /// TCP only: those of `timeouts` that fired in a recovery whose window
+    /// held the lost segments it knew of, no ACK coming to open it
+    /// ([`TimeoutKind::WindowHeld`](super::recovery::TimeoutKind::WindowHeld)).
+    /// The rest of `timeouts` (TCP) are recoveries that had a loss they were
+    /// told of, could send and had not resent.
+    pub tcp_window_held_timeouts: u64,
     /// Data packets sent more than once.
     pub retransmitted_packets: u64,
     /// Drops because an egress buffer was full (lossy only; zero with credits).
@@ -509,13 +513,15 @@ impl Counters {
     }
     /// A retransmission timeout of this kind fired (counted in
     /// `timeouts` apart: [`PacketStats::tcp_silent_timeouts`],
-    /// [`PacketStats::tcp_lost_retransmission_timeouts`]).
+    /// [`PacketStats::tcp_lost_retransmission_timeouts`],
+    /// [`PacketStats::tcp_window_held_timeouts`]).
     #[inline]
     pub fn timeout_kind(&mut self, kind: super::recovery::TimeoutKind) {
         use super::recovery::TimeoutKind;
         match kind {
             TimeoutKind::Silent => self.stats.tcp_silent_timeouts += 1,
             TimeoutKind::LostRetransmission => self.stats.tcp_lost_retransmission_timeouts += 1,
+            TimeoutKind::WindowHeld => self.stats.tcp_window_held_timeouts += 1,
             TimeoutKind::Unclassified | TimeoutKind::Recovery => {}
         }
     }

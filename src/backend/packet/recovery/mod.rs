@@ -148,13 +148,37 @@ pub enum TimeoutKind {
     /// and no ACK told the sender (a drop-tail lock-out): no ACK-clocked
     /// recovery can see it.
     Silent,
-    /// In a recovery, every segment neither acknowledged nor SACKed had
-    /// been retransmitted: a retransmission was lost and nothing sent after
-    /// it was delivered, so RACK has nothing to time it against and TLP is
-    /// off in recovery (RFC 8985 §6.2, §7.2); only the timer finds it.
+    /// Every segment neither acknowledged nor SACKed had been
+    /// retransmitted (in a recovery, or in one that ended as `una` passed
+    /// its recovery point while holes above it were still out): a
+    /// retransmission was lost and nothing sent after it was delivered, so
+    /// RACK has nothing to time it against and TLP is off in recovery and
+    /// while anything is SACKed (RFC 8985 §6.2, §7.2); only the timer finds
+    /// it.
     LostRetransmission,
-    /// Anything else: a loss the sender was told of and had not resent.
+    /// In a recovery, lost segments the sender knew of were still unsent
+    /// because the window held them (PRR, RFC 6937 §3.1, or cwnd − pipe),
+    /// and no ACK came to open it: what was in flight was lost as well, so
+    /// the ACK clock the recovery runs on had stopped. Only the timer
+    /// restarts it ([`TimeoutKind::with_window_held`]).
+    WindowHeld,
+    /// Anything else: a loss the sender was told of, could send, and had
+    /// not resent.
     Recovery,
+}
+
+impl TimeoutKind {
+    /// This kind, told apart by whether the window held the retransmission
+    /// the sender would have sent next as the timer fired (`held`, read by the
+    /// transport from [`Recovery::blocked`] before the timeout reset the
+    /// sender): a [`TimeoutKind::Recovery`] whose window held its next
+    /// retransmission is [`TimeoutKind::WindowHeld`].
+    pub fn with_window_held(self, held: bool) -> TimeoutKind {
+        match self {
+            TimeoutKind::Recovery if held => TimeoutKind::WindowHeld,
+            k => k,
+        }
+    }
 }
 
 /// What the receiver does with a data packet.

@@ -823,13 +823,14 @@ impl TcpRecovery {
             return TimeoutKind::Silent;
         }
         // without SACK `rtx` is not kept: NewReno's recovery resends one
-        // hole per partial ACK, and the one at `una` was resent
-        let all_resent = if self.sack {
-            (seq.una..seq.max).all(|p| self.sacked.get(p) || self.rtx.get(p))
-        } else {
-            false
-        };
-        if self.in_recovery && all_resent {
+        // hole per partial ACK, and the one at `una` was resent. With SACK
+        // the recovery may have ended already (`una` passed its `recover`)
+        // while holes above it it had resent are still missing: as lost
+        // retransmissions as the ones of a running recovery (Linux's
+        // Disorder state, where TLP is off as well)
+        let all_resent =
+            self.sack && (seq.una..seq.max).all(|p| self.sacked.get(p) || self.rtx.get(p));
+        if all_resent {
             TimeoutKind::LostRetransmission
         } else {
             TimeoutKind::Recovery
@@ -1108,6 +1109,21 @@ impl RecoveryLaw for TcpRecovery {
         }
         // (read before the state below is reset)
         self.timeout_kind = self.classify_timeout(seq);
+        if std::env::var_os("FS_TCP_TRACE").is_some() {
+            let mut m = String::new();
+            for p in seq.una..seq.max.min(seq.una + 200) {
+                m.push(if self.sacked.get(p) {
+                    'S'
+                } else if self.lost.get(p) {
+                    'L'
+                } else if self.rtx.get(p) {
+                    'R'
+                } else {
+                    '.'
+                });
+            }
+            eprintln!("TRACE sack={} timeout now={} kind={:?} una={} nxt={} max={} posted={} inrec={} recover={} nsacked={} nlost={} dupacks={} rtx_high={} rto_rec={} backoff={} tlp_end={:?} probe={:?} retx={:?} rack_end={} rack_ts={} reo={} tlpdl={} rackdl={} map={}", self.sack, now, self.timeout_kind, seq.una, seq.nxt, seq.max, seq.posted, self.in_recovery, self.recover, self.nsacked, self.nlost, self.dupacks, self.rtx_high, self.rto_recovery, self.backoff, self.tlp_end, self.probe, self.retx, self.rack_end, self.rack_ts, self.reo_wnd(), self.tlp_deadline, self.rack_deadline, m);
+        }
         seq.nxt = seq.una;
         self.timed = None;
         self.retx = None;
@@ -1328,7 +1344,7 @@ mod tests {
         assert!(matches!(fire(&mut r, &mut s).1, TimerEffect::Fired(_)));
         assert_eq!(r.last_timeout_kind(), TimeoutKind::Recovery);
         // SACK (no RACK): PSNs 2 and 5 lost of 10; 3-4 and 6-9 SACKed.
-        let sack_lost = |resend_both: bool| {
+        let sack_lost_in = |resend_both: bool, wnd: u32| {
             let mut r = TcpRecovery::new(64, 10 * US, min, 10_000 * US, true, false);
             let mut s = SendSeq::default();
             sent(&mut r, &mut s, 10, 0);
@@ -1345,14 +1361,53 @@ mod tests {
             assert!(r.in_recovery);
             // the recovery resends 2 (and 5 when it may), both lost again
             sent(&mut r, &mut s, if resend_both { 2 } else { 1 }, 110 * US);
+            // what the transport reads before the timer resets the sender
+            let next = r.next_psn(&s);
+            let held = next < s.max && r.blocked(&s, next, wnd);
             assert!(matches!(fire(&mut r, &mut s).1, TimerEffect::Fired(_)));
-            r.last_timeout_kind()
+            r.last_timeout_kind().with_window_held(held)
         };
+        let sack_lost = |resend_both: bool| sack_lost_in(resend_both, 64);
         // 5. Every missing segment resent, the resends lost: only the timer
         //    can find them.
         assert_eq!(sack_lost(true), TimeoutKind::LostRetransmission);
-        // 6. A hole the recovery was told of and had not resent yet.
+        // 6. A hole the recovery was told of, could send (a window of 64)
+        //    and had not resent.
         assert_eq!(sack_lost(false), TimeoutKind::Recovery);
+        // 6b. The same hole held by the window (PRR under a window of one:
+        //    nothing more until an ACK), the resent 2 lost: the ACK clock
+        //    stopped with the recovery's next retransmission held.
+        assert_eq!(sack_lost_in(false, 1), TimeoutKind::WindowHeld);
+        // 7. A recovery that ends while a hole above its `recover`, found
+        //    and resent during it, is missing again: PSN 2 of 0-9 lost, the
+        //    recovery (recover = 10) resends it; new data 10-19 goes out,
+        //    12 is lost and, three PSNs SACKed above it, resent inside the
+        //    same recovery (RFC 6675 NextSeg rule 1); the resent 2 arrives
+        //    (ACK 12 ends the recovery), the resent 12 does not. Every
+        //    missing segment was resent: a lost retransmission, which only
+        //    the timer finds (TLP is off while anything is SACKed).
+        let mut r = TcpRecovery::new(64, 10 * US, min, 10_000 * US, true, false);
+        let mut s = SendSeq::default();
+        sent(&mut r, &mut s, 10, 0);
+        r.on_ack(&mut s, 2, Feedback::Ack, 100 * US, 0);
+        for p in 3..10u32 {
+            r.on_ack(&mut s, 2, Feedback::AckBlock(3, p + 1), 101 * US, 0);
+        }
+        assert!(r.in_recovery);
+        assert_eq!(r.next_psn(&s), 2);
+        sent(&mut r, &mut s, 1, 102 * US);
+        sent(&mut r, &mut s, 10, 103 * US);
+        assert_eq!(s.max, 20);
+        for p in (10..12u32).chain(13..20) {
+            let lo = if p < 12 { 10 } else { 13 };
+            r.on_ack(&mut s, 2, Feedback::AckBlock(lo, p + 1), 110 * US, 0);
+        }
+        assert_eq!(r.next_psn(&s), 12, "12 lost inside the running recovery");
+        sent(&mut r, &mut s, 1, 111 * US);
+        let e = r.on_ack(&mut s, 12, Feedback::AckBlock(13, 20), 120 * US, 0);
+        assert!(e.advanced && !r.in_recovery, "ACK 12 ends the recovery");
+        assert!(matches!(fire(&mut r, &mut s).1, TimerEffect::Fired(_)));
+        assert_eq!(r.last_timeout_kind(), TimeoutKind::LostRetransmission);
     }
 
     #[test]

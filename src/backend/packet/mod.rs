@@ -3,9 +3,14 @@
 //! # Model
 //!
 //! * **Time and events.** Picoseconds (`u64`); one event queue ordered by
-//!   (time, sequence number) ([`engine`]); all randomness (ECMP salt, spraying,
-//!   adaptive tie-breaks, bit errors, TCP jitter) from one `ChaCha8Rng` seeded by
-//!   [`PacketConfig::seed`]: same inputs and seed give an identical [`RunOutput`].
+//!   time, then among simultaneous events by a key that is a function of the
+//!   event alone: the one scheduled longest ago first, then a per-instant
+//!   mix of its identity ([`engine`]), never by the order of pushes; all
+//!   randomness (spraying, adaptive tie-breaks, Valiant and UGAL detours,
+//!   RED marking, bit errors, TCP jitter) from one stream per node, seeded by
+//!   [`PacketConfig::seed`] and the node (ECMP hashes the flow with the seed):
+//!   same inputs and seed give an identical [`RunOutput`], and the order
+//!   does not depend on how a parallel run would partition the fabric.
 //! * **Ports.** Every directed link of the [`Topology`] is the egress port of its
 //!   `from` node: a FIFO per virtual lane, strict priority from the highest lane
 //!   down (ACKs/NACKs ride the highest lane, data lane 0), or with traffic

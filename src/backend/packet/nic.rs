@@ -378,7 +378,9 @@ impl Sim<'_> {
             } = self.cfg.transport
             {
                 let j = if jitter.0 > 0 {
-                    self.rand_below(jitter.0)
+                    // drawn by the sending host
+                    let node = self.topo.gpus[src as usize].node.0;
+                    self.rand_below(node, jitter.0)
                 } else {
                     0
                 };
@@ -688,7 +690,9 @@ impl Sim<'_> {
                     seg_start.then(|| {
                         per_packet_overhead.0
                             + if jitter.0 > 0 {
-                                self.rand_below(jitter.0)
+                                // drawn by the NIC's host, port `p`'s sender
+                                let node = self.ports[p].from;
+                                self.rand_below(node, jitter.0)
                             } else {
                                 0
                             }

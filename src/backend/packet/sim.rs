@@ -3,9 +3,6 @@
 
 use std::collections::HashMap;
 
-use rand_chacha::ChaCha8Rng;
-use rand_core::{Rng, SeedableRng};
-
 use super::classes::ClassSched;
 use super::engine::{Event, EventQueue};
 use super::flow_control::pfc::kind as pfc_kind;
@@ -32,7 +29,12 @@ pub(super) struct Sim<'a> {
     pub topo: Topology,
     pub now: u64,
     pub q: EventQueue,
-    pub rng: ChaCha8Rng,
+    /// Per node: the state of its random stream (SplitMix64: Steele, Lea and
+    /// Flood, OOPSLA 2014), seeded from the run's seed and the node id. A
+    /// node's draws never depend on another node's, so a partitioned run
+    /// draws the same numbers (issue 16); one stream for the run would hand
+    /// them out in the global event order.
+    rng: Vec<u64>,
     pub pkts: Slab,
     /// One per directed link, same index, with their egress queues.
     pub ports: Ports,
@@ -207,7 +209,9 @@ impl<'a> Sim<'a> {
             topo: topo.clone(),
             now: 0,
             q: EventQueue::default(),
-            rng: ChaCha8Rng::seed_from_u64(cfg.seed),
+            rng: (0..topo.nodes.len() as u64)
+                .map(|n| crate::topology::mix64(cfg.seed ^ crate::topology::mix64(n)))
+                .collect(),
             pkts: Slab::default(),
             ports: Ports::new(ports, vls),
             vls,
@@ -437,10 +441,33 @@ impl<'a> Sim<'a> {
     }
 
     /// Starts every ready task (posting transfers, scheduling compute).
+    ///
+    /// Called after every event, so the tasks an event released start right
+    /// after it, in task order (not the order its handler's completions came
+    /// in), then those that the started markers and local copies release:
+    /// the start order is a function of the event order, which does not
+    /// depend on how the fabric would be partitioned (see
+    /// [`super::engine`]).
+    ///
+    /// A parallel engine must still deal with the DAG edges that cross nodes
+    /// **with zero delay**: a dependency is met on one node (a transfer's
+    /// receiver at its last packet, its sender when the last byte leaves for
+    /// `Dep::Sent`, a compute task's GPU at `TaskDone`) and the task it
+    /// releases starts on another at the same instant (a transfer posted at
+    /// its source GPU, a compute at its GPU). Markers (gates, barriers,
+    /// collective phase boundaries) have no node at all: every edge through
+    /// one may cross. In this order such a start happens between two events
+    /// of the releasing node's instant, with no lookahead, so a partition
+    /// boundary between the two nodes has to be refused, or the two nodes
+    /// kept in one partition, or the release turned into a message with a
+    /// delay ≥ the lookahead in the single-threaded run too (issue 16, M2).
     fn start_ready(&mut self) -> Result<(), PacketError> {
         while !self.ready.is_empty() {
             std::mem::swap(&mut self.ready, &mut self.batch);
             let mut batch = std::mem::take(&mut self.batch);
+            // in task order, not in the order the handler's completions
+            // released them
+            batch.sort_unstable();
             for &t in &batch {
                 match self.dag.kind(t.0 as usize) {
                     TaskKind::Transfer { src, dst, bytes } => {
@@ -479,15 +506,25 @@ impl<'a> Sim<'a> {
             .sent(TaskId(t), SimTime(self.now), &mut self.ready);
     }
 
-    /// A uniform integer in `[0, n)` from the run's generator.
+    /// The next 64 random bits of node `node`'s stream ([`Sim::rng`]).
     #[inline]
-    pub fn rand_below(&mut self, n: u64) -> u64 {
-        ((self.rng.next_u64() as u128 * n as u128) >> 64) as u64
+    fn next_u64(&mut self, node: u32) -> u64 {
+        let s = &mut self.rng[node as usize];
+        // SplitMix64: `mix64` adds the golden gamma, then finalizes
+        let x = *s;
+        *s = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        crate::topology::mix64(x)
     }
-    /// A uniform float in `[0, 1)`.
+    /// A uniform integer in `[0, n)` drawn by node `node` (the node whose
+    /// handler draws: a port's sender, a queue pair's source host).
     #[inline]
-    pub fn rand_f64(&mut self) -> f64 {
-        (self.rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    pub fn rand_below(&mut self, node: u32, n: u64) -> u64 {
+        ((self.next_u64(node) as u128 * n as u128) >> 64) as u64
+    }
+    /// A uniform float in `[0, 1)` drawn by node `node`.
+    #[inline]
+    pub fn rand_f64(&mut self, node: u32) -> f64 {
+        (self.next_u64(node) >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
     fn on_sample(&mut self) {

@@ -1072,7 +1072,8 @@ impl Sim<'_> {
         let ber = self.ports[p].ber;
         let corrupt = ber > 0.0 && {
             let pc = 1.0 - (1.0 - ber).powf(wire as f64 * 8.0);
-            self.rand_f64() < pc
+            let node = self.ports[p].from;
+            self.rand_f64(node) < pc
         };
         let nblk = self.blk(wire);
         let port = &mut self.ports[p];
@@ -1234,7 +1235,7 @@ impl Sim<'_> {
     fn ecn_mark(&mut self, port: PortId, pkt: PktIdx, vl: u8, q: u64) {
         if let Some(e) = self.sched.ecn[vl as usize] {
             let pr = e.probability(q);
-            if pr >= 1.0 || (pr > 0.0 && self.rand_f64() < pr) {
+            if pr >= 1.0 || (pr > 0.0 && self.rand_f64(self.ports[port].from) < pr) {
                 self.pkts[pkt].flags |= F_ECN;
                 self.ports[port].ecn_marks += 1;
                 self.counters.ecn_mark(self.now);
@@ -1351,10 +1352,10 @@ impl Sim<'_> {
             _ => Some(match self.cfg.routing {
                 Routing::Ecmp => self.cands[self.ecmp_index(node, k, n)],
                 Routing::Spray => {
-                    let i = self.rand_below(n as u64) as usize;
+                    let i = self.rand_below(node, n as u64) as usize;
                     self.cands[i]
                 }
-                Routing::Adaptive => self.least_loaded_candidate(),
+                Routing::Adaptive => self.least_loaded_candidate(node),
                 Routing::Flowlet => self.flowlet_next_hop(node, k),
             }),
         }
@@ -1405,7 +1406,7 @@ impl Sim<'_> {
             Some((Some(sg), Some(dg), g)) if sg != dg && g >= 3 => (sg, dg),
             _ => return self.pick_next_hop(node, &k, pkt),
         };
-        let r = self.rand_below(u64::MAX);
+        let r = self.rand_below(node, u64::MAX);
         let valiant = self.topo.dragonfly_routing() == DragonflyRouting::Valiant;
         let Some(v) = self.topo.dragonfly().and_then(|df| {
             if valiant {
@@ -1542,9 +1543,9 @@ impl Sim<'_> {
 
     /// The candidate in `cands` (at least one) with the least occupied egress,
     /// scanning from a random start so ties are broken evenly.
-    fn least_loaded_candidate(&mut self) -> PortId {
+    fn least_loaded_candidate(&mut self, node: u32) -> PortId {
         let n = self.cands.len();
-        let start = self.rand_below(n as u64) as usize;
+        let start = self.rand_below(node, n as u64) as usize;
         let mut best = self.cands[start];
         let mut best_q = self.load_of(best);
         for j in 1..n {
@@ -1583,7 +1584,7 @@ impl Sim<'_> {
             self.flowlets.rows[row][slot].last = now;
             return e.port;
         }
-        let port = self.least_loaded_candidate();
+        let port = self.least_loaded_candidate(node);
         self.counters.flowlet();
         self.flowlets.rows[row][slot] = FlowletEntry {
             node,

@@ -140,6 +140,17 @@ pub use crate::mechanism::flow_control::{
 };
 pub use crate::mechanism::recovery::LossRecovery;
 pub use stats::PacketStats;
+
+/// Test hook (issue 16): while set, every packet run started afterwards
+/// perturbs what a partitioned run would do differently and no result may
+/// depend on: the order the DAG runner releases tasks in (reversed before
+/// the start order sorts them), the order of the run's first pushes
+/// (reversed), and the packets' slab indices (handed out from 4,095 down
+/// before fresh ones). `tests/event_order.rs` runs the packet examples with
+/// and without it and compares the reports. Read once per run.
+#[doc(hidden)]
+pub static PERTURB_ORDERS: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
 // the internals (switch.rs) name the one link-event type through this module
 pub use crate::backend::{LinkEvent, LinkEventKind};
 

@@ -940,9 +940,11 @@ impl Sim<'_> {
             // the receiver's software (a collective's per-step cost) sees it later
             let software = self.dag.software_latency(crate::dag::TaskId(m.task));
             if software > crate::units::SimTime::ZERO {
+                // (the receiver's node: this queue pair's destination GPU)
+                let node = self.topo.gpus[self.qps.pairs[qpi].dst as usize].node.0;
                 self.q.push(
                     self.now + software.0,
-                    super::engine::Event::TaskDone { task: m.task },
+                    super::engine::Event::TaskDone { task: m.task, node },
                 );
             } else {
                 self.task_done(m.task);

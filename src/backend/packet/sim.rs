@@ -150,6 +150,8 @@ pub(super) struct Sim<'a> {
     pub timeline: Option<Box<Timeline>>,
     /// Timeline rows kept: the busiest links by busy time (0 = all).
     pub timeline_links: usize,
+    /// [`super::PERTURB_ORDERS`] was set when the run was built.
+    perturb: bool,
 }
 
 impl<'a> Sim<'a> {
@@ -278,6 +280,7 @@ impl<'a> Sim<'a> {
             int_t: 0,
             timeline: None,
             timeline_links: 0,
+            perturb: super::PERTURB_ORDERS.load(std::sync::atomic::Ordering::Relaxed),
         };
         for (p, l) in s.ports.iter_mut().zip(&topo.links) {
             let sw = |n: crate::topology::NodeId| {
@@ -309,11 +312,18 @@ impl<'a> Sim<'a> {
 
     /// Executes the DAG until every task is done and every packet has drained.
     pub fn run(&mut self) -> Result<(), PacketError> {
-        for (i, e) in self.cfg.link_events.iter().enumerate() {
-            self.q.push(e.at.0, Event::Link { index: i as u32 });
-        }
+        let mut first: Vec<(u64, Event)> = (self.cfg.link_events.iter().enumerate())
+            .map(|(i, e)| (e.at.0, Event::Link { index: i as u32 }))
+            .collect();
         if self.cfg.sample_interval.0 > 0 {
-            self.q.push(0, Event::Sample);
+            first.push((0, Event::Sample));
+        }
+        if self.perturb {
+            first.reverse();
+            self.pkts.scramble(4096);
+        }
+        for (t, e) in first {
+            self.q.push(t, e);
         }
         let mut ready = std::mem::take(&mut self.ready);
         self.runner.start(&mut ready);
@@ -391,7 +401,7 @@ impl<'a> Sim<'a> {
                 Event::Credit { link, .. } => self.on_credit(link),
                 Event::QpWake { qp } => self.on_qp_wake(qp),
                 Event::Rto { qp } => self.on_rto(qp),
-                Event::TaskDone { task } => self.task_done(task),
+                Event::TaskDone { task, .. } => self.task_done(task),
                 Event::Link { index } => self.on_link_event(index as usize),
                 Event::Sample => self.on_sample(),
                 Event::CcTimer { qp } => self.on_cc_timer(qp),
@@ -467,6 +477,9 @@ impl<'a> Sim<'a> {
             let mut batch = std::mem::take(&mut self.batch);
             // in task order, not in the order the handler's completions
             // released them
+            if self.perturb {
+                batch.reverse();
+            }
             batch.sort_unstable();
             for &t in &batch {
                 match self.dag.kind(t.0 as usize) {
@@ -479,9 +492,10 @@ impl<'a> Sim<'a> {
                         }
                     }
                     TaskKind::NetTransfer { .. } => return Err(net_transfer_unsupported()),
-                    TaskKind::Compute { duration, .. } => {
-                        self.q
-                            .push(self.now + duration.0, Event::TaskDone { task: t.0 });
+                    TaskKind::Compute { gpu, duration } => {
+                        let node = self.topo.gpus[gpu.0 as usize].node.0;
+                        let done = Event::TaskDone { task: t.0, node };
+                        self.q.push(self.now + duration.0, done);
                     }
                     TaskKind::Marker => self.task_done(t.0),
                 }

@@ -134,6 +134,15 @@ impl Slab {
     pub fn sack_extra(&self, i: PktIdx) -> [(u32, u32); 2] {
         self.sack_extra.get(i.idx()).copied().unwrap_or([(0, 0); 2])
     }
+    /// Adds `n` free slots handed out last first (a test of index
+    /// independence, [`super::PERTURB_ORDERS`]); counts in
+    /// [`Slab::capacity_used`].
+    pub fn scramble(&mut self, n: u32) {
+        let base = self.slots.len() as u32;
+        self.slots
+            .extend(std::iter::repeat_n(Packet::default(), n as usize));
+        self.free.extend((base..base + n).map(PktIdx));
+    }
     /// Packets currently alive.
     pub fn live(&self) -> u32 {
         self.live

@@ -707,6 +707,12 @@ const KNOWN_GAPS: &[(&str, Fidelity, &str, &str)] = &[
         "HPCC sends no CNPs, and the ACKs travel against the incast where no data queues: with one lane or four they wait behind nothing",
     ),
     (
+        "incast-roce-pfc-dcqcn.toml",
+        Fidelity::Packet,
+        "fabric.virtual_lanes",
+        "the CNPs and ACKs travel against the incast where no data queues, and PFC pauses only the senders' direction: with one lane or four they wait behind nothing",
+    ),
+    (
         "incast-roce-timely.toml",
         Fidelity::Packet,
         "fabric.virtual_lanes",

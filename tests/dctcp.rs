@@ -196,7 +196,8 @@ fn dctcp_cuts_at_most_once_per_round_trip_and_keeps_the_link_busy_without_drops(
 
 /// Unmet (issue 13), and not by a modelling error found: the analysis's
 /// premise does not hold in this run. Measured on this fabric, N = 2:
-/// amplitude 13.3 packets (analysis 11.1, ratio 1.19), period 1,241 µs
+/// amplitude 13.3 packets (analysis 11.1, ratio 1.19; 13.6 under issue 16's
+/// event order), period 1,241 µs (1,250)
 /// (analysis 555 µs, 2.24); N = 10: amplitude 34.6 (24.8, 1.39), period 807
 /// µs (248 µs, 3.25).
 ///

@@ -1565,6 +1565,7 @@ pub fn packet_config_used(
             Routing::Minimal | Routing::Valiant | Routing::Ugal | Routing::UgalG => PRouting::Ecmp,
         },
         window_bytes: p.window(),
+        window_bdp: p.window_bdp(),
         ack_every: p.ack_every(),
         rto: p.rto(),
         flowlet_gap: p.flowlet_gap(),

@@ -91,6 +91,25 @@ fn wrong_unit_names_the_accepted_units() {
 }
 
 #[test]
+fn a_window_that_is_neither_a_size_nor_bdp_names_both() {
+    // the window takes a size or "bdp" (IRN's BDP-FC); a packet-level
+    // fabric key, so the file must run at packet level
+    let text = with("seed = 7", "seed = 7").replace("fidelity = \"flow\"", "fidelity = \"packet\"");
+    assert!(config::parse(
+        "ok.toml",
+        &text.replace("[fabric]\n", "[fabric]\nwindow = \"bdp\"\n")
+    )
+    .is_ok());
+    let d = one(&text.replace("[fabric]\n", "[fabric]\nwindow = \"bdpp\"\n"));
+    assert_eq!(d.field, "fabric.window");
+    assert_eq!(d.found, "\"bdpp\"");
+    assert!(
+        d.expected.contains("\"bdp\"") && d.expected.contains("64KiB"),
+        "{d}"
+    );
+}
+
+#[test]
 fn negative_node_count_is_refused() {
     let d = one(&with("nodes = 4", "nodes = -4"));
     assert_eq!(d.field, "cluster.nodes");

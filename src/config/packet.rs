@@ -34,6 +34,8 @@ pub struct PacketSettings {
     pub(super) tcp_jitter: SimTime,
     /// Window per queue pair, bytes (0 = no limit).
     pub(super) window: u64,
+    /// `window = "bdp"`: IRN's BDP-FC instead of a size.
+    pub(super) window_bdp: bool,
     /// ACK coalescing.
     pub(super) ack_every: u32,
     /// Retransmission timeout.
@@ -149,6 +151,13 @@ impl PacketSettings {
     #[inline]
     pub fn window(&self) -> u64 {
         self.window
+    }
+
+    /// The window is IRN's BDP-FC, one bandwidth-delay product of the
+    /// longest path (`window = "bdp"`), instead of [`Self::window`].
+    #[inline]
+    pub fn window_bdp(&self) -> bool {
+        self.window_bdp
     }
 
     /// ACK coalescing.
@@ -389,12 +398,30 @@ impl Validator<'_> {
         } else {
             defaults::WINDOW
         };
-        let window = self.size(
-            "fabric.window",
-            f.window.as_ref(),
-            Some(&default_window.to_string()),
-            0,
-        );
+        // "bdp": IRN's BDP-FC, computed from the built fabric at run time
+        let window_bdp =
+            matches!(&f.window, Some(RawQuantity::Str(s)) if s.eq_ignore_ascii_case("bdp"));
+        let window = if window_bdp {
+            Some(0)
+        } else if let Some(RawQuantity::Str(s)) = f
+            .window
+            .as_ref()
+            .filter(|w| matches!(w, RawQuantity::Str(s) if parse_size(s).is_err()))
+        {
+            self.err(
+                "fabric.window",
+                format!("{s:?}"),
+                "a size such as \"64KiB\", 0 for no limit, or \"bdp\" (IRN's BDP-FC: one bandwidth-delay product of the longest path)",
+            );
+            None
+        } else {
+            self.size(
+                "fabric.window",
+                f.window.as_ref(),
+                Some(&default_window.to_string()),
+                0,
+            )
+        };
         let ack_every = self.count(
             "fabric.ack_every",
             f.ack_every,
@@ -688,6 +715,7 @@ impl Validator<'_> {
             tcp_packet_overhead: tcp_packet_overhead?,
             tcp_jitter: tcp_jitter?,
             window: window?,
+            window_bdp,
             ack_every: ack_every?,
             rto: rto?,
             flowlet_gap: flowlet_gap?,

@@ -139,6 +139,7 @@ pub use crate::mechanism::flow_control::{
     pfc_headroom_needed, FlowControl, PfcThreshold, PFC_FRAME_WIRE_BYTES,
 };
 pub use crate::mechanism::recovery::LossRecovery;
+pub use sim::bdp_window_pkts;
 pub use stats::PacketStats;
 
 /// Test hook (issue 16): while set, every packet run started afterwards
@@ -284,6 +285,11 @@ pub struct PacketConfig {
     /// receive window, so 0 means [`defaults::WINDOW`] (512 KiB ≈ 400 Gb/s ×
     /// 10 µs) there.
     pub window_bytes: u64,
+    /// The window is IRN's BDP-FC instead of `window_bytes`: one
+    /// bandwidth-delay product of the network's longest path
+    /// ([`bdp_window_pkts`]; Mittal et al., SIGCOMM 2018, §3.2). Default
+    /// false.
+    pub window_bdp: bool,
     /// The receiver ACKs every this many packets (and on a message's last).
     /// Default 4 (assumption: NICs coalesce ACKs; the ratio is not published).
     pub ack_every: u32,
@@ -460,6 +466,7 @@ impl Default for PacketConfig {
             routing: Routing::Ecmp,
             flowlet_gap: defaults::FLOWLET_GAP,
             window_bytes: defaults::RDMA_WINDOW,
+            window_bdp: false,
             ack_every: defaults::ACK_EVERY,
             rto: defaults::RTO,
             loss_recovery: LossRecovery::GoBackN,

@@ -18,7 +18,7 @@ use crate::backend::{
     LinkCounters, ProgressHook, ProgressTick, QpCounters, RunOutput, PROGRESS_EVERY,
 };
 use crate::dag::{Dag, DagRunner, TaskId, TaskKind};
-use crate::topology::{DragonflyRouting, LinkId, LinkKind, NodeKind, Topology};
+use crate::topology::{DragonflyRouting, GpuId, LinkId, LinkKind, NodeKind, Topology};
 use crate::units::SimTime;
 
 /// Everything a run touches.
@@ -306,6 +306,9 @@ impl<'a> Sim<'a> {
                     |t| t.0,
                 )
                 .max(1);
+        }
+        if cfg.window_bdp {
+            s.window_pkts = bdp_window_pkts(&s.topo, cfg);
         }
         s
     }
@@ -696,6 +699,50 @@ impl<'a> Sim<'a> {
         };
         (out, stats)
     }
+}
+
+/// IRN's BDP-FC (Mittal et al., SIGCOMM 2018, §3.2), the window of
+/// [`PacketConfig::window_bdp`], in packets: one bandwidth-delay product of
+/// the network's longest path, the line rate of that path's slowest link
+/// times its idle round trip (a full data packet out, its ACK back:
+/// propagation, forwarding and store-and-forward serialization at every
+/// hop), in packets of `mtu + header_bytes` on the wire, rounded up. The
+/// longest path is taken from GPU 0 to every GPU (ECMP choice 0), the
+/// longest of the symmetric fabrics, as HPCC's T is. At least one packet.
+pub fn bdp_window_pkts(topo: &Topology, cfg: &PacketConfig) -> u32 {
+    let mut path = Vec::new();
+    let one_way = |from: u32, to: u32, wire: u64, path: &mut Vec<LinkId>| {
+        if !topo.route(GpuId(from), GpuId(to), 0, path) {
+            return None;
+        }
+        let tx: u64 = path
+            .iter()
+            .map(|l| topo.links[l.0 as usize].rate.tx_time(wire).0)
+            .sum();
+        Some(topo.path_latency(path).0 + tx)
+    };
+    let data = (cfg.mtu + cfg.header_bytes) as u64;
+    let (mut rtt, mut bytes) = (0u64, 0u128);
+    for g in 1..topo.num_gpus() {
+        let Some(back) = one_way(g, 0, cfg.ack_bytes as u64, &mut path) else {
+            continue;
+        };
+        let Some(out) = one_way(0, g, data, &mut path) else {
+            continue;
+        };
+        if out + back <= rtt {
+            continue;
+        }
+        rtt = out + back;
+        // (`path` holds the data path now)
+        let rate = path
+            .iter()
+            .map(|l| topo.links[l.0 as usize].rate.0)
+            .min()
+            .unwrap_or(0);
+        bytes = rate as u128 * rtt as u128 / (8 * crate::units::PS_PER_S as u128);
+    }
+    bytes.div_ceil(data as u128).clamp(1, u32::MAX as u128 / 4) as u32
 }
 
 /// The per-queue-pair window in packets: the configured bytes, or for 0 (no

@@ -226,7 +226,7 @@ fn irn_without_pfc_is_not_slower_than_go_back_n_with_pfc() {
     // 16's, the same mix with another multiplier, a random order) spread
     // them: IRN 783.7, 730.6 and 750.4 µs, slower than PFC on 7 of 8
     // variants under issue 16's (628-956 µs; 9-17 timeouts per variant
-    // against 7-13). IRN's BDP-FC (`window_bdp`, 12 packets here, instead
+    // against 7-13). IRN's BDP-FC (`window_bdp`, one bandwidth-delay product, instead
     // of the 128 KiB window) does not change it: 767.0 µs. So the headline
     // is not a property of this incast; it wants the paper's loaded fabric,
     // where the luck of one port's ties averages out

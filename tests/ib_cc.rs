@@ -93,7 +93,7 @@ fn ib_cc_frees_the_victim_of_a_hot_spot_and_keeps_the_hot_spot_busy() {
     // throughput is ≥ 5× that without CC. The hot spot's link stays ≥ 90%
     // busy with CC (the bound; Gran et al. report the hot spot's
     // throughput kept with CC), ≥ 98% without (credits alone never idle it).
-    // Measured: victim 285.47 µs without CC, 23.91 µs with (ideal 23.40;
+    // Measured: victim 285.39 µs without CC, 23.93 µs with (ideal 23.40;
     // 11.9×); hot link busy 0.999 without, 0.957 with (0.943 while a paced
     // packet kept the gap of the CCTI in force when the previous one left).
     let without = run_text(&example(false));
@@ -129,7 +129,7 @@ fn a_victim_starting_inside_the_onset_burst_is_not_freed_and_the_test_above_can_
     // ~10 µs, before a BECN has made a round trip; IB CC throttles the
     // sources but cannot remove what is already queued. A victim starting at
     // 50 µs is therefore slowed with or without CC (measured: 284.2 µs of
-    // 23.4 ideal without, 98.4 µs with — CC shortens the tree's life but the
+    // 23.4 ideal without, 97.4 µs with — CC shortens the tree's life but the
     // victim still waits ≥ 2× its ideal): the bound of the test above is not
     // met by construction, it depends on the tree having drained.
     let text = example(true).replace("start = \"600us\"", "start = \"50us\"");

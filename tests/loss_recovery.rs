@@ -128,9 +128,9 @@ fn selective_repeat_resends_least_and_finishes_first_go_back_0_resends_most() {
     // lost retransmissions wait for RTO_high (IRN §3.1: a retransmission is
     // declared lost again only by a timeout) while go-back-N's next
     // out-of-order arrival NACKs it at once.
-    // Measured, lockstep: retransmitted packets 163 / 606 / 1,924, slowest
-    // flow 835 / 2,356 / 3,629 µs; the seven staggered starts, slowest
-    // flow: selective repeat 901-1,462 µs, go-back-N 1,105-2,356.
+    // Measured, lockstep: retransmitted packets 224 / 1,228 / 1,810, slowest
+    // flow 1,242 / 2,311 / 4,913 µs; the seven staggered starts, slowest
+    // flow: selective repeat 1,090-1,482 µs, go-back-N 1,682-2,365.
     let (t, _) = eight_to_one();
     let mut slowest = [0.0f64; 3];
     for (v, d) in eight_to_one_staggered(VARIANTS).iter().enumerate() {
@@ -167,9 +167,9 @@ fn selective_repeat_resends_exactly_the_lost_packets() {
     // Only a timeout can resend a packet still in flight (a duplicate at the
     // receiver), and it resends at most the window, 16 packets of 4 KiB. So
     // on every variant of the incast retransmissions = drops + duplicates,
-    // with duplicates ≤ 16 × timeouts. Measured: lockstep 163 = 163 + 0 (its
-    // 7 timeouts all fire with only lost packets outstanding); staggered
-    // 129-212 retransmissions with 3-9 duplicates over 7-13 timeouts.
+    // with duplicates ≤ 16 × timeouts. Measured: lockstep 224 = 224 + 0 (its
+    // 17 timeouts all fire with only lost packets outstanding); staggered
+    // 145-211 retransmissions with 3-7 duplicates over 9-14 timeouts.
     let (t, _) = eight_to_one();
     for (v, d) in eight_to_one_staggered(VARIANTS).iter().enumerate() {
         let (_, s) = run(
@@ -192,8 +192,8 @@ fn selective_repeat_resends_exactly_the_lost_packets() {
             "selective repeat keeps what arrives"
         );
         // go-back-N on the same incast discards what arrives beyond a gap,
-        // and so resends more (lockstep 606 against 163; staggered, 380
-        // against 212 at the closest)
+        // and so resends more (lockstep 1,228 against 224; staggered, 607
+        // against 166 at the closest)
         let (_, g) = run(d, &t, &roce(LossRecovery::GoBackN, 128 << 10, 64 << 10));
         assert!(
             g.data_out_of_order > 0 && g.retransmitted_packets > s.retransmitted_packets,
@@ -583,9 +583,9 @@ fn selective_repeat_recovers_sprayed_losses_by_time_where_go_back_0_collapses() 
     // receiver mostly held: 0.149 of the line rate, 96 timeouts, 5,748
     // duplicates; with RACK alone 0.748 (each loss stalled the window for
     // the RACK wait plus a round trip). Measured now, default 512 KiB
-    // window: selective repeat 0.847 (1 timeout, 10 duplicates), go-back-0
-    // 0.110 (77 timeouts); without loss 0.920 (no retransmission) and
-    // 0.914. Expected: the 0.8; no spurious retransmission without
+    // window: selective repeat 0.838 (1 timeout, 33 duplicates), go-back-0
+    // 0.125 (67 timeouts); without loss 0.915 (no retransmission) and
+    // 0.922. Expected: the 0.8; no spurious retransmission without
     // loss; at most a few timeouts; go-back-0 under half its loss-free
     // goodput; every run conserves packets (`run`).
     let (sr_clean, sc) = sprayed_permutation(LossRecovery::SelectiveRepeat, false);

@@ -24,8 +24,10 @@ use fabricsim::backend::packet::{
     self, CongestionControl, Ecn, EcnMarkAt, FlowControl, PacketConfig, Transport,
 };
 use fabricsim::dag::Dag;
-use fabricsim::topology::{build, ClusterSpec, FabricLinkSpec, GpuId, TopologySpec};
+use fabricsim::topology::GpuId;
 use fabricsim::units::{Rate, SimTime};
+
+mod common;
 
 /// 1500-byte packets on the wire: 1460 B of payload and 40 B of TCP/IP headers
 /// (the paper's setting counts packets of 1500 B).
@@ -42,25 +44,10 @@ struct Measured {
 }
 
 fn run(n: u32) -> Measured {
-    let cluster = ClusterSpec {
-        hosts: n + 1,
-        gpus_per_host: 1,
-        nics_per_host: 1,
-        nvlink_rate: Rate::gbps(3600),
-        nvlink_latency: SimTime::from_ns(10),
-        pcie_rate: Rate::gbps(512),
-        pcie_latency: SimTime::from_ns(10),
-    };
     // 4 link traversals per round trip (data 2, ACK 2) of 24.4 µs, two switch
     // pipelines of 100 ns and the data packet's two serializations of 1.2 µs:
     // RTT = 97.6 + 0.2 + 2.4 ≈ 100 µs with an empty queue.
-    let fabric = FabricLinkSpec {
-        link_rate: Rate::gbps(10),
-        link_latency: SimTime::from_ns(24_400),
-        switch_latency: SimTime::from_ns(100),
-        ..Default::default()
-    };
-    let topo = build(&cluster, &fabric, &TopologySpec::SingleSwitch).unwrap();
+    let topo = common::one_switch(n + 1, Rate::gbps(10), 24_400, 100);
     let mut d = Dag::new();
     d.begin_op("dctcp");
     // 40 ms of line rate in all: slow start is over after a few ms

@@ -16,9 +16,7 @@ mod common;
 use std::sync::atomic::Ordering;
 
 use fabricsim::backend::packet::PERTURB_ORDERS;
-use fabricsim::config::Fidelity;
 use fabricsim::report::Report;
-use fabricsim::run::RunOptions;
 
 /// The report as JSON without `sim` (wall time, events per second).
 fn json(r: &Report) -> serde_json::Value {
@@ -28,18 +26,7 @@ fn json(r: &Report) -> serde_json::Value {
 }
 
 fn run(example: &str) -> serde_json::Value {
-    let text = common::example(example);
-    json(&common::run_with(
-        example,
-        &text,
-        &RunOptions {
-            fidelity: Some(Fidelity::Packet),
-            collect_links: true,
-            detail: true,
-            flow_records: true,
-            ..RunOptions::default()
-        },
-    ))
+    json(&common::run_packet(example, &common::example(example)))
 }
 
 #[test]

@@ -19,8 +19,9 @@ use fabricsim::backend::packet::{bdp_window_pkts, PacketConfig};
 use fabricsim::config;
 use fabricsim::report::Report;
 use fabricsim::run::{run, RunOptions};
-use fabricsim::topology::{build, ClusterSpec, FabricLinkSpec, TopologySpec};
-use fabricsim::units::{Rate, SimTime};
+use fabricsim::units::Rate;
+
+mod common;
 
 /// The §4.1 fabric and mix under `recovery` (the `[fabric]` lines that
 /// differ), arrivals drawn from `seed`.
@@ -82,22 +83,7 @@ fn the_bdp_window_is_the_longest_paths_rate_times_its_idle_round_trip() {
     // serialization (4,174 + 64) × 8 × 2 × (1/512 + 1/100) ns = 810.5 ns:
     // 5,850.5 ns. One bandwidth-delay product at the slowest link, 100 Gb/s:
     // 73,131 B = 17.5 packets of 4,174 B, so 18.
-    let cluster = ClusterSpec {
-        hosts: 2,
-        gpus_per_host: 1,
-        nics_per_host: 1,
-        nvlink_rate: Rate::gbps(3600),
-        nvlink_latency: SimTime::from_ns(10),
-        pcie_rate: Rate::gbps(512),
-        pcie_latency: SimTime::from_ns(10),
-    };
-    let fabric = FabricLinkSpec {
-        link_rate: Rate::gbps(100),
-        link_latency: SimTime::from_ns(1_000),
-        switch_latency: SimTime::from_ns(500),
-        ..Default::default()
-    };
-    let topo = build(&cluster, &fabric, &TopologySpec::SingleSwitch).unwrap();
+    let topo = common::one_switch(2, Rate::gbps(100), 1_000, 500);
     let cfg = PacketConfig {
         mtu: 4096,
         header_bytes: 78,

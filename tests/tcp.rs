@@ -16,8 +16,10 @@ use fabricsim::backend::packet::{
     Transport,
 };
 use fabricsim::dag::{Dag, Dep};
-use fabricsim::topology::{build, ClusterSpec, FabricLinkSpec, GpuId, Topology, TopologySpec};
+use fabricsim::topology::{GpuId, Topology};
 use fabricsim::units::{Rate, SimTime};
+
+mod common;
 
 const PAYLOAD: u32 = 1460;
 const WIRE: u64 = 1500;
@@ -27,22 +29,7 @@ fn fabric(hosts: u32, gbps: u64) -> Topology {
 }
 
 fn fabric_at(hosts: u32, gbps: u64, latency_ns: u64) -> Topology {
-    let cluster = ClusterSpec {
-        hosts,
-        gpus_per_host: 1,
-        nics_per_host: 1,
-        nvlink_rate: Rate::gbps(3600),
-        nvlink_latency: SimTime::from_ns(10),
-        pcie_rate: Rate::gbps(512),
-        pcie_latency: SimTime::from_ns(10),
-    };
-    let fabric = FabricLinkSpec {
-        link_rate: Rate::gbps(gbps),
-        link_latency: SimTime::from_ns(latency_ns),
-        switch_latency: SimTime::from_ns(100),
-        ..Default::default()
-    };
-    build(&cluster, &fabric, &TopologySpec::SingleSwitch).unwrap()
+    common::one_switch(hosts, Rate::gbps(gbps), latency_ns, 100)
 }
 
 fn tcp_config(cc: CongestionControl, min_rto: SimTime, buffer: u64) -> PacketConfig {

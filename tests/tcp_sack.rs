@@ -9,10 +9,10 @@ use fabricsim::backend::packet::{
     Transport,
 };
 use fabricsim::dag::{Dag, Dep};
-use fabricsim::topology::{
-    build, ClusterSpec, FabricLinkSpec, GpuId, NicOverride, Topology, TopologySpec,
-};
+use fabricsim::topology::{GpuId, NicOverride, Topology};
 use fabricsim::units::{Rate, SimTime};
+
+mod common;
 
 const PAYLOAD: u32 = 1460;
 const NEWRENO: CongestionControl = CongestionControl::NewReno { initial_window: 10 };
@@ -24,23 +24,7 @@ fn fabric(hosts: u32, gbps: u64) -> Topology {
 
 /// [`fabric`] with some hosts' NICs at their own rate.
 fn fabric_with(hosts: u32, gbps: u64, nic_overrides: Vec<NicOverride>) -> Topology {
-    let cluster = ClusterSpec {
-        hosts,
-        gpus_per_host: 1,
-        nics_per_host: 1,
-        nvlink_rate: Rate::gbps(3600),
-        nvlink_latency: SimTime::from_ns(10),
-        pcie_rate: Rate::gbps(512),
-        pcie_latency: SimTime::from_ns(10),
-    };
-    let fabric = FabricLinkSpec {
-        link_rate: Rate::gbps(gbps),
-        link_latency: SimTime::from_ns(24_400),
-        switch_latency: SimTime::from_ns(100),
-        nic_overrides,
-        ..Default::default()
-    };
-    build(&cluster, &fabric, &TopologySpec::SingleSwitch).unwrap()
+    common::one_switch_with(hosts, Rate::gbps(gbps), 24_400, 100, nic_overrides)
 }
 
 /// TCP with `cc`, SACK on or off, a delayed-ACK timer (0 = off), Linux's

@@ -9,6 +9,44 @@ use std::path::{Path, PathBuf};
 use fabricsim::config::{self, Fidelity, Scenario};
 use fabricsim::report::Report;
 use fabricsim::run::{run, RunOptions};
+use fabricsim::topology::{
+    build, ClusterSpec, FabricLinkSpec, NicOverride, Topology, TopologySpec,
+};
+use fabricsim::units::{Rate, SimTime};
+
+/// `hosts` hosts of one GPU and one NIC on one switch: `rate` host links of
+/// `link_ns` ns, a switch pipeline of `switch_ns` ns, PCIe at 512 Gb/s and
+/// 10 ns (NVLink, unused with one GPU per host, at 3,600 Gb/s and 10 ns).
+pub fn one_switch(hosts: u32, rate: Rate, link_ns: u64, switch_ns: u64) -> Topology {
+    one_switch_with(hosts, rate, link_ns, switch_ns, Vec::new())
+}
+
+/// [`one_switch`] with some hosts' NICs at their own rate.
+pub fn one_switch_with(
+    hosts: u32,
+    rate: Rate,
+    link_ns: u64,
+    switch_ns: u64,
+    nic_overrides: Vec<NicOverride>,
+) -> Topology {
+    let cluster = ClusterSpec {
+        hosts,
+        gpus_per_host: 1,
+        nics_per_host: 1,
+        nvlink_rate: Rate::gbps(3600),
+        nvlink_latency: SimTime::from_ns(10),
+        pcie_rate: Rate::gbps(512),
+        pcie_latency: SimTime::from_ns(10),
+    };
+    let fabric = FabricLinkSpec {
+        link_rate: rate,
+        link_latency: SimTime::from_ns(link_ns),
+        switch_latency: SimTime::from_ns(switch_ns),
+        nic_overrides,
+        ..Default::default()
+    };
+    build(&cluster, &fabric, &TopologySpec::SingleSwitch).unwrap()
+}
 
 /// Path of a shipped example, `examples/<name>`.
 pub fn example_path(name: &str) -> PathBuf {

@@ -185,8 +185,10 @@ impl Event {
         }
     }
 
+    /// The event [`Event::encode`] packed (a packed event of
+    /// [`EventQueue::peek`]).
     #[inline]
-    fn decode(x: u64) -> Event {
+    pub(super) fn decode(x: u64) -> Event {
         let lo = (x >> 4) as u32;
         match x & 15 {
             0 => Event::TxDone { port: PortId(lo) },
@@ -233,6 +235,8 @@ const RANK_BITS: u32 = 7;
 /// Bits of the identity mix (46); every [`Event::identity`] is below 2^38.
 const MIX_BITS: u32 = TIE_BITS - RANK_BITS;
 const MIX_MASK: u64 = (1 << MIX_BITS) - 1;
+/// The tie key's bits in a wheel key.
+const TIE_MASK: u64 = (1 << TIE_BITS) - 1;
 /// Multiplier of the time into the hash that mixes identities (the second
 /// constant of SplitMix64's finalizer).
 const TIME_MUL: u64 = 0xBF58_476D_1CE4_E5B9;
@@ -353,6 +357,33 @@ impl EventQueue {
             "event scheduled in the past"
         );
         let tie = tie_key(time, self.now, ev.identity());
+        self.place(time, tie, ev);
+    }
+
+    /// Schedules `ev` at `time`, as pushed while an event at `sched` ps was
+    /// handled (its tie key's delay rank counts from `sched`, not from this
+    /// queue's last pop): how a partitioned run ([`super::window`]) delivers
+    /// an event that another partition scheduled, at a barrier, with the key
+    /// a one-queue run gives it. `time` may lie before the bucket the wheel
+    /// has turned to (never before the last popped time): the wheel turns
+    /// back.
+    pub fn push_from(&mut self, time: u64, sched: u64, ev: Event) {
+        debug_assert!(
+            time >= self.now && time >= sched,
+            "event scheduled in the past"
+        );
+        if time >> BUCKET_BITS < self.cur {
+            self.rewind(time >> BUCKET_BITS);
+        }
+        self.len += 1;
+        let tie = tie_key(time, sched, ev.identity());
+        self.place(time, tie, ev);
+    }
+
+    /// Files an event whose tie key is computed: into the wheel or the far heap.
+    #[inline(always)]
+    fn place(&mut self, time: u64, tie: u64, ev: Event) {
+        let b = time >> BUCKET_BITS;
         if b < self.cur + N_BUCKETS {
             if matches!(ev, Event::TaskDone { .. }) {
                 // (resolved where `push` is inlined: other kinds pay nothing)
@@ -415,6 +446,63 @@ impl EventQueue {
         from
     }
 
+    /// Turns the wheel back to absolute bucket `b` (before the current one):
+    /// a partitioned run's barrier delivers an event to a queue that has
+    /// already turned to its next pending event, beyond the delivered one
+    /// ([`EventQueue::push_from`]). The late pushes go back into the current
+    /// bucket (sorted again when the wheel reaches it), and the buckets
+    /// beyond the new horizon `b + N_BUCKETS` go to the far heap. Cold: at
+    /// most once per delivered event, never in a one-queue run.
+    #[cold]
+    #[inline(never)]
+    fn rewind(&mut self, b: u64) {
+        let ci = (self.cur & (N_BUCKETS - 1)) as usize;
+        if !self.late.is_empty() {
+            let late = std::mem::take(&mut self.late);
+            self.buckets[ci].extend(late.into_iter().map(|Reverse(s)| s));
+            // (a late TaskDone may need the pair order: a set bit only
+            // costs a pair sort)
+            self.task_done[ci / 64] |= 1 << (ci % 64);
+            self.occupied[ci / 64] |= 1 << (ci % 64);
+        }
+        self.cur_sorted = false;
+        // the wheel holds absolute buckets [cur, cur + N); after the turn
+        // back it holds [b, b + N): what lies at or beyond b + N moves out
+        let lo = self.cur.max(b + N_BUCKETS);
+        for x in lo..self.cur + N_BUCKETS {
+            let i = (x & (N_BUCKETS - 1)) as usize;
+            if self.occupied[i / 64] & 1 << (i % 64) == 0 {
+                continue;
+            }
+            for (key, ev) in std::mem::take(&mut self.buckets[i]) {
+                let t = x << BUCKET_BITS | key >> TIE_BITS;
+                self.far.push(Reverse((t, key & TIE_MASK, ev)));
+            }
+            self.occupied[i / 64] &= !(1 << (i % 64));
+            self.task_done[i / 64] &= !(1 << (i % 64));
+        }
+        self.cur = b;
+    }
+
+    /// The earliest pending event as (time, tie key, packed event), the
+    /// order of pops, without removing it; turns the wheel to it. Comparing
+    /// these triples orders the events of several queues as one queue would
+    /// ([`super::window`]).
+    pub fn peek(&mut self) -> Option<(u64, u64, u64)> {
+        let (_, (key, e)) = self.settle()?;
+        Some((self.cur << BUCKET_BITS | key >> TIE_BITS, key & TIE_MASK, e))
+    }
+
+    /// Removes and returns the earliest event if it is due before `end` ps.
+    #[inline]
+    pub fn pop_before(&mut self, end: u64) -> Option<(u64, Event)> {
+        let (_, (key, _)) = self.settle()?;
+        if self.cur << BUCKET_BITS | key >> TIE_BITS >= end {
+            return None;
+        }
+        self.pop()
+    }
+
     /// Removes and returns the earliest event.
     #[inline]
     pub fn pop(&mut self) -> Option<(u64, Event)> {
@@ -422,6 +510,28 @@ impl EventQueue {
             return None;
         }
         self.high = self.high.max(self.len);
+        let (from_late, _) = self.settle()?;
+        let (key, e) = if from_late {
+            self.late.pop().expect("late is not empty").0
+        } else {
+            self.buckets[(self.cur & (N_BUCKETS - 1)) as usize]
+                .pop()
+                .expect("bucket is not empty")
+        };
+        self.len -= 1;
+        let t = self.cur << BUCKET_BITS | key >> TIE_BITS;
+        self.now = t;
+        Some((t, Event::decode(e)))
+    }
+
+    /// Turns the wheel to the earliest pending event and sorts its bucket;
+    /// returns the front entry (and whether it is a late push), or `None`
+    /// when nothing is pending.
+    #[inline]
+    fn settle(&mut self) -> Option<(bool, Slot)> {
+        if self.len == 0 {
+            return None;
+        }
         loop {
             let slot = &mut self.buckets[(self.cur & (N_BUCKETS - 1)) as usize];
             if !slot.is_empty() || !self.late.is_empty() {
@@ -445,18 +555,7 @@ impl EventQueue {
                     }
                     self.cur_sorted = true;
                 }
-                let (from_late, _) = self.front().expect("bucket or late not empty");
-                let (key, e) = if from_late {
-                    self.late.pop().expect("late is not empty").0
-                } else {
-                    self.buckets[(self.cur & (N_BUCKETS - 1)) as usize]
-                        .pop()
-                        .expect("bucket is not empty")
-                };
-                self.len -= 1;
-                let t = self.cur << BUCKET_BITS | key >> TIE_BITS;
-                self.now = t;
-                return Some((t, Event::decode(e)));
+                return self.front();
             }
             // the bucket is left empty
             let i = (self.cur & (N_BUCKETS - 1)) as usize;
@@ -509,6 +608,11 @@ impl EventQueue {
             (None, Some(&Reverse(b))) => Some((true, b)),
             (None, None) => None,
         }
+    }
+
+    /// Time of the last popped event, ps.
+    pub fn now(&self) -> u64 {
+        self.now
     }
 
     /// Most events ever pending at once.

@@ -129,6 +129,7 @@ mod sim;
 pub mod slab;
 pub mod stats;
 pub mod switch;
+mod window;
 
 pub use crate::mechanism::cc::{
     CongestionControl, DcqcnParams, DcqcnProfile, Ecn, EcnMarkAt, HpccParams, IbCcParams, MinRtt,
@@ -152,6 +153,23 @@ pub use stats::PacketStats;
 #[doc(hidden)]
 pub static PERTURB_ORDERS: std::sync::atomic::AtomicBool =
     std::sync::atomic::AtomicBool::new(false);
+
+/// Test hook (issue 16, M2a): 0 (the default) runs the one-queue loop; P ≥ 1
+/// runs every packet run started afterwards in P partitions
+/// ([`crate::topology::partition::partition`]) on this thread, by
+/// conservative windows with an event queue per partition (docs/parallel-engine.md):
+/// results identical to the one-queue loop, or a [`PacketError::Partition`]
+/// before the run. Read once per run. The user-facing setting comes with
+/// threads (M2b).
+#[doc(hidden)]
+pub static PARTITIONS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Test hook (issue 16, M2a): partitioned runs ([`PARTITIONS`]) add the
+/// events their windows let through out of order (a cross-partition event
+/// due before the window's `T + L`, a queue pair created out of the
+/// one-queue order) here; the identity tests require 0.
+#[doc(hidden)]
+pub static WINDOW_VIOLATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 // the internals (switch.rs) name the one link-event type through this module
 pub use crate::backend::{LinkEvent, LinkEventKind};
 
@@ -874,6 +892,18 @@ pub enum PacketError {
         /// All tasks.
         total: usize,
     },
+    /// The run was asked for in more than one partition (the doc-hidden
+    /// [`PARTITIONS`] hook, issue 16) and cannot be split: the fabric does
+    /// not partition, or something would cross partitions with no latency
+    /// (a credit-controlled cut link, UGAL-G, a DAG edge between
+    /// partitions). One partition runs it.
+    #[error("packet run in {parts} partitions: {message}")]
+    Partition {
+        /// Partitions asked for.
+        parts: u32,
+        /// What crosses, where, and why it cannot.
+        message: String,
+    },
 }
 
 /// `link 3 (node 1 -> node 2) => …`, or `(none found)`.
@@ -1035,7 +1065,39 @@ fn simulate(
     {
         return Err(sim::net_transfer_unsupported().into());
     }
+    let parts = PARTITIONS.load(std::sync::atomic::Ordering::Relaxed);
+    let partitioning = if parts > 0 {
+        Some(partitioned(dag, topo, parts)?)
+    } else {
+        None
+    };
     let mut s = sim::Sim::new(dag, topo, cfg);
+    if let Some(part) = &partitioning {
+        if parts > 1 {
+            // a credit-controlled cut link: the receiver puts credits into
+            // the sender's FIFO and reads whether it is starved, at once
+            if let Some(&l) = part
+                .cut
+                .iter()
+                .find(|&&l| s.ports[ids::PortId::from(l)].fc == flow_control::LinkLaw::Credit)
+            {
+                let link = &topo.links[l.0 as usize];
+                return Err(PacketError::Partition {
+                    parts,
+                    message: format!(
+                        "link {} (node {} -> node {}) joins partitions {} and {} and is credit-controlled: its receiver returns credits into the sender's FIFO and reads the sender's credit stall at zero delay (and UGAL-L's per-class occupancy rides on them); credit returns are not yet messages (issue 16, M2b)",
+                        l.0,
+                        link.from.0,
+                        link.to.0,
+                        part.of(link.from),
+                        part.of(link.to)
+                    ),
+                }
+                .into());
+            }
+        }
+        s.q.parts = Some(Box::new(window::Parts::new(topo, part)));
+    }
     if let Some(p) = progress {
         s.progress = Some(p.clone());
         s.next_progress = PROGRESS_EVERY;
@@ -1044,7 +1106,11 @@ fn simulate(
         s.timeline = Some(Box::new(Timeline::new(topo.links.len(), t.horizon)));
         s.timeline_links = t.links;
     }
-    match s.run() {
+    let result = s.run();
+    if let Some(p) = &s.q.parts {
+        WINDOW_VIOLATIONS.fetch_add(p.violations, std::sync::atomic::Ordering::Relaxed);
+    }
+    match result {
         Ok(()) => Ok(s.finish()),
         // A deadlock is a finding: it keeps the counters of what led to it.
         Err(e @ (PacketError::PfcDeadlock { .. } | PacketError::Deadlock { .. })) => {
@@ -1057,6 +1123,45 @@ fn simulate(
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// The partitioning of a run asked for in `parts` partitions, or why it
+/// cannot be split (checks that need no simulation state: the fabric,
+/// UGAL-G, the DAG's edges).
+fn partitioned(
+    dag: &Dag,
+    topo: &Topology,
+    parts: u32,
+) -> Result<crate::topology::partition::Partitioning, PacketError> {
+    let refuse = |message: String| PacketError::Partition { parts, message };
+    let part =
+        crate::topology::partition::partition(topo, parts).map_err(|e| refuse(e.to_string()))?;
+    if parts == 1 {
+        return Ok(part);
+    }
+    if topo.dragonfly_routing() == crate::topology::DragonflyRouting::UgalG {
+        return Err(refuse(
+            "dragonfly routing UGAL-G reads the queues along whole remote paths at zero delay (an oracle with global knowledge); use UGAL-L or one partition".into(),
+        ));
+    }
+    if let Some(c) = crate::backend::partition::first_crossing(dag, topo, &part) {
+        let what = |t: crate::dag::TaskId| {
+            let task = dag.task(t.0 as usize);
+            let label = dag
+                .ops
+                .get(task.op as usize)
+                .map_or("", |o| o.label.as_str());
+            format!("task {} ({:?}, op `{label}`)", t.0, dag.kind(t.0 as usize))
+        };
+        return Err(refuse(format!(
+            "{} waits on {}: met in partition {}, released in partition {} at zero delay (a DAG edge between partitions cannot be delivered within a window; docs/parallel-engine.md)",
+            what(c.task),
+            what(c.dep),
+            c.from,
+            c.to
+        )));
+    }
+    Ok(part)
 }
 
 #[cfg(test)]

@@ -512,6 +512,9 @@ impl Sim<'_> {
             self.flowlets.add_qp();
         }
         self.qps.index.insert((src, dst, qpair, lane), qpi);
+        if let Some(p) = &mut self.q.parts {
+            p.add_qp(qpi, src, dst);
+        }
         Ok(qpi)
     }
 

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use super::classes::ClassSched;
-use super::engine::{Event, EventQueue};
+use super::engine::Event;
 use super::flow_control::pfc::kind as pfc_kind;
 use super::flow_control::{Credits, LinkLaw, PfcState, SharedBuffers};
 use super::ids::{IdVec, PortId};
@@ -12,6 +12,7 @@ use super::nic::QueuePairs;
 use super::slab::{prefetch, Slab, NONE};
 use super::stats::{Counters, PacketStats, Sampler};
 use super::switch::{Flowlets, Port, Ports, RouteCache, NEVER};
+use super::window::{skippable, Parts, Queues};
 use super::{CongestionControl, FlowControl, PacketConfig, PacketError, Routing};
 use crate::backend::timeline::Timeline;
 use crate::backend::{
@@ -28,7 +29,8 @@ pub(super) struct Sim<'a> {
     /// Own copy: link faults change its routes.
     pub topo: Topology,
     pub now: u64,
-    pub q: EventQueue,
+    /// The event queue, or a partitioned run's queues ([`super::window`]).
+    pub q: Queues,
     /// Per node: the state of its random stream (SplitMix64: Steele, Lea and
     /// Flood, OOPSLA 2014), seeded from the run's seed and the node id. A
     /// node's draws never depend on another node's, so a partitioned run
@@ -210,7 +212,7 @@ impl<'a> Sim<'a> {
             cfg,
             topo: topo.clone(),
             now: 0,
-            q: EventQueue::default(),
+            q: Queues::default(),
             rng: (0..topo.nodes.len() as u64)
                 .map(|n| crate::topology::mix64(cfg.seed ^ crate::topology::mix64(n)))
                 .collect(),
@@ -315,25 +317,12 @@ impl<'a> Sim<'a> {
 
     /// Executes the DAG until every task is done and every packet has drained.
     pub fn run(&mut self) -> Result<(), PacketError> {
-        let mut first: Vec<(u64, Event)> = (self.cfg.link_events.iter().enumerate())
-            .map(|(i, e)| (e.at.0, Event::Link { index: i as u32 }))
-            .collect();
-        if self.cfg.sample_interval.0 > 0 {
-            first.push((0, Event::Sample));
+        if self.q.parts.is_some() {
+            return self.run_windowed();
         }
-        if self.perturb {
-            first.reverse();
-            self.pkts.scramble(4096);
-        }
-        for (t, e) in first {
-            self.q.push(t, e);
-        }
-        let mut ready = std::mem::take(&mut self.ready);
-        self.runner.start(&mut ready);
-        self.ready = ready;
-        self.start_ready()?;
+        self.start()?;
         let limit = self.cfg.time_limit.0;
-        while let Some((t, ev)) = self.q.pop() {
+        while let Some((t, ev)) = self.q.main.pop() {
             debug_assert!(t >= self.now, "time went backwards");
             if matches!(
                 ev,
@@ -364,37 +353,14 @@ impl<'a> Sim<'a> {
                 });
             }
             if t > self.watchdog_at && self.pkts.live() > 0 {
-                // the ports' laws, not the configuration, say whether a
-                // pause can exist (one rule: the law a port was given at
-                // build); this branch runs once, when the run stalls
-                if self.ports.iter().any(|p| p.fc.can_pause()) && self.pfc.any_paused(self.now) {
-                    return Err(PacketError::PfcDeadlock {
-                        at: SimTime(t),
-                        since: SimTime(self.last_tx),
-                        cycle: self.pfc_cycle(),
-                        // `run_detailed` fills these from `finish()`, which
-                        // consumes the simulation.
-                        fabric: Box::default(),
-                        links: Vec::new(),
-                        events: self.events,
-                    });
-                }
-                return Err(PacketError::Deadlock {
-                    at: SimTime(t),
-                    since: SimTime(self.last_tx),
-                    packets: self.pkts.live() as u64,
-                    cycle: self.wait_cycle(|p| self.ports[PortId(p as u32)].stall_since != NEVER),
-                    fabric: Box::default(),
-                    links: Vec::new(),
-                    events: self.events,
-                });
+                return Err(self.deadlock(t));
             }
             self.now = t;
             self.events += 1;
             if self.events >= self.next_progress {
                 self.tick_progress();
             }
-            if let Some(next) = self.q.peek_hint() {
+            if let Some(next) = self.q.main.peek_hint() {
                 self.prefetch_for(next);
             }
 
@@ -423,6 +389,179 @@ impl<'a> Sim<'a> {
             });
         }
         Ok(())
+    }
+
+    /// The run's first pushes (link events, the first sample) and the
+    /// tasks ready at time 0.
+    fn start(&mut self) -> Result<(), PacketError> {
+        let mut first: Vec<(u64, Event)> = (self.cfg.link_events.iter().enumerate())
+            .map(|(i, e)| (e.at.0, Event::Link { index: i as u32 }))
+            .collect();
+        if self.cfg.sample_interval.0 > 0 {
+            first.push((0, Event::Sample));
+        }
+        if self.perturb {
+            first.reverse();
+            self.pkts.scramble(4096);
+        }
+        for (t, e) in first {
+            self.q.push(t, e);
+        }
+        let mut ready = std::mem::take(&mut self.ready);
+        self.runner.start(&mut ready);
+        self.ready = ready;
+        self.start_ready()
+    }
+
+    /// The partitioned run's queues ([`Sim::run_windowed`] only).
+    fn parts(&mut self) -> &mut Parts {
+        self.q
+            .parts
+            .as_deref_mut()
+            .expect("a partitioned run has its queues")
+    }
+
+    /// [`Sim::run`] in P partitions on this thread, by conservative windows
+    /// ([`super::window`]): the same events in the same order per partition,
+    /// so the same results as the one-queue loop.
+    fn run_windowed(&mut self) -> Result<(), PacketError> {
+        self.start()?;
+        let limit = self.cfg.time_limit.0;
+        let n = self.parts().n;
+        // the latest event handled: the one-queue loop's clock at its end
+        let mut last = 0u64;
+        loop {
+            let p = self.parts();
+            p.barrier();
+            let Some(((t, tie, enc), who)) = p.first() else {
+                break;
+            };
+            let global = p.qs[n].peek().map_or(u64::MAX, |h| h.0);
+            let end = t
+                .saturating_add(p.lookahead)
+                .min(global)
+                .min(limit.saturating_add(1))
+                .min(self.watchdog_at.saturating_add(1));
+            if end <= t || (n > 1 && skippable(Event::decode(enc))) {
+                // alone, as the one-queue loop: nothing else is due before it
+                self.now = last;
+                let p = self.parts();
+                p.steps += 1;
+                p.cur = who;
+                p.now = t;
+                p.tag = (t, tie, enc);
+                let (_, ev) = p.qs[who].pop().expect("the first event is pending");
+                if skippable(ev) && self.runner.finished() && self.pkts.live() == 0 {
+                    continue;
+                }
+                if t > limit {
+                    return Err(PacketError::TimeLimit {
+                        at: self.cfg.time_limit,
+                        done: self.runner.completed(),
+                        total: self.dag.len(),
+                    });
+                }
+                if t > self.watchdog_at && self.pkts.live() > 0 {
+                    return Err(self.deadlock(t));
+                }
+                last = t;
+                self.handle(t, ev)?;
+                continue;
+            }
+            let p = self.parts();
+            p.windows += 1;
+            p.stepping = false;
+            p.bound = t.saturating_add(p.lookahead);
+            p.end = end;
+            for part in 0..n {
+                loop {
+                    let p = self.parts();
+                    let Some((t, tie, enc)) = p.qs[part].peek() else {
+                        break;
+                    };
+                    if t >= end || (n > 1 && skippable(Event::decode(enc))) {
+                        break;
+                    }
+                    p.cur = part;
+                    p.now = t;
+                    p.tag = (t, tie, enc);
+                    let (_, ev) = p.qs[part].pop().expect("peeked");
+                    if skippable(ev) && self.runner.finished() && self.pkts.live() == 0 {
+                        // (one partition: the one-queue order)
+                        continue;
+                    }
+                    last = last.max(t);
+                    self.handle(t, ev)?;
+                }
+            }
+            self.parts().stepping = true;
+        }
+        self.now = last;
+        if !self.runner.finished() {
+            return Err(PacketError::Stalled {
+                at: SimTime(self.now),
+                done: self.runner.completed(),
+                total: self.dag.len(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Handles event `ev` at `t` and starts what it made ready (the body of
+    /// the windowed loop; the one-queue loop has its own copy, inlined).
+    fn handle(&mut self, t: u64, ev: Event) -> Result<(), PacketError> {
+        self.now = t;
+        self.events += 1;
+        if self.events >= self.next_progress {
+            self.tick_progress();
+        }
+        match ev {
+            Event::TxDone { port } => self.on_tx_done(port),
+            Event::Arrive { pkt, link } => self.on_arrive(pkt, link),
+            Event::Credit { link, .. } => self.on_credit(link),
+            Event::QpWake { qp } => self.on_qp_wake(qp),
+            Event::Rto { qp } => self.on_rto(qp),
+            Event::TaskDone { task, .. } => self.task_done(task),
+            Event::Link { index } => self.on_link_event(index as usize),
+            Event::Sample => self.on_sample(),
+            Event::CcTimer { qp } => self.on_cc_timer(qp),
+            Event::DelAck { qp } => self.on_delayed_ack(qp),
+            Event::Pfc { link, vl, kind } => self.on_pfc(link, vl, kind),
+        }
+        if !self.ready.is_empty() {
+            self.start_ready()?;
+        }
+        Ok(())
+    }
+
+    /// The deadlock found when nothing was transmitted for the deadlock
+    /// timeout before `t` with packets alive: PFC's or credits'.
+    #[cold]
+    fn deadlock(&self, t: u64) -> PacketError {
+        // the ports' laws, not the configuration, say whether a
+        // pause can exist (one rule: the law a port was given at
+        // build); this runs once, when the run stalls
+        if self.ports.iter().any(|p| p.fc.can_pause()) && self.pfc.any_paused(self.now) {
+            return PacketError::PfcDeadlock {
+                at: SimTime(t),
+                since: SimTime(self.last_tx),
+                cycle: self.pfc_cycle(),
+                // `run_detailed` fills these from `finish()`, which
+                // consumes the simulation.
+                fabric: Box::default(),
+                links: Vec::new(),
+                events: self.events,
+            };
+        }
+        PacketError::Deadlock {
+            at: SimTime(t),
+            since: SimTime(self.last_tx),
+            packets: self.pkts.live() as u64,
+            cycle: self.wait_cycle(|p| self.ports[PortId(p as u32)].stall_since != NEVER),
+            fabric: Box::default(),
+            links: Vec::new(),
+            events: self.events,
+        }
     }
 
     /// Calls the progress observer; out of line so the main loop stays small.

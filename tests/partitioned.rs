@@ -102,3 +102,104 @@ fn packet_examples_give_one_report_at_one_two_and_four_partitions() {
     }
     println!("{identical} identical runs");
 }
+
+/// An all-reduce over 8 hosts × 2 GPUs of a RoCE (PFC) leaf-spine whose
+/// network links (50 ns, switches forwarding in no time) are the fabric's
+/// fastest: NVLink and PCIe take 400 ns, so every cut link is a
+/// minimum-latency link and the windows are as narrow as the fabric allows.
+fn allreduce(algorithm: &str, extra: &str) -> String {
+    format!(
+        r#"
+name = "all-reduce {algorithm}, 8 x 2 GPUs, leaf-spine RoCE"
+[cluster]
+nodes = 8
+gpus_per_node = 2
+nics_per_node = 2
+nvlink_bandwidth = "450GB/s"
+nvlink_latency = "400ns"
+pcie_latency = "400ns"
+[topology]
+kind = "leaf_spine"
+radix = 8
+[fabric]
+kind = "roce"
+link_rate = "100Gbps"
+mtu = "4KiB"
+link_latency = "50ns"
+switch_latency = "0ns"
+buffer = "256KiB"
+pfc = true
+[workload]
+kind = "collective"
+op = "allreduce"
+algorithm = "{algorithm}"
+sizes = ["192KiB"]
+{extra}
+[simulation]
+fidelity = "packet"
+"#
+    )
+}
+
+#[test]
+fn collectives_with_local_edges_on_minimum_latency_cuts_give_one_report() {
+    // Ring and tree steps are local (the rank that receives sends next):
+    // releases inside windows, queue pairs created inside windows (a tree
+    // parent's pair once its children have sent).
+    let _lock = HOOKS.lock().unwrap_or_else(|e| e.into_inner());
+    for algorithm in ["ring", "tree"] {
+        let text = allreduce(algorithm, "");
+        let file = format!("allreduce-{algorithm}.toml");
+        let plain = run(&file, &text, 0).unwrap_or_else(|e| panic!("{file}: {e}"));
+        for parts in [1, 2, 4] {
+            let r = run(&file, &text, parts).unwrap_or_else(|e| panic!("{file} in {parts}: {e}"));
+            assert!(
+                r == plain,
+                "{file} in {parts} partitions: the report changed"
+            );
+        }
+    }
+}
+
+#[test]
+fn what_crosses_partitions_at_zero_delay_is_refused_with_its_place() {
+    let _lock = HOOKS.lock().unwrap_or_else(|e| e.into_inner());
+    let refused = |file: &str, text: &str, parts: u32| {
+        let e = run(file, text, parts).expect_err(file);
+        assert!(
+            e.contains(&format!("packet run in {parts} partitions")),
+            "{e}"
+        );
+        e
+    };
+    // credits on a cut link: the sender's FIFO and stall, at zero delay
+    let ib = common::example("incast-infiniband.toml");
+    let e = refused("incast-infiniband.toml", &ib, 2);
+    assert!(
+        e.contains("credit-controlled") && e.contains("link "),
+        "{e}"
+    );
+    // UGAL-G reads remote queues
+    let df = common::example("pfc-deadlock-dragonfly.toml")
+        .replace("pfc = true", "pfc = false")
+        .replace("cc = \"none\"", "cc = \"none\"\nrouting = \"ugal_g\"");
+    let e = refused("ugal-g.toml", &df, 2);
+    assert!(e.contains("UGAL-G"), "{e}");
+    // a hierarchical all-reduce over a rail tree: its gate marker joins
+    // every host's intra-host phase and releases the inter-host one
+    let h = allreduce("hierarchical", "inter_host = \"tree\"");
+    let e = refused("hierarchical.toml", &h, 2);
+    assert!(
+        e.contains("Marker") && e.contains("waits on task") && e.contains("at zero delay"),
+        "{e}"
+    );
+    if let Err(e) = run("hierarchical.toml", &h, 1) {
+        panic!("one partition runs it: {e}");
+    }
+    // more partitions than hosts
+    let e = refused("hierarchical.toml", &h, 16);
+    assert!(
+        e.contains("16 partitions asked for but the fabric has 8 hosts"),
+        "{e}"
+    );
+}

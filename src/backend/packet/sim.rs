@@ -474,12 +474,13 @@ impl<'a> Sim<'a> {
             p.bound = t.saturating_add(p.lookahead);
             p.end = end;
             for part in 0..n {
+                self.parts().stop = u64::MAX;
                 loop {
                     let p = self.parts();
                     let Some((t, tie, enc)) = p.qs[part].peek() else {
                         break;
                     };
-                    if t >= end || (n > 1 && skippable(Event::decode(enc))) {
+                    if t >= end.min(p.stop) || (n > 1 && skippable(Event::decode(enc))) {
                         break;
                     }
                     p.cur = part;
@@ -782,6 +783,11 @@ impl<'a> Sim<'a> {
         stats.packets_alive_at_end = self.pkts.live() as u64;
         stats.slab_high_water = self.pkts.capacity_used() as u64;
         stats.event_queue_high_water = self.q.high_water() as u64;
+        if let Some(p) = &self.q.parts {
+            stats.partition_windows = p.windows;
+            stats.partition_steps = p.steps;
+            stats.partition_crossings = p.crossings;
+        }
         let credit_ports = self
             .ports
             .iter_ids()
@@ -818,18 +824,28 @@ impl<'a> Sim<'a> {
             transfer_ideal: ideal,
             fabric,
             links,
-            queue_pairs: self
-                .qps
-                .iter()
-                .map(|q| QpCounters {
-                    src: q.src,
-                    dst: q.dst,
-                    messages: q.msgs.len() as u64,
-                    bytes: q.bytes_posted,
-                    retransmitted_packets: q.retransmitted,
-                    timeouts: q.timeouts,
-                })
-                .collect(),
+            queue_pairs: {
+                let mut pairs: Vec<QpCounters> = self
+                    .qps
+                    .iter()
+                    .map(|q| QpCounters {
+                        src: q.src,
+                        dst: q.dst,
+                        messages: q.msgs.len() as u64,
+                        bytes: q.bytes_posted,
+                        retransmitted_packets: q.retransmitted,
+                        timeouts: q.timeouts,
+                    })
+                    .collect();
+                if let Some(p) = &self.q.parts {
+                    // in the one-queue run's creation order
+                    let mut by_gid: Vec<(u32, QpCounters)> =
+                        p.gid.iter().copied().zip(pairs).collect();
+                    by_gid.sort_unstable_by_key(|&(g, _)| g);
+                    pairs = by_gid.into_iter().map(|(_, q)| q).collect();
+                }
+                pairs
+            },
             series,
             events: self.events,
             link_timeline,

@@ -80,8 +80,17 @@ pub struct PacketStats {
     pub packets_alive_at_end: u64,
     /// Most packets alive at once (slab size).
     pub slab_high_water: u64,
-    /// Capacity the event queue grew to (≥ most events pending at once).
+    /// Capacity the event queue grew to (≥ most events pending at once;
+    /// partitioned: the sum over the queues).
     pub event_queue_high_water: u64,
+    /// A partitioned run ([`super::PARTITIONS`]): windows run (0 otherwise).
+    pub partition_windows: u64,
+    /// A partitioned run: events handled alone, outside windows (global
+    /// events; with more than one partition also the queue pairs' timers).
+    pub partition_steps: u64,
+    /// A partitioned run: events one partition scheduled for another (or
+    /// for the global queue) inside a window, delivered at its barrier.
+    pub partition_crossings: u64,
     /// ECN: data packets marked Congestion Experienced.
     pub ecn_marks: u64,
     /// DCQCN: CNPs sent by receivers (also counted in `ctrl_sent`).

@@ -22,6 +22,12 @@
 //! machine falls on all of them alike; the ratio is of medians of events per
 //! CPU-second of the bench thread. `cargo bench --bench packet -- laws`.
 //!
+//! The `windows` table (issue 16, M2a) runs the htsim incast and 128-host
+//! permutation with the one-queue loop and in 1 and 2 partitions on this
+//! thread (`packet::PARTITIONS`, conservative windows), alternately, one run
+//! of each per round, and prints events per CPU-second and the ratio to the
+//! one-queue loop. `cargo bench --bench packet -- windows`.
+//!
 //! The `htsim` cases are the scenarios of the side-by-side comparison with
 //! Broadcom's csg-htsim (issue 16): RoCE with PFC (XOFF 60,000 B, XON 48,000 B),
 //! no ECN or congestion control, 100 Gb/s links of 1 µs, MTU 4000 B + 64 B of
@@ -300,6 +306,7 @@ fn main() {
     .unwrap();
     bench("incast 8:1, 1 MiB, lossy SR + trimming", &inc8, &ss, &trim);
     htsim_cases();
+    windows();
     laws();
     // Memory of the hot records: a packet lives in the slab as one of these while
     // in flight; a queue pair per communicating (source, destination) GPU pair.
@@ -377,6 +384,106 @@ fn htsim_cases() {
         &k16,
         &cfg,
     );
+}
+
+/// The htsim scenarios' configuration and fabric (module doc).
+fn htsim_setup(k: u32) -> (Topology, PacketConfig) {
+    let f = FabricLinkSpec {
+        link_rate: Rate::gbps(100),
+        link_latency: SimTime::from_us(1),
+        switch_latency: SimTime::ZERO,
+        ..Default::default()
+    };
+    let topo = topo_with(k * k * k / 4, TopologySpec::FatTree { k }, &f);
+    let cfg = PacketConfig {
+        mtu: 4000,
+        header_bytes: 64,
+        ack_bytes: 64,
+        port_buffer_bytes: 100_000,
+        flow_control: fabricsim::backend::packet::FlowControl::Pfc {
+            xoff: 60_000,
+            xon: 48_000,
+            headroom: 40_000,
+        },
+        ..PacketConfig::default()
+    };
+    (topo, cfg)
+}
+
+/// The `windows` table (module doc): the one-queue loop against the
+/// windowed loop in 1 and 2 partitions, alternately.
+fn windows() {
+    if let Some(word) = std::env::args().skip(1).find(|a| !a.starts_with("--")) {
+        if !"windows".contains(word.as_str()) {
+            return;
+        }
+    }
+    use std::sync::atomic::Ordering;
+    let (k8, cfg) = htsim_setup(8);
+    let incast = generate(
+        &TrafficSpec::Incast {
+            senders: 127,
+            receiver: GpuId(0),
+            bytes: 2_000_000,
+        },
+        &k8,
+    )
+    .unwrap();
+    let perm = generate(
+        &TrafficSpec::Permutation {
+            bytes: 2_000_000,
+            per_host: true,
+            seed: 1,
+        },
+        &k8,
+    )
+    .unwrap();
+    let runs: usize = std::env::var("FABRICSIM_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
+    for (name, dag) in [("incast 127->1", &incast), ("permutation 128", &perm)] {
+        // FABRICSIM_WINDOWS_P=1 runs one row (callgrind: one run of one P)
+        let parts: Vec<u32> = match std::env::var("FABRICSIM_WINDOWS_P") {
+            Ok(p) => vec![p.parse().expect("FABRICSIM_WINDOWS_P is a partition count")],
+            Err(_) => vec![0, 1, 2],
+        };
+        let mut rates = vec![Vec::new(); parts.len()];
+        let mut info = vec![(0, 0, 0, 0); parts.len()];
+        for _ in 0..runs.max(1) {
+            for (i, &p) in parts.iter().enumerate() {
+                packet::PARTITIONS.store(p, Ordering::Relaxed);
+                let c0 = cpu_ns();
+                let (out, st) = packet::run_detailed(dag, &k8, &cfg).expect("bench run completes");
+                if let (Some(a), Some(b)) = (c0, cpu_ns()) {
+                    rates[i].push(out.events as f64 / ((b - a) as f64 * 1e-9) / 1e6);
+                }
+                info[i] = (
+                    out.events,
+                    st.partition_windows,
+                    st.partition_steps,
+                    st.partition_crossings,
+                );
+                packet::PARTITIONS.store(0, Ordering::Relaxed);
+            }
+        }
+        let med = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+        };
+        let base = med(&mut rates[0].clone());
+        for (i, &p) in parts.iter().enumerate() {
+            let m = med(&mut rates[i]);
+            let (ev, w, st, cr) = info[i];
+            println!(
+                "windows {name:<16} P = {p} ({}) {ev:>9} events  median {m:6.2} M events per CPU-second (min {:.2}, max {:.2}), {:.3} of one queue; {w} windows, {st} steps, {cr} crossings",
+                if p == 0 { "one queue" } else { "windowed " },
+                rates[i].first().copied().unwrap_or(f64::NAN),
+                rates[i].last().copied().unwrap_or(f64::NAN),
+                m / base
+            );
+        }
+    }
 }
 
 /// One case of the `laws` table: a name, the `none` case it is compared

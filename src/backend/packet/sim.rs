@@ -473,7 +473,30 @@ impl<'a> Sim<'a> {
             p.stepping = false;
             p.bound = t.saturating_add(p.lookahead);
             p.end = end;
-            for part in 0..n {
+            // the latest transmission over the partitions (each sets
+            // `last_tx` to its own, in its time order)
+            let tx_before = self.last_tx;
+            let mut tx_max = tx_before;
+            if n == 1 {
+                // one partition: its events in one-queue order, no tags
+                // (queue pairs get their ids at creation)
+                self.parts().cur = 0;
+                loop {
+                    let p = self.parts();
+                    let Some((t, ev)) = p.qs[0].pop_before(end) else {
+                        break;
+                    };
+                    p.now = t;
+                    if skippable(ev) && self.runner.finished() && self.pkts.live() == 0 {
+                        continue;
+                    }
+                    last = t;
+                    self.handle(t, ev)?;
+                }
+            }
+            for part in (0..n).filter(|_| n > 1) {
+                tx_max = tx_max.max(self.last_tx);
+                self.last_tx = tx_before;
                 self.parts().stop = u64::MAX;
                 loop {
                     let p = self.parts();
@@ -495,6 +518,11 @@ impl<'a> Sim<'a> {
                     self.handle(t, ev)?;
                 }
             }
+            tx_max = tx_max.max(self.last_tx);
+            if tx_max != self.last_tx {
+                self.last_tx = tx_max;
+                self.watchdog_at = tx_max.saturating_add(self.cfg.deadlock_timeout.0);
+            }
             self.parts().stepping = true;
         }
         self.now = last;
@@ -509,7 +537,8 @@ impl<'a> Sim<'a> {
     }
 
     /// Handles event `ev` at `t` and starts what it made ready (the body of
-    /// the windowed loop; the one-queue loop has its own copy, inlined).
+    /// the windowed loop; the one-queue loop has its own copy).
+    #[inline(always)]
     fn handle(&mut self, t: u64, ev: Event) -> Result<(), PacketError> {
         self.now = t;
         self.events += 1;

@@ -1088,10 +1088,10 @@ impl Sim<'_> {
         );
         let tx = port.tx_time(wire as u64);
         self.counters.hop();
-        // (a max: a partitioned run's partitions handle a window's events
-        // one partition after the other, not in time order)
-        self.last_tx = self.last_tx.max(now);
-        self.watchdog_at = self.last_tx.saturating_add(self.cfg.deadlock_timeout.0);
+        // (a partitioned run keeps the maximum over its partitions, which
+        // handle a window one after the other: `Sim::run_windowed`)
+        self.last_tx = now;
+        self.watchdog_at = now.saturating_add(self.cfg.deadlock_timeout.0);
         port.busy = true;
         port.sent_task = sent_task;
         port.tx_end = now + tx;

@@ -191,6 +191,20 @@ impl Parts {
     /// outbox, checking the lookahead (module doc).
     #[inline]
     pub fn push(&mut self, time: u64, ev: Event) {
+        if self.n == 1 {
+            // one partition: its own events and the global ones
+            let dst = match ev {
+                Event::Link { .. } | Event::Sample => 1,
+                Event::Pfc { kind, .. } if kind >= pfc_kind::WATCHDOG => 1,
+                _ => 0,
+            };
+            if self.stepping || dst == self.cur {
+                self.qs[dst].push_from(time, self.now, ev);
+            } else {
+                self.push_cross(time, dst, ev);
+            }
+            return;
+        }
         let dst = self.owner(ev);
         if self.stepping || dst == self.cur {
             match self.keyed(ev) {
@@ -205,6 +219,13 @@ impl Parts {
             }
             return;
         }
+        self.push_cross(time, dst, ev);
+    }
+
+    /// `ev` at `time` for queue `dst`, scheduled by another inside a
+    /// window: into their outbox, checking the lookahead.
+    #[inline]
+    fn push_cross(&mut self, time: u64, dst: usize, ev: Event) {
         let due = if dst == self.n { self.end } else { self.bound };
         if time < due {
             self.violation(time, dst, ev);

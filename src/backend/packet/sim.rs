@@ -783,6 +783,12 @@ impl<'a> Sim<'a> {
         stats.pfc_watchdog_lanes = std::mem::take(&mut self.pfc.watchdog);
         stats.pfc_deadlock_cycles = std::mem::take(&mut self.pfc.cycles);
         stats.pfc_frame_trace = std::mem::take(&mut self.pfc.trace);
+        if self.q.parts.is_some() {
+            // partitions record a window's frames one partition after the
+            // other: in time order again (frames that start at one instant
+            // on different links may list in another order than one queue's)
+            stats.pfc_frame_trace.sort_by_key(|f| f.tx_start_ps);
+        }
         fabric.pfc = crate::backend::PfcFindings {
             watchdog_triggers: stats.pfc_watchdog_triggers,
             watchdog_packets_dropped: stats

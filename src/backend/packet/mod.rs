@@ -1058,6 +1058,31 @@ fn simulate(
     progress: Option<&ProgressHook>,
     timeline: Option<TimelineRequest>,
 ) -> Result<(RunOutput, PacketStats), Stopped> {
+    let parts = PARTITIONS.load(std::sync::atomic::Ordering::Relaxed);
+    simulate_in(dag, topo, cfg, progress, timeline, parts)
+}
+
+/// [`run_detailed`] in `parts` partitions (0: the one-queue loop), without
+/// the process-wide hook: the crate's tests, which run on many threads.
+#[cfg(test)]
+pub(crate) fn run_partitioned(
+    dag: &Dag,
+    topo: &Topology,
+    cfg: &PacketConfig,
+    parts: u32,
+) -> Result<(RunOutput, PacketStats), PacketError> {
+    simulate_in(dag, topo, cfg, None, None, parts).map_err(|s| s.error)
+}
+
+/// [`simulate`] in `parts` partitions ([`PARTITIONS`]).
+fn simulate_in(
+    dag: &Dag,
+    topo: &Topology,
+    cfg: &PacketConfig,
+    progress: Option<&ProgressHook>,
+    timeline: Option<TimelineRequest>,
+    parts: u32,
+) -> Result<(RunOutput, PacketStats), Stopped> {
     cfg.validate(topo)?;
     if dag
         .tasks()
@@ -1065,7 +1090,6 @@ fn simulate(
     {
         return Err(sim::net_transfer_unsupported().into());
     }
-    let parts = PARTITIONS.load(std::sync::atomic::Ordering::Relaxed);
     let partitioning = if parts > 0 {
         Some(partitioned(dag, topo, parts)?)
     } else {

@@ -822,6 +822,7 @@ impl<'a> Sim<'a> {
             stats.partition_windows = p.windows;
             stats.partition_steps = p.steps;
             stats.partition_crossings = p.crossings;
+            stats.partition_violations = p.violations;
         }
         let credit_ports = self
             .ports

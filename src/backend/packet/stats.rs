@@ -91,6 +91,9 @@ pub struct PacketStats {
     /// A partitioned run: events one partition scheduled for another (or
     /// for the global queue) inside a window, delivered at its barrier.
     pub partition_crossings: u64,
+    /// A partitioned run: events its windows let through out of order
+    /// (`packet::WINDOW_VIOLATIONS`); 0 or the results may differ.
+    pub partition_violations: u64,
     /// ECN: data packets marked Congestion Experienced.
     pub ecn_marks: u64,
     /// DCQCN: CNPs sent by receivers (also counted in `ctrl_sent`).

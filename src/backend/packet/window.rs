@@ -358,6 +358,72 @@ pub fn skippable(ev: Event) -> bool {
 mod tests {
     use super::*;
     use crate::backend::packet::ids::PortId;
+    use crate::backend::packet::{run_partitioned, FlowControl, PacketConfig, PacketStats};
+    use crate::collective::{lower, Algorithm, CollectiveOp, CollectiveSpec, ProtoCost};
+    use crate::dag::Dag;
+    use crate::topology::{GpuId, TopologySpec};
+    use crate::units::SimTime;
+
+    /// Everything a run returns but the partitioned run's own counters, as
+    /// text (the output types have no equality): queue pairs in id order,
+    /// every counter, the event count.
+    fn outcome(dag: &Dag, topo: &Topology, cfg: &PacketConfig, parts: u32) -> String {
+        let (out, stats) = run_partitioned(dag, topo, cfg, parts).unwrap();
+        assert_eq!(stats.partition_violations, 0, "{parts} partitions");
+        let stats = PacketStats {
+            partition_windows: 0,
+            partition_steps: 0,
+            partition_crossings: 0,
+            event_queue_high_water: 0,
+            slab_high_water: 0,
+            ..stats
+        };
+        format!("{out:?}\n{stats:?}")
+    }
+
+    #[test]
+    fn collectives_give_one_output_in_any_number_of_partitions() {
+        // Stronger than the report (which merges queue pairs by endpoints):
+        // the backend's own output, queue pairs in id order and every
+        // packet-level counter, on a lossy k = 4 fat-tree whose ring and
+        // tree steps create pairs inside windows, in two partitions at once
+        // (without the global ids of queue pairs the ring's differ in two).
+        let topo = crate::topology::test_cluster(8, 2, &TopologySpec::FatTree { k: 4 });
+        let cfg = PacketConfig {
+            flow_control: FlowControl::Lossy,
+            rto: SimTime::from_us(30),
+            ..PacketConfig::default()
+        };
+        for algorithm in [Algorithm::Ring, Algorithm::Tree] {
+            let spec = CollectiveSpec {
+                op: CollectiveOp::AllReduce,
+                algorithm,
+                bytes: 1 << 20,
+                chunk_bytes: 1 << 17,
+                inter_host: Algorithm::Ring,
+                root: 0,
+                channels: 2,
+                pxn: true,
+                proto: ProtoCost::NONE,
+            };
+            let ranks: Vec<GpuId> = (0..topo.num_gpus()).map(GpuId).collect();
+            let mut dag = Dag::new();
+            lower(&spec, &ranks, &topo, &mut dag, &[]).unwrap();
+            let plain = outcome(&dag, &topo, &cfg, 0);
+            for parts in [1, 2, 4] {
+                let (_, st) = run_partitioned(&dag, &topo, &cfg, parts).unwrap();
+                assert!(
+                    parts == 1 || st.partition_crossings > 0,
+                    "{algorithm:?} {parts}"
+                );
+                assert_eq!(
+                    outcome(&dag, &topo, &cfg, parts),
+                    plain,
+                    "{algorithm:?} in {parts} partitions"
+                );
+            }
+        }
+    }
 
     #[test]
     fn a_cross_event_may_land_at_t_plus_l_not_before() {

@@ -394,7 +394,42 @@ mod tests {
             rto: SimTime::from_us(30),
             ..PacketConfig::default()
         };
-        for algorithm in [Algorithm::Ring, Algorithm::Tree] {
+        // a run with faults too: an aggregation-core link down and up, a
+        // host's uplink slowed (link events are global, stepped; the lost
+        // packets' timeouts are stepped with P > 1)
+        let sw = |n: crate::topology::NodeId| {
+            matches!(
+                topo.nodes[n.0 as usize].kind,
+                crate::topology::NodeKind::Switch { .. }
+            )
+        };
+        let core = (0..topo.links.len())
+            .rev()
+            .find(|&l| sw(topo.links[l].from) && sw(topo.links[l].to))
+            .expect("a fat-tree has switch links");
+        let ev = |us, l: usize, kind| crate::backend::LinkEvent {
+            at: SimTime::from_us(us),
+            link: crate::topology::LinkId(l as u32),
+            kind,
+        };
+        let faulty = PacketConfig {
+            link_events: vec![
+                ev(3, core, crate::backend::LinkEventKind::Down),
+                ev(40, core, crate::backend::LinkEventKind::Up),
+                ev(
+                    5,
+                    topo.nics[3].uplink.0 as usize,
+                    crate::backend::LinkEventKind::Rate(crate::units::Rate::gbps(100)),
+                ),
+            ],
+            ..cfg.clone()
+        };
+        let mut plains = Vec::new();
+        for (algorithm, cfg) in [
+            (Algorithm::Ring, &cfg),
+            (Algorithm::Tree, &cfg),
+            (Algorithm::Ring, &faulty),
+        ] {
             let spec = CollectiveSpec {
                 op: CollectiveOp::AllReduce,
                 algorithm,
@@ -409,20 +444,22 @@ mod tests {
             let ranks: Vec<GpuId> = (0..topo.num_gpus()).map(GpuId).collect();
             let mut dag = Dag::new();
             lower(&spec, &ranks, &topo, &mut dag, &[]).unwrap();
-            let plain = outcome(&dag, &topo, &cfg, 0);
+            let plain = outcome(&dag, &topo, cfg, 0);
+            plains.push(plain.clone());
             for parts in [1, 2, 4] {
-                let (_, st) = run_partitioned(&dag, &topo, &cfg, parts).unwrap();
+                let (_, st) = run_partitioned(&dag, &topo, cfg, parts).unwrap();
                 assert!(
                     parts == 1 || st.partition_crossings > 0,
                     "{algorithm:?} {parts}"
                 );
                 assert_eq!(
-                    outcome(&dag, &topo, &cfg, parts),
+                    outcome(&dag, &topo, cfg, parts),
                     plain,
                     "{algorithm:?} in {parts} partitions"
                 );
             }
         }
+        assert_ne!(plains[0], plains[2], "the faults change the ring's run");
     }
 
     #[test]

@@ -1396,6 +1396,15 @@ impl DagRunner {
         self.release(t, false, now, ready);
     }
 
+    /// Starts loading task `t`'s scheduling state (a hint for a backend
+    /// that knows which task it reports next; results are unchanged).
+    #[inline]
+    pub fn prefetch(&self, t: TaskId) {
+        if let Some(s) = self.slots.get(t.0 as usize) {
+            crate::backend::packet::slab::prefetch(s);
+        }
+    }
+
     /// Number of completed tasks.
     pub fn completed(&self) -> usize {
         self.completed

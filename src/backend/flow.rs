@@ -238,6 +238,16 @@ impl EventQueue {
         Some(e)
     }
 
+    /// The event `k` places after the next one, when it shares the next
+    /// one's time (a hint for prefetching its data; `None` past the time's
+    /// FIFO, where order is still to be decided).
+    #[inline]
+    fn peek_ahead(&self, k: usize) -> Option<Queued> {
+        let &(_, b) = self.times.first()?;
+        let bucket = &self.buckets[b as usize];
+        bucket.events.get(bucket.head + k).copied()
+    }
+
     /// Time of the next event.
     fn peek_time(&self) -> Option<u64> {
         self.times.first().map(|t| t.0)
@@ -353,6 +363,13 @@ struct Flow {
 /// [`Flow::route_key`] of a flow whose path is no cached route (a real key
 /// has a 40-bit source shift, so its top bits are zero).
 const NO_ROUTE: u128 = u128::MAX;
+
+/// How many events ahead in its time's FIFO the main loop prefetches an
+/// event's flow record or runner slot ([`Sim::prefetch_ahead`]).
+const PREFETCH_FAR: usize = 4;
+/// How many events ahead it prefetches the links of a flow's path (whose
+/// record the far prefetch brought in).
+const PREFETCH_NEAR: usize = 2;
 
 /// Freed flow slots [`Sim::start_path`] looks at for a starting transfer's
 /// route before the route cache (the most recently freed first).
@@ -586,6 +603,7 @@ impl<'a> Sim<'a> {
         self.recompute(now);
         while let Some(ev) = self.heap.pop() {
             now = ev.time;
+            self.prefetch_ahead();
             match ev.kind {
                 EvKind::FlowSent => {
                     let f = &self.flows[ev.id as usize];
@@ -629,6 +647,42 @@ impl<'a> Sim<'a> {
             return Err(FlowError::Stalled(self.dag.len() - self.runner.completed()));
         }
         Ok(())
+    }
+
+    /// Starts loading what the events queued after the current one read
+    /// (a hint: results are unchanged). Events of one time are a FIFO of
+    /// thousands (every rail and tree level of a collective ends at once),
+    /// each on a flow and links last touched thousands of events ago: the
+    /// flow record [`PREFETCH_FAR`] events ahead, and once it has arrived,
+    /// [`PREFETCH_NEAR`] ahead, the scalars and flow lists of its path's
+    /// links; a task's runner slot likewise.
+    #[inline]
+    fn prefetch_ahead(&self) {
+        use super::packet::slab::prefetch;
+        if let Some(q) = self.heap.peek_ahead(PREFETCH_FAR) {
+            match q.kind {
+                EvKind::FlowSent => {
+                    if let Some(f) = self.flows.get(q.id as usize) {
+                        prefetch(f);
+                    }
+                }
+                EvKind::TaskDone => self.runner.prefetch(TaskId(q.id)),
+                EvKind::Link => {}
+            }
+        }
+        if let Some(q) = self.heap.peek_ahead(PREFETCH_NEAR) {
+            if q.kind == EvKind::FlowSent {
+                if let Some(f) = self.flows.get(q.id as usize) {
+                    if f.version == q.version {
+                        for &l in &f.path[..f.path_len as usize] {
+                            prefetch(&self.hot[l as usize]);
+                            prefetch(&self.on_link[l as usize]);
+                        }
+                        self.runner.prefetch(TaskId(f.task));
+                    }
+                }
+            }
+        }
     }
 
     fn finish_flow(&mut self, fid: u32, now: u64, ready: &mut Vec<TaskId>) {

@@ -315,8 +315,10 @@ impl EventQueue {
 struct Flow {
     task: u32,
     path: [u32; MAX_PATH],
-    /// Where the flow sits in `Sim::on_link[path[j]]`, for each j: the
-    /// back-pointer that makes leaving a link O(1) ([`Sim::unlink`]).
+    /// Where the flow sits in the spilled flow list of link `path[j]`
+    /// (`Sim::spilled`), for each j whose link's list is spilled: the
+    /// back-pointer that makes leaving a long list O(1) ([`Sim::unlink`]);
+    /// unused while the list is inline.
     slot: [u32; MAX_PATH],
     path_len: u8,
     /// Bytes still to send.
@@ -448,12 +450,14 @@ struct Sim<'a> {
     seq: u64,
     flows: Vec<Flow>,
     free: Vec<u32>,
-    /// Active flows on each link.
-    on_link: Vec<Vec<u32>>,
     /// What finishing a flow and growing a component read and write on each
-    /// link of a path, together: one miss per link where five tables cost
-    /// up to five (flow131k: a million links, the flows' paths spread over them).
+    /// link of a path, together with its flow list: one miss per link where
+    /// the scalars, the list's header and its entries cost three (flow131k:
+    /// a million links, the flows' paths spread over them).
     hot: Vec<LinkHot>,
+    /// The flow lists longer than [`LinkHot::items`] holds
+    /// ([`LinkHot::spill`]), entries as there.
+    spilled: Vec<Vec<u32>>,
     /// Flows that finished at this timestamp (their paths and rates).
     vacated: Vec<Vacated>,
     /// (path key, index in `vacated`), sorted, and each key group's live
@@ -524,7 +528,7 @@ impl<'a> Sim<'a> {
             seq: 0,
             flows: Vec::new(),
             free: Vec::new(),
-            on_link: vec![Vec::new(); nl],
+            spilled: Vec::new(),
             hot: cap_v
                 .iter()
                 .map(|&cap| LinkHot {
@@ -676,7 +680,6 @@ impl<'a> Sim<'a> {
                     if f.version == q.version {
                         for &l in &f.path[..f.path_len as usize] {
                             prefetch(&self.hot[l as usize]);
-                            prefetch(&self.on_link[l as usize]);
                         }
                         self.runner.prefetch(TaskId(f.task));
                     }
@@ -750,6 +753,12 @@ impl<'a> Sim<'a> {
                     let fid = match self.free.pop() {
                         Some(i) => i,
                         None => {
+                            // a flow-list entry holds the id in 32 − J_BITS bits
+                            // (268 M flows at once, some 60 GB of flow records)
+                            assert!(
+                                self.flows.len() < 1 << (32 - J_BITS),
+                                "too many flows at once"
+                            );
                             self.flows.push(Flow {
                                 task: 0,
                                 path: [0; MAX_PATH],
@@ -986,14 +995,17 @@ impl<'a> Sim<'a> {
         };
         let hops = path.iter().filter(|&&l| between(l)).count() as u64 + 1;
         let first = path.iter().find(|&&l| between(l));
-        first.map_or(0, |l| self.on_link[l.0 as usize].len() as u64 * hops)
+        first.map_or(0, |l| u64::from(self.hot[l.0 as usize].len) * hops)
     }
 
     /// UGAL-G's estimate of a path at the flow level: the smallest
     /// capacity ÷ (flows + 1) over its links, bytes per picosecond.
     fn path_share(&self, path: &[LinkId]) -> f64 {
         path.iter()
-            .map(|l| self.hot[l.0 as usize].cap / (self.on_link[l.0 as usize].len() + 1) as f64)
+            .map(|l| {
+                let h = &self.hot[l.0 as usize];
+                h.cap / f64::from(h.len + 1)
+            })
             .fold(f64::INFINITY, f64::min)
     }
 
@@ -1021,8 +1033,13 @@ impl<'a> Sim<'a> {
                     return Ok(());
                 }
                 self.topo.to_mut().set_link_up(l, false);
-                let mut victims: Vec<u32> = self.on_link[l.0 as usize].clone();
-                for &f in &self.on_link[rev.0 as usize] {
+                let mut victims: Vec<u32> = self
+                    .entries(l.0 as usize)
+                    .iter()
+                    .map(|&e| e >> J_BITS)
+                    .collect();
+                for &e in self.entries(rev.0 as usize) {
+                    let f = e >> J_BITS;
                     if !victims.contains(&f) {
                         victims.push(f);
                     }
@@ -1089,41 +1106,80 @@ impl<'a> Sim<'a> {
         Ok(())
     }
 
-    /// Appends flow `fid` to the list of the j-th link of its path, noting where.
+    /// The flow list of link `l`: entries `fid << J_BITS | j`, flow `fid`
+    /// on the link as the j-th of its path.
     #[inline]
-    fn link(&mut self, fid: u32, j: usize) {
-        let f = &mut self.flows[fid as usize];
-        let list = &mut self.on_link[f.path[j] as usize];
-        f.slot[j] = list.len() as u32;
-        list.push(fid);
+    fn entries(&self, l: usize) -> &[u32] {
+        let h = &self.hot[l];
+        match h.spill {
+            0 => &h.items[..h.len as usize],
+            k => &self.spilled[k as usize - 1],
+        }
     }
 
-    /// Removes flow `fid` from the list of the j-th link of its path in O(1):
-    /// a swap-remove at its back-pointer, the moved flow's back-pointer updated.
-    /// The list ends in exactly the order the linear search + swap-remove this
-    /// replaces left it, so the results are unchanged. (A profile of the
-    /// 16,384-GPU tree benchmark put half of `run`'s own time on that search;
-    /// removing it did not change the CPU time measurably: the lists are short
-    /// and the cost was the miss on the list, now a miss on the moved flow.)
+    /// The i-th flow on link `l` (`i` below `hot[l].len`).
+    #[inline]
+    fn flow_on(&self, l: usize, i: usize) -> u32 {
+        self.entries(l)[i] >> J_BITS
+    }
+
+    /// Appends flow `fid` to the list of the j-th link of its path. A list
+    /// is a `Vec` in its order (push at the end, swap-remove), inline in the
+    /// link's record up to [`LINK_INLINE`] flows, then spilled for good to
+    /// `spilled`, where each flow notes its place ([`Flow::slot`]).
+    #[inline]
+    fn link(&mut self, fid: u32, j: usize) {
+        debug_assert!(fid < 1 << (32 - J_BITS), "flow id fits its entry");
+        let l = self.flows[fid as usize].path[j] as usize;
+        let e = fid << J_BITS | j as u32;
+        let h = &mut self.hot[l];
+        if h.spill == 0 {
+            if (h.len as usize) < LINK_INLINE {
+                h.items[h.len as usize] = e;
+                h.len += 1;
+                return;
+            }
+            let v = h.items.to_vec();
+            for (pos, &x) in v.iter().enumerate() {
+                self.flows[(x >> J_BITS) as usize].slot[(x & J_MASK) as usize] = pos as u32;
+            }
+            self.spilled.push(v);
+            h.spill = self.spilled.len() as u32;
+        }
+        let list = &mut self.spilled[h.spill as usize - 1];
+        self.flows[fid as usize].slot[j] = list.len() as u32;
+        list.push(e);
+        h.len += 1;
+    }
+
+    /// Removes flow `fid` from the list of the j-th link of its path: a
+    /// swap-remove, at the entry found in the link's own cache line when the
+    /// list is inline, else at the flow's back-pointer in O(1), the moved
+    /// entry's back-pointer updated. The list ends in exactly the order the
+    /// `Vec` per link this replaces left it, so the results are unchanged.
+    /// (Profile of flow131k: leaving a link was three misses, the link's
+    /// scalars, its list and the moved flow's back-pointer; now one.)
     #[inline]
     fn unlink(&mut self, fid: u32, j: usize) {
-        let (l, pos) = {
-            let f = &self.flows[fid as usize];
-            (f.path[j], f.slot[j])
-        };
-        let list = &mut self.on_link[l as usize];
-        let last = list.len() as u32 - 1;
-        list.swap_remove(pos as usize);
+        let l = self.flows[fid as usize].path[j] as usize;
+        let e = fid << J_BITS | j as u32;
+        let h = &mut self.hot[l];
+        let last = h.len as usize - 1;
+        h.len -= 1;
+        if h.spill == 0 {
+            let pos = h.items[..=last]
+                .iter()
+                .position(|&x| x == e)
+                .expect("a flow is on the links of its path");
+            h.items[pos] = h.items[last];
+            return;
+        }
+        let pos = self.flows[fid as usize].slot[j] as usize;
+        let list = &mut self.spilled[h.spill as usize - 1];
+        list.swap_remove(pos);
         if pos != last {
-            let moved = list[pos as usize] as usize;
-            let m = &mut self.flows[moved];
-            // the moved flow's entry for link `l` that sat at the end
-            for k in 0..m.path_len as usize {
-                if m.path[k] == l && m.slot[k] == last {
-                    m.slot[k] = pos;
-                    break;
-                }
-            }
+            let m = list[pos];
+            self.flows[(m >> J_BITS) as usize].slot[(m & J_MASK) as usize] = pos as u32;
         }
     }
 
@@ -1340,8 +1396,8 @@ impl<'a> Sim<'a> {
             while head < self.comp_links.len() {
                 let l = self.comp_links[head] as usize;
                 head += 1;
-                for i in 0..self.on_link[l].len() {
-                    let fid = self.on_link[l][i];
+                for i in 0..self.hot[l].len as usize {
+                    let fid = self.flow_on(l, i);
                     self.visit_flow(fid, now, epoch);
                 }
             }
@@ -1356,10 +1412,12 @@ impl<'a> Sim<'a> {
                 }
                 let share = self.share_at[l];
                 if share.is_finite() {
-                    let outside_max = self.on_link[l]
+                    let outside_max = self
+                        .entries(l)
                         .iter()
-                        .filter(|&&f| self.flows[f as usize].visit != epoch)
-                        .map(|&f| self.flows[f as usize].rate)
+                        .map(|&e| &self.flows[(e >> J_BITS) as usize])
+                        .filter(|f| f.visit != epoch)
+                        .map(|f| f.rate)
                         .fold(0.0f64, f64::max);
                     if outside_max > share * (1.0 + 1e-9) {
                         self.hot[l].mark = epoch;
@@ -1515,8 +1573,8 @@ impl<'a> Sim<'a> {
             }
             let share = (self.cap_left[l] / s.n as f64).max(0.0);
             self.share_at[l] = share;
-            for i in 0..self.on_link[l].len() {
-                let fid = self.on_link[l][i] as usize;
+            for i in 0..self.hot[l].len as usize {
+                let fid = self.flow_on(l, i) as usize;
                 if self.flows[fid].visit != epoch || self.flows[fid].frozen {
                     continue;
                 }
@@ -1568,8 +1626,9 @@ impl<'a> Sim<'a> {
 
     /// [`Sim::print_memory`]'s rows: (table, bytes by capacity), largest first.
     fn memory_rows(&self) -> Vec<(&'static str, usize)> {
-        let on_link: usize = self.on_link.iter().map(|l| l.capacity() * 4).sum::<usize>()
-            + self.on_link.capacity() * std::mem::size_of::<Vec<u32>>();
+        // inline lists are in the per-link records
+        let on_link: usize = self.spilled.iter().map(|l| l.capacity() * 4).sum::<usize>()
+            + self.spilled.capacity() * std::mem::size_of::<Vec<u32>>();
         let nl = self.hot.len();
         let mut rows: Vec<(&str, usize)> = Vec::new();
         rows.extend(self.dag.table_bytes());
@@ -1583,8 +1642,9 @@ impl<'a> Sim<'a> {
                 "flow state (per concurrent flow)",
                 self.flows.capacity() * std::mem::size_of::<Flow>() + self.free.capacity() * 4,
             ),
-            ("flow per-link flow lists", on_link),
-            // hot (cap, load, bytes, two marks), share_at, cap_left, unfrozen
+            ("flow per-link flow lists past the inline ones", on_link),
+            // hot (cap, load, bytes, two marks, inline flow list), share_at,
+            // cap_left, unfrozen
             (
                 "flow per-link scalars",
                 nl * (std::mem::size_of::<LinkHot>() + 8 + 8 + 4),
@@ -1706,8 +1766,17 @@ impl<'a> Sim<'a> {
     }
 }
 
-/// Per link, what the hot paths touch together ([`Sim::hot`]).
+/// Flows a link's record holds in its own cache line ([`LinkHot::items`]).
+const LINK_INLINE: usize = 6;
+/// Bits of a flow-list entry holding the link's index in the flow's path.
+const J_BITS: u32 = 4;
+const J_MASK: u32 = (1 << J_BITS) - 1;
+const _: () = assert!(MAX_PATH <= 1 << J_BITS, "a path index fits J_BITS");
+
+/// Per link, what the hot paths touch together, in one cache line
+/// ([`Sim::hot`]).
 #[derive(Clone, Copy, Default)]
+#[repr(C, align(64))]
 struct LinkHot {
     /// Capacity, bytes per picosecond (a copy of `Sim::cap`, which the
     /// class sharing and the timeline read whole).
@@ -1720,8 +1789,16 @@ struct LinkHot {
     mark: u32,
     /// Epoch at which it became one of the component's constraint links.
     cons: u32,
+    /// Flows on the link.
+    len: u32,
+    /// 0: the flow list is `items[..len]`; k: it is `Sim::spilled[k − 1]`.
+    spill: u32,
+    /// The flow list while it is short: entries `fid << J_BITS | j`, flow
+    /// `fid` on the link as the j-th of its path (the j tells a flow's two
+    /// entries apart should a path cross a link twice).
+    items: [u32; LINK_INLINE],
 }
-const _: () = assert!(std::mem::size_of::<LinkHot>() == 32);
+const _: () = assert!(std::mem::size_of::<LinkHot>() == 64);
 
 /// A flow that finished at the current timestamp.
 #[derive(Clone, Copy)]
@@ -1864,6 +1941,84 @@ mod tests {
             ..Default::default()
         };
         build(&c, &f, &TopologySpec::SingleSwitch).unwrap()
+    }
+
+    /// A link's flow list, inline or spilled, is exactly a `Vec` under
+    /// push and swap-remove (the order the water-filling reads): random
+    /// joins and leaves of flows whose paths cross two links (one of them
+    /// twice, at path indices 0 and 2), checked against a `Vec` per link
+    /// after every step, through growing past the inline capacity and
+    /// shrinking back.
+    #[test]
+    fn link_flow_lists_keep_the_order_of_a_vec() {
+        let topo = single_switch(2);
+        let dag = Dag::new();
+        let cfg = FlowConfig::default();
+        let mut sim = Sim::new(&dag, &topo, &cfg);
+        let (a, b) = (0u32, 1u32);
+        let flows = 40u32;
+        for _ in 0..flows {
+            let mut path = [0; MAX_PATH];
+            path[..3].copy_from_slice(&[a, b, a]);
+            sim.flows.push(Flow {
+                task: 0,
+                path,
+                slot: [0; MAX_PATH],
+                path_len: 3,
+                remaining: 0.0,
+                rate: 0.0,
+                last: 0,
+                version: 0,
+                latency: 0,
+                bytes: 0,
+                path_bytes: 0.0,
+                reroutes: 0,
+                old_rate: 0.0,
+                scheduled: false,
+                tl_left: 0.0,
+                tl_from: 0,
+                frozen: false,
+                visit: 0,
+                class: 0,
+                live: false,
+                route_key: NO_ROUTE,
+                route_latency: 0,
+                route_bottleneck: Rate(0),
+            });
+        }
+        let mut model: Vec<Vec<u32>> = vec![Vec::new(); 2];
+        let mut on = vec![false; flows as usize];
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for step in 0..4000 {
+            x = mix64(x);
+            // drift the population up, then down, across the inline capacity
+            let target = if step < 2000 { 0.7 } else { 0.2 };
+            let fid = (x % u64::from(flows)) as u32;
+            let join = ((x >> 32) as f64 / u32::MAX as f64) < target;
+            if join != on[fid as usize] {
+                for j in 0..3 {
+                    let l = sim.flows[fid as usize].path[j] as usize;
+                    let e = fid << J_BITS | j as u32;
+                    if join {
+                        sim.link(fid, j);
+                        model[l].push(e);
+                    } else {
+                        sim.unlink(fid, j);
+                        let pos = model[l].iter().position(|&m| m == e).unwrap();
+                        model[l].swap_remove(pos);
+                    }
+                }
+                on[fid as usize] = join;
+            }
+            for (l, m) in model.iter().enumerate() {
+                assert_eq!(sim.entries(l), &m[..], "step {step}, link {l}");
+                assert_eq!(sim.hot[l].len as usize, m.len());
+            }
+        }
+        assert!(
+            !sim.spilled.is_empty(),
+            "the lists grew past the inline ones"
+        );
     }
 
     #[test]

@@ -169,6 +169,11 @@ struct EventQueue {
     high_water: usize,
     /// Sequence number of the last push: they must only grow.
     last_seq: u64,
+    /// (time, bucket) of the last push, `None` once that bucket is freed:
+    /// a run of pushes mostly shares a time (every flow of a timestamp's
+    /// hand-over ends at one time, every finish delivers at one), and the
+    /// memo skips the index's hash and probe for them.
+    last_push: Option<(u64, u32)>,
 }
 
 #[derive(Default)]
@@ -188,21 +193,11 @@ const _: () = assert!(std::mem::size_of::<Queued>() == 12);
 
 impl EventQueue {
     fn push(&mut self, e: Event) {
-        let b = match self.index.get(&e.time) {
-            Some(&b) => b,
-            None => {
-                let b = match self.free.pop() {
-                    Some(b) => b,
-                    None => {
-                        self.buckets.push(Bucket::default());
-                        self.buckets.len() as u32 - 1
-                    }
-                };
-                self.index.insert(e.time, b);
-                self.push_time(e.time, b);
-                b
-            }
+        let b = match self.last_push {
+            Some((t, b)) if t == e.time => b,
+            _ => self.bucket_of(e.time),
         };
+        self.last_push = Some((e.time, b));
         // the invariant that makes a FIFO per time the (time, seq) order
         debug_assert!(e.seq > self.last_seq, "sequence numbers only grow");
         self.last_seq = e.seq;
@@ -213,6 +208,25 @@ impl EventQueue {
         });
         self.len += 1;
         self.high_water = self.high_water.max(self.len);
+    }
+
+    /// The bucket of pending time `time`, a new one if it has none.
+    fn bucket_of(&mut self, time: u64) -> u32 {
+        match self.index.get(&time) {
+            Some(&b) => b,
+            None => {
+                let b = match self.free.pop() {
+                    Some(b) => b,
+                    None => {
+                        self.buckets.push(Bucket::default());
+                        self.buckets.len() as u32 - 1
+                    }
+                };
+                self.index.insert(time, b);
+                self.push_time(time, b);
+                b
+            }
+        }
     }
 
     fn pop(&mut self) -> Option<Event> {
@@ -233,6 +247,9 @@ impl EventQueue {
             self.index.remove(&time);
             self.pop_time();
             self.free.push(b);
+            if self.last_push.is_some_and(|(t, _)| t == time) {
+                self.last_push = None;
+            }
         }
         self.len -= 1;
         Some(e)

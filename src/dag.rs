@@ -1208,24 +1208,20 @@ impl DagRunner {
         let mut slots = vec![Slot::default(); n + 1];
         let stored = dag.stored_tasks();
         let mut shared_start = vec![0u32; if dag.runs.is_empty() { 0 } else { stored + 1 }];
-        for t in 0..n {
-            let cy = dag.copy_of(t);
-            for (d, gate) in dag.deps_flagged(TaskId(t as u32)) {
-                let (Dep::Sent(p) | Dep::Done(p)) = d;
-                let x = p.0 as usize;
-                match classify(cy, x, gate) {
-                    Some(0) => shared_start[dag.locate(x).0 + 1] += 1,
-                    Some(_) => {}
-                    // counted one slot up, then summed: slot t ends as the start
-                    None => slots[x + 1].succ_start += 1,
-                }
-                slots[t].pend += 1;
+        let always = always_shared(dag);
+        for_each_edge(dag, &always, &classify, |t, x, _, class| {
+            match class {
+                Some(0) => shared_start[dag.locate(x).0 + 1] += 1,
+                Some(_) => {}
+                // counted one slot up, then summed: slot t ends as the start
+                None => slots[x + 1].succ_start += 1,
             }
+            slots[t].pend += 1;
             debug_assert!(
                 slots[t].pend <= PEND_MASK,
                 "task {t}: too many dependencies"
             );
-        }
+        });
         for i in 0..n {
             slots[i + 1].succ_start += slots[i].succ_start;
         }
@@ -1237,31 +1233,26 @@ impl DagRunner {
         let mut shared_fill = vec![0u32; shared_start.len()];
         // fill: each predecessor's next free entry, kept in its slot's time
         // (zero until the run starts) instead of a 4 B/task copy of the starts
-        for t in 0..n {
-            let cy = dag.copy_of(t);
-            for (d, gate) in dag.deps_flagged(TaskId(t as u32)) {
-                let (p, on_sent) = match d {
-                    Dep::Sent(p) => (p, 1),
-                    Dep::Done(p) => (p, 0),
-                };
-                let x = p.0 as usize;
-                match classify(cy, x, gate) {
-                    Some(0) => {
-                        let st = dag.locate(x).0;
-                        let i = shared_start[st] + shared_fill[st];
-                        shared[i as usize] = ((t - x) as u32) << 1 | on_sent;
-                        shared_fill[st] += 1;
-                    }
-                    Some(_) => {}
-                    None => {
-                        let s = &mut slots[x];
-                        succ[(u64::from(s.succ_start) + s.time) as usize] =
-                            (t as u32) << 1 | on_sent;
-                        s.time += 1;
-                    }
+        for_each_edge(
+            dag,
+            &always,
+            &classify,
+            |t, x, on_sent, class| match class {
+                Some(0) => {
+                    let st = dag.locate(x).0;
+                    let i = shared_start[st] + shared_fill[st];
+                    shared[i as usize] = ((t - x) as u32) << 1 | on_sent;
+                    shared_fill[st] += 1;
                 }
-            }
-        }
+                Some(_) => {}
+                None => {
+                    let s = &mut slots[x];
+                    succ[(u64::from(s.succ_start) + s.time) as usize] = (t as u32) << 1 | on_sent;
+                    s.time += 1;
+                }
+            },
+        );
+        drop(always);
         for s in &mut slots {
             s.time = 0;
         }
@@ -1573,6 +1564,96 @@ impl DagRunner {
     /// their last queued event, which may be stale or after the work (a fault).
     pub fn last_done(&self) -> SimTime {
         self.last_done
+    }
+}
+
+/// Per run of the DAG, per dependency of its base's stored tasks (from
+/// the base's first), whether that edge is shared ([`DagRunner::build`]) in
+/// every repeat: it is in the first (its task, shifted one block, is in the
+/// first repeat of a run of the same length and count), hence in the k-th
+/// (shifted k blocks it stays inside that run, in its k-th repeat).
+fn always_shared(dag: &Dag) -> Vec<Vec<bool>> {
+    dag.runs
+        .iter()
+        .map(|r| {
+            let bs = r.base_stored as usize;
+            let (e0, e1) = (
+                dag.dep_start[bs] as usize,
+                dag.dep_start[bs + r.len as usize] as usize,
+            );
+            dag.deps[e0..e1]
+                .iter()
+                .map(|&p| {
+                    p & GATE == 0
+                        && dag
+                            .copy_of(((p >> 1) + r.len) as usize)
+                            .is_some_and(|(rx, kx)| {
+                                let x = &dag.runs[rx];
+                                kx == 1 && x.len == r.len && x.count == r.count
+                            })
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Calls `f(t, x, on_sent, class)` for every dependency of every task, in
+/// task order and each task's dependencies in order: task `t` waits for
+/// task `x` (to be sent when `on_sent` is 1, else done), and `class` is
+/// `classify(copy_of(t), x, gate)` (see [`DagRunner::build`]). The repeats
+/// of a run (most tasks of a large collective) are walked from their base's
+/// stored dependencies, without looking up where each task and each
+/// dependency sits, and an edge [`always_shared`] says is shared is not
+/// classified again: what the lookups would give, at a fraction of the cost
+/// (the runner's build was 4-5% of flow131k).
+fn for_each_edge(
+    dag: &Dag,
+    always: &[Vec<bool>],
+    classify: &impl Fn(Option<(usize, u32)>, usize, bool) -> Option<u32>,
+    mut f: impl FnMut(usize, usize, u32, Option<u32>),
+) {
+    let general = |t: usize, f: &mut dyn FnMut(usize, usize, u32, Option<u32>)| {
+        let cy = dag.copy_of(t);
+        for (d, gate) in dag.deps_flagged(TaskId(t as u32)) {
+            let (p, on_sent) = match d {
+                Dep::Sent(p) => (p, 1),
+                Dep::Done(p) => (p, 0),
+            };
+            let x = p.0 as usize;
+            f(t, x, on_sent, classify(cy, x, gate));
+        }
+    };
+    let mut t = 0;
+    for (ri, r) in dag.runs.iter().enumerate() {
+        while t < r.start as usize {
+            general(t, &mut f);
+            t += 1;
+        }
+        let bs = r.base_stored as usize;
+        let e0 = dag.dep_start[bs] as usize;
+        for k in 1..=r.count {
+            let off = k * r.len;
+            for j in 0..r.len as usize {
+                let st = bs + j;
+                for e in dag.dep_start[st] as usize..dag.dep_start[st + 1] as usize {
+                    let p = dag.deps[e];
+                    let gate = p & GATE != 0;
+                    let id = (p & !GATE) >> 1;
+                    let x = if gate { id } else { id + off } as usize;
+                    let class = if always[ri][e - e0] {
+                        Some(k)
+                    } else {
+                        classify(Some((ri, k)), x, gate)
+                    };
+                    f(t, x, p & 1, class);
+                }
+                t += 1;
+            }
+        }
+    }
+    while t < dag.len() {
+        general(t, &mut f);
+        t += 1;
     }
 }
 
@@ -1963,6 +2044,58 @@ mod tests {
         flat.set_kind(3, slow);
         assert_eq!(blocked.kind(7), flat.kind(7));
         assert_same(&blocked, &flat);
+    }
+
+    /// The runner's build walks the repeats of runs from their bases'
+    /// dependencies ([`for_each_edge`]): the same edges, in the same order,
+    /// with the same classes, as looking up every task and dependency
+    /// (the walk it replaces), on runs of blocks with gates, with edges
+    /// between runs of one shape and of different counts (round 1's last
+    /// hosts repeat fewer times than round 0's), and on a flat DAG.
+    #[test]
+    fn build_walks_the_edges_of_a_lookup_per_task() {
+        let mut uneven = host_blocks(true);
+        // a third round of three hosts: runs of another count
+        let mut prev: Vec<TaskId> = Vec::new();
+        for h in 0..3u32 {
+            uneven.begin_block();
+            let deps: Vec<Dep> = prev.last().map(|&t| Dep::Done(t)).into_iter().collect();
+            let t = uneven.transfer(GpuId(4 * h), GpuId(4 * h + 1), 10, &deps);
+            prev.push(uneven.compute(GpuId(4 * h + 1), SimTime(5), &[Dep::Sent(t)]));
+        }
+        uneven.end_blocks();
+        for d in [host_blocks(true), host_blocks(false), uneven] {
+            let shape = |r: usize| (d.runs[r].len, d.runs[r].count);
+            let classify = |cy: Option<(usize, u32)>, x: usize, gate: bool| -> Option<u32> {
+                if gate {
+                    return None;
+                }
+                let (ry, ky) = cy?;
+                let (rx, kx) = d.copy_of(x)?;
+                (kx == ky && shape(rx) == shape(ry)).then_some(ky)
+            };
+            let mut reference = Vec::new();
+            for t in 0..d.len() {
+                let cy = d.copy_of(t);
+                for (dep, gate) in d.deps_flagged(TaskId(t as u32)) {
+                    let (p, on_sent) = match dep {
+                        Dep::Sent(p) => (p, 1),
+                        Dep::Done(p) => (p, 0),
+                    };
+                    let x = p.0 as usize;
+                    reference.push((t, x, on_sent, classify(cy, x, gate)));
+                }
+            }
+            let mut walked = Vec::new();
+            for_each_edge(&d, &always_shared(&d), &classify, |t, x, s, c| {
+                walked.push((t, x, s, c))
+            });
+            assert_eq!(walked, reference);
+            assert!(!reference.is_empty());
+            // the shortcut is taken where there are runs
+            let always = always_shared(&d);
+            assert_eq!(d.runs.is_empty(), !always.iter().flatten().any(|&b| b));
+        }
     }
 
     /// `copy_of` through the page table finds the same (run, copy) as the

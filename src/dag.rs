@@ -680,6 +680,19 @@ impl Dag {
         }
     }
 
+    /// [`Dag::kind`], [`Dag::qp_of`] and [`Dag::software_latency`] of task
+    /// `t` from one look-up of where it is stored (a backend starting a
+    /// task reads all three).
+    #[inline]
+    pub fn kind_qp_software(&self, t: usize) -> (TaskKind, u8, SimTime) {
+        let p = self.packed(t);
+        let sw = match p.sw() {
+            0 => SimTime::ZERO,
+            i => self.software[i as usize],
+        };
+        (p.unpack(|| self.wide_value(t)), p.qp(), sw)
+    }
+
     /// The queue pair of transfer `t` (0 unless [`Dag::set_qp`] chose one).
     #[inline]
     pub fn qp_of(&self, t: usize) -> u8 {

@@ -770,17 +770,19 @@ impl<'a> Sim<'a> {
 
     fn start_ready(&mut self, ready: &mut Vec<TaskId>, now: u64) -> Result<(), FlowError> {
         while let Some(t) = ready.pop() {
-            match self.dag.kind(t.0 as usize) {
+            // one look-up of where the task is stored for all three
+            let (kind, qp, software) = self.dag.kind_qp_software(t.0 as usize);
+            match kind {
                 TaskKind::Marker => self.runner.done(t, SimTime(now), ready),
                 TaskKind::Compute { duration, .. } => {
                     self.push(now + duration.ps(), EvKind::TaskDone, t.0, 0)
                 }
                 kind @ (TaskKind::Transfer { .. } | TaskKind::NetTransfer { .. }) => {
                     let bytes = kind.transfer_bytes();
-                    let (route_latency, local, bottleneck) = self.start_path(t.0, kind)?;
+                    let (route_latency, local, bottleneck) = self.start_path(t.0, kind, qp)?;
                     let latency = route_latency;
                     // the receiver's software sees the data this much later
-                    let latency = latency + self.dag.software_latency(t).0;
+                    let latency = latency + software.0;
                     let ideal = bottleneck.tx_time(bytes).ps() + latency;
                     self.record_ideal(t, ideal);
                     if bytes == 0 || local {
@@ -869,10 +871,13 @@ impl<'a> Sim<'a> {
     /// its time in `next_hops` / `route_via`). Not kept: UGAL (it weighs the
     /// current load), hops between adjacent nodes, and anything once a link
     /// event has changed the fabric (the copy in `topo` is then owned).
+    /// `qp`: the task's queue pair ([`Dag::qp_of`], read by the caller with
+    /// its kind).
     fn start_path(
         &mut self,
         task: u32,
         kind: TaskKind,
+        qp: u8,
     ) -> Result<(u64, bool, crate::units::Rate), FlowError> {
         use crate::topology::DragonflyRouting as D;
         self.started_key = NO_ROUTE;
@@ -887,7 +892,6 @@ impl<'a> Sim<'a> {
             let (latency, local) = self.task_path(task, kind, 0)?;
             return Ok((latency, local, self.topo.path_bottleneck(&self.path_buf)));
         }
-        let qp = self.dag.qp_of(task as usize);
         let key = (u128::from(src.0) << 40) | (u128::from(dst.0) << 8) | u128::from(qp);
         // a path is a function of its key here: any slot holding the key
         // holds the path the cache would give (see `Flow::route_key`)

@@ -405,6 +405,10 @@ const PREFETCH_FAR: usize = 4;
 /// record the far prefetch brought in).
 const PREFETCH_NEAR: usize = 2;
 
+/// How many new flows ahead the hand-over prefetches a flow's record and
+/// then its key's table slot ([`Sim::hand_over`]).
+const HAND_OVER_AHEAD: usize = 8;
+
 /// Freed flow slots [`Sim::start_path`] looks at for a starting transfer's
 /// route before the route cache (the most recently freed first).
 const RECENT_FREED: usize = 4;
@@ -496,6 +500,8 @@ struct Sim<'a> {
     /// length at its first entry: the hand-over's lookup ([`Sim::hand_over`]).
     vacated_by_key: Vec<(u64, u32)>,
     vacated_group_len: Vec<u32>,
+    /// Path key of each new flow of the hand-over, in `new_flows` order.
+    new_keys: Vec<u64>,
     /// Open-addressing table over the key groups of `vacated_by_key`: at
     /// `key & mask`, probing on, each group's first index plus one (0:
     /// empty); a power of two at least twice the entries.
@@ -571,6 +577,7 @@ impl<'a> Sim<'a> {
             vacated: Vec::new(),
             vacated_by_key: Vec::new(),
             vacated_group_len: Vec::new(),
+            new_keys: Vec::new(),
             vacated_table: Vec::new(),
             route_index: Default::default(),
             routes: Vec::new(),
@@ -1288,9 +1295,32 @@ impl<'a> Sim<'a> {
             }
             group_len[g] += 1;
         }
-        for &fid in new_flows {
+        // The new flows' keys first, each flow's record prefetched some flows
+        // ahead, then the lookups, each key's table slot prefetched ahead:
+        // a timestamp hands over tens of thousands of flows, each a miss on
+        // its record and one on its slot (profile of flow131k: 11% of
+        // `recompute` on reading the path, 9% on the slot).
+        {
+            use super::packet::slab::prefetch;
+            let mut keys = std::mem::take(&mut self.new_keys);
+            keys.clear();
+            for (i, &fid) in new_flows.iter().enumerate() {
+                if let Some(&ahead) = new_flows.get(i + HAND_OVER_AHEAD) {
+                    let f = &self.flows[ahead as usize];
+                    prefetch(f);
+                    prefetch(&f.path);
+                }
+                let f = &self.flows[fid as usize];
+                keys.push(path_key(&f.path[..f.path_len as usize]));
+            }
+            self.new_keys = keys;
+        }
+        for (i, &fid) in new_flows.iter().enumerate() {
+            if let Some(&k) = self.new_keys.get(i + HAND_OVER_AHEAD) {
+                super::packet::slab::prefetch(&self.vacated_table[k as usize & mask]);
+            }
             let f = &self.flows[fid as usize];
-            let key = path_key(&f.path[..f.path_len as usize]);
+            let key = self.new_keys[i];
             let mut h = key as usize & mask;
             let g = loop {
                 match self.vacated_table[h] {

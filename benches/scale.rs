@@ -26,12 +26,18 @@
 //!   issue 16's target is 60 s and 2 GiB; by name only, not in the default
 //!   list; with the closed forms on two threads, 2026-12-07, load average
 //!   6-9: `--threads=2` 134.3 CPU-s, 126.7 of them on the main thread,
-//!   1,834 MiB, against `--threads=1` 136.0 CPU-s, 1,821 MiB, run after it);
+//!   1,834 MiB, against `--threads=1` 136.0 CPU-s, 1,821 MiB, run after it;
+//!   later that day, with the loop's prefetches, links' flow lists in their
+//!   records and the runner's build walking runs: 70.7 CPU-s and 1,827 MiB,
+//!   median of 3 alternating with the binary before, 88.5 CPU-s and 1,833
+//!   MiB, load 2-3; 65.1 CPU-s on a quieter machine);
 //! - `flow16k-tree-4m`: the same at 16,384 GPUs (237 MiB and 6.6–8.8 CPU-s
 //!   on 2026-12-07, alternating with the binary before those three changes:
 //!   7.4–11.3 CPU-s; 546 MiB before the template DAG; `--threads=2`:
 //!   0.49–0.74 CPU-s of the run on a second thread, main thread 9.7–9.9
-//!   CPU-s, 239 MiB, against 8.1–11.3 CPU-s on one, alternating, load ~8);
+//!   CPU-s, 239 MiB, against 8.1–11.3 CPU-s on one, alternating, load ~8;
+//!   later, with flow131k's changes of that day: 5.3 CPU-s and 237 MiB,
+//!   median of 3 alternating with the binary before, 6.7 CPU-s, load ~2.7);
 //! - `pkt1k`: hierarchical all-reduce of 256 MiB over 1,024 GPUs (128 nodes × 8,
 //!   rail-optimized, 400 Gb/s, 4 KiB MTU) at packet level — target < 60 s, < 4 GiB.
 //! - `report1k`: the cost of `--report` on a 1,024-GPU run (128 DGX H100 nodes, the

@@ -502,6 +502,11 @@ struct Sim<'a> {
     vacated_group_len: Vec<u32>,
     /// Path key of each new flow of the hand-over, in `new_flows` order.
     new_keys: Vec<u64>,
+    /// Hand-over scratch: per vacated flow its path key and key group, per
+    /// group its key and size, then its next free index in `vacated_by_key`.
+    vacated_group: Vec<(u64, u32)>,
+    group_key: Vec<u64>,
+    group_size: Vec<u32>,
     /// Open-addressing table over the key groups of `vacated_by_key`: at
     /// `key & mask`, probing on, each group's first index plus one (0:
     /// empty); a power of two at least twice the entries.
@@ -578,6 +583,9 @@ impl<'a> Sim<'a> {
             vacated_by_key: Vec::new(),
             vacated_group_len: Vec::new(),
             new_keys: Vec::new(),
+            vacated_group: Vec::new(),
+            group_key: Vec::new(),
+            group_size: Vec::new(),
             vacated_table: Vec::new(),
             route_index: Default::default(),
             routes: Vec::new(),
@@ -1263,37 +1271,73 @@ impl<'a> Sim<'a> {
         // replaces. Profile of the 16,384-GPU flow benchmark: 60% of
         // `recompute` was that HashMap of Vecs (SipHash, a Vec allocated per
         // key, and `clear` walking the capacity the busiest timestamp left).
-        let by_key = &mut self.vacated_by_key;
-        by_key.clear();
-        by_key.extend(
-            self.vacated
-                .iter()
-                .enumerate()
-                .map(|(i, v)| (path_key(&v.path[..v.path_len as usize]), i as u32)),
-        );
-        by_key.sort_unstable();
-        let group_len = &mut self.vacated_group_len;
-        group_len.clear();
-        group_len.resize(by_key.len(), 0);
         // Each group's start in a hash table (the keys are already mixed):
         // one probe per new flow where a binary search over every vacated
         // path was 12% of flow131k's CPU (tens of thousands end at once).
+        // The groups are laid out by a counting sort, not a comparison sort
+        // (which was 2.4% of flow131k): each vacated flow's group found in
+        // the table (groups numbered by first appearance), the groups placed
+        // by their sizes, the flows into them in finishing order. Each group
+        // then holds what a sort by (key, index) gave it, in that order, and
+        // the table finds a key's group wherever linear probing put it, so
+        // the lookups below take the same flows as before.
+        let n = self.vacated.len();
+        let size = (2 * n).next_power_of_two();
+        let mask = size - 1;
         let table = &mut self.vacated_table;
-        let size = (2 * by_key.len()).next_power_of_two();
         table.clear();
         table.resize(size, 0);
-        let mask = size - 1;
-        let mut g = 0;
-        for i in 0..by_key.len() {
-            if by_key[i].0 != by_key[g].0 || i == 0 {
-                g = i;
-                let mut h = by_key[g].0 as usize & mask;
-                while table[h] != 0 {
-                    h = (h + 1) & mask;
+        let (group, gkey, gsize) = (
+            &mut self.vacated_group,
+            &mut self.group_key,
+            &mut self.group_size,
+        );
+        group.clear();
+        gkey.clear();
+        gsize.clear();
+        for v in &self.vacated {
+            let key = path_key(&v.path[..v.path_len as usize]);
+            let mut h = key as usize & mask;
+            let g = loop {
+                match table[h] {
+                    0 => {
+                        table[h] = gkey.len() as u32 + 1;
+                        gkey.push(key);
+                        gsize.push(0);
+                        break gkey.len() - 1;
+                    }
+                    e if gkey[e as usize - 1] == key => break e as usize - 1,
+                    _ => h = (h + 1) & mask,
                 }
-                table[h] = g as u32 + 1;
+            };
+            gsize[g] += 1;
+            group.push((key, g as u32));
+        }
+        // sizes into starts (group order: first appearance; any order would do)
+        let group_len = &mut self.vacated_group_len;
+        group_len.clear();
+        group_len.resize(n, 0);
+        let mut start = 0u32;
+        for size in gsize.iter_mut() {
+            group_len[start as usize] = *size;
+            let len = *size;
+            *size = start;
+            start += len;
+        }
+        // the table names each group's first entry
+        for e in table.iter_mut() {
+            if *e != 0 {
+                *e = gsize[*e as usize - 1] + 1;
             }
-            group_len[g] += 1;
+        }
+        // the flows, in finishing order, into their groups' next entries
+        let by_key = &mut self.vacated_by_key;
+        by_key.clear();
+        by_key.resize(n, (0, 0));
+        for (i, &(key, g)) in group.iter().enumerate() {
+            let at = &mut gsize[g as usize];
+            by_key[*at as usize] = (key, i as u32);
+            *at += 1;
         }
         // The new flows' keys first, each flow's record prefetched some flows
         // ahead, then the lookups, each key's table slot prefetched ahead:

@@ -16,35 +16,14 @@ mod common;
 use std::sync::atomic::Ordering;
 
 use fabricsim::backend::packet::PERTURB_ORDERS;
-use fabricsim::report::Report;
-
-/// The report as JSON without `sim` (wall time, events per second).
-fn json(r: &Report) -> serde_json::Value {
-    let mut v = serde_json::to_value(r).unwrap();
-    v.as_object_mut().unwrap().remove("sim");
-    v
-}
 
 fn run(example: &str) -> serde_json::Value {
-    json(&common::run_packet(example, &common::example(example)))
+    common::json_without_sim(&common::run_packet(example, &common::example(example)))
 }
 
 #[test]
 fn packet_examples_do_not_depend_on_release_push_or_slot_order() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| {
-            let p = e.unwrap().path();
-            let text = std::fs::read_to_string(&p).ok()?;
-            // the examples made for the packet level, and two jobs sharing
-            // a leaf-spine (gated releases across jobs)
-            let name = p.file_name()?.to_str()?.to_string();
-            (text.contains("fidelity = \"packet\"") || name == "two-jobs-leaf-spine.toml")
-                .then_some(name)
-        })
-        .collect();
-    names.sort();
+    let names = common::packet_examples();
     assert!(names.len() >= 12, "{names:?}");
     for name in &names {
         PERTURB_ORDERS.store(false, Ordering::Relaxed);

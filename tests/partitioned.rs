@@ -15,18 +15,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
 use fabricsim::backend::packet::{PARTITIONS, WINDOW_VIOLATIONS};
-use fabricsim::config::Fidelity;
-use fabricsim::report::Report;
-use fabricsim::run::RunOptions;
 
 static HOOKS: Mutex<()> = Mutex::new(());
-
-/// The report as JSON without `sim` (wall time, events per second).
-fn json(r: &Report) -> serde_json::Value {
-    let mut v = serde_json::to_value(r).unwrap();
-    v.as_object_mut().unwrap().remove("sim");
-    v
-}
 
 /// Runs scenario `text` (named `file`) at packet level in `parts`
 /// partitions (0: the one-queue loop): its report without `sim`, or the
@@ -34,44 +24,18 @@ fn json(r: &Report) -> serde_json::Value {
 fn run(file: &str, text: &str, parts: u32) -> Result<serde_json::Value, String> {
     PARTITIONS.store(parts, Ordering::Relaxed);
     WINDOW_VIOLATIONS.store(0, Ordering::Relaxed);
-    let r = fabricsim::run::run(
-        &common::parse(file, text),
-        &RunOptions {
-            fidelity: Some(Fidelity::Packet),
-            collect_links: true,
-            detail: true,
-            flow_records: true,
-            ..RunOptions::default()
-        },
-    );
+    let r = fabricsim::run::run(&common::parse(file, text), &common::packet_options());
     PARTITIONS.store(0, Ordering::Relaxed);
     let v = WINDOW_VIOLATIONS.swap(0, Ordering::Relaxed);
     assert_eq!(v, 0, "{file} in {parts} partitions: window violations");
-    r.map(|r| json(&r)).map_err(|e| e.to_string())
-}
-
-/// The examples made for the packet level, and two jobs sharing a
-/// leaf-spine (gated releases across jobs): `tests/event_order.rs`'s set.
-fn packet_examples() -> Vec<String> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| {
-            let p = e.unwrap().path();
-            let text = std::fs::read_to_string(&p).ok()?;
-            let name = p.file_name()?.to_str()?.to_string();
-            (text.contains("fidelity = \"packet\"") || name == "two-jobs-leaf-spine.toml")
-                .then_some(name)
-        })
-        .collect();
-    names.sort();
-    names
+    r.map(|r| common::json_without_sim(&r))
+        .map_err(|e| e.to_string())
 }
 
 #[test]
 fn packet_examples_give_one_report_at_one_two_and_four_partitions() {
     let _lock = HOOKS.lock().unwrap_or_else(|e| e.into_inner());
-    let names = packet_examples();
+    let names = common::packet_examples();
     assert!(names.len() >= 12, "{names:?}");
     let mut identical = 0;
     for name in &names {

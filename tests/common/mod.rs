@@ -74,17 +74,44 @@ pub fn run_with(file: &str, text: &str, opts: &RunOptions) -> Report {
 /// Runs a scenario text at the packet level with everything a law's test
 /// reads: per-link counters, sampled series (`detail`) and per-flow records.
 pub fn run_packet(file: &str, text: &str) -> Report {
-    run_with(
-        file,
-        text,
-        &RunOptions {
-            fidelity: Some(Fidelity::Packet),
-            collect_links: true,
-            detail: true,
-            flow_records: true,
-            ..RunOptions::default()
-        },
-    )
+    run_with(file, text, &packet_options())
+}
+
+/// The options of [`run_packet`].
+pub fn packet_options() -> RunOptions {
+    RunOptions {
+        fidelity: Some(Fidelity::Packet),
+        collect_links: true,
+        detail: true,
+        flow_records: true,
+        ..RunOptions::default()
+    }
+}
+
+/// A report as JSON without `sim` (wall time, events per second): what two
+/// runs of one scenario must agree on.
+pub fn json_without_sim(r: &Report) -> serde_json::Value {
+    let mut v = serde_json::to_value(r).unwrap();
+    v.as_object_mut().unwrap().remove("sim");
+    v
+}
+
+/// The examples made for the packet level, and two jobs sharing a
+/// leaf-spine (gated releases across jobs), sorted by name.
+pub fn packet_examples() -> Vec<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| {
+            let p = e.unwrap().path();
+            let text = std::fs::read_to_string(&p).ok()?;
+            let name = p.file_name()?.to_str()?.to_string();
+            (text.contains("fidelity = \"packet\"") || name == "two-jobs-leaf-spine.toml")
+                .then_some(name)
+        })
+        .collect();
+    names.sort();
+    names
 }
 
 /// An incast on one RoCEv2 switch without PFC or ECN, as the delay- and

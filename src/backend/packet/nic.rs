@@ -525,14 +525,7 @@ impl Sim<'_> {
     pub(super) fn base_rtt(&self, src: u32, dst: u32) -> u64 {
         let mut path = Vec::new();
         let mut one_way = |from: u32, to: u32, wire: u64| {
-            if !self.topo.route(GpuId(from), GpuId(to), 0, &mut path) {
-                return 0;
-            }
-            let tx: u64 = path
-                .iter()
-                .map(|l| self.topo.links[l.0 as usize].rate.tx_time(wire).0)
-                .sum();
-            self.topo.path_latency(&path).0 + tx
+            super::sim::idle_one_way(&self.topo, from, to, wire, &mut path).unwrap_or(0)
         };
         let data = (self.cfg.mtu + self.cfg.header_bytes) as u64;
         one_way(src, dst, data) + one_way(dst, src, self.cfg.ack_bytes as u64)

@@ -5,7 +5,6 @@ use std::collections::HashMap;
 
 use super::classes::ClassSched;
 use super::engine::Event;
-use super::flow_control::pfc::kind as pfc_kind;
 use super::flow_control::{Credits, LinkLaw, PfcState, SharedBuffers};
 use super::ids::{IdVec, PortId};
 use super::nic::QueuePairs;
@@ -324,20 +323,7 @@ impl<'a> Sim<'a> {
         let limit = self.cfg.time_limit.0;
         while let Some((t, ev)) = self.q.main.pop() {
             debug_assert!(t >= self.now, "time went backwards");
-            if matches!(
-                ev,
-                Event::Link { .. }
-                    | Event::Rto { .. }
-                    | Event::CcTimer { .. }
-                    | Event::DelAck { .. }
-                    | Event::QpWake { .. }
-                    | Event::Pfc {
-                        kind: pfc_kind::WATCHDOG..=pfc_kind::RESTORE,
-                        ..
-                    }
-            ) && self.runner.finished()
-                && self.pkts.live() == 0
-            {
+            if skippable(ev) && self.runner.finished() && self.pkts.live() == 0 {
                 // The work is done and every packet drained: a fault, a
                 // retransmission timer, a congestion-control timer or a pacing
                 // wake-up changes nothing. It neither advances the clock nor
@@ -355,31 +341,10 @@ impl<'a> Sim<'a> {
             if t > self.watchdog_at && self.pkts.live() > 0 {
                 return Err(self.deadlock(t));
             }
-            self.now = t;
-            self.events += 1;
-            if self.events >= self.next_progress {
-                self.tick_progress();
-            }
             if let Some(next) = self.q.main.peek_hint() {
                 self.prefetch_for(next);
             }
-
-            match ev {
-                Event::TxDone { port } => self.on_tx_done(port),
-                Event::Arrive { pkt, link } => self.on_arrive(pkt, link),
-                Event::Credit { link, .. } => self.on_credit(link),
-                Event::QpWake { qp } => self.on_qp_wake(qp),
-                Event::Rto { qp } => self.on_rto(qp),
-                Event::TaskDone { task, .. } => self.task_done(task),
-                Event::Link { index } => self.on_link_event(index as usize),
-                Event::Sample => self.on_sample(),
-                Event::CcTimer { qp } => self.on_cc_timer(qp),
-                Event::DelAck { qp } => self.on_delayed_ack(qp),
-                Event::Pfc { link, vl, kind } => self.on_pfc(link, vl, kind),
-            }
-            if !self.ready.is_empty() {
-                self.start_ready()?;
-            }
+            self.handle(t, ev)?;
         }
         if !self.runner.finished() {
             return Err(PacketError::Stalled {
@@ -537,7 +502,7 @@ impl<'a> Sim<'a> {
     }
 
     /// Handles event `ev` at `t` and starts what it made ready (the body of
-    /// the windowed loop; the one-queue loop has its own copy).
+    /// the windowed loop and the one-queue loop).
     #[inline(always)]
     fn handle(&mut self, t: u64, ev: Event) -> Result<(), PacketError> {
         self.now = t;
@@ -892,6 +857,27 @@ impl<'a> Sim<'a> {
     }
 }
 
+/// Time for `wire` bytes from GPU `from` to GPU `to` on the idle fabric, ps:
+/// propagation and forwarding along the route of ECMP choice 0 (left in
+/// `path`) and store-and-forward serialization at every hop; `None` if
+/// unreachable.
+pub(super) fn idle_one_way(
+    topo: &Topology,
+    from: u32,
+    to: u32,
+    wire: u64,
+    path: &mut Vec<LinkId>,
+) -> Option<u64> {
+    if !topo.route(GpuId(from), GpuId(to), 0, path) {
+        return None;
+    }
+    let tx: u64 = path
+        .iter()
+        .map(|l| topo.links[l.0 as usize].rate.tx_time(wire).0)
+        .sum();
+    Some(topo.path_latency(path).0 + tx)
+}
+
 /// IRN's BDP-FC (Mittal et al., SIGCOMM 2018, §3.2), the window of
 /// [`PacketConfig::window_bdp`], in packets: one bandwidth-delay product of
 /// the network's longest path, the line rate of that path's slowest link
@@ -902,16 +888,7 @@ impl<'a> Sim<'a> {
 /// longest of the symmetric fabrics, as HPCC's T is. At least one packet.
 pub fn bdp_window_pkts(topo: &Topology, cfg: &PacketConfig) -> u32 {
     let mut path = Vec::new();
-    let one_way = |from: u32, to: u32, wire: u64, path: &mut Vec<LinkId>| {
-        if !topo.route(GpuId(from), GpuId(to), 0, path) {
-            return None;
-        }
-        let tx: u64 = path
-            .iter()
-            .map(|l| topo.links[l.0 as usize].rate.tx_time(wire).0)
-            .sum();
-        Some(topo.path_latency(path).0 + tx)
-    };
+    let one_way = |from, to, wire, path: &mut Vec<LinkId>| idle_one_way(topo, from, to, wire, path);
     let data = (cfg.mtu + cfg.header_bytes) as u64;
     let (mut rtt, mut bytes) = (0u64, 0u128);
     for g in 1..topo.num_gpus() {
